@@ -1,0 +1,187 @@
+"""One place that composes the edges (git, file system) with the pure core, for every command.
+
+The CLI calls these functions and maps their results and errors to output and exit codes; the
+future runtimes (poller, action) call the same functions.
+"""
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from .core import diff as diffs
+from .core.pipeline import Result, reconcile
+from .core.snapshot import GENERATED_DIR, Snapshot
+from .core.tree import FileTree, Generated
+from .model import KsgitopsError, Problem
+from .io.fs import WorkTreeSnapshot, write_generated
+
+WORKTREE = "worktree"
+TRAILER = "Ksgitops-Source"
+
+
+@dataclass
+class Source:
+    """Where inputs are read from, and where the previous generated files are."""
+
+    path: Path
+    snapshot: Snapshot
+    repo: object | None = None  # pygit2.Repository, kept opaque here
+    commit: object | None = None  # pygit2.Commit
+    ref_name: str | None = None
+    warnings: list[str] = field(default_factory=list)
+
+
+def open_source(path: Path, source: str) -> Source:
+    if source == WORKTREE:
+        if not path.is_dir():
+            raise KsgitopsError(f"{path}: no such directory")
+        return Source(path, WorkTreeSnapshot(path))
+    from .io import git
+    repo = git.open_repo(path)
+    commit = git.resolve_commit(repo, source)
+    return Source(path, git.TreeSnapshot(repo, commit.tree), repo, commit, git.branch_ref(repo, source))
+
+
+def compute(src: Source, cache: dict | None = None, progress: Callable[[int, int], None] | None = None) -> Result:
+    """Run the pure pipeline; previous copies come from the same snapshot (HEAD or work tree)."""
+    return reconcile(src.snapshot, src.snapshot.read, cache, progress)
+
+
+@dataclass
+class ReconcileOutcome:
+    result: Result
+    changed_roots: list[str]
+    commit: str | None = None
+
+
+def reconcile_worktree(path: Path, progress: Callable[[int, int], None] | None = None) -> ReconcileOutcome:
+    src = open_source(path, WORKTREE)
+    result = compute(src, progress=progress)
+    changed = write_generated(path, result.generated)
+    return ReconcileOutcome(result, changed)
+
+
+def reconcile_commit(path: Path, source: str, progress: Callable[[int, int], None] | None = None,
+                     cache: dict | None = None) -> ReconcileOutcome:
+    from .io import git
+    src = open_source(path, source)
+    if src.ref_name is None:
+        raise KsgitopsError(f"--commit needs --source HEAD or a branch name, not {source!r}")
+    result = compute(src, cache, progress)
+    _warn_uncommitted(src, result)
+    config = result.config
+    author = git.signature(config.author_name, config.author_email)
+    message = commit_message(config.message_template, config.skip_ci, str(src.commit.id))  # type: ignore[union-attr]
+    committed = git.commit_generated(src.repo, src.ref_name, src.commit, result.generated, author, message)  # type: ignore[arg-type]
+    roots = git.changed_roots(src.repo, committed.old_tree, committed.tree, list(result.generated))  # type: ignore[arg-type]
+    if committed.commit and git.is_checked_out(src.repo, src.ref_name):  # type: ignore[arg-type]
+        git.update_worktree(src.repo, committed.tree, roots)  # type: ignore[arg-type]
+    return ReconcileOutcome(result, roots, committed.commit)
+
+
+def commit_message(template: str, skip_ci: bool, source: str) -> str:
+    text = template.replace("{source}", source).replace("{source_short}", source[:12])
+    if not skip_ci:
+        text = text.replace("[skip ci]", "")
+    elif "[skip ci]" not in text:
+        text += "\n\n[skip ci]"
+    return f"{text.strip()}\n\n{TRAILER}: {source}\n"
+
+
+def _warn_uncommitted(src: Source, result: Result) -> None:
+    from .io import git
+    dirty = git.uncommitted_sources(src.repo, set(result.loaded.mailboxes))  # type: ignore[arg-type]
+    if dirty:
+        shown = ", ".join(dirty[:5]) + (" ..." if len(dirty) > 5 else "")
+        print(f"warning: uncommitted source changes are not used: {shown}", file=sys.stderr)
+
+
+def previous_trees(src: Source, mailboxes: list[str]) -> dict[str, FileTree | None]:
+    return {mb: src.snapshot.read_tree(f"spaces/{mb}") for mb in mailboxes}
+
+
+def plan_diff(path: Path, against: str | None) -> tuple[Result, diffs.DiffResult]:
+    """What reconcile (of the work tree) would change, against the work tree or REF's tree."""
+    new = compute(open_source(path, WORKTREE))
+    old_src = open_source(path, against) if against else open_source(path, WORKTREE)
+    wec_names = wec_display_names(new)
+    roots = [r for r in new.generated]
+    changed = False
+    wecs = []
+    for root in roots:
+        old_tree = old_src.snapshot.read_tree(root)
+        new_tree = new.generated[root]
+        if _same_owned(old_tree, new_tree):
+            continue
+        changed = True
+        if root.count("/") == 1:  # a mailbox root: spaces/<mailbox>
+            mailbox = root.split("/", 1)[1]
+            text = diffs.mailbox_diff(mailbox, old_tree, new_tree if isinstance(new_tree, dict) else None)
+            if text:
+                wecs.append(diffs.WecDiff(wec_names.get(mailbox) or _old_wec_name(old_tree, mailbox), mailbox, text))
+    wecs.sort(key=lambda w: w.wec)
+    return new, diffs.DiffResult(changed, wecs)
+
+
+def _same_owned(old: FileTree | None, new: object) -> bool:
+    """Equal file content, ignoring the subtrees reconcile keeps (reported/, upsynced/)."""
+    if not isinstance(new, dict):
+        return not old
+    if old is None:
+        return False
+    from .core.tree import KEEP
+    for name in set(old) | set(new):
+        if new.get(name) is KEEP:
+            continue
+        a, b = old.get(name), new.get(name)
+        if isinstance(a, dict) and isinstance(b, dict):
+            if not _same_owned(a, b):
+                return False
+        elif a != b:
+            return False
+    return True
+
+
+def _old_wec_name(old: FileTree | None, mailbox: str) -> str:
+    from .core.load import SYNC_TARGET_ANNOTATION
+    from .core.serialize import load_yaml
+    data = old.get("space.yaml") if old else None
+    try:
+        return str(load_yaml(data)["metadata"]["annotations"][SYNC_TARGET_ANNOTATION])  # type: ignore[arg-type]
+    except Exception:  # noqa: BLE001 - a broken old file just loses its nicer name
+        return mailbox
+
+
+def wec_display_names(result: Result) -> dict[str, str]:
+    """mailbox -> the SyncTarget name, or `<space>/<name>` when the name is not unique."""
+    counts: dict[str, int] = {}
+    for wec in result.wecs.values():
+        counts[wec.name] = counts.get(wec.name, 0) + 1
+    return {mb: wec.name if counts[wec.name] == 1 else f"{wec.space}/{wec.name}"
+            for mb, wec in result.wecs.items()}
+
+
+def find_wec(result: Result, name: str) -> str:
+    """A WEC argument (SyncTarget name, `<is>/<st>`, or mailbox name) -> mailbox name."""
+    if name in result.wecs:
+        return name
+    if "/" in name:
+        space, _, st = name.partition("/")
+        matches = [mb for mb, w in result.wecs.items() if w.space == space and w.name == st]
+    else:
+        matches = [mb for mb, w in result.wecs.items() if w.name == name]
+    if len(matches) == 1:
+        return matches[0]
+    if not matches:
+        raise KsgitopsError(f"no WEC named {name!r} (SyncTarget name, <space>/<synctarget> or mailbox name)")
+    raise KsgitopsError(f"WEC name {name!r} is ambiguous: {', '.join(sorted(matches))}; use <space>/<synctarget>")
+
+
+def problems_of(result: Result) -> list[Problem]:
+    return result.problems
+
+
+__all__ = ["open_source", "compute", "reconcile_worktree", "reconcile_commit", "plan_diff", "find_wec",
+           "GENERATED_DIR", "Generated"]

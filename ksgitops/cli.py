@@ -1,0 +1,201 @@
+"""The command line: the only module that imports click and rich, and maps errors to exit codes.
+
+Exit codes (DESIGN §7): 0 ok; 1 `diff` found changes; 2 invalid input; 3 git failure.
+Errors print one line each (`file:line: message`); a traceback only with --debug.
+"""
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+from importlib import resources
+from pathlib import Path
+from typing import Any, Callable
+
+import click
+
+from . import __version__, app
+from .core import diff as diffs
+from .core.explain import as_text, explain_object_on, explain_wec
+from .core.render import render_mailbox
+from .core.serialize import dump_yaml_all
+from .model import KsgitopsError, Problem
+
+REPO = click.argument("repo", required=False, default=".", type=click.Path(file_okay=False, path_type=Path))
+
+
+def _print_problems(problems: list[Problem]) -> None:
+    for problem in problems:
+        click.echo(str(problem), err=True)
+
+
+def _dump(data: Any) -> None:
+    click.echo(json.dumps(data, indent=2, sort_keys=True))
+
+
+class _Progress:
+    """A rich progress bar on stderr, only when stderr is a terminal and the work is long."""
+
+    def __init__(self, label: str) -> None:
+        self.label = label
+        self._bar: Any = None
+        self._task: Any = None
+
+    def __call__(self, done: int, total: int) -> None:
+        if total < 50 or not sys.stderr.isatty():
+            return
+        if self._bar is None:
+            from rich.console import Console
+            from rich.progress import Progress
+            self._bar = Progress(console=Console(stderr=True), transient=True)
+            self._bar.start()
+            self._task = self._bar.add_task(self.label, total=total)
+        self._bar.update(self._task, completed=done)
+        if done >= total:
+            self._bar.stop()
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="ksgitops")
+@click.option("--debug", is_flag=True, help="Show tracebacks on errors.")
+@click.pass_context
+def cli(ctx: click.Context, debug: bool) -> None:
+    """ksgitops: KubeStellar's multi-cluster configuration management, done the GitOps way."""
+    ctx.obj = {"debug": debug}
+
+
+@cli.command()
+@click.argument("directory", type=click.Path(path_type=Path))
+def init(directory: Path) -> None:
+    """Scaffold a repo in DIRECTORY from the bundled example."""
+    if directory.exists() and any(directory.iterdir()):
+        raise KsgitopsError(f"{directory}: exists and is not empty")
+    example = resources.files("ksgitops.example")
+    with resources.as_file(example) as source:
+        shutil.copytree(source, directory, dirs_exist_ok=True,
+                        ignore=shutil.ignore_patterns("__init__.py", "__pycache__"))
+    click.echo(f"initialized {directory} from the example; run: ksgitops reconcile {directory}")
+
+
+@cli.command()
+@REPO
+@click.option("-o", "output", type=click.Choice(["text", "json"]), default="text")
+def validate(repo: Path, output: str) -> None:
+    """Check schemas and semantics; exit 2 on any error (customization errors included)."""
+    result = app.compute(app.open_source(repo, app.WORKTREE))
+    errors = result.errors
+    if output == "json":
+        _dump({"valid": not errors, "problems": [_problem_json(p) for p in result.problems]})
+    else:
+        _print_problems(result.problems)
+        click.echo(f"{'invalid' if errors else 'valid'}: {len(result.wecs)} WECs, "
+                   f"{sum(len(v) for v in result.placements.values())} placements, {len(errors)} errors")
+    if errors:
+        sys.exit(2)
+
+
+def _problem_json(p: Problem) -> dict[str, Any]:
+    return {"file": p.origin.path, "line": p.origin.line, "message": p.message,
+            "severity": p.severity, **({"wec": p.wec} if p.wec else {})}
+
+
+@cli.command(name="reconcile")
+@REPO
+@click.option("--source", default=None, help="worktree (default) or a git REF (default HEAD with --commit).")
+@click.option("--commit", "do_commit", is_flag=True, help="Commit the generated files on the branch.")
+@click.option("-o", "output", type=click.Choice(["text", "json"]), default="text")
+def reconcile_cmd(repo: Path, source: str | None, do_commit: bool, output: str) -> None:
+    """Write the generated files (mailboxes, SinglePlacementSlices)."""
+    source = source or ("HEAD" if do_commit else app.WORKTREE)
+    progress = _Progress("reconciling")
+    if do_commit:
+        outcome = app.reconcile_commit(repo, source, progress)
+    elif source == app.WORKTREE:
+        outcome = app.reconcile_worktree(repo, progress)
+    else:
+        raise KsgitopsError("--source REF reads a commit: add --commit (or use `ksgitops diff --against REF`)")
+    result = outcome.result
+    _print_problems(result.problems)
+    if output == "json":
+        _dump({"commit": outcome.commit, "changed": outcome.changed_roots, "wecs": len(result.wecs),
+               "problems": [_problem_json(p) for p in result.problems]})
+        return
+    what = f"committed {outcome.commit[:12]}" if outcome.commit else ("no commit (unchanged)" if do_commit else "written")
+    click.echo(f"{len(result.wecs)} WECs, {len(outcome.changed_roots)} generated folders changed, {what}")
+
+
+@cli.command()
+@REPO
+@click.option("--against", default=None, help="Compare with the generated files in REF's tree.")
+@click.option("-o", "output", type=click.Choice(["text", "json", "markdown"]), default="text")
+def diff(repo: Path, against: str | None, output: str) -> None:
+    """Dry run: per-WEC diffs of what reconcile would change. Exit 0 none, 1 changes."""
+    result, planned = app.plan_diff(repo, against)
+    _print_problems(result.problems)
+    if output == "json":
+        _dump(planned.as_json())
+    elif output == "markdown":
+        click.echo(diffs.markdown(planned), nl=False)
+    else:
+        click.echo(diffs.text(planned), nl=False)
+    sys.exit(1 if planned.changed else 0)
+
+
+@cli.command()
+@click.argument("wec")
+@REPO
+@click.option("-o", "output", type=click.Choice(["yaml", "json"]), default="yaml")
+def render(wec: str, repo: Path, output: str) -> None:
+    """Print the final manifests one WEC receives."""
+    result = app.compute(app.open_source(repo, app.WORKTREE))
+    mailbox = app.find_wec(result, wec)
+    _print_problems([p for p in result.problems if not p.wec or p.wec == mailbox])
+    tree = result.generated[f"spaces/{mailbox}"]
+    objects = [body for _, body in render_mailbox(tree)] if isinstance(tree, dict) else []
+    if output == "json":
+        _dump(objects)
+    else:
+        click.echo(dump_yaml_all(objects).decode(), nl=False)
+
+
+@cli.command()
+@click.argument("wec")
+@click.argument("obj", metavar="[OBJECT]", required=False)
+@click.argument("repo", required=False, default=".", type=click.Path(file_okay=False, path_type=Path))
+@click.option("-o", "output", type=click.Choice(["text", "json"]), default="text")
+def explain(wec: str, obj: str | None, repo: Path, output: str) -> None:
+    """Why objects are (not) placed on WEC; OBJECT is Kind[.group]/[namespace/]name."""
+    if obj is not None and "/" not in obj and Path(obj).is_dir():
+        obj, repo = None, Path(obj)
+    result = app.compute(app.open_source(repo, app.WORKTREE))
+    mailbox = app.find_wec(result, wec)
+    data = explain_object_on(result, mailbox, obj) if obj else explain_wec(result, mailbox)
+    if obj and not data["matches"]:
+        raise KsgitopsError(f"no workload object matches {obj!r} (Kind[.group]/[namespace/]name)")
+    _dump(data) if output == "json" else click.echo(as_text(data))
+
+
+def main(argv: list[str] | None = None) -> None:
+    debug = "--debug" in (argv if argv is not None else sys.argv[1:])
+    try:
+        cli.main(args=argv, prog_name="ksgitops", standalone_mode=False)
+    except KsgitopsError as e:
+        if debug:
+            raise
+        _print_problems(e.problems)
+        sys.exit(e.exit_code)
+    except click.exceptions.Exit as e:
+        sys.exit(e.exit_code)
+    except click.ClickException as e:
+        e.show()
+        sys.exit(2)
+    except click.exceptions.Abort:
+        sys.exit(130)
+    except Exception as e:  # noqa: BLE001 - the one place that turns surprises into one line
+        if debug:
+            raise
+        click.echo(f"ksgitops: internal error ({type(e).__name__}); run with --debug for a traceback", err=True)
+        sys.exit(4)
+
+
+_: Callable[..., Any] = main

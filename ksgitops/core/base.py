@@ -1,0 +1,83 @@
+"""The uncustomized base copy of a workload object, as it is written into every mailbox.
+
+Computed once per object (not per WEC): server-set fields dropped, the projected label added, an
+empty annotations map omitted (kustomize drops it, so we never write it).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ..kinds import KindInfo
+from ..model import Obj, ObjRef
+from .params import referenced_keys
+from .customize import CUSTOMIZER_ANNOTATION, EXPAND_ANNOTATION, wants_expansion
+from .serialize import deep_copy, dump_yaml
+
+PROJECTED_LABEL = "edge.kubestellar.io/projected"
+DROPPED_METADATA = ("uid", "resourceVersion", "managedFields", "generation")
+
+
+def rel_path(group: str, resource: str, namespace: str, name: str) -> str:
+    """`<group|core>/<resource>/<namespace|_cluster>/<name>`: the mailbox path of an object."""
+    return f"{group or 'core'}/{resource}/{namespace or '_cluster'}/{name}"
+
+
+@dataclass(frozen=True, slots=True)
+class Base:
+    """One object's base copy. `obj` is None for an implied Namespace."""
+
+    ref: ObjRef
+    api_version: str
+    resource: str
+    namespaced: bool
+    body: dict[str, Any]
+    data: bytes
+    obj: Obj | None
+    expand: bool = False
+    customizer: str = ""
+    object_keys: frozenset[str] = frozenset()
+
+    @property
+    def rel(self) -> str:
+        return rel_path(self.ref.group, self.resource, self.ref.namespace, self.ref.name)
+
+    @property
+    def customizable(self) -> bool:
+        return self.expand or bool(self.customizer)
+
+
+def base_body(body: dict[str, Any]) -> dict[str, Any]:
+    """A copy of `body` as it goes into a mailbox's objects/."""
+    copy = deep_copy(body)
+    copy.pop("status", None)
+    md = copy.setdefault("metadata", {})
+    for key in DROPPED_METADATA:
+        md.pop(key, None)
+    labels = md.get("labels") or {}
+    labels[PROJECTED_LABEL] = "yes"
+    md["labels"] = labels
+    if not md.get("annotations"):
+        md.pop("annotations", None)
+    return copy
+
+
+def make_base(obj: Obj, info: KindInfo) -> Base:
+    body = base_body(obj.body)
+    annotations = obj.annotations
+    expand = wants_expansion(annotations)
+    return Base(
+        ref=obj.ref, api_version=obj.api_version, resource=info.resource, namespaced=info.namespaced,
+        body=body, data=dump_yaml(body), obj=obj, expand=expand,
+        customizer=str(annotations.get(CUSTOMIZER_ANNOTATION, "") or ""),
+        object_keys=referenced_keys(body) if expand else frozenset(),
+    )
+
+
+def implied_namespace(name: str) -> Base:
+    body = {"apiVersion": "v1", "kind": "Namespace",
+            "metadata": {"name": name, "labels": {PROJECTED_LABEL: "yes"}}}
+    return Base(ObjRef("", "Namespace", "", name), "v1", "namespaces", False, body, dump_yaml(body), None)
+
+
+__all__ = ["Base", "make_base", "implied_namespace", "rel_path", "PROJECTED_LABEL", "EXPAND_ANNOTATION"]

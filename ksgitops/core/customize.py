@@ -1,0 +1,190 @@
+"""Per-(object, destination) customization: parameter expansion, Customizer replacements, jsonPatch.
+
+Order (DESIGN.md section 2): when the object carries `expand-parameters: "true"`, expand every
+string leaf of the object; then apply the chosen Customizer's `replacements` in order; then its
+`jsonPatch` ops in order. When the Customizer carries `expand-parameters: "true"`, each
+replacement's `path` and `value` text are expanded before the path is parsed and the value is
+decoded as JSON, and every string inside each jsonPatch op (`path`, `from`, string leaves of
+`value`) is expanded before the op is applied. Any failure yields an error and no body: the
+caller must never ship a half-customized object.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import jsonpatch
+import jsonpointer
+import orjson
+
+from ..model import Obj
+from .jsonpath import PathError, parse_path, set_path
+from .params import ParamError, expand_leaves, expand_string
+from .patchdiff import copy_json
+
+__all__ = [
+    "CUSTOMIZER_ANNOTATION", "EXPAND_ANNOTATION", "CustomizeResult",
+    "wants_expansion", "find_customizer", "customize",
+]
+
+CUSTOMIZER_ANNOTATION = "edge.kubestellar.io/customizer"
+EXPAND_ANNOTATION = "edge.kubestellar.io/expand-parameters"
+
+_PATCH_ERRORS = (jsonpatch.JsonPatchException, jsonpointer.JsonPointerException,
+                 KeyError, IndexError, TypeError)
+
+
+@dataclass(frozen=True)
+class CustomizeResult:
+    """The customized body (None on error), the error message, and the parameters looked up."""
+
+    body: dict[str, Any] | None
+    error: str | None
+    params_used: dict[str, str] = field(default_factory=dict)
+
+
+class _Failure(Exception):
+    """Internal: aborts customization with a ready-to-report message."""
+
+
+class _Recorder(Mapping[str, str]):
+    """A read-only view of the parameters that remembers every key successfully looked up."""
+
+    def __init__(self, params: Mapping[str, str]) -> None:
+        self._params = params
+        self.used: dict[str, str] = {}
+
+    def __getitem__(self, key: str) -> str:
+        value = self._params[key]
+        self.used[key] = value
+        return value
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._params)
+
+    def __len__(self) -> int:
+        return len(self._params)
+
+
+def wants_expansion(annotations: Mapping[str, Any] | None) -> bool:
+    """True when `edge.kubestellar.io/expand-parameters` is exactly "true"."""
+    return annotations is not None and annotations.get(EXPAND_ANNOTATION) == "true"
+
+
+def _customizer_key(obj: Obj, raw: Any) -> tuple[tuple[str, str] | None, str | None]:
+    """(namespace, name) named by the customizer annotation value `raw`, or an error."""
+    if not isinstance(raw, str) or not raw:
+        return None, f"annotation {CUSTOMIZER_ANNOTATION} must be a non-empty string"
+    parts = raw.split("/")
+    if len(parts) == 1:
+        if not obj.namespace:
+            return None, (f"annotation {CUSTOMIZER_ANNOTATION}: a cluster-scoped object must name "
+                          f"its Customizer as <namespace>/<name>, got {raw!r}")
+        return (obj.namespace, raw), None
+    if len(parts) != 2 or not all(parts):
+        return None, (f"annotation {CUSTOMIZER_ANNOTATION}: expected <name> or "
+                      f"<namespace>/<name>, got {raw!r}")
+    return (parts[0], parts[1]), None
+
+
+def find_customizer(obj: Obj, customizers: Mapping[tuple[str, str], Obj]
+                    ) -> tuple[Obj | None, str | None]:
+    """The Customizer chosen by `obj` (keyed by (namespace, name)) and an error, one of them None.
+
+    No annotation gives (None, None).
+    """
+    if CUSTOMIZER_ANNOTATION not in obj.annotations:
+        return None, None
+    key, error = _customizer_key(obj, obj.annotations[CUSTOMIZER_ANNOTATION])
+    if key is None:
+        return None, error
+    found = customizers.get(key)
+    if found is None:
+        return None, f"unknown Customizer {key[0]}/{key[1]}"
+    return found, None
+
+
+def _decode(text: str, where: str) -> Any:
+    """The JSON value encoded in a replacement's `value` text."""
+    try:
+        return orjson.loads(text)
+    except orjson.JSONDecodeError as exc:
+        raise _Failure(f"{where}: value {text!r} is not valid JSON ({exc})") from None
+
+
+def _replace(body: Any, item: Any, where: str, expand: bool, params: Mapping[str, str]) -> None:
+    """Apply one replacement {path, value} to `body` in place."""
+    if not isinstance(item, dict) or not isinstance(item.get("path"), str):
+        raise _Failure(f"{where}: must be a map with a string 'path'")
+    path, text = item["path"], item.get("value")
+    where = f"{where} (path {path!r})"
+    if not isinstance(text, str):
+        raise _Failure(f"{where}: 'value' must be a string holding JSON, e.g. '\"text\"' or '3'")
+    try:
+        if expand:
+            path, text = expand_string(path, params), expand_string(text, params)
+        set_path(body, parse_path(path), _decode(text, where))
+    except (ParamError, PathError) as exc:
+        raise _Failure(f"{where}: {exc}") from None
+
+
+def _apply_op(body: Any, op: Any, where: str, expand: bool, params: Mapping[str, str]) -> Any:
+    """Apply one RFC 6902 op; returns the (possibly new) body."""
+    if isinstance(op, dict):
+        where = f"{where} ({op.get('op', 'no op')} {op.get('path')!r})"
+    try:
+        op = expand_leaves(op, params) if expand else copy_json(op)
+        return jsonpatch.apply_patch(body, [op], in_place=True)
+    except ParamError as exc:
+        raise _Failure(f"{where}: {exc}") from None
+    except _PATCH_ERRORS as exc:
+        raise _Failure(f"{where}: {type(exc).__name__}: {exc}") from None
+
+
+def _list_field(customizer: Obj, name: str, who: str) -> list[Any]:
+    """A top-level list field of the Customizer (absent or null -> [])."""
+    value = customizer.body.get(name)
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise _Failure(f"{who}: {name} must be a list")
+    return value
+
+
+def _apply_customizer(body: Any, customizer: Obj, params: Mapping[str, str]) -> Any:
+    """Apply the Customizer's replacements then its jsonPatch; returns the new body."""
+    who = f"Customizer {customizer.namespace}/{customizer.name}"
+    expand = wants_expansion(customizer.annotations)
+    for i, item in enumerate(_list_field(customizer, "replacements", who)):
+        _replace(body, item, f"{who}: replacements[{i}]", expand, params)
+    for i, op in enumerate(_list_field(customizer, "jsonPatch", who)):
+        body = _apply_op(body, op, f"{who}: jsonPatch[{i}]", expand, params)
+    if not isinstance(body, dict):
+        raise _Failure(f"{who}: jsonPatch turned the object into {type(body).__name__}, not a map")
+    return body
+
+
+def _expand_object(base: dict[str, Any], params: Mapping[str, str]) -> dict[str, Any]:
+    """Every string leaf of the object expanded (a new structure)."""
+    try:
+        return expand_leaves(base, params)
+    except ParamError as exc:
+        raise _Failure(f"{EXPAND_ANNOTATION} on the object: {exc}") from None
+
+
+def customize(base: dict[str, Any], obj_expand: bool, customizer: Obj | None,
+              params: Mapping[str, str]) -> CustomizeResult:
+    """Customize a copy of `base` for one destination (see the module docstring).
+
+    `base` is never mutated. On any failure the result has body None and a message naming the
+    Customizer, the replacement index or jsonPatch op, and the path.
+    """
+    recorder = _Recorder(params)
+    try:
+        body = _expand_object(base, recorder) if obj_expand else copy_json(base)
+        if customizer is not None:
+            body = _apply_customizer(body, customizer, recorder)
+    except _Failure as exc:
+        return CustomizeResult(None, str(exc), dict(sorted(recorder.used.items())))
+    return CustomizeResult(body, None, dict(sorted(recorder.used.items())))

@@ -1,0 +1,106 @@
+"""`ksgitops explain`: why an object is (or is not) in a WEC's mailbox, from a pipeline Result."""
+from __future__ import annotations
+
+from typing import Any
+
+from ..kinds import is_control
+from ..model import Obj
+from .mailbox import MailboxPlan, PlacementPlan
+from .pipeline import Result
+from .what import explain_object, namespace_labels
+
+
+def object_matches(obj: Obj, spec: str) -> bool:
+    """OBJECT is `Kind[.group]/name` or `Kind[.group]/namespace/name` (kind case-insensitive)."""
+    parts = spec.split("/")
+    if len(parts) not in (2, 3):
+        return False
+    kind, _, group = parts[0].partition(".")
+    if kind.lower() != obj.kind.lower() or (group and group != obj.group):
+        return False
+    if len(parts) == 3:
+        return obj.namespace == parts[1] and obj.name == parts[2]
+    return obj.name == parts[1]
+
+
+def explain_wec(result: Result, mailbox: str) -> dict[str, Any]:
+    plan = result.mailboxes[mailbox]
+    wec = plan.wec
+    return {
+        "wec": wec.name, "inventorySpace": wec.space, "mailbox": mailbox,
+        "locations": [loc.name for loc in wec.locations],
+        "parameterLocation": plan.location.name if plan.location is not None else None,
+        "placements": [_placement_line(p, mailbox) for p in plan.placements],
+        "objects": [_entry_info(rel, plan) for rel in plan.entries],
+        "problems": [str(p) for p in plan.problems],
+    }
+
+
+def _placement_line(p: PlacementPlan, mailbox: str) -> dict[str, str]:
+    return {"space": p.obj.space, "name": p.obj.name, "location": p.mailboxes[mailbox], "source": str(p.obj.origin)}
+
+
+def _entry_info(rel: str, plan: MailboxPlan) -> dict[str, Any]:
+    entry = plan.entries[rel]
+    base = entry.base
+    info: dict[str, Any] = {"object": str(base.ref), "path": f"objects/{rel}.yaml"}
+    if base.obj is None:
+        info["implied"] = "namespace of placed objects"
+    else:
+        info["source"] = str(base.obj.origin)
+        info["placedBy"] = [f"{v.wds}/{v.placement} downsync[{v.clause}]" for v in entry.via]
+    if base.customizer:
+        info["customizer"] = base.customizer
+    if entry.params:
+        info["parameters"] = dict(entry.params)
+    if entry.patch is not None:
+        info["patch"] = f"patches/{rel}.json"
+    if entry.kept:
+        info["kept"] = "previous copy kept because of an error"
+    return info
+
+
+def explain_object_on(result: Result, mailbox: str, spec: str) -> dict[str, Any]:
+    """Every candidate object matching OBJECT, with each placement's verdict for this WEC."""
+    plan = result.mailboxes[mailbox]
+    candidates = [(wds, o) for wds, objs in result.loaded.spaces.items() for o in objs
+                  if not is_control(o) and object_matches(o, spec)]
+    reports = []
+    for wds, obj in candidates:
+        workload = [o for o in result.loaded.spaces[wds] if not is_control(o)]
+        ns_labels = namespace_labels(workload)
+        verdicts = []
+        for p in result.placements.get(wds, []):
+            reaches = mailbox in p.mailboxes
+            lines = explain_object(p.spec, obj, result.kinds, ns_labels)
+            verdicts.append({"placement": p.obj.name, "reachesWec": reaches,
+                             "location": p.mailboxes.get(mailbox), "clauses": lines})
+        entry = next((e for e in plan.entries.values() if e.base.obj is obj), None)
+        report = {"object": str(obj.ref), "space": wds, "source": str(obj.origin),
+                  "placed": entry is not None, "placements": verdicts,
+                  "problems": [str(p) for p in plan.problems if p.origin == obj.origin]}
+        if entry is not None:
+            report["mailboxEntry"] = _entry_info(entry.rel, plan)
+        reports.append(report)
+    return {"wec": plan.wec.name, "mailbox": mailbox, "query": spec, "matches": reports}
+
+
+def as_text(data: dict[str, Any], indent: int = 0) -> str:
+    """A readable, stable rendering of explain's JSON-like answer."""
+    pad = "  " * indent
+    lines = []
+    for key, value in data.items():
+        if isinstance(value, dict):
+            lines.append(f"{pad}{key}:")
+            lines.append(as_text(value, indent + 1))
+        elif isinstance(value, list):
+            lines.append(f"{pad}{key}:" + ("" if value else " (none)"))
+            for item in value:
+                if isinstance(item, dict):
+                    lines.append(f"{pad}  -")
+                    lines.append(as_text(item, indent + 2))
+                else:
+                    lines.append(f"{pad}  - {item}")
+        else:
+            lines.append(f"{pad}{key}: {value}")
+    return "\n".join(line for line in lines if line)

@@ -1,0 +1,108 @@
+"""Stage 1: read every space of a snapshot into objects with provenance.
+
+Parsing is cached by content key (git blob id), so a long-running reconciler parses each blob
+once. Mailbox spaces are recognised by their space.yaml and never read as input.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, MutableMapping
+
+from ..model import Obj, ObjRef, Origin, Problem
+from ..names import dns1123_label_error
+from .parse import ParsedFile, parse_file
+from .snapshot import CONFIG_FILE, Snapshot, SourceFile
+
+SYNC_TARGET_ANNOTATION = "edge.kubestellar.io/sync-target-name"
+SPACE_API = "space.kubestellar.io/v1alpha1"
+
+ParseCache = MutableMapping[str, ParsedFile]
+
+
+@dataclass
+class Loaded:
+    """Everything read from a snapshot: objects per (non-mailbox) space, in identity order."""
+
+    spaces: dict[str, list[Obj]] = field(default_factory=dict)
+    mailboxes: dict[str, Obj] = field(default_factory=dict)
+    config: Obj | None = None
+    problems: list[Problem] = field(default_factory=list)
+
+
+def load(snapshot: Snapshot, cache: ParseCache | None = None) -> Loaded:
+    """Read the snapshot; fatal problems are collected, never raised."""
+    cache = {} if cache is None else cache
+    loaded = Loaded()
+    config_file = snapshot.file(CONFIG_FILE)
+    if config_file is not None:
+        objs = _objects("", config_file, cache, loaded.problems)
+        loaded.config = objs[0] if len(objs) == 1 else None
+        if len(objs) > 1:
+            loaded.problems.append(Problem(objs[1].origin, f"{CONFIG_FILE} must hold one RepoConfig"))
+    for space in sorted(snapshot.list_spaces()):
+        error = dns1123_label_error(space)
+        if error:
+            loaded.problems.append(Problem(Origin(f"spaces/{space}"), f"space name {error}"))
+            continue
+        mailbox = _mailbox_space(snapshot, space, cache)
+        if mailbox is not None:
+            loaded.mailboxes[space] = mailbox
+            continue
+        loaded.spaces[space] = _load_space(snapshot, space, cache, loaded.problems)
+    return loaded
+
+
+def is_mailbox_space(obj: Obj) -> bool:
+    """A managed Space carrying the sync-target annotation: generated, never input."""
+    spec = obj.spec
+    return (obj.api_version == SPACE_API and obj.kind == "Space"
+            and SYNC_TARGET_ANNOTATION in obj.annotations and spec.get("Type") == "managed")
+
+
+def _mailbox_space(snapshot: Snapshot, space: str, cache: ParseCache) -> Obj | None:
+    source = snapshot.file(f"spaces/{space}/space.yaml")
+    if source is None:
+        return None
+    objs = _objects(space, source, cache, [])
+    return objs[0] if len(objs) == 1 and is_mailbox_space(objs[0]) else None
+
+
+def _load_space(snapshot: Snapshot, space: str, cache: ParseCache, problems: list[Problem]) -> list[Obj]:
+    seen: dict[ObjRef, Obj] = {}
+    for source in sorted(snapshot.space_files(space), key=lambda f: f.path):
+        for obj in _objects(space, source, cache, problems):
+            if not _has_identity(obj, problems):
+                continue
+            first = seen.get(obj.ref)
+            if first is not None:
+                problems.append(Problem(obj.origin, f"{obj.ref} is defined twice: here and at {first.origin}"))
+                continue
+            seen[obj.ref] = obj
+    return [seen[ref] for ref in sorted(seen)]
+
+
+def _objects(space: str, source: SourceFile, cache: ParseCache, problems: list[Problem]) -> list[Obj]:
+    parsed = cache.get(source.key)
+    if parsed is None:
+        parsed = parse_file(source.path, source.read())
+        cache[source.key] = parsed
+    elif parsed.problems and parsed.problems[0].origin.path != source.path:
+        parsed = parse_file(source.path, source.read())  # same bytes elsewhere: re-anchor the message
+    problems.extend(parsed.problems)
+    return [Obj(space, body, Origin(source.path, line)) for line, body in parsed.docs]
+
+
+def _has_identity(obj: Obj, problems: list[Problem]) -> bool:
+    """apiVersion, kind and metadata.name are required strings."""
+    body: dict[str, Any] = obj.body
+    missing = [f for f in ("apiVersion", "kind") if not isinstance(body.get(f), str) or not body.get(f)]
+    md = body.get("metadata")
+    if not isinstance(md, dict) or not isinstance(md.get("name"), str) or not md.get("name"):
+        missing.append("metadata.name")
+    elif md.get("namespace") is not None and not isinstance(md.get("namespace"), str):
+        problems.append(Problem(obj.origin, "metadata.namespace must be a string"))
+        return False
+    if missing:
+        problems.append(Problem(obj.origin, f"missing {', '.join(missing)}"))
+        return False
+    return True

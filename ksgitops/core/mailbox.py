@@ -1,0 +1,209 @@
+"""Stages 4-5 per WEC: which objects land in a mailbox, and each one's customization patch.
+
+Work is shared wherever inputs are equal: WECs reached by the same placements share one entry set
+(and one objects/ tree); a customization is computed once per (object, values of the parameters it
+reads). A per-(object, WEC) error keeps the mailbox's previous copy of that object.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Any, Callable, Mapping
+
+from ..model import Obj, ObjRef, Problem
+from .base import Base, implied_namespace
+from .customize import customize, find_customizer, wants_expansion
+from .params import referenced_keys
+from .patchdiff import make_patch
+from .serialize import canonical_json, dump_json
+from .what import Placed
+from .where import Destination, Wec, location_params
+
+Reader = Callable[[str], "bytes | None"]
+
+
+@dataclass(frozen=True, slots=True)
+class PlacementPlan:
+    """One EdgePlacement with what it selects and where it goes."""
+
+    obj: Obj
+    spec: dict[str, Any]
+    placed: tuple[Placed, ...]
+    dests: tuple[Destination, ...]
+    mailboxes: dict[str, str]  # mailbox -> name of the first (sorted) Location that matched
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return (self.obj.space, self.obj.name)
+
+
+@dataclass(frozen=True, slots=True)
+class Via:
+    wds: str
+    placement: str
+    clause: int
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    """One object in one mailbox: base bytes, optional patch bytes, and why it is there."""
+
+    base: Base
+    data: bytes
+    patch: bytes | None = None
+    via: tuple[Via, ...] = ()
+    params: tuple[tuple[str, str], ...] = ()
+    kept: bool = False
+
+    @property
+    def rel(self) -> str:
+        return self.base.rel
+
+
+@dataclass
+class MailboxPlan:
+    wec: Wec
+    location: Obj | None
+    placements: tuple[PlacementPlan, ...]
+    entries: dict[str, Entry]
+    group: tuple[tuple[str, str], ...] = ()
+    problems: list[Problem] = field(default_factory=list)
+    shared: bool = True  # `entries` is the group's dict object (copied before any change)
+    altered: bool = False  # an error removed an entry or put a previous copy in place
+
+
+class MailboxBuilder:
+    """Builds MailboxPlans, caching everything that WECs have in common."""
+
+    def __init__(self, bases: Mapping[int, Base], customizers: Mapping[str, Mapping[tuple[str, str], Obj]],
+                 read_previous: Reader) -> None:
+        self._bases = bases
+        self._customizers = customizers
+        self._read_previous = read_previous
+        self._groups: dict[tuple[tuple[str, str], ...], tuple[dict[str, Entry], list[tuple[Base, str]]]] = {}
+        self._custom: dict[tuple[int, tuple[tuple[str, str | None], ...]], tuple[bytes | None, str | None]] = {}
+        self._customizer_keys: dict[int, frozenset[str]] = {}
+
+    def build(self, wec: Wec, plans: list[PlacementPlan]) -> MailboxPlan:
+        location = _location(wec, plans)
+        group_key = tuple(p.key for p in plans)
+        if group_key not in self._groups:
+            self._groups[group_key] = _merge(plans, self._bases)
+        entries, conflicts = self._groups[group_key]
+        plan = MailboxPlan(wec, location, tuple(plans), entries, group_key)
+        params = location_params(location) if location is not None else {}
+        for rel, entry in entries.items():
+            if entry.base.customizable:
+                self._customize(plan, rel, entry, params)
+        for base, message in conflicts:
+            self._fail(plan, Entry(base, base.data), message)
+        return plan
+
+    def _customize(self, plan: MailboxPlan, rel: str, entry: Entry, params: Mapping[str, str]) -> None:
+        base = entry.base
+        assert base.obj is not None
+        customizer, error = find_customizer(base.obj, self._customizers.get(base.obj.space, {}))
+        needed = base.object_keys | (self._keys_of(customizer) if customizer is not None else frozenset())
+        values = tuple(sorted((k, params.get(k)) for k in needed))
+        cache_key = (id(base), values)
+        if cache_key not in self._custom:
+            self._custom[cache_key] = (None, error) if error else _patch(base, customizer, params, needed)
+        patch, error = self._custom[cache_key]
+        if error:
+            self._fail(plan, entry, error)
+            return
+        used = tuple((k, v) for k, v in values if v is not None)
+        if patch is not None or used:
+            self._own(plan)[rel] = replace(entry, patch=patch, params=used)
+
+    def _keys_of(self, customizer: Obj) -> frozenset[str]:
+        key = id(customizer)
+        if key not in self._customizer_keys:
+            body = {k: customizer.body.get(k) for k in ("replacements", "jsonPatch")}
+            self._customizer_keys[key] = referenced_keys(body) if wants_expansion(customizer.annotations) else frozenset()
+        return self._customizer_keys[key]
+
+    def _fail(self, plan: MailboxPlan, entry: Entry, message: str) -> None:
+        """A per-(object, WEC) error: report it and keep the previous copy (or none)."""
+        base = entry.base
+        assert base.obj is not None
+        kept = self._previous(plan.wec.mailbox, entry)
+        outcome = "keeping the previous copy" if kept else "not placed (no previous copy)"
+        plan.problems.append(Problem(base.obj.origin, f"{base.ref}: {message}; {outcome}", wec=plan.wec.mailbox))
+        entries = self._own(plan)
+        plan.altered = True
+        if kept is None:
+            entries.pop(entry.rel, None)
+        else:
+            entries[entry.rel] = kept
+
+    def _previous(self, mailbox: str, entry: Entry) -> Entry | None:
+        data = self._read_previous(f"spaces/{mailbox}/objects/{entry.rel}.yaml")
+        if data is None:
+            return None
+        patch = self._read_previous(f"spaces/{mailbox}/patches/{entry.rel}.json")
+        return replace(entry, data=data, patch=patch, kept=True, params=())
+
+    def _own(self, plan: MailboxPlan) -> dict[str, Entry]:
+        if plan.shared:
+            plan.entries = dict(plan.entries)
+            plan.shared = False
+        return plan.entries
+
+
+def _patch(base: Base, customizer: Obj | None, params: Mapping[str, str],
+           needed: frozenset[str]) -> tuple[bytes | None, str | None]:
+    subset = {k: params[k] for k in needed if k in params}
+    result = customize(base.body, base.expand, customizer, subset)
+    if result.error or result.body is None:
+        return None, result.error or "customization failed"
+    if _identity(result.body) != _identity(base.body):
+        return None, "customization must not change apiVersion, kind, metadata.name or metadata.namespace"
+    ops = make_patch(base.body, result.body)
+    return (dump_json(ops) if ops else None), None
+
+
+def _identity(body: dict[str, Any]) -> tuple[Any, ...]:
+    md = body.get("metadata") if isinstance(body.get("metadata"), dict) else {}
+    return (body.get("apiVersion"), body.get("kind"), md.get("name"), md.get("namespace"))
+
+
+def _location(wec: Wec, plans: list[PlacementPlan]) -> Obj | None:
+    names = sorted({p.mailboxes[wec.mailbox] for p in plans})
+    by_name = {loc.name: loc for loc in wec.locations}
+    if names:
+        return by_name.get(names[0])
+    return min(wec.locations, key=lambda loc: loc.name) if wec.locations else None
+
+
+def _merge(plans: list[PlacementPlan], bases: Mapping[int, Base]
+           ) -> tuple[dict[str, Entry], list[tuple[Base, str]]]:
+    """OR across placements; two WDSes placing one identity is a conflict; implied Namespaces."""
+    chosen: dict[ObjRef, tuple[Obj, list[Via]]] = {}
+    conflicts: dict[ObjRef, str] = {}
+    for plan in plans:
+        for placed in plan.placed:
+            via = Via(plan.obj.space, plan.obj.name, placed.clause)
+            ref = placed.obj.ref
+            if ref in chosen and chosen[ref][0] is not placed.obj:
+                other = chosen[ref][0]
+                conflicts[ref] = (f"placed by two workload description spaces: {other.origin} "
+                                  f"and {placed.obj.origin}")
+                continue
+            chosen.setdefault(ref, (placed.obj, []))[1].append(via)
+    entries: dict[str, Entry] = {}
+    for ref, (obj, vias) in chosen.items():
+        if ref not in conflicts:
+            base = bases[id(obj)]
+            entries[base.rel] = Entry(base, base.data, via=tuple(vias))
+    for ns in sorted({ref.namespace for ref in chosen if ref.namespace}):
+        implied = implied_namespace(ns)
+        if implied.ref not in chosen:
+            entries.setdefault(implied.rel, Entry(implied, implied.data))
+    failed = [(bases[id(chosen[ref][0])], message) for ref, message in sorted(conflicts.items())]
+    return dict(sorted(entries.items())), failed
+
+
+def upsync_sets(plans: tuple[PlacementPlan, ...]) -> list[Any]:
+    """Union of the placements' upsync sets, deduplicated and sorted."""
+    unique = {canonical_json(u): u for p in plans for u in (p.spec.get("upsync") or [])}
+    return [unique[k] for k in sorted(unique)]

@@ -1,0 +1,166 @@
+"""Parse one source file into documents with line numbers, guarding against hostile input.
+
+YAML goes through PyYAML's C parser (YAML 1.1 booleans as kubectl reads them, but timestamps kept
+as strings so every value stays JSON); JSON through orjson. Limits: files over 10 MiB, non-UTF-8
+text, alias bombs and recursive aliases, non-mapping documents and non-JSON values are all fatal,
+reported as `file:line: message`.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+import yaml
+
+from ..model import Origin, Problem
+
+MAX_FILE_BYTES = 10 * 1024 * 1024
+MAX_EXPANDED_NODES = 1_000_000
+
+
+class _Loader(yaml.CSafeLoader if hasattr(yaml, "CSafeLoader") else yaml.SafeLoader):  # type: ignore[misc]
+    """Safe loader without the timestamp resolver: '2024-01-01' stays a string, as JSON needs."""
+
+
+_Loader.yaml_implicit_resolvers = {
+    first: [(tag, rx) for tag, rx in resolvers if tag != "tag:yaml.org,2002:timestamp"]
+    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+}
+
+
+@dataclass(frozen=True, slots=True)
+class ParsedFile:
+    """Documents of one file as (line, body) pairs, or the fatal problems that stopped parsing."""
+
+    docs: tuple[tuple[int, dict[str, Any]], ...]
+    problems: tuple[Problem, ...] = ()
+
+
+def parse_file(path: str, data: bytes) -> ParsedFile:
+    """Parse `data` (the bytes of repo-relative `path`) into mapping documents."""
+    if len(data) > MAX_FILE_BYTES:
+        return _fail(path, 0, f"file is larger than {MAX_FILE_BYTES // (1024 * 1024)} MiB")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = data[: e.start].count(b"\n") + 1
+        return _fail(path, line, "file is not valid UTF-8")
+    if path.endswith(".json"):
+        return _parse_json(path, text)
+    return _parse_yaml(path, text, data)
+
+
+def _fail(path: str, line: int, message: str) -> ParsedFile:
+    return ParsedFile((), (Problem(Origin(path, line), message),))
+
+
+def _parse_json(path: str, text: str) -> ParsedFile:
+    try:
+        doc = orjson.loads(text)
+    except orjson.JSONDecodeError as e:
+        return _fail(path, int(getattr(e, "lineno", 0) or 0), f"malformed JSON: {e.msg}")
+    if not isinstance(doc, dict):
+        return _fail(path, 1, "document is not a mapping (an object must be a JSON object)")
+    return ParsedFile(((1, doc),))
+
+
+def _parse_yaml(path: str, text: str, data: bytes) -> ParsedFile:
+    may_alias = b"&" in data
+    docs: list[tuple[int, dict[str, Any]]] = []
+    loader = _Loader(text)
+    try:
+        while loader.check_node():
+            node = loader.get_node()
+            line = node.start_mark.line + 1
+            if may_alias:
+                error = _alias_error(node)
+                if error:
+                    return _fail(path, line, error)
+            doc = loader.construct_document(node)
+            if doc is None:
+                continue
+            error = _shape_error(doc)
+            if error:
+                return _fail(path, line, error)
+            docs.append((line, doc))
+    except yaml.MarkedYAMLError as e:
+        mark = e.problem_mark or e.context_mark
+        line = mark.line + 1 if mark else 0
+        return _fail(path, line, f"malformed YAML: {e.problem or e.context}")
+    except (yaml.YAMLError, ValueError, TypeError, RecursionError) as e:
+        return _fail(path, 0, f"malformed YAML: {type(e).__name__}")
+    finally:
+        loader.dispose()
+    return ParsedFile(tuple(docs))
+
+
+def _alias_error(root: yaml.Node) -> str | None:
+    """Reject recursive aliases and documents whose aliases expand past MAX_EXPANDED_NODES."""
+    sizes: dict[int, int] = {}
+    active: set[int] = set()
+
+    def size(node: yaml.Node) -> int:
+        key = id(node)
+        if key in sizes:
+            return sizes[key]
+        if key in active:
+            raise _Recursive
+        active.add(key)
+        total = 1
+        if isinstance(node, yaml.SequenceNode):
+            total += sum(size(child) for child in node.value)
+        elif isinstance(node, yaml.MappingNode):
+            total += sum(size(k) + size(v) for k, v in node.value)
+        active.discard(key)
+        sizes[key] = total
+        if total > MAX_EXPANDED_NODES:
+            raise _TooLarge
+        return total
+
+    try:
+        size(root)
+    except _Recursive:
+        return "recursive YAML alias"
+    except _TooLarge:
+        return f"YAML aliases expand to more than {MAX_EXPANDED_NODES} nodes (alias bomb)"
+    except RecursionError:
+        return "YAML nesting is too deep"
+    return None
+
+
+class _Recursive(Exception):
+    pass
+
+
+class _TooLarge(Exception):
+    pass
+
+
+def _shape_error(doc: Any) -> str | None:
+    if not isinstance(doc, dict):
+        return f"document is not a mapping (found {type(doc).__name__})"
+    try:
+        return _value_error(doc, 0)
+    except RecursionError:
+        return "document nesting is too deep"
+
+
+def _value_error(value: Any, depth: int) -> str | None:
+    if depth > 100:
+        return "document nesting is deeper than 100 levels"
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if not isinstance(key, str):
+                return f"map key {key!r} is not a string"
+            error = _value_error(item, depth + 1)
+            if error:
+                return error
+    elif isinstance(value, list):
+        for item in value:
+            error = _value_error(item, depth + 1)
+            if error:
+                return error
+    elif not isinstance(value, (str, int, float, bool)) and value is not None:
+        return f"value of type {type(value).__name__} is not JSON (use a plain string)"
+    return None

@@ -1,0 +1,159 @@
+"""The functional core composed: snapshot -> load -> validate -> where -> what -> customize -> emit.
+
+Pure: the only inputs are the snapshot, a reader of the previous generated files (for kept
+copies) and an optional parse cache; the output is data. Fatal problems raise KsgitopsError
+before anything could be written.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from ..kinds import KindInfo, KindTable, is_control
+from ..model import KsgitopsError, Obj, Origin, Problem
+from .base import Base, make_base
+from .emit import Emitter, sps_tree
+from .load import Loaded, ParseCache, load
+from .mailbox import MailboxBuilder, MailboxPlan, PlacementPlan
+from .repoconfig import RepoConfig, parse_repo_config
+from .snapshot import GENERATED_DIR, Snapshot
+from .tree import Generated
+from .validate import validate
+from .what import namespace_labels, placement_spec, select
+from .where import Wec, destinations, inventory, sps_body
+
+SPS_DIR = "singleplacementslices"
+
+
+def no_previous(path: str) -> bytes | None:
+    return None
+
+
+@dataclass
+class Result:
+    """Everything one reconcile computed; `generated` is what gets written."""
+
+    loaded: Loaded
+    config: RepoConfig
+    kinds: KindTable
+    wecs: dict[str, Wec]
+    placements: dict[str, list[PlacementPlan]]
+    mailboxes: dict[str, MailboxPlan]
+    generated: Generated
+    problems: list[Problem] = field(default_factory=list)
+
+    @property
+    def errors(self) -> list[Problem]:
+        return [p for p in self.problems if p.is_error]
+
+
+def reconcile(snapshot: Snapshot, read_previous: Callable[[str], bytes | None] = no_previous,
+              cache: ParseCache | None = None, progress: Callable[[int, int], None] | None = None) -> Result:
+    loaded = load(snapshot, cache)
+    config, problems = parse_repo_config(loaded.config)
+    _raise_if_errors(loaded.problems + problems)
+    spaces = {s: objs for s, objs in loaded.spaces.items() if s not in config.skip_spaces}
+    kinds = _kind_table(spaces, config)
+    _raise_if_errors(validate(spaces, kinds))
+    wecs = inventory(spaces)
+    warnings: list[Problem] = []
+    placements = {wds: _plan_placements(objs, kinds, wecs, warnings)
+                  for wds, objs in spaces.items() if any(_is_placement(o) for o in objs)}
+    bases = _bases(placements, kinds)
+    builder = MailboxBuilder(bases, _customizers(spaces), read_previous)
+    mailboxes = {}
+    for done, (mb, wec) in enumerate(wecs.items(), 1):
+        mailboxes[mb] = builder.build(wec, _reaching(placements, mb))
+        if progress is not None:
+            progress(done, len(wecs))
+    generated = _generated(loaded, spaces, placements, mailboxes, wecs)
+    problems = warnings + [p for plan in mailboxes.values() for p in plan.problems]
+    return Result(loaded, config, kinds, wecs, placements, mailboxes, generated, sorted(problems))
+
+
+def _raise_if_errors(problems: list[Problem]) -> None:
+    errors = [p for p in problems if p.is_error]
+    if errors:
+        raise KsgitopsError(errors)
+
+
+def _kind_table(spaces: dict[str, list[Obj]], config: RepoConfig) -> KindTable:
+    extra = {(g, k): KindInfo(r, n) for g, k, r, n in config.kinds}
+    kinds = KindTable(extra)
+    kinds.add_crds(o for objs in spaces.values() for o in objs)
+    return kinds
+
+
+def _is_placement(obj: Obj) -> bool:
+    return obj.kind == "EdgePlacement" and obj.group == "edge.kubestellar.io"
+
+
+def _plan_placements(objs: list[Obj], kinds: KindTable, wecs: dict[str, Wec],
+                     warnings: list[Problem]) -> list[PlacementPlan]:
+    workload = [o for o in objs if not is_control(o)]
+    ns_labels = namespace_labels(workload)
+    plans = []
+    for placement in (o for o in objs if _is_placement(o)):
+        spec = placement_spec(placement)
+        placed = tuple(select(spec, workload, kinds, ns_labels))
+        dests = tuple(destinations(spec, wecs))
+        reach: dict[str, str] = {}
+        for dest in dests:
+            reach.setdefault(dest.mailbox, dest.location_name)
+        plans.append(PlacementPlan(placement, spec, placed, dests, reach))
+        warnings.extend(_placement_warnings(placement, placed, reach))
+    return sorted(plans, key=lambda p: p.obj.name)
+
+
+def _placement_warnings(placement: Obj, placed: tuple[Any, ...], reach: dict[str, str]) -> list[Problem]:
+    name = f"EdgePlacement {placement.name}"
+    found = []
+    if not reach:
+        found.append(Problem(placement.origin, f"{name} selects no WEC", "warning"))
+    if not placed:
+        found.append(Problem(placement.origin, f"{name} selects no object", "warning"))
+    return found
+
+
+def _bases(placements: dict[str, list[PlacementPlan]], kinds: KindTable) -> dict[int, Base]:
+    bases: dict[int, Base] = {}
+    for plans in placements.values():
+        for plan in plans:
+            for placed in plan.placed:
+                obj = placed.obj
+                if id(obj) not in bases:
+                    info = kinds.lookup(obj.group, obj.kind)
+                    assert info is not None  # select() skips unknown kinds; validate rejects them
+                    bases[id(obj)] = make_base(obj, info)
+    return bases
+
+
+def _customizers(spaces: dict[str, list[Obj]]) -> dict[str, dict[tuple[str, str], Obj]]:
+    return {space: {(o.namespace, o.name): o for o in objs
+                    if o.kind == "Customizer" and o.group == "edge.kubestellar.io"}
+            for space, objs in spaces.items()}
+
+
+def _reaching(placements: dict[str, list[PlacementPlan]], mailbox: str) -> list[PlacementPlan]:
+    return [p for wds in sorted(placements) for p in placements[wds] if mailbox in p.mailboxes]
+
+
+def _generated(loaded: Loaded, spaces: dict[str, list[Obj]], placements: dict[str, list[PlacementPlan]],
+               mailboxes: dict[str, MailboxPlan], wecs: dict[str, Wec]) -> Generated:
+    generated: Generated = {}
+    for space in loaded.spaces:
+        plans = placements.get(space)
+        root = f"spaces/{space}/{GENERATED_DIR}/{SPS_DIR}"
+        if plans:
+            generated[root] = sps_tree({p.obj.name: sps_body(p.obj, p.dests) for p in plans})
+        else:
+            generated[root] = None
+    for mailbox in loaded.mailboxes:
+        generated[f"spaces/{mailbox}"] = None
+    emitter = Emitter()
+    for mailbox, plan in mailboxes.items():
+        generated[f"spaces/{mailbox}"] = emitter.mailbox(plan)
+    return dict(sorted(generated.items()))
+
+
+__all__ = ["reconcile", "Result", "no_previous", "Origin"]

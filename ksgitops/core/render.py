@@ -1,0 +1,66 @@
+"""What a WEC receives: a mailbox's base copies with its patches applied (what kustomize does).
+
+Also the redaction used wherever rendered objects are shown to people (diff): Secret values are
+replaced by markers that say whether they changed, never what they are.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import jsonpatch
+import orjson
+
+from .serialize import load_yaml
+from .tree import FileTree, walk
+
+REDACTED = "<redacted>"
+
+
+def render_mailbox(files: FileTree) -> list[tuple[str, dict[str, Any]]]:
+    """(rel, object) pairs in path order, `rel` as in objects/<rel>.yaml."""
+    objects = files.get("objects")
+    patches = files.get("patches")
+    if not isinstance(objects, dict):
+        return []
+    patch_files = dict(walk(patches)) if isinstance(patches, dict) else {}
+    rendered = []
+    for path, data in walk(objects):
+        if not isinstance(data, bytes) or not path.endswith(".yaml"):
+            continue
+        rel = path[: -len(".yaml")]
+        body = load_yaml(data)
+        patch = patch_files.get(f"{rel}.json")
+        if isinstance(patch, bytes):
+            body = jsonpatch.apply_patch(body, orjson.loads(patch))
+        rendered.append((rel, _drop_empty_annotations(body)))
+    return rendered
+
+
+def _drop_empty_annotations(body: dict[str, Any]) -> dict[str, Any]:
+    md = body.get("metadata")
+    if isinstance(md, dict) and "annotations" in md and not md["annotations"]:
+        del md["annotations"]
+    return body
+
+
+def is_secret(body: dict[str, Any]) -> bool:
+    return body.get("kind") == "Secret" and body.get("apiVersion") == "v1"
+
+
+def redact_pair(old: dict[str, Any] | None, new: dict[str, Any] | None) -> tuple[Any, Any]:
+    """Redact Secret data/stringData on both sides, marking which keys changed."""
+    return _redact(old, new, "old value"), _redact(new, old, "new value")
+
+
+def _redact(body: dict[str, Any] | None, other: dict[str, Any] | None, label: str) -> dict[str, Any] | None:
+    if body is None or not is_secret(body):
+        return body
+    copy = dict(body)
+    for field in ("data", "stringData"):
+        values = body.get(field)
+        if not isinstance(values, dict):
+            continue
+        theirs = (other or {}).get(field) if other is not None and is_secret(other) else None
+        theirs = theirs if isinstance(theirs, dict) else {}
+        copy[field] = {k: REDACTED if theirs.get(k) == v else f"{REDACTED} ({label})" for k, v in values.items()}
+    return copy

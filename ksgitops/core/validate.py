@@ -1,0 +1,97 @@
+"""Stage 1b: validation of loaded objects. Every problem found here is fatal (nothing is written).
+
+Control kinds are checked against the JSON Schemas in schema/; every object gets name, namespace,
+label and kind checks; names that become paths must be DNS-1123 so no path escapes the repo.
+"""
+from __future__ import annotations
+
+from typing import Any, Iterable
+
+from ..kinds import KindTable, is_control
+from ..model import Obj, Problem
+from ..names import dns1123_label_error, dns1123_subdomain_error
+from .schemas import validate_schema
+from .selectors import label_key_error, label_value_error, selector_error
+from .what import selector_problems
+from .where import mailbox_name
+
+PLACEMENT_KINDS = ("EdgePlacement",)
+
+
+def validate(spaces: dict[str, list[Obj]], kinds: KindTable) -> list[Problem]:
+    """All fatal problems of the loaded spaces, in a stable order."""
+    problems: list[Problem] = []
+    for objs in spaces.values():
+        for obj in objs:
+            problems.extend(_object_problems(obj, kinds))
+    problems.extend(_mailbox_problems(spaces))
+    return sorted(set(problems))
+
+
+def _object_problems(obj: Obj, kinds: KindTable) -> Iterable[Problem]:
+    messages: list[str] = []
+    info = kinds.lookup(obj.group, obj.kind)
+    if is_control(obj):
+        yield from validate_schema(obj)
+        messages.extend(_control_messages(obj))
+    if info is None:
+        messages.append(f"unknown kind {obj.kind} in apiVersion {obj.api_version} "
+                        "(no built-in mapping, CRD in the repo, or RepoConfig kinds entry)")
+    else:
+        messages.extend(_scope_messages(obj, info.namespaced))
+    error = dns1123_subdomain_error(obj.name)
+    if error:
+        messages.append(f"{obj.kind} name {error}")
+    messages.extend(_metadata_messages(obj.metadata))
+    for message in messages:
+        yield Problem(obj.origin, message)
+
+
+def _scope_messages(obj: Obj, namespaced: bool) -> list[str]:
+    if not namespaced:
+        return [f"cluster-scoped {obj.kind} {obj.name} must not set metadata.namespace"] if obj.namespace else []
+    if not obj.namespace:
+        return [f"namespaced {obj.kind} {obj.name} needs metadata.namespace"]
+    error = dns1123_label_error(obj.namespace)
+    return [f"namespace {error}"] if error else []
+
+
+def _metadata_messages(md: dict[str, Any]) -> list[str]:
+    messages = []
+    for field in ("labels", "annotations"):
+        value = md.get(field)
+        if value is None:
+            continue
+        if not isinstance(value, dict) or not all(isinstance(v, str) for v in value.values()):
+            messages.append(f"metadata.{field} must map strings to strings")
+            continue
+        for key, item in value.items():
+            error = label_key_error(key) or (label_value_error(item) if field == "labels" else None)
+            if error:
+                messages.append(f"metadata.{field}: {error}")
+    return messages
+
+
+def _control_messages(obj: Obj) -> list[str]:
+    if obj.kind == "EdgePlacement":
+        return selector_problems(obj)
+    if obj.kind == "Location":
+        selector = obj.spec.get("instanceSelector")
+        error = selector_error(selector) if selector is not None else None
+        return [f"spec.instanceSelector: {error}"] if error else []
+    return []
+
+
+def _mailbox_problems(spaces: dict[str, list[Obj]]) -> list[Problem]:
+    problems = []
+    for space, objs in spaces.items():
+        for st in objs:
+            if st.kind != "SyncTarget" or st.group != "edge.kubestellar.io":
+                continue
+            mailbox = mailbox_name(space, st.name)
+            error = dns1123_label_error(mailbox)
+            if error:
+                problems.append(Problem(st.origin, f"mailbox space name {error}; shorten the SyncTarget name"))
+            elif mailbox in spaces:
+                problems.append(Problem(st.origin, f"mailbox space {mailbox} collides with the space spaces/{mailbox}"))
+    return problems

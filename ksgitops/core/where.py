@@ -1,0 +1,117 @@
+"""Stage 3: where. Inventory (SyncTarget + Location) x EdgePlacement -> SinglePlacementSlices.
+
+A Location selects SyncTargets in its own space with `spec.instanceSelector` (nil matches nothing);
+an EdgePlacement's `locationSelectors` (OR) select Locations of every inventory space.
+"""
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from typing import Any, Iterable, Sequence
+
+from ..model import Obj
+from .selectors import any_matches, matches
+
+EDGE_API = "edge.kubestellar.io/v2alpha1"
+MAILBOX_INFIX = "-mb-"
+
+
+def mailbox_name(inventory_space: str, sync_target: str) -> str:
+    return f"{inventory_space}{MAILBOX_INFIX}{sync_target}"
+
+
+def sync_target_uid(st: Obj) -> str:
+    """metadata.uid if set, else the UUIDv5 of `<space>/<name>` in the URL namespace."""
+    uid = st.metadata.get("uid")
+    if isinstance(uid, str) and uid:
+        return uid
+    return str(uuid.uuid5(uuid.NAMESPACE_URL, f"{st.space}/{st.name}"))
+
+
+@dataclass(frozen=True, slots=True)
+class Wec:
+    """A workload execution cluster: one SyncTarget, and the Locations that select it."""
+
+    sync_target: Obj
+    locations: tuple[Obj, ...]
+
+    @property
+    def space(self) -> str:
+        return self.sync_target.space
+
+    @property
+    def name(self) -> str:
+        return self.sync_target.name
+
+    @property
+    def mailbox(self) -> str:
+        return mailbox_name(self.space, self.name)
+
+    @property
+    def uid(self) -> str:
+        return sync_target_uid(self.sync_target)
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class Destination:
+    cluster: str
+    location_name: str
+    sync_target_name: str
+    sync_target_uid: str
+
+    @property
+    def mailbox(self) -> str:
+        return mailbox_name(self.cluster, self.sync_target_name)
+
+    def as_dict(self) -> dict[str, str]:
+        return {"cluster": self.cluster, "locationName": self.location_name,
+                "syncTargetName": self.sync_target_name, "syncTargetUID": self.sync_target_uid}
+
+
+def _of_kind(objs: Iterable[Obj], kind: str) -> list[Obj]:
+    return [o for o in objs if o.kind == kind and o.group == "edge.kubestellar.io"]
+
+
+def inventory(spaces: dict[str, list[Obj]]) -> dict[str, Wec]:
+    """Every SyncTarget of every space as a Wec, by mailbox name."""
+    wecs: dict[str, Wec] = {}
+    for objs in spaces.values():
+        locations = _of_kind(objs, "Location")
+        for st in _of_kind(objs, "SyncTarget"):
+            selecting = tuple(loc for loc in locations if _selects(loc, st))
+            wec = Wec(st, selecting)
+            wecs[wec.mailbox] = wec
+    return dict(sorted(wecs.items()))
+
+
+def _selects(location: Obj, sync_target: Obj) -> bool:
+    selector = location.spec.get("instanceSelector")
+    return matches(selector, sync_target.labels)
+
+
+def destinations(placement_spec: dict[str, Any], wecs: dict[str, Wec]) -> list[Destination]:
+    """The SinglePlacementSlice destinations of one placement, sorted."""
+    selectors = placement_spec.get("locationSelectors") or []
+    found: set[Destination] = set()
+    for wec in wecs.values():
+        for loc in wec.locations:
+            if any_matches(selectors, loc.labels):
+                found.add(Destination(wec.space, loc.name, wec.name, wec.uid))
+    return sorted(found)
+
+
+def sps_body(placement: Obj, dests: Sequence[Destination]) -> dict[str, Any]:
+    """The SinglePlacementSlice object (top-level destinations, as KubeStellar has it)."""
+    return {
+        "apiVersion": EDGE_API,
+        "kind": "SinglePlacementSlice",
+        "metadata": {"name": placement.name},
+        "destinations": [d.as_dict() for d in dests],
+    }
+
+
+def location_params(location: Obj) -> dict[str, str]:
+    """Customization parameters: Location labels first, then annotations."""
+    params = {k: v for k, v in location.annotations.items() if isinstance(v, str)}
+    params.update({k: v for k, v in location.labels.items() if isinstance(v, str)})
+    return params

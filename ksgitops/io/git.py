@@ -1,0 +1,273 @@
+"""The git edge (pygit2): read a commit as a Snapshot, build new trees in memory, commit.
+
+Trees are built bottom-up with TreeBuilder, reusing every unchanged subtree by id; blobs are
+hashed first and written only when the object database lacks them. The branch moves only after
+the whole commit exists, and only if it still points where it did (else GitError, exit 3).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pygit2
+
+from ..core.snapshot import SourceFile, is_source_path
+from ..core.tree import KEEP, REUSE, FileTree, Generated
+from ..model import GitError, KsgitopsError
+
+TREE_MODE = pygit2.GIT_FILEMODE_TREE
+BLOB_MODE = pygit2.GIT_FILEMODE_BLOB
+
+
+def open_repo(path: Path) -> pygit2.Repository:
+    found = pygit2.discover_repository(str(path))
+    if found is None:
+        raise KsgitopsError(f"{path}: not a git repository (use --source worktree)")
+    return pygit2.Repository(found)
+
+
+def resolve_commit(repo: pygit2.Repository, ref: str) -> pygit2.Commit:
+    try:
+        obj = repo.revparse_single(ref)
+        return obj.peel(pygit2.Commit)
+    except (KeyError, ValueError, pygit2.GitError) as e:
+        raise KsgitopsError(f"{ref}: not a commit in {repo.path} ({e})") from e
+
+
+class TreeSnapshot:
+    """A Snapshot over a git tree; content keys are blob ids (the parse cache's key)."""
+
+    def __init__(self, repo: pygit2.Repository, tree: pygit2.Tree) -> None:
+        self.repo = repo
+        self.tree = tree
+
+    def _entry(self, path: str) -> Any:
+        try:
+            return self.tree[path]
+        except KeyError:
+            return None
+
+    def list_spaces(self) -> list[str]:
+        spaces = self._entry("spaces")
+        if spaces is None or spaces.type != pygit2.GIT_OBJECT_TREE:
+            return []
+        return sorted(e.name for e in self.repo[spaces.id] if e.type == pygit2.GIT_OBJECT_TREE
+                      and not e.name.startswith("."))
+
+    def space_files(self, space: str) -> list[SourceFile]:
+        entry = self._entry(f"spaces/{space}")
+        if entry is None or entry.type != pygit2.GIT_OBJECT_TREE:
+            return []
+        return list(self._walk(self.repo[entry.id], f"spaces/{space}/", ""))
+
+    def _walk(self, tree: pygit2.Tree, prefix: str, rel: str):  # type: ignore[no-untyped-def]
+        for entry in tree:
+            if entry.type == pygit2.GIT_OBJECT_TREE:
+                yield from self._walk(self.repo[entry.id], prefix, f"{rel}{entry.name}/")
+            elif entry.filemode in (BLOB_MODE, pygit2.GIT_FILEMODE_BLOB_EXECUTABLE) and \
+                    is_source_path(f"{rel}{entry.name}"):
+                yield self._source(f"{prefix}{rel}{entry.name}", entry.id)
+
+    def _source(self, path: str, oid: pygit2.Oid) -> SourceFile:
+        repo = self.repo
+        return SourceFile(path, str(oid), lambda: repo[oid].data)
+
+    def file(self, path: str) -> SourceFile | None:
+        entry = self._entry(path)
+        if entry is None or entry.filemode not in (BLOB_MODE, pygit2.GIT_FILEMODE_BLOB_EXECUTABLE):
+            return None
+        return self._source(path, entry.id)
+
+    def read(self, path: str) -> bytes | None:
+        source = self.file(path)
+        return source.read() if source else None
+
+    def read_tree(self, path: str) -> FileTree | None:
+        """The files below `path` as a nested tree (None when there is no such folder)."""
+        entry = self._entry(path)
+        if entry is None or entry.type != pygit2.GIT_OBJECT_TREE:
+            return None
+        return _read(self.repo, self.repo[entry.id])
+
+    def space_digest(self, space: str) -> str:
+        entry = self._entry(f"spaces/{space}")
+        return str(entry.id) if entry is not None else ""
+
+
+def _read(repo: pygit2.Repository, tree: pygit2.Tree) -> FileTree:
+    out: FileTree = {}
+    for entry in tree:
+        if entry.type == pygit2.GIT_OBJECT_TREE:
+            out[entry.name] = _read(repo, repo[entry.id])
+        elif entry.type == pygit2.GIT_OBJECT_BLOB:
+            out[entry.name] = repo[entry.id].data
+    return out
+
+
+class TreeWriter:
+    """Writes Generated into a new tree on top of `base`, sharing equal subtrees and blobs."""
+
+    def __init__(self, repo: pygit2.Repository) -> None:
+        self.repo = repo
+        self._blobs: dict[bytes, pygit2.Oid] = {}
+        self._trees: dict[tuple[int, Any], pygit2.Oid | None] = {}
+
+    def apply(self, base: pygit2.Tree | None, generated: Generated) -> pygit2.Oid:
+        changes: dict[str, Any] = {}
+        for root, tree in generated.items():
+            if tree is not REUSE:
+                changes[root] = tree
+        oid = self._update(base, _nest(changes))
+        return oid if oid is not None else self.repo.TreeBuilder().write()
+
+    def _update(self, old: pygit2.Tree | None, changes: dict[str, Any]) -> pygit2.Oid | None:
+        """Apply nested `changes` ({name: subchanges | ('set', FileTree|None)}) to `old`."""
+        builder = self.repo.TreeBuilder(old) if old is not None else self.repo.TreeBuilder()
+        for name, change in changes.items():
+            old_entry = old[name] if old is not None and name in old else None
+            old_tree = self.repo[old_entry.id] if old_entry is not None and old_entry.type == pygit2.GIT_OBJECT_TREE else None
+            if isinstance(change, _Set):
+                oid = self._tree(change.tree, old_tree) if change.tree is not None else None
+            else:
+                oid = self._update(old_tree, change)
+            if old_entry is not None:
+                builder.remove(name)
+            if oid is not None:
+                builder.insert(name, oid, TREE_MODE)
+        return builder.write() if len(builder) else None
+
+    def _tree(self, tree: FileTree, old: pygit2.Tree | None) -> pygit2.Oid | None:
+        key = (id(tree), old.id if old is not None and _has_keep(tree) else None)
+        if key in self._trees:
+            return self._trees[key]
+        builder = self.repo.TreeBuilder()
+        for name, value in tree.items():
+            if value is KEEP:
+                if old is not None and name in old:
+                    entry = old[name]
+                    builder.insert(name, entry.id, entry.filemode)
+            elif isinstance(value, dict):
+                sub_old = old[name] if old is not None and name in old else None
+                sub = self._tree(value, self.repo[sub_old.id] if sub_old is not None
+                                 and sub_old.type == pygit2.GIT_OBJECT_TREE else None)
+                if sub is not None:
+                    builder.insert(name, sub, TREE_MODE)
+            else:
+                builder.insert(name, self._blob(value), BLOB_MODE)
+        oid = builder.write() if len(builder) else None
+        self._trees[key] = oid
+        return oid
+
+    def _blob(self, data: bytes) -> pygit2.Oid:
+        oid = self._blobs.get(data)
+        if oid is None:
+            oid = pygit2.hash(data)
+            if oid not in self.repo.odb:
+                oid = self.repo.create_blob(data)
+            self._blobs[data] = oid
+        return oid
+
+
+@dataclass
+class _Set:
+    tree: FileTree | None
+
+
+def _nest(changes: dict[str, Any]) -> dict[str, Any]:
+    nested: dict[str, Any] = {}
+    for root, tree in changes.items():
+        *dirs, leaf = root.split("/")
+        node = nested
+        for part in dirs:
+            node = node.setdefault(part, {})
+        node[leaf] = _Set(tree)
+    return nested
+
+
+def _has_keep(tree: FileTree) -> bool:
+    return any(v is KEEP or (isinstance(v, dict) and _has_keep(v)) for v in tree.values())
+
+
+@dataclass(frozen=True)
+class CommitResult:
+    commit: str | None  # None: the tree did not change, nothing was committed
+    tree: pygit2.Oid
+    old_tree: pygit2.Oid
+
+
+def commit_generated(repo: pygit2.Repository, ref_name: str, source: pygit2.Commit, generated: Generated,
+                     author: pygit2.Signature, message: str, writer: TreeWriter | None = None) -> CommitResult:
+    """Commit `generated` on top of `source` and move `ref_name` (which must still be `source`)."""
+    writer = writer or TreeWriter(repo)
+    tree = writer.apply(source.tree, generated)
+    if tree == source.tree.id:
+        return CommitResult(None, tree, source.tree.id)
+    oid = repo.create_commit(None, author, author, message, tree, [source.id])
+    ref = repo.references.get(ref_name)
+    if ref is None or ref.resolve().target != source.id:
+        raise GitError(f"{ref_name} moved while reconciling; nothing was committed (run again)")
+    ref.resolve().set_target(oid, f"ksgitops: reconcile {str(source.id)[:12]}")
+    return CommitResult(str(oid), tree, source.tree.id)
+
+
+def changed_roots(repo: pygit2.Repository, old_tree: pygit2.Oid, new_tree: pygit2.Oid,
+                  roots: list[str]) -> list[str]:
+    """The owned roots whose tree differs between two trees (cheap: compares ids)."""
+    old, new = repo[old_tree], repo[new_tree]
+    return [root for root in roots if _entry_id(old, root) != _entry_id(new, root)]
+
+
+def _entry_id(tree: pygit2.Tree, path: str) -> pygit2.Oid | None:
+    try:
+        return tree[path].id
+    except KeyError:
+        return None
+
+
+def update_worktree(repo: pygit2.Repository, tree: pygit2.Oid, roots: list[str]) -> None:
+    """Check out the changed generated roots into the work tree and index (non-bare repos)."""
+    if repo.is_bare or not roots:
+        return
+    repo.checkout_tree(repo[tree], paths=roots,
+                       strategy=pygit2.GIT_CHECKOUT_FORCE)
+
+
+__all__ = ["open_repo", "resolve_commit", "TreeSnapshot", "TreeWriter", "commit_generated",
+           "changed_roots", "update_worktree", "is_source_path"]
+
+
+def branch_ref(repo: pygit2.Repository, name: str) -> str | None:
+    """The branch a --source names (HEAD -> its branch), or None for a sha or tag."""
+    if name == "HEAD":
+        if repo.head_is_detached or repo.head_is_unborn:
+            return None
+        return repo.head.name
+    for candidate in (name, f"refs/heads/{name}"):
+        if candidate.startswith("refs/heads/") and candidate in repo.references:
+            return candidate
+    return None
+
+
+def is_checked_out(repo: pygit2.Repository, ref_name: str) -> bool:
+    return not repo.is_bare and not repo.head_is_detached and not repo.head_is_unborn \
+        and repo.head.name == ref_name
+
+
+def signature(name: str, email: str) -> pygit2.Signature:
+    return pygit2.Signature(name, email)
+
+
+def uncommitted_sources(repo: pygit2.Repository, mailboxes: set[str]) -> list[str]:
+    """Changed or untracked source files in the work tree (they are not used with --commit)."""
+    if repo.is_bare:
+        return []
+    dirty = []
+    for path, flags in repo.status().items():
+        if flags in (pygit2.GIT_STATUS_CURRENT, pygit2.GIT_STATUS_IGNORED):
+            continue
+        parts = path.split("/")
+        if path == "ksgitops.yaml" or (len(parts) > 2 and parts[0] == "spaces" and parts[1] not in mailboxes
+                                       and ".ksgitops" not in parts and is_source_path(path)):
+            dirty.append(path)
+    return sorted(dirty)

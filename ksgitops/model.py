@@ -1,0 +1,136 @@
+"""Plain data shared by every pipeline stage: objects with provenance, identities, problems.
+
+Everything here is frozen or treated as immutable once built; stages never mutate an `Obj.body`
+they were given (they deep-copy before customizing).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+Severity = Literal["error", "warning"]
+
+
+@dataclass(frozen=True, order=True, slots=True)
+class Origin:
+    """Where an object (or a problem) comes from: a repo-relative path and a 1-based line."""
+
+    path: str
+    line: int = 0
+
+    def __str__(self) -> str:
+        return f"{self.path}:{self.line}" if self.line else self.path
+
+
+@dataclass(frozen=True, order=True, slots=True)
+class ObjRef:
+    """Object identity inside a space: (apiGroup, kind, namespace, name); "" namespace = cluster-scoped."""
+
+    group: str
+    kind: str
+    namespace: str
+    name: str
+
+    def __str__(self) -> str:
+        gk = f"{self.kind}.{self.group}" if self.group else self.kind
+        return f"{gk} {self.namespace}/{self.name}" if self.namespace else f"{gk} {self.name}"
+
+
+def split_api_version(api_version: str) -> tuple[str, str]:
+    """'apps/v1' -> ('apps', 'v1'); 'v1' -> ('', 'v1')."""
+    group, _, version = api_version.rpartition("/")
+    return group, version
+
+
+@dataclass(frozen=True, slots=True)
+class Obj:
+    """One Kubernetes-style object as loaded from a space, with where it came from."""
+
+    space: str
+    body: dict[str, Any] = field(compare=False, hash=False)
+    origin: Origin = field(compare=False)
+
+    @property
+    def api_version(self) -> str:
+        return str(self.body.get("apiVersion", ""))
+
+    @property
+    def group(self) -> str:
+        return split_api_version(self.api_version)[0]
+
+    @property
+    def version(self) -> str:
+        return split_api_version(self.api_version)[1]
+
+    @property
+    def kind(self) -> str:
+        return str(self.body.get("kind", ""))
+
+    @property
+    def metadata(self) -> dict[str, Any]:
+        md = self.body.get("metadata")
+        return md if isinstance(md, dict) else {}
+
+    @property
+    def name(self) -> str:
+        return str(self.metadata.get("name", ""))
+
+    @property
+    def namespace(self) -> str:
+        return str(self.metadata.get("namespace", "") or "")
+
+    @property
+    def labels(self) -> dict[str, str]:
+        return self.metadata.get("labels") or {}
+
+    @property
+    def annotations(self) -> dict[str, str]:
+        return self.metadata.get("annotations") or {}
+
+    @property
+    def spec(self) -> dict[str, Any]:
+        spec = self.body.get("spec")
+        return spec if isinstance(spec, dict) else {}
+
+    @property
+    def ref(self) -> ObjRef:
+        return ObjRef(self.group, self.kind, self.namespace, self.name)
+
+
+@dataclass(frozen=True, order=True, slots=True)
+class Problem:
+    """One finding, always with provenance. `wec` is set for per-(object, WEC) errors."""
+
+    origin: Origin
+    message: str
+    severity: Severity = "error"
+    wec: str = ""
+
+    def __str__(self) -> str:
+        prefix = "warning: " if self.severity == "warning" else ""
+        where = f" [WEC {self.wec}]" if self.wec else ""
+        return f"{self.origin}: {prefix}{self.message}{where}"
+
+    @property
+    def is_error(self) -> bool:
+        return self.severity == "error"
+
+
+class KsgitopsError(Exception):
+    """The one error type: carries problems (with provenance) and the exit code the CLI uses."""
+
+    def __init__(self, problems: list[Problem] | Problem | str, exit_code: int = 2) -> None:
+        if isinstance(problems, str):
+            problems = [Problem(Origin("ksgitops"), problems)]
+        elif isinstance(problems, Problem):
+            problems = [problems]
+        self.problems = sorted(problems)
+        self.exit_code = exit_code
+        super().__init__("\n".join(str(p) for p in self.problems))
+
+
+class GitError(KsgitopsError):
+    """Git or push failures: exit code 3."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, exit_code=3)
