@@ -18,7 +18,6 @@ from .model import KsgitopsError, Problem
 from .io.fs import WorkTreeSnapshot, write_generated
 
 WORKTREE = "worktree"
-TRAILER = "Ksgitops-Source"
 
 
 @dataclass
@@ -73,21 +72,12 @@ def reconcile_commit(path: Path, source: str, progress: Callable[[int, int], Non
     _warn_uncommitted(src, result)
     config = result.config
     author = git.signature(config.author_name, config.author_email)
-    message = commit_message(config.message_template, config.skip_ci, str(src.commit.id))  # type: ignore[union-attr]
+    message = config.commit_message(str(src.commit.id))  # type: ignore[union-attr]
     committed = git.commit_generated(src.repo, src.ref_name, src.commit, result.generated, author, message)  # type: ignore[arg-type]
     roots = git.changed_roots(src.repo, committed.old_tree, committed.tree, list(result.generated))  # type: ignore[arg-type]
     if committed.commit and git.is_checked_out(src.repo, src.ref_name):  # type: ignore[arg-type]
         git.update_worktree(src.repo, committed.tree, roots)  # type: ignore[arg-type]
     return ReconcileOutcome(result, roots, committed.commit)
-
-
-def commit_message(template: str, skip_ci: bool, source: str) -> str:
-    text = template.replace("{source}", source).replace("{source_short}", source[:12])
-    if not skip_ci:
-        text = text.replace("[skip ci]", "")
-    elif "[skip ci]" not in text:
-        text += "\n\n[skip ci]"
-    return f"{text.strip()}\n\n{TRAILER}: {source}\n"
 
 
 def _warn_uncommitted(src: Source, result: Result) -> None:

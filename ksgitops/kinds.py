@@ -58,7 +58,8 @@ _add("edge.kubestellar.io", False, "SyncTarget:synctargets", "Location:locations
 _add("edge.kubestellar.io", True, "Customizer:customizers", "SyncerConfig:syncerconfigs")
 _add("space.kubestellar.io", False, "SpaceProviderDesc:spaceproviderdescs")
 _add("space.kubestellar.io", True, "Space:spaces")
-_add("control.kubestellar.io", True, "StatusCollector:statuscollectors", "CombinedStatus:combinedstatuses")
+_add("control.kubestellar.io", False, "StatusCollector:statuscollectors")
+_add("control.kubestellar.io", True, "CombinedStatus:combinedstatuses")
 _add("ksgitops.kubestellar.io", False, "RepoConfig:repoconfigs")
 
 CONTROL_KINDS = frozenset({

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from ..kinds import KindInfo, KindTable, is_control
+from ..kinds import KindTable, is_control
 from ..model import KsgitopsError, Obj, Origin, Problem
 from .base import Base, make_base
 from .emit import Emitter, sps_tree
@@ -78,8 +78,7 @@ def _raise_if_errors(problems: list[Problem]) -> None:
 
 
 def _kind_table(spaces: dict[str, list[Obj]], config: RepoConfig) -> KindTable:
-    extra = {(g, k): KindInfo(r, n) for g, k, r, n in config.kinds}
-    kinds = KindTable(extra)
+    kinds = KindTable(config.kind_infos())
     kinds.add_crds(o for objs in spaces.values() for o in objs)
     return kinds
 

@@ -143,7 +143,8 @@ def _kinds_messages(kinds: tuple[KindEntry, ...]) -> list[str]:
             messages.append(f"spec.kinds: {gk} is listed more than once")
         elif (group, resource) in by_resource:
             other = by_resource[(group, resource)][1]
-            messages.append(f"spec.kinds: {gk} and {other} both map to resource {resource}")
+            other_gk = f"{other}.{group}" if group else other
+            messages.append(f"spec.kinds: {gk} and {other_gk} both map to resource {resource}")
         seen[(group, kind)] = entry
         by_resource.setdefault((group, resource), entry)
     return sorted(set(messages))

@@ -15,6 +15,8 @@ from __future__ import annotations
 import re
 from typing import Any, Mapping
 
+import orjson
+
 _NAME_MAX = 63
 _PREFIX_MAX = 253
 _NAME = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
@@ -148,9 +150,26 @@ def _requirement_holds(expr: Mapping[str, Any], labels: Mapping[str, str]) -> bo
     return key not in labels  # DoesNotExist
 
 
+_VALIDITY: dict[bytes, bool] = {}
+
+
+def _is_valid(sel: Any) -> bool:
+    """selector_error(sel) is None, memoized by content: selectors are few, matches are many."""
+    try:
+        key = orjson.dumps(sel, option=orjson.OPT_SORT_KEYS)
+    except TypeError:
+        return selector_error(sel) is None
+    valid = _VALIDITY.get(key)
+    if valid is None:
+        if len(_VALIDITY) > 100_000:
+            _VALIDITY.clear()
+        valid = _VALIDITY[key] = selector_error(sel) is None
+    return valid
+
+
 def matches(sel: Mapping[str, Any] | None, labels: Mapping[str, str] | None) -> bool:
     """True when `labels` satisfy the selector: None matches nothing, `{}` everything, invalid nothing."""
-    if sel is None or selector_error(sel) is not None:
+    if sel is None or not _is_valid(sel):
         return False
     labels = labels if isinstance(labels, Mapping) else {}
     for key, value in (sel.get("matchLabels") or {}).items():

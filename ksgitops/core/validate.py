@@ -10,6 +10,7 @@ from typing import Any, Iterable
 from ..kinds import KindTable, is_control
 from ..model import Obj, Problem
 from ..names import dns1123_label_error, dns1123_subdomain_error
+from .customize import wants_expansion
 from .schemas import validate_schema
 from .selectors import label_key_error, label_value_error, selector_error
 from .what import selector_problems
@@ -42,7 +43,7 @@ def _object_problems(obj: Obj, kinds: KindTable) -> Iterable[Problem]:
     error = dns1123_subdomain_error(obj.name)
     if error:
         messages.append(f"{obj.kind} name {error}")
-    messages.extend(_metadata_messages(obj.metadata))
+    messages.extend(_metadata_messages(obj.metadata, wants_expansion(obj.annotations)))
     for message in messages:
         yield Problem(obj.origin, message)
 
@@ -56,7 +57,7 @@ def _scope_messages(obj: Obj, namespaced: bool) -> list[str]:
     return [f"namespace {error}"] if error else []
 
 
-def _metadata_messages(md: dict[str, Any]) -> list[str]:
+def _metadata_messages(md: dict[str, Any], expands: bool) -> list[str]:
     messages = []
     for field in ("labels", "annotations"):
         value = md.get(field)
@@ -66,7 +67,8 @@ def _metadata_messages(md: dict[str, Any]) -> list[str]:
             messages.append(f"metadata.{field} must map strings to strings")
             continue
         for key, item in value.items():
-            error = label_key_error(key) or (label_value_error(item) if field == "labels" else None)
+            check_value = field == "labels" and not (expands and "%(" in item)  # expanded per WEC
+            error = label_key_error(key) or (label_value_error(item) if check_value else None)
             if error:
                 messages.append(f"metadata.{field}: {error}")
     return messages

@@ -76,17 +76,38 @@ def inventory(spaces: dict[str, list[Obj]]) -> dict[str, Wec]:
     """Every SyncTarget of every space as a Wec, by mailbox name."""
     wecs: dict[str, Wec] = {}
     for objs in spaces.values():
-        locations = _of_kind(objs, "Location")
-        for st in _of_kind(objs, "SyncTarget"):
-            selecting = tuple(loc for loc in locations if _selects(loc, st))
-            wec = Wec(st, selecting)
+        targets = _of_kind(objs, "SyncTarget")
+        selected: dict[str, list[Obj]] = {st.name: [] for st in targets}
+        index = _label_index(targets)
+        for loc in _of_kind(objs, "Location"):
+            for st in _selected_by(loc, targets, index):
+                selected[st.name].append(loc)
+        for st in targets:
+            wec = Wec(st, tuple(selected[st.name]))
             wecs[wec.mailbox] = wec
     return dict(sorted(wecs.items()))
 
 
-def _selects(location: Obj, sync_target: Obj) -> bool:
+def _label_index(targets: list[Obj]) -> dict[tuple[str, str], list[Obj]]:
+    index: dict[tuple[str, str], list[Obj]] = {}
+    for st in targets:
+        for item in st.labels.items():
+            index.setdefault(item, []).append(st)
+    return index
+
+
+def _selected_by(location: Obj, targets: list[Obj], index: dict[tuple[str, str], list[Obj]]) -> list[Obj]:
+    """SyncTargets the Location's instanceSelector matches; matchLabels narrow through the index,
+    so the usual 1:1 pairing by `id` costs one lookup instead of a scan."""
     selector = location.spec.get("instanceSelector")
-    return matches(selector, sync_target.labels)
+    if not isinstance(selector, dict):
+        return []
+    candidates = targets
+    match_labels = selector.get("matchLabels")
+    if isinstance(match_labels, dict) and match_labels:
+        first = next(iter(match_labels.items()))
+        candidates = index.get(first, []) if isinstance(first[1], str) else []
+    return [st for st in candidates if matches(selector, st.labels)]
 
 
 def destinations(placement_spec: dict[str, Any], wecs: dict[str, Wec]) -> list[Destination]:

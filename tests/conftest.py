@@ -1,0 +1,103 @@
+"""Shared fixtures: a `tree` writer (dict -> files), the bundled example, real git repos, the CLI."""
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Callable
+
+import pytest
+from click.testing import CliRunner
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLE = ROOT / "examples" / "repo"
+GENERATED_MARKERS = ("-mb-", "/.ksgitops/")
+
+
+def write_tree(root: Path, files: dict[str, str | bytes]) -> Path:
+    """Write {relative path: text or bytes} below root; returns root."""
+    for rel, content in files.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(content.encode() if isinstance(content, str) else content)
+    return root
+
+
+@pytest.fixture
+def tree(tmp_path: Path) -> Callable[[dict[str, str | bytes]], Path]:
+    """tree({...}) writes a repo into a fresh folder and returns it."""
+    counter = iter(range(1_000_000))
+
+    def make(files: dict[str, str | bytes]) -> Path:
+        return write_tree(tmp_path / f"repo{next(counter)}", files)
+    return make
+
+
+def copy_example_sources(dest: Path) -> Path:
+    """The example's source files only (no generated output)."""
+    def ignore(folder: str, names: list[str]) -> list[str]:
+        return [n for n in names if "-mb-" in n or n == ".ksgitops"]
+    shutil.copytree(EXAMPLE, dest, ignore=ignore)
+    return dest
+
+
+@pytest.fixture
+def example(tmp_path: Path) -> Path:
+    """A copy of examples/repo without its generated files."""
+    return copy_example_sources(tmp_path / "example")
+
+
+def git(repo: Path, *args: str) -> str:
+    env = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@e", "GIT_COMMITTER_NAME": "t",
+           "GIT_COMMITTER_EMAIL": "t@e", "HOME": str(repo), "PATH": "/usr/bin:/bin:/usr/local/bin"}
+    return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True, text=True,
+                          env=env).stdout.strip()
+
+
+def git_init(repo: Path, message: str = "sources") -> Path:
+    git(repo, "init", "-q", "-b", "main")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", message)
+    return repo
+
+
+@pytest.fixture
+def example_git(example: Path) -> Path:
+    """The example's sources committed in a fresh git repo (branch main)."""
+    return git_init(example)
+
+
+@pytest.fixture
+def cli() -> Callable[..., "CliResult"]:
+    """cli(*args) runs `ksgitops` in-process through main() and returns (exit code, stdout, stderr)."""
+    def run(*args: str) -> CliResult:
+        from ksgitops.cli import main
+        runner = CliRunner()
+        result = runner.invoke(_Main(main), list(args), catch_exceptions=False)
+        return CliResult(result.exit_code, result.stdout, result.stderr)
+    return run
+
+
+class _Main:
+    """Adapts main(argv) to CliRunner, which wants a click command-like callable."""
+
+    def __init__(self, main: Callable[[list[str]], None]) -> None:
+        self.main_fn = main
+        self.name = "ksgitops"
+
+    def main(self, args: list[str], prog_name: str | None = None, **_: object) -> None:
+        self.main_fn(args)
+
+
+class CliResult:
+    def __init__(self, code: int, out: str, err: str) -> None:
+        self.code, self.out, self.err = code, out, err
+
+    def __repr__(self) -> str:
+        return f"CliResult(code={self.code}, out={self.out[:500]!r}, err={self.err[:500]!r})"
+
+
+def run_cli_subprocess(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    """The real console entry point in a child process (for traceback / exit code checks)."""
+    return subprocess.run([sys.executable, "-m", "ksgitops", *args], capture_output=True, text=True, cwd=cwd)
