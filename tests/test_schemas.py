@@ -383,7 +383,7 @@ INVALID = [
     ("synctarget.json", "specs", {}, "specs", "unknown field (did you mean 'spec'?)"),
     ("location.json", "spec.instanceSelector", {"matchLabel": {"id": "florin"}},
      "spec.instanceSelector.matchLabel", "did you mean 'matchLabels'?"),
-    ("location.json", "spec.resource.resource", "locations", "spec.resource.resource", "must be 'synctargets'"),
+    ("location.json", "spec.resource.resource", 7, "spec.resource.resource", "must be of type string"),
     ("location.json", "spec.instanceSelectors", {}, "spec.instanceSelectors", "unknown field"),
     ("edgeplacement-v2alpha1.json", "spec.downsync.0.resources", "configmaps",
      "spec.downsync[0].resources", "must be of type array (got string 'configmaps')"),
