@@ -8,7 +8,7 @@ from __future__ import annotations
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable, MutableMapping
 
 from .core import diff as diffs
 from .core.pipeline import Result, reconcile
@@ -43,9 +43,11 @@ def open_source(path: Path, source: str) -> Source:
     return Source(path, git.TreeSnapshot(repo, commit.tree), repo, commit, git.branch_ref(repo, source))
 
 
-def compute(src: Source, cache: dict | None = None, progress: Callable[[int, int], None] | None = None) -> Result:
+def compute(src: Source, cache: MutableMapping[Any, Any] | None = None,
+            progress: Callable[[int, int], None] | None = None,
+            reuse: Callable[[str, str], bool] | None = None) -> Result:
     """Run the pure pipeline; previous copies come from the same snapshot (HEAD or work tree)."""
-    return reconcile(src.snapshot, src.snapshot.read, cache, progress)
+    return reconcile(src.snapshot, src.snapshot.read, cache, progress, reuse)
 
 
 @dataclass
@@ -63,21 +65,40 @@ def reconcile_worktree(path: Path, progress: Callable[[int, int], None] | None =
 
 
 def reconcile_commit(path: Path, source: str, progress: Callable[[int, int], None] | None = None,
-                     cache: dict | None = None) -> ReconcileOutcome:
+                     ) -> ReconcileOutcome:
+    """Reconcile a commit and commit the result on its branch, reusing what a local cache
+    proves unchanged (a mailbox whose input digest and committed tree are both as cached)."""
     from .io import git
+    from .io.cache import DiskCache
     src = open_source(path, source)
     if src.ref_name is None:
         raise KsgitopsError(f"--commit needs --source HEAD or a branch name, not {source!r}")
-    result = compute(src, cache, progress)
+    cache = DiskCache.for_git_dir(src.repo.path)  # type: ignore[union-attr]
+    base = src.snapshot.index  # type: ignore[attr-defined]
+
+    def reuse(mailbox: str, digest: str) -> bool:
+        cached = cache.mailboxes.get(mailbox)
+        return cached is not None and cached == (digest, base.entry_id(f"spaces/{mailbox}"))
+
+    result = compute(src, cache.content, progress, reuse)
     _warn_uncommitted(src, result)
     config = result.config
     author = git.signature(config.author_name, config.author_email)
     message = config.commit_message(str(src.commit.id))  # type: ignore[union-attr]
     committed = git.commit_generated(src.repo, src.ref_name, src.commit, result.generated, author, message)  # type: ignore[arg-type]
-    roots = git.changed_roots(src.repo, committed.old_tree, committed.tree, list(result.generated))  # type: ignore[arg-type]
+    new = git.TreeIndex(src.repo, src.repo[committed.tree])  # type: ignore[arg-type, index]
+    roots = git.changed_roots(base, new, list(result.generated))
     if committed.commit and git.is_checked_out(src.repo, src.ref_name):  # type: ignore[arg-type]
         git.update_worktree(src.repo, committed.tree, roots)  # type: ignore[arg-type]
+    cache.save(_clean_mailboxes(result, new))
     return ReconcileOutcome(result, roots, committed.commit)
+
+
+def _clean_mailboxes(result: Result, tree: Any) -> dict[str, tuple[str, str]]:
+    """(digest, tree id) of every mailbox without problems: safe to reuse next time."""
+    troubled = {p.wec for p in result.problems if p.wec}
+    return {mb: (digest, tree.entry_id(f"spaces/{mb}")) for mb, digest in result.digests.items()
+            if mb not in troubled}
 
 
 def _warn_uncommitted(src: Source, result: Result) -> None:

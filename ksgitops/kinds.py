@@ -79,13 +79,20 @@ class KindTable:
 
     def __init__(self, extra: dict[tuple[str, str], KindInfo] | None = None) -> None:
         self._table = dict(_BUILTIN)
-        self._table.update(extra or {})
+        self._extra: dict[tuple[str, str], KindInfo] = {}
+        for (group, kind), info in (extra or {}).items():
+            self.add(group, kind, info)
+
+    def digest(self) -> str:
+        """Changes whenever a lookup could answer differently (CRDs, RepoConfig kinds)."""
+        return repr(sorted(self._extra.items()))
 
     def lookup(self, group: str, kind: str) -> KindInfo | None:
         return self._table.get((group, kind))
 
     def add(self, group: str, kind: str, info: KindInfo) -> None:
         self._table[(group, kind)] = info
+        self._extra[(group, kind)] = info
 
     def add_crds(self, objs: Iterable[Obj]) -> None:
         """Register every CustomResourceDefinition found in the repo."""

@@ -49,6 +49,7 @@ class Obj:
     space: str
     body: dict[str, Any] = field(compare=False, hash=False)
     origin: Origin = field(compare=False)
+    key: str = field(default="", compare=False)  # content key of the file it came from (git blob id)
 
     @property
     def api_version(self) -> str:

@@ -5,6 +5,7 @@ once. Mailbox spaces are recognised by their space.yaml and never read as input.
 """
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, field
 from typing import Any, MutableMapping
 
@@ -24,6 +25,7 @@ class Loaded:
     """Everything read from a snapshot: objects per (non-mailbox) space, in identity order."""
 
     spaces: dict[str, list[Obj]] = field(default_factory=dict)
+    digests: dict[str, str] = field(default_factory=dict)  # space -> digest of its source files
     mailboxes: dict[str, Obj] = field(default_factory=dict)
     config: Obj | None = None
     problems: list[Problem] = field(default_factory=list)
@@ -48,8 +50,17 @@ def load(snapshot: Snapshot, cache: ParseCache | None = None) -> Loaded:
         if mailbox is not None:
             loaded.mailboxes[space] = mailbox
             continue
-        loaded.spaces[space] = _load_space(snapshot, space, cache, loaded.problems)
+        files = sorted(snapshot.space_files(space), key=lambda f: f.path)
+        loaded.digests[space] = _digest(files)
+        loaded.spaces[space] = _load_space(space, files, cache, loaded.problems)
     return loaded
+
+
+def _digest(files: list[SourceFile]) -> str:
+    digest = hashlib.blake2b(digest_size=20)
+    for source in files:
+        digest.update(f"{source.path}\0{source.key}\0".encode())
+    return digest.hexdigest()
 
 
 def is_mailbox_space(obj: Obj) -> bool:
@@ -67,9 +78,9 @@ def _mailbox_space(snapshot: Snapshot, space: str, cache: ParseCache) -> Obj | N
     return objs[0] if len(objs) == 1 and is_mailbox_space(objs[0]) else None
 
 
-def _load_space(snapshot: Snapshot, space: str, cache: ParseCache, problems: list[Problem]) -> list[Obj]:
+def _load_space(space: str, files: list[SourceFile], cache: ParseCache, problems: list[Problem]) -> list[Obj]:
     seen: dict[ObjRef, Obj] = {}
-    for source in sorted(snapshot.space_files(space), key=lambda f: f.path):
+    for source in files:
         for obj in _objects(space, source, cache, problems):
             if not _has_identity(obj, problems):
                 continue
@@ -89,7 +100,7 @@ def _objects(space: str, source: SourceFile, cache: ParseCache, problems: list[P
     elif parsed.problems and parsed.problems[0].origin.path != source.path:
         parsed = parse_file(source.path, source.read())  # same bytes elsewhere: re-anchor the message
     problems.extend(parsed.problems)
-    return [Obj(space, body, Origin(source.path, line)) for line, body in parsed.docs]
+    return [Obj(space, body, Origin(source.path, line), source.key) for line, body in parsed.docs]
 
 
 def _has_identity(obj: Obj, problems: list[Problem]) -> bool:

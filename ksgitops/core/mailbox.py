@@ -10,7 +10,8 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Mapping
 
 from ..model import Obj, ObjRef, Problem
-from .base import Base, implied_namespace
+from ..kinds import KindTable
+from .base import Base, implied_namespace, make_base
 from .customize import customize, find_customizer, wants_expansion
 from .params import referenced_keys
 from .patchdiff import make_patch
@@ -74,9 +75,10 @@ class MailboxPlan:
 class MailboxBuilder:
     """Builds MailboxPlans, caching everything that WECs have in common."""
 
-    def __init__(self, bases: Mapping[int, Base], customizers: Mapping[str, Mapping[tuple[str, str], Obj]],
+    def __init__(self, kinds: KindTable, customizers: Mapping[str, Mapping[tuple[str, str], Obj]],
                  read_previous: Reader) -> None:
-        self._bases = bases
+        self._kinds = kinds
+        self._bases: dict[int, Base] = {}
         self._customizers = customizers
         self._read_previous = read_previous
         self._groups: dict[tuple[tuple[str, str], ...], tuple[dict[str, Entry], list[tuple[Base, str]]]] = {}
@@ -87,7 +89,7 @@ class MailboxBuilder:
         location = _location(wec, plans)
         group_key = tuple(p.key for p in plans)
         if group_key not in self._groups:
-            self._groups[group_key] = _merge(plans, self._bases)
+            self._groups[group_key] = _merge(plans, self._base)
         entries, conflicts = self._groups[group_key]
         plan = MailboxPlan(wec, location, tuple(plans), entries, group_key)
         params = location_params(location) if location is not None else {}
@@ -114,6 +116,15 @@ class MailboxBuilder:
         used = tuple((k, v) for k, v in values if v is not None)
         if patch is not None or used:
             self._own(plan)[rel] = replace(entry, patch=patch, params=used)
+
+    def _base(self, obj: Obj) -> Base:
+        """The base copy of an object, made on first use (a reused mailbox never needs one)."""
+        base = self._bases.get(id(obj))
+        if base is None:
+            info = self._kinds.lookup(obj.group, obj.kind)
+            assert info is not None  # select() skips unknown kinds and validate rejects them
+            base = self._bases[id(obj)] = make_base(obj, info)
+        return base
 
     def _keys_of(self, customizer: Obj) -> frozenset[str]:
         key = id(customizer)
@@ -175,7 +186,7 @@ def _location(wec: Wec, plans: list[PlacementPlan]) -> Obj | None:
     return min(wec.locations, key=lambda loc: loc.name) if wec.locations else None
 
 
-def _merge(plans: list[PlacementPlan], bases: Mapping[int, Base]
+def _merge(plans: list[PlacementPlan], base_of: Callable[[Obj], Base]
            ) -> tuple[dict[str, Entry], list[tuple[Base, str]]]:
     """OR across placements; two WDSes placing one identity is a conflict; implied Namespaces."""
     chosen: dict[ObjRef, tuple[Obj, list[Via]]] = {}
@@ -193,13 +204,13 @@ def _merge(plans: list[PlacementPlan], bases: Mapping[int, Base]
     entries: dict[str, Entry] = {}
     for ref, (obj, vias) in chosen.items():
         if ref not in conflicts:
-            base = bases[id(obj)]
+            base = base_of(obj)
             entries[base.rel] = Entry(base, base.data, via=tuple(vias))
     for ns in sorted({ref.namespace for ref in chosen if ref.namespace}):
         implied = implied_namespace(ns)
         if implied.ref not in chosen:
             entries.setdefault(implied.rel, Entry(implied, implied.data))
-    failed = [(bases[id(chosen[ref][0])], message) for ref, message in sorted(conflicts.items())]
+    failed = [(base_of(chosen[ref][0]), message) for ref, message in sorted(conflicts.items())]
     return dict(sorted(entries.items())), failed
 
 

@@ -6,23 +6,26 @@ before anything could be written.
 """
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from .. import __version__
 from ..kinds import KindTable, is_control
 from ..model import KsgitopsError, Obj, Origin, Problem
-from .base import Base, make_base
 from .emit import Emitter, sps_tree
 from .load import Loaded, ParseCache, load
 from .mailbox import MailboxBuilder, MailboxPlan, PlacementPlan
 from .repoconfig import RepoConfig, parse_repo_config
 from .snapshot import GENERATED_DIR, Snapshot
-from .tree import Generated
+from .serialize import canonical_json
+from .tree import REUSE, Generated
 from .validate import validate
 from .what import namespace_labels, placement_spec, select
 from .where import Wec, destinations, inventory, sps_body
 
 SPS_DIR = "singleplacementslices"
+OUTPUT_FORMAT = 1  # bump when generated files change shape: invalidates every reuse digest
 
 
 def no_previous(path: str) -> bytes | None:
@@ -41,6 +44,7 @@ class Result:
     mailboxes: dict[str, MailboxPlan]
     generated: Generated
     problems: list[Problem] = field(default_factory=list)
+    digests: dict[str, str] = field(default_factory=dict)  # mailbox -> input digest
 
     @property
     def errors(self) -> list[Problem]:
@@ -48,27 +52,33 @@ class Result:
 
 
 def reconcile(snapshot: Snapshot, read_previous: Callable[[str], bytes | None] = no_previous,
-              cache: ParseCache | None = None, progress: Callable[[int, int], None] | None = None) -> Result:
+              cache: ParseCache | None = None, progress: Callable[[int, int], None] | None = None,
+              reuse: Callable[[str, str], bool] | None = None) -> Result:
+    """Compute every generated file. `cache` memoizes parsing and per-object checks by content;
+    `reuse(mailbox, digest)` lets the caller keep a mailbox it knows is up to date (REUSE)."""
     loaded = load(snapshot, cache)
     config, problems = parse_repo_config(loaded.config)
     _raise_if_errors(loaded.problems + problems)
     spaces = {s: objs for s, objs in loaded.spaces.items() if s not in config.skip_spaces}
     kinds = _kind_table(spaces, config)
-    _raise_if_errors(validate(spaces, kinds))
+    _raise_if_errors(validate(spaces, kinds, cache))
     wecs = inventory(spaces)
     warnings: list[Problem] = []
     placements = {wds: _plan_placements(objs, kinds, wecs, warnings)
                   for wds, objs in spaces.items() if any(_is_placement(o) for o in objs)}
-    bases = _bases(placements, kinds)
-    builder = MailboxBuilder(bases, _customizers(spaces), read_previous)
-    mailboxes = {}
+    builder = MailboxBuilder(kinds, _customizers(spaces), read_previous)
+    mailboxes: dict[str, MailboxPlan] = {}
+    digests: dict[str, str] = {}
     for done, (mb, wec) in enumerate(wecs.items(), 1):
-        mailboxes[mb] = builder.build(wec, _reaching(placements, mb))
+        reaching = _reaching(placements, mb)
+        digests[mb] = mailbox_digest(wec, reaching, loaded.digests, kinds)
+        if reuse is None or not reuse(mb, digests[mb]):
+            mailboxes[mb] = builder.build(wec, reaching)
         if progress is not None:
             progress(done, len(wecs))
-    generated = _generated(loaded, spaces, placements, mailboxes, wecs)
+    generated = _generated(loaded, placements, mailboxes, wecs)
     problems = warnings + [p for plan in mailboxes.values() for p in plan.problems]
-    return Result(loaded, config, kinds, wecs, placements, mailboxes, generated, sorted(problems))
+    return Result(loaded, config, kinds, wecs, placements, mailboxes, generated, sorted(problems), digests)
 
 
 def _raise_if_errors(problems: list[Problem]) -> None:
@@ -114,17 +124,17 @@ def _placement_warnings(placement: Obj, placed: tuple[Any, ...], reach: dict[str
     return found
 
 
-def _bases(placements: dict[str, list[PlacementPlan]], kinds: KindTable) -> dict[int, Base]:
-    bases: dict[int, Base] = {}
-    for plans in placements.values():
-        for plan in plans:
-            for placed in plan.placed:
-                obj = placed.obj
-                if id(obj) not in bases:
-                    info = kinds.lookup(obj.group, obj.kind)
-                    assert info is not None  # select() skips unknown kinds; validate rejects them
-                    bases[id(obj)] = make_base(obj, info)
-    return bases
+def mailbox_digest(wec: Wec, reaching: list[PlacementPlan], space_digests: dict[str, str],
+                   kinds: KindTable) -> str:
+    """Everything a mailbox's content depends on (but its previous copies, which matter only
+    after an error): equal digests mean equal mailboxes, so a caller may reuse the old one."""
+    digest = hashlib.blake2b(digest_size=20)
+    digest.update(f"{OUTPUT_FORMAT}\0{__version__}\0{kinds.digest()}\0".encode())
+    for obj in (wec.sync_target, *wec.locations):
+        digest.update(canonical_json(obj.body))
+    for plan in reaching:
+        digest.update(f"\0{plan.obj.space}\0{plan.obj.name}\0{space_digests.get(plan.obj.space)}".encode())
+    return digest.hexdigest()
 
 
 def _customizers(spaces: dict[str, list[Obj]]) -> dict[str, dict[tuple[str, str], Obj]]:
@@ -137,7 +147,7 @@ def _reaching(placements: dict[str, list[PlacementPlan]], mailbox: str) -> list[
     return [p for wds in sorted(placements) for p in placements[wds] if mailbox in p.mailboxes]
 
 
-def _generated(loaded: Loaded, spaces: dict[str, list[Obj]], placements: dict[str, list[PlacementPlan]],
+def _generated(loaded: Loaded, placements: dict[str, list[PlacementPlan]],
                mailboxes: dict[str, MailboxPlan], wecs: dict[str, Wec]) -> Generated:
     generated: Generated = {}
     for space in loaded.spaces:
@@ -150,8 +160,9 @@ def _generated(loaded: Loaded, spaces: dict[str, list[Obj]], placements: dict[st
     for mailbox in loaded.mailboxes:
         generated[f"spaces/{mailbox}"] = None
     emitter = Emitter()
-    for mailbox, plan in mailboxes.items():
-        generated[f"spaces/{mailbox}"] = emitter.mailbox(plan)
+    for mailbox in wecs:
+        plan = mailboxes.get(mailbox)
+        generated[f"spaces/{mailbox}"] = emitter.mailbox(plan) if plan is not None else REUSE
     return dict(sorted(generated.items()))
 
 

@@ -40,8 +40,6 @@ class Snapshot(Protocol):
     def read_tree(self, path: str) -> "FileTree | None":
         """Every file below a folder as a nested tree: used for previous generated output."""
 
-    def space_digest(self, space: str) -> str:
-        """A fingerprint of the space's source files (changes whenever any of them changes)."""
 
 
 def is_source_path(path: str) -> bool:

@@ -5,7 +5,7 @@ label and kind checks; names that become paths must be DNS-1123 so no path escap
 """
 from __future__ import annotations
 
-from typing import Any, Iterable
+from typing import Any, Iterable, MutableMapping
 
 from ..kinds import KindTable, is_control
 from ..model import Obj, Problem
@@ -19,12 +19,24 @@ from .where import mailbox_name
 PLACEMENT_KINDS = ("EdgePlacement",)
 
 
-def validate(spaces: dict[str, list[Obj]], kinds: KindTable) -> list[Problem]:
-    """All fatal problems of the loaded spaces, in a stable order."""
+def validate(spaces: dict[str, list[Obj]], kinds: KindTable,
+             memo: MutableMapping[Any, tuple[Problem, ...]] | None = None) -> list[Problem]:
+    """All fatal problems of the loaded spaces, in a stable order.
+
+    Per-object checks depend only on the object and the kind table, so they are memoized by
+    (file content key, line, kind table) when the caller passes a memo (a persistent cache)."""
+    memo = {} if memo is None else memo
+    kinds_digest = kinds.digest()
     problems: list[Problem] = []
     for objs in spaces.values():
         for obj in objs:
-            problems.extend(_object_problems(obj, kinds))
+            key = ("validate", obj.key, obj.origin, kinds_digest) if obj.key else None
+            found = memo.get(key) if key else None
+            if found is None:
+                found = tuple(_object_problems(obj, kinds))
+                if key:
+                    memo[key] = found
+            problems.extend(found)
     problems.extend(_mailbox_problems(spaces))
     return sorted(set(problems))
 

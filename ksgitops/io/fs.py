@@ -59,12 +59,6 @@ class WorkTreeSnapshot:
             put(tree, rel, (base / rel).read_bytes())
         return tree
 
-    def space_digest(self, space: str) -> str:
-        digest = hashlib.blake2b(digest_size=20)
-        for source in sorted(self.space_files(space), key=lambda s: s.path):
-            digest.update(f"{source.path}\0{source.key}\0".encode())
-        return digest.hexdigest()
-
     def _source(self, path: str) -> SourceFile:
         data = (self.root / path).read_bytes()
         key = "fs:" + hashlib.blake2b(data, digest_size=20).hexdigest()

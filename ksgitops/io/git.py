@@ -35,18 +35,42 @@ def resolve_commit(repo: pygit2.Repository, ref: str) -> pygit2.Commit:
         raise KsgitopsError(f"{ref}: not a commit in {repo.path} ({e})") from e
 
 
+class TreeIndex:
+    """Path lookups in a tree through cached folder listings (pygit2's `tree[path]` rescans
+    each folder on every call: slow in `spaces/`, which holds a folder per WEC)."""
+
+    def __init__(self, repo: pygit2.Repository, tree: pygit2.Tree) -> None:
+        self.repo = repo
+        self._dirs: dict[str, dict[str, Any] | None] = {"": {e.name: e for e in tree}}
+
+    def get(self, path: str) -> Any:
+        parent, _, name = path.rpartition("/")
+        listing = self._dir(parent)
+        return listing.get(name) if listing is not None else None
+
+    def entry_id(self, path: str) -> str:
+        """The id of the entry at `path` as text, '' when absent."""
+        entry = self.get(path)
+        return str(entry.id) if entry is not None else ""
+
+    def _dir(self, path: str) -> dict[str, Any] | None:
+        if path not in self._dirs:
+            entry = self.get(path)
+            is_tree = entry is not None and entry.type == pygit2.GIT_OBJECT_TREE
+            self._dirs[path] = {e.name: e for e in self.repo[entry.id]} if is_tree else None
+        return self._dirs[path]
+
+
 class TreeSnapshot:
     """A Snapshot over a git tree; content keys are blob ids (the parse cache's key)."""
 
     def __init__(self, repo: pygit2.Repository, tree: pygit2.Tree) -> None:
         self.repo = repo
         self.tree = tree
+        self.index = TreeIndex(repo, tree)
 
     def _entry(self, path: str) -> Any:
-        try:
-            return self.tree[path]
-        except KeyError:
-            return None
+        return self.index.get(path)
 
     def list_spaces(self) -> list[str]:
         spaces = self._entry("spaces")
@@ -90,9 +114,6 @@ class TreeSnapshot:
             return None
         return _read(self.repo, self.repo[entry.id])
 
-    def space_digest(self, space: str) -> str:
-        entry = self._entry(f"spaces/{space}")
-        return str(entry.id) if entry is not None else ""
 
 
 def _read(repo: pygit2.Repository, tree: pygit2.Tree) -> FileTree:
@@ -211,18 +232,9 @@ def commit_generated(repo: pygit2.Repository, ref_name: str, source: pygit2.Comm
     return CommitResult(str(oid), tree, source.tree.id)
 
 
-def changed_roots(repo: pygit2.Repository, old_tree: pygit2.Oid, new_tree: pygit2.Oid,
-                  roots: list[str]) -> list[str]:
+def changed_roots(old: TreeIndex, new: TreeIndex, roots: list[str]) -> list[str]:
     """The owned roots whose tree differs between two trees (cheap: compares ids)."""
-    old, new = repo[old_tree], repo[new_tree]
-    return [root for root in roots if _entry_id(old, root) != _entry_id(new, root)]
-
-
-def _entry_id(tree: pygit2.Tree, path: str) -> pygit2.Oid | None:
-    try:
-        return tree[path].id
-    except KeyError:
-        return None
+    return [root for root in roots if old.entry_id(root) != new.entry_id(root)]
 
 
 def update_worktree(repo: pygit2.Repository, tree: pygit2.Oid, roots: list[str]) -> None:
@@ -233,7 +245,7 @@ def update_worktree(repo: pygit2.Repository, tree: pygit2.Oid, roots: list[str])
                        strategy=pygit2.GIT_CHECKOUT_FORCE)
 
 
-__all__ = ["open_repo", "resolve_commit", "TreeSnapshot", "TreeWriter", "commit_generated",
+__all__ = ["open_repo", "resolve_commit", "TreeIndex", "TreeSnapshot", "TreeWriter", "commit_generated",
            "changed_roots", "update_worktree", "is_source_path"]
 
 

@@ -1,0 +1,80 @@
+"""A persistent, local-only cache in the git directory: parse results by blob id, per-object
+checks, and the input digest + tree id of each mailbox committed without problems.
+
+It is an optimisation only: a missing, stale or corrupt file means a full reconcile. Entries not
+used by a run are dropped when it saves, so the file tracks the repo's current content.
+"""
+from __future__ import annotations
+
+import os
+import pickle
+from pathlib import Path
+from typing import Any, Iterator, MutableMapping
+
+from .. import __version__
+
+FORMAT = f"ksgitops-cache-1-{__version__}"
+
+
+class TouchedDict(MutableMapping[Any, Any]):
+    """A dict that remembers which keys this run read or wrote."""
+
+    def __init__(self, data: dict[Any, Any] | None = None) -> None:
+        self._data = data or {}
+        self.touched: set[Any] = set()
+
+    def __getitem__(self, key: Any) -> Any:
+        value = self._data[key]
+        self.touched.add(key)
+        return value
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        self._data[key] = value
+        self.touched.add(key)
+
+    def __delitem__(self, key: Any) -> None:
+        del self._data[key]
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self._data)
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+    def used(self) -> dict[Any, Any]:
+        return {k: v for k, v in self._data.items() if k in self.touched}
+
+
+class DiskCache:
+    def __init__(self, path: Path | None) -> None:
+        self.path = path
+        data = _read(path) if path is not None else {}
+        self.content = TouchedDict(data.get("content", {}))
+        self.mailboxes: dict[str, tuple[str, str]] = data.get("mailboxes", {})
+
+    @classmethod
+    def for_git_dir(cls, git_dir: str) -> "DiskCache":
+        return cls(Path(git_dir) / "ksgitops" / "cache.pickle")
+
+    def save(self, mailboxes: dict[str, tuple[str, str]]) -> None:
+        self.mailboxes = mailboxes
+        if self.path is None:
+            return
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = self.path.with_suffix(f".tmp{os.getpid()}")
+            with open(tmp, "wb") as f:
+                pickle.dump({"format": FORMAT, "content": self.content.used(), "mailboxes": mailboxes}, f,
+                            protocol=pickle.HIGHEST_PROTOCOL)
+            os.replace(tmp, self.path)
+        except OSError:
+            pass  # a cache that cannot be written only costs time next run
+
+
+def _read(path: Path) -> dict[str, Any]:
+    try:
+        with open(path, "rb") as f:
+            data = pickle.load(f)  # noqa: S301 - our own file inside .git, never from a remote
+    except Exception:  # noqa: BLE001 - any unreadable cache is just absent
+        return {}
+    return data if isinstance(data, dict) and data.get("format") == FORMAT else {}
