@@ -11,9 +11,9 @@ from typing import Any, Iterable
 from .base import Base
 from .load import SPACE_API, SYNC_TARGET_ANNOTATION
 from .mailbox import Entry, MailboxPlan, upsync_sets
-from .serialize import canonical_json, dump_yaml
+from .serialize import canonical_json, dump_yaml, yaml_str
 from .tree import KEEP, FileTree, put
-from .where import EDGE_API, Wec
+from .where import EDGE_API, Destination, Wec
 
 INVENTORY_ANNOTATION = "ksgitops.kubestellar.io/inventory-space"
 UID_ANNOTATION = "edge.kubestellar.io/sync-target-uid"
@@ -25,10 +25,10 @@ def space_yaml(wec: Wec) -> bytes:
         "kind: Space\n"
         "metadata:\n"
         "  annotations:\n"
-        f"    {SYNC_TARGET_ANNOTATION}: '{wec.name}'\n"
-        f"    {UID_ANNOTATION}: '{wec.uid}'\n"
-        f"    {INVENTORY_ANNOTATION}: '{wec.space}'\n"
-        f"  name: '{wec.mailbox}'\n"
+        f"    {SYNC_TARGET_ANNOTATION}: {yaml_str(wec.name)}\n"
+        f"    {UID_ANNOTATION}: {yaml_str(wec.uid)}\n"
+        f"    {INVENTORY_ANNOTATION}: {yaml_str(wec.space)}\n"
+        f"  name: {yaml_str(wec.mailbox)}\n"
         "spec:\n"
         "  SpaceProviderDescName: git\n"
         "  Type: managed\n"
@@ -45,11 +45,11 @@ def _target(base: Base) -> str:
     group, _, version = base.api_version.rpartition("/")
     lines = ["  target:"]
     if group:
-        lines.append(f"    group: '{group}'")
-    lines += [f"    version: '{version}'", f"    kind: '{ref.kind}'"]
+        lines.append(f"    group: {yaml_str(group)}")
+    lines += [f"    version: {yaml_str(version)}", f"    kind: {yaml_str(ref.kind)}"]
     if ref.namespace:
-        lines.append(f"    namespace: '{_escape(ref.namespace)}'")
-    lines.append(f"    name: '{_escape(ref.name)}'")
+        lines.append(f"    namespace: {yaml_str(_escape(ref.namespace))}")
+    lines.append(f"    name: {yaml_str(_escape(ref.name))}")
     return "\n".join(lines)
 
 
@@ -145,9 +145,18 @@ class Emitter:
         return self._texts[key]
 
 
-def sps_tree(sps_bodies: dict[str, dict[str, Any]]) -> FileTree:
-    """`.ksgitops/` of one WDS: the SPS files; status/ belongs to the status step."""
-    return {f"{name}.yaml": dump_yaml(body) for name, body in sorted(sps_bodies.items())}
+def sps_yaml(name: str, dests: Iterable[Destination]) -> bytes:
+    """A SinglePlacementSlice (top-level destinations, as KubeStellar has it), from a template:
+    an SPS lists every WEC a placement reaches, too long to dump through the YAML representer."""
+    lines = [f"apiVersion: {EDGE_API}"]
+    dests = list(dests)
+    lines.append("destinations:" if dests else "destinations: []")
+    for d in dests:
+        lines += [f"- cluster: {yaml_str(d.cluster)}", f"  locationName: {yaml_str(d.location_name)}",
+                  f"  syncTargetName: {yaml_str(d.sync_target_name)}",
+                  f"  syncTargetUID: {yaml_str(d.sync_target_uid)}"]
+    lines += ["kind: SinglePlacementSlice", "metadata:", f"  name: {yaml_str(name)}"]
+    return ("\n".join(lines) + "\n").encode()
 
 
-__all__ = ["Emitter", "space_yaml", "kustomization_yaml", "syncer_config", "sps_tree", "canonical_json"]
+__all__ = ["Emitter", "space_yaml", "kustomization_yaml", "syncer_config", "sps_yaml", "canonical_json"]

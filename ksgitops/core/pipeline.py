@@ -13,7 +13,7 @@ from typing import Any, Callable
 from .. import __version__
 from ..kinds import KindTable, is_control
 from ..model import KsgitopsError, Obj, Origin, Problem
-from .emit import Emitter, sps_tree
+from .emit import Emitter, sps_yaml
 from .load import Loaded, ParseCache, load
 from .mailbox import MailboxBuilder, MailboxPlan, PlacementPlan
 from .repoconfig import RepoConfig, parse_repo_config
@@ -22,7 +22,7 @@ from .serialize import canonical_json
 from .tree import REUSE, Generated
 from .validate import validate
 from .what import namespace_labels, placement_spec, select
-from .where import Wec, destinations, inventory, sps_body
+from .where import Wec, destinations, inventory
 
 SPS_DIR = "singleplacementslices"
 OUTPUT_FORMAT = 1  # bump when generated files change shape: invalidates every reuse digest
@@ -154,7 +154,7 @@ def _generated(loaded: Loaded, placements: dict[str, list[PlacementPlan]],
         plans = placements.get(space)
         root = f"spaces/{space}/{GENERATED_DIR}/{SPS_DIR}"
         if plans:
-            generated[root] = sps_tree({p.obj.name: sps_body(p.obj, p.dests) for p in plans})
+            generated[root] = {f"{p.obj.name}.yaml": sps_yaml(p.obj.name, p.dests) for p in plans}
         else:
             generated[root] = None
     for mailbox in loaded.mailboxes:

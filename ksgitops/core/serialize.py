@@ -1,6 +1,7 @@
 """Deterministic bytes for generated files: sorted keys, fixed style, LF, trailing newline."""
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import orjson
@@ -17,6 +18,20 @@ def dump_yaml(value: Any) -> bytes:
 
 def dump_yaml_all(values: list[Any]) -> bytes:
     return b"---\n".join(dump_yaml(v) for v in values)
+
+
+_PLAIN = re.compile(r"[a-z]([-a-z0-9.]*[a-z0-9])?")
+_YAML_WORDS = frozenset({"y", "n", "yes", "no", "on", "off", "true", "false", "null"})
+
+
+def yaml_str(text: str) -> str:
+    """A YAML scalar that always reads back as exactly `text` (for hand-built templates).
+    Names starting with a letter stay plain unless YAML 1.1 would read them as a bool or null."""
+    if _PLAIN.fullmatch(text) and text not in _YAML_WORDS:
+        return text
+    if text.isprintable() and text == text.strip():
+        return "'" + text.replace("'", "''") + "'"
+    return orjson.dumps(text).decode()  # a JSON string is a valid double-quoted YAML scalar
 
 
 def dump_json(value: Any) -> bytes:

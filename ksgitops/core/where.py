@@ -121,16 +121,6 @@ def destinations(placement_spec: dict[str, Any], wecs: dict[str, Wec]) -> list[D
     return sorted(found)
 
 
-def sps_body(placement: Obj, dests: Sequence[Destination]) -> dict[str, Any]:
-    """The SinglePlacementSlice object (top-level destinations, as KubeStellar has it)."""
-    return {
-        "apiVersion": EDGE_API,
-        "kind": "SinglePlacementSlice",
-        "metadata": {"name": placement.name},
-        "destinations": [d.as_dict() for d in dests],
-    }
-
-
 def location_params(location: Obj) -> dict[str, str]:
     """Customization parameters: Location labels first, then annotations."""
     params = {k: v for k, v in location.annotations.items() if isinstance(v, str)}
