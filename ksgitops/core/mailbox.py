@@ -7,7 +7,7 @@ reads). A per-(object, WEC) error keeps the mailbox's previous copy of that obje
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Mapping, MutableMapping
 
 from ..model import Obj, ObjRef, Problem
 from ..kinds import KindTable
@@ -76,8 +76,9 @@ class MailboxBuilder:
     """Builds MailboxPlans, caching everything that WECs have in common."""
 
     def __init__(self, kinds: KindTable, customizers: Mapping[str, Mapping[tuple[str, str], Obj]],
-                 read_previous: Reader) -> None:
+                 read_previous: Reader, memo: MutableMapping[Any, Any] | None = None) -> None:
         self._kinds = kinds
+        self._memo = memo if memo is not None else {}
         self._bases: dict[int, Base] = {}
         self._customizers = customizers
         self._read_previous = read_previous
@@ -123,7 +124,13 @@ class MailboxBuilder:
         if base is None:
             info = self._kinds.lookup(obj.group, obj.kind)
             assert info is not None  # select() skips unknown kinds and validate rejects them
-            base = self._bases[id(obj)] = make_base(obj, info)
+            key = ("base", obj.key, obj.origin, info) if obj.key else None
+            base = self._memo.get(key) if key else None
+            if base is None:
+                base = make_base(obj, info)
+                if key:
+                    self._memo[key] = base
+            self._bases[id(obj)] = base = replace(base, obj=obj)
         return base
 
     def _keys_of(self, customizer: Obj) -> frozenset[str]:

@@ -66,7 +66,7 @@ def reconcile(snapshot: Snapshot, read_previous: Callable[[str], bytes | None] =
     warnings: list[Problem] = []
     placements = {wds: _plan_placements(objs, kinds, wecs, warnings)
                   for wds, objs in spaces.items() if any(_is_placement(o) for o in objs)}
-    builder = MailboxBuilder(kinds, _customizers(spaces), read_previous)
+    builder = MailboxBuilder(kinds, _customizers(spaces), read_previous, cache)
     mailboxes: dict[str, MailboxPlan] = {}
     digests: dict[str, str] = {}
     for done, (mb, wec) in enumerate(wecs.items(), 1):
