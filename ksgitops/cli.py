@@ -70,8 +70,9 @@ def init(directory: Path) -> None:
     """Scaffold a repo in DIRECTORY from the bundled example."""
     if directory.exists() and any(directory.iterdir()):
         raise KsgitopsError(f"{directory}: exists and is not empty")
-    example = resources.files("ksgitops.example")
-    with resources.as_file(example) as source:
+    checkout = Path(__file__).resolve().parents[1] / "examples" / "repo"  # a source checkout
+    example = checkout if checkout.is_dir() else resources.files("ksgitops.example")
+    with resources.as_file(example) as source:  # type: ignore[arg-type]
         shutil.copytree(source, directory, dirs_exist_ok=True,
                         ignore=shutil.ignore_patterns("__init__.py", "__pycache__"))
     click.echo(f"initialized {directory} from the example; run: ksgitops reconcile {directory}")
@@ -82,7 +83,13 @@ def init(directory: Path) -> None:
 @click.option("-o", "output", type=click.Choice(["text", "json"]), default="text")
 def validate(repo: Path, output: str) -> None:
     """Check schemas and semantics; exit 2 on any error (customization errors included)."""
-    result = app.compute(app.open_source(repo, app.WORKTREE))
+    try:
+        result = app.compute(app.open_source(repo, app.WORKTREE))
+    except KsgitopsError as e:
+        if output != "json":
+            raise
+        _dump({"valid": False, "problems": [_problem_json(p) for p in e.problems]})
+        sys.exit(e.exit_code)
     errors = result.errors
     if output == "json":
         _dump({"valid": not errors, "problems": [_problem_json(p) for p in result.problems]})
@@ -165,7 +172,7 @@ def render(wec: str, repo: Path, output: str) -> None:
 @click.option("-o", "output", type=click.Choice(["text", "json"]), default="text")
 def explain(wec: str, obj: str | None, repo: Path, output: str) -> None:
     """Why objects are (not) placed on WEC; OBJECT is Kind[.group]/[namespace/]name."""
-    if obj is not None and "/" not in obj and Path(obj).is_dir():
+    if obj is not None and repo == Path(".") and Path(obj).is_dir():
         obj, repo = None, Path(obj)
     result = app.compute(app.open_source(repo, app.WORKTREE))
     mailbox = app.find_wec(result, wec)

@@ -8,7 +8,7 @@ from pathlib import Path
 import pygit2
 import pytest
 
-from conftest import git, git_init
+from conftest import git
 from ksgitops import app
 from ksgitops.io import git as gitio
 from ksgitops.model import GitError

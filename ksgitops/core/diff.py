@@ -46,7 +46,7 @@ def mailbox_diff(mailbox: str, old: FileTree | None, new: FileTree | None) -> st
             continue
         a_text = dump_yaml(a).decode().splitlines(keepends=True) if a is not None else []
         b_text = dump_yaml(b).decode().splitlines(keepends=True) if b is not None else []
-        path = f"spaces/{mailbox}/{rel}"
+        path = f"spaces/{mailbox}/objects/{rel}.yaml"
         chunks.extend(difflib.unified_diff(a_text, b_text, f"a/{path}", f"b/{path}"))
     return "".join(chunks)
 

@@ -102,5 +102,13 @@ def as_text(data: dict[str, Any], indent: int = 0) -> str:
                 else:
                     lines.append(f"{pad}  - {item}")
         else:
-            lines.append(f"{pad}{key}: {value}")
+            lines.append(f"{pad}{key}: {_word(value)}")
     return "\n".join(line for line in lines if line)
+
+
+def _word(value: Any) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    return str(value)

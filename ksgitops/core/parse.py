@@ -8,6 +8,7 @@ reported as `file:line: message`.
 from __future__ import annotations
 
 from dataclasses import dataclass
+import re
 from typing import Any
 
 import orjson
@@ -27,6 +28,9 @@ _Loader.yaml_implicit_resolvers = {
     first: [(tag, rx) for tag, rx in resolvers if tag != "tag:yaml.org,2002:timestamp"]
     for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
 }
+# kubectl's reader takes `1e3` as a number (YAML 1.1 wants a dot): read it as kubectl does.
+_Loader.add_implicit_resolver(
+    "tag:yaml.org,2002:float", re.compile(r"^[-+]?(?:[0-9]+)(?:[eE][-+]?[0-9]+)$"), list("-+0123456789"))
 
 
 @dataclass(frozen=True, slots=True)

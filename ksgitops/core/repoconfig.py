@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import string
 from dataclasses import dataclass
-from typing import Any
 
 from ..kinds import KindInfo
 from ..model import Obj, Problem

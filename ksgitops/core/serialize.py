@@ -7,7 +7,27 @@ from typing import Any
 import orjson
 import yaml
 
-_Dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+# YAML 1.2 readers (kustomize, go-yaml) take plain `1e3`, `0o17` or `.5` as numbers where PyYAML's
+# YAML 1.1 rules see strings: teach the dumper those patterns so such strings get quoted.
+YAML12_FLOAT = re.compile(r"^[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?$")
+YAML12_INT = re.compile(r"^(?:[-+]?[0-9]+|0o[0-7]+|0x[0-9a-fA-F]+)$")
+
+
+class _Dumper(getattr(yaml, "CSafeDumper", yaml.SafeDumper)):  # type: ignore[misc]
+    """Sorted, block-style YAML that YAML 1.1 and 1.2 readers both read back as written."""
+
+
+_Dumper.add_implicit_resolver("tag:yaml.org,2002:float", YAML12_FLOAT, list("-+.0123456789"))
+_Dumper.add_implicit_resolver("tag:yaml.org,2002:int", YAML12_INT, list("-+0123456789"))
+
+
+def _represent_str(dumper: yaml.SafeDumper, text: str) -> yaml.ScalarNode:
+    """Multi-line strings as literal blocks, so files and diffs show them line by line."""
+    style = "|" if "\n" in text.rstrip("\n") else None
+    return dumper.represent_scalar("tag:yaml.org,2002:str", text, style=style)
+
+
+_Dumper.add_representer(str, _represent_str)
 
 
 def dump_yaml(value: Any) -> bytes:

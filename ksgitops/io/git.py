@@ -23,7 +23,7 @@ BLOB_MODE = pygit2.GIT_FILEMODE_BLOB
 def open_repo(path: Path) -> pygit2.Repository:
     found = pygit2.discover_repository(str(path))
     if found is None:
-        raise KsgitopsError(f"{path}: not a git repository (use --source worktree)")
+        raise KsgitopsError(f"{path}: not a git repository")
     return pygit2.Repository(found)
 
 
