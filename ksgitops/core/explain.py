@@ -49,6 +49,7 @@ def _entry_info(rel: str, plan: MailboxPlan) -> dict[str, Any]:
     else:
         info["source"] = str(base.obj.origin)
         info["placedBy"] = [f"{v.wds}/{v.placement} downsync[{v.clause}]" for v in entry.via]
+        info["wantSingletonReportedState"] = entry.wants_singleton
     if base.customizer:
         info["customizer"] = base.customizer
     if entry.params:

@@ -42,6 +42,7 @@ class Via:
     wds: str
     placement: str
     clause: int
+    singleton: bool = False  # the placement's wantSingletonReportedState
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,6 +59,11 @@ class Entry:
     @property
     def rel(self) -> str:
         return self.base.rel
+
+    @property
+    def wants_singleton(self) -> bool:
+        """The singleton reported-state wish: OR over the placements that put it here."""
+        return any(v.singleton for v in self.via)
 
 
 @dataclass
@@ -200,7 +206,8 @@ def _merge(plans: list[PlacementPlan], base_of: Callable[[Obj], Base]
     conflicts: dict[ObjRef, str] = {}
     for plan in plans:
         for placed in plan.placed:
-            via = Via(plan.obj.space, plan.obj.name, placed.clause)
+            via = Via(plan.obj.space, plan.obj.name, placed.clause,
+                      plan.spec.get("wantSingletonReportedState") is True)
             ref = placed.obj.ref
             if ref in chosen and chosen[ref][0] is not placed.obj:
                 other = chosen[ref][0]

@@ -1,0 +1,96 @@
+"""Reuse is sound: a reconcile helped by the local cache commits exactly the tree a cold one does."""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Callable
+
+import pytest
+
+from conftest import git
+
+CACHE = Path(".git/ksgitops/cache.pickle")
+
+
+def edit(path: Path, old: str, new: str) -> None:
+    text = path.read_text()
+    assert old in text, (path, old)
+    path.write_text(text.replace(old, new))
+
+
+def drop_extended(repo: Path) -> None:
+    edit(repo / "spaces/imw1/guilder.yaml", "    extended: si\nspec:", "spec:")
+
+
+def relabel_florin(repo: Path) -> None:
+    edit(repo / "spaces/imw1/florin.yaml", "loc-name: florin\n    env: prod\nspec:", "loc-name: florin-2\n    env: prod\nspec:")
+
+
+def edit_workload(repo: Path) -> None:
+    edit(repo / "spaces/wmw-c/httpd.yaml", "common web site", "shared web site")
+
+
+def edit_customizer(repo: Path) -> None:
+    edit(repo / "spaces/wmw-c/httpd.yaml", '"env is %(env)"', '"environment: %(env)"')
+
+
+def remove_guilder(repo: Path) -> None:
+    (repo / "spaces/imw1/guilder.yaml").unlink()
+
+
+def break_customizer(repo: Path) -> None:
+    edit(repo / "spaces/wmw-c/httpd.yaml", '"env is %(env)"', '"env is %(missing)"')
+
+
+def add_placement(repo: Path) -> None:
+    text = (repo / "spaces/wmw-s/edge-placement-s.yaml").read_text()
+    text = re.sub(r"name: edge-placement-s", "name: edge-placement-s2", text)
+    text = text.replace("{env: prod, extended: si}", "{env: prod}")
+    (repo / "spaces/wmw-s/edge-placement-s2.yaml").write_text(text)
+
+
+@pytest.mark.parametrize("change", [drop_extended, relabel_florin, edit_workload, edit_customizer,
+                                    remove_guilder, break_customizer, add_placement],
+                         ids=lambda f: f.__name__)
+def test_cached_run_commits_the_same_tree_as_a_cold_run(example_git: Path, cli, change: Callable[[Path], None]) -> None:
+    assert cli("reconcile", str(example_git), "--commit").code == 0
+    assert (example_git / CACHE).is_file()
+    change(example_git)
+    git(example_git, "add", "-A")
+    git(example_git, "commit", "-qm", change.__name__)
+    source = git(example_git, "rev-parse", "HEAD")
+    assert cli("reconcile", str(example_git), "--commit").code == 0
+    warm = git(example_git, "rev-parse", "HEAD^{tree}")
+    (example_git / CACHE).unlink()
+    git(example_git, "reset", "-q", "--hard", source)
+    assert cli("reconcile", str(example_git), "--commit").code == 0
+    cold = git(example_git, "rev-parse", "HEAD^{tree}")
+    assert warm == cold
+
+
+def test_unchanged_mailbox_is_reused_not_rebuilt(example_git: Path, cli, monkeypatch) -> None:
+    """With a warm cache, a change to florin alone builds florin's mailbox only."""
+    from ksgitops.core import mailbox
+    assert cli("reconcile", str(example_git), "--commit").code == 0
+    relabel_florin(example_git)
+    git(example_git, "commit", "-qam", "relabel")
+    built: list[str] = []
+    original = mailbox.MailboxBuilder.build
+
+    def spy(self, wec, plans):  # type: ignore[no-untyped-def]
+        built.append(wec.mailbox)
+        return original(self, wec, plans)
+    monkeypatch.setattr(mailbox.MailboxBuilder, "build", spy)
+    assert cli("reconcile", str(example_git), "--commit").code == 0
+    assert built == ["imw1-mb-florin"]
+    assert "florin-2" in (example_git / "spaces/imw1-mb-florin/patches/core/configmaps/commonstuff/httpd-htdocs.json").read_text()
+
+
+def test_corrupt_cache_means_a_full_run(example_git: Path, cli) -> None:
+    assert cli("reconcile", str(example_git), "--commit").code == 0
+    (example_git / CACHE).write_bytes(b"not a pickle")
+    edit_workload(example_git)
+    git(example_git, "commit", "-qam", "edit")
+    assert cli("reconcile", str(example_git), "--commit").code == 0
+    assert "shared web site" in git(example_git, "show",
+                                    "HEAD:spaces/imw1-mb-florin/objects/core/configmaps/commonstuff/httpd-htdocs.yaml")

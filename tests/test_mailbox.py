@@ -1,0 +1,63 @@
+"""Per-WEC assembly: OR across placements, the singleton wish, conflicts, implied Namespaces."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from ksgitops.core.pipeline import reconcile
+from ksgitops.io.fs import WorkTreeSnapshot
+
+INVENTORY = """\
+apiVersion: edge.kubestellar.io/v2alpha1
+kind: SyncTarget
+metadata: {name: one, labels: {id: one}}
+---
+apiVersion: edge.kubestellar.io/v2alpha1
+kind: Location
+metadata: {name: one, labels: {env: prod}}
+spec: {instanceSelector: {matchLabels: {id: one}}}
+"""
+
+
+def placement(name: str, singleton: bool, names: list[str]) -> str:
+    return f"""\
+apiVersion: edge.kubestellar.io/v2alpha1
+kind: EdgePlacement
+metadata: {{name: {name}}}
+spec:
+  locationSelectors: [{{matchLabels: {{env: prod}}}}]
+  downsync: [{{apiGroup: "", resources: [configmaps], objectNames: {names}}}]
+  wantSingletonReportedState: {str(singleton).lower()}
+"""
+
+
+CONFIGMAPS = """\
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: a, namespace: ns}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: b, namespace: ns}
+"""
+
+
+@pytest.mark.parametrize("a_wants, b_wants, expected", [
+    (False, False, {"a": False, "b": False}),
+    (True, False, {"a": True, "b": False}),
+    (False, True, {"a": True, "b": True}),
+])
+def test_singleton_wish_is_ored_over_placements(tree, a_wants, b_wants, expected) -> None:
+    repo: Path = tree({
+        "spaces/inv/wec.yaml": INVENTORY,
+        "spaces/wds/cms.yaml": CONFIGMAPS,
+        "spaces/wds/p.yaml": placement("p-a", a_wants, ["a"]) + "---\n" + placement("p-ab", b_wants, ["a", "b"]),
+    })
+    result = reconcile(WorkTreeSnapshot(repo))
+    entries = result.mailboxes["inv-mb-one"].entries
+    wishes = {e.base.ref.name: e.wants_singleton for e in entries.values() if e.base.ref.kind == "ConfigMap"}
+    assert wishes == expected
+    a = entries["core/configmaps/ns/a"]
+    assert [v.placement for v in a.via] == ["p-a", "p-ab"]  # placed by both: OR, listed once each
+    assert "core/namespaces/_cluster/ns" in entries and entries["core/namespaces/_cluster/ns"].base.obj is None
