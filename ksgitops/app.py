@@ -85,11 +85,11 @@ def reconcile_commit(path: Path, source: str, progress: Callable[[int, int], Non
     config = result.config
     author = git.signature(config.author_name, config.author_email)
     message = config.commit_message(str(src.commit.id))  # type: ignore[union-attr]
-    committed = git.commit_generated(src.repo, src.ref_name, src.commit, result.generated, author, message)  # type: ignore[arg-type]
+    checkout = git.is_checked_out(src.repo, src.ref_name)  # type: ignore[arg-type]
+    committed = git.commit_generated(src.repo, src.ref_name, src.commit, result.generated, author, message,  # type: ignore[arg-type]
+                                     checkout=checkout)
     new = git.TreeIndex(src.repo, src.repo[committed.tree])  # type: ignore[arg-type, index]
     roots = git.changed_roots(base, new, list(result.generated))
-    if committed.commit and git.is_checked_out(src.repo, src.ref_name):  # type: ignore[arg-type]
-        git.update_worktree(src.repo, committed.tree, roots)  # type: ignore[arg-type]
     cache.save(_clean_mailboxes(result, new))
     return ReconcileOutcome(result, roots, committed.commit)
 
@@ -103,7 +103,7 @@ def _clean_mailboxes(result: Result, tree: Any) -> dict[str, tuple[str, str]]:
 
 def _warn_uncommitted(src: Source, result: Result) -> None:
     from .io import git
-    dirty = git.uncommitted_sources(src.repo, set(result.loaded.mailboxes))  # type: ignore[arg-type]
+    dirty = git.uncommitted_sources(src.repo, src.snapshot, set(result.loaded.mailboxes))  # type: ignore[arg-type]
     if dirty:
         shown = ", ".join(dirty[:5]) + (" ..." if len(dirty) > 5 else "")
         print(f"warning: uncommitted source changes are not used: {shown}", file=sys.stderr)

@@ -164,3 +164,21 @@ def test_customization_error_keeps_copy_from_head(example_git: Path, cli) -> Non
     assert result.code == 0
     assert "nope" in result.err and "keeping the previous copy" in result.err
     assert git(example_git, "show", f"HEAD:{path}") == before
+
+
+def test_hand_edited_generated_file_is_overwritten_and_source_edits_kept(example_git: Path, cli) -> None:
+    """A conflict in a generated file (edited by hand) forces that root only; source edits stay."""
+    assert cli("reconcile", str(example_git), "--commit").code == 0
+    generated = example_git / "spaces/imw1-mb-florin/objects/core/configmaps/commonstuff/httpd-htdocs.yaml"
+    generated.write_text("hand edited\n")
+    page = example_git / "spaces/wmw-c/httpd.yaml"
+    page.write_text(page.read_text().replace("common web site", "edited web site"))
+    git(example_git, "commit", "-qm", "edit", "spaces/wmw-c/httpd.yaml")
+    florin = example_git / "spaces/imw1/florin.yaml"
+    florin.write_text(florin.read_text() + "\n# a local note\n")
+    result = cli("reconcile", str(example_git), "--commit")
+    assert result.code == 0, result
+    assert "edited web site" in generated.read_text()
+    assert florin.read_text().endswith("# a local note\n")
+    assert "uncommitted source changes are not used: spaces/imw1/florin.yaml" in result.err
+    assert git(example_git, "status", "--porcelain") == "M spaces/imw1/florin.yaml"

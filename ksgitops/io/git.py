@@ -218,35 +218,44 @@ class CommitResult:
 
 
 def commit_generated(repo: pygit2.Repository, ref_name: str, source: pygit2.Commit, generated: Generated,
-                     author: pygit2.Signature, message: str, writer: TreeWriter | None = None) -> CommitResult:
-    """Commit `generated` on top of `source` and move `ref_name` (which must still be `source`)."""
+                     author: pygit2.Signature, message: str, writer: TreeWriter | None = None,
+                     checkout: bool = False) -> CommitResult:
+    """Commit `generated` on top of `source` and move `ref_name` (which must still be `source`).
+
+    With `checkout`, the work tree and index follow before the ref moves, while HEAD is still the
+    baseline libgit2 compares against: only files that differ between the two trees are touched."""
     writer = writer or TreeWriter(repo)
     tree = writer.apply(source.tree, generated)
     if tree == source.tree.id:
         return CommitResult(None, tree, source.tree.id)
     oid = repo.create_commit(None, author, author, message, tree, [source.id])
+    _check_unmoved(repo, ref_name, source)
+    if checkout:
+        _checkout(repo, repo[tree], source.tree, list(generated))
+    _check_unmoved(repo, ref_name, source)
+    repo.references[ref_name].resolve().set_target(oid, f"ksgitops: reconcile {str(source.id)[:12]}")
+    return CommitResult(str(oid), tree, source.tree.id)
+
+
+def _check_unmoved(repo: pygit2.Repository, ref_name: str, source: pygit2.Commit) -> None:
     ref = repo.references.get(ref_name)
     if ref is None or ref.resolve().target != source.id:
         raise GitError(f"{ref_name} moved while reconciling; nothing was committed (run again)")
-    ref.resolve().set_target(oid, f"ksgitops: reconcile {str(source.id)[:12]}")
-    return CommitResult(str(oid), tree, source.tree.id)
+
+
+def _checkout(repo: pygit2.Repository, tree: pygit2.Tree, old: pygit2.Tree, roots: list[str]) -> None:
+    """SAFE checkout against HEAD; where a generated file was edited by hand (a conflict), force
+    just the generated roots that changed (never a source file)."""
+    try:
+        repo.checkout_tree(tree, strategy=pygit2.GIT_CHECKOUT_SAFE)
+    except pygit2.GitError:
+        changed = changed_roots(TreeIndex(repo, old), TreeIndex(repo, tree), roots)
+        repo.checkout_tree(tree, paths=changed, strategy=pygit2.GIT_CHECKOUT_FORCE)
 
 
 def changed_roots(old: TreeIndex, new: TreeIndex, roots: list[str]) -> list[str]:
     """The owned roots whose tree differs between two trees (cheap: compares ids)."""
     return [root for root in roots if old.entry_id(root) != new.entry_id(root)]
-
-
-def update_worktree(repo: pygit2.Repository, tree: pygit2.Oid, roots: list[str]) -> None:
-    """Check out the changed generated roots into the work tree and index (non-bare repos)."""
-    if repo.is_bare or not roots:
-        return
-    repo.checkout_tree(repo[tree], paths=roots,
-                       strategy=pygit2.GIT_CHECKOUT_FORCE)
-
-
-__all__ = ["open_repo", "resolve_commit", "TreeIndex", "TreeSnapshot", "TreeWriter", "commit_generated",
-           "changed_roots", "update_worktree", "is_source_path"]
 
 
 def branch_ref(repo: pygit2.Repository, name: str) -> str | None:
@@ -270,16 +279,26 @@ def signature(name: str, email: str) -> pygit2.Signature:
     return pygit2.Signature(name, email)
 
 
-def uncommitted_sources(repo: pygit2.Repository, mailboxes: set[str]) -> list[str]:
-    """Changed or untracked source files in the work tree (they are not used with --commit)."""
-    if repo.is_bare:
+def uncommitted_sources(repo: pygit2.Repository, committed: TreeSnapshot, mailboxes: set[str]) -> list[str]:
+    """Source files whose work-tree content differs from the commit (they are not used with
+    --commit). Reads only source spaces and ksgitops.yaml: never the (large) mailboxes."""
+    if repo.is_bare or repo.workdir is None:
         return []
-    dirty = []
-    for path, flags in repo.status().items():
-        if flags in (pygit2.GIT_STATUS_CURRENT, pygit2.GIT_STATUS_IGNORED):
-            continue
-        parts = path.split("/")
-        if path == "ksgitops.yaml" or (len(parts) > 2 and parts[0] == "spaces" and parts[1] not in mailboxes
-                                       and ".ksgitops" not in parts and is_source_path(path)):
-            dirty.append(path)
+    from .fs import WorkTreeSnapshot  # the work tree is the other edge; compare blob ids
+    worktree = WorkTreeSnapshot(Path(repo.workdir))
+    dirty = set()
+    for snapshot, other in ((worktree, committed), (committed, worktree)):
+        for space in snapshot.list_spaces():
+            if space in mailboxes:
+                continue
+            ours = {f.path: f for f in snapshot.space_files(space)}
+            theirs = {f.path: f for f in other.space_files(space)}
+            dirty.update(p for p, f in ours.items() if p not in theirs or _blob_id(f) != _blob_id(theirs[p]))
+    config = [snap.file("ksgitops.yaml") for snap in (worktree, committed)]
+    if (config[0] is None) != (config[1] is None) or (config[0] and _blob_id(config[0]) != _blob_id(config[1])):
+        dirty.add("ksgitops.yaml")
     return sorted(dirty)
+
+
+def _blob_id(source: SourceFile) -> str:
+    return source.key if not source.key.startswith("fs:") else str(pygit2.hash(source.read()))
