@@ -15,6 +15,10 @@ child's peak RSS, from ``os.wait4``):
   (d) workload edit         one ConfigMap data value changed and committed, then reconcile
   (e) render one WEC        ``ksgitops render WEC REPO -o json``
 
+each in two modes: ``bare`` (a bare clone, as the long-running runtime reconciles: commits are built
+in memory, no work tree) and ``worktree`` (a checkout, as in CI: the changed generated files are
+also written to the work tree and index). Render and the kustomize baseline need files: worktree.
+
 and the baseline: ``kubectl kustomize spaces/<mailbox>`` on a sample of the produced mailboxes; the
 median seconds per overlay times the number of WECs estimates what kustomize needs for the fleet,
 and the ratio (estimate / full reconcile) is compared with the 20x target.
@@ -41,7 +45,6 @@ import threading
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
 
 HERE = Path(__file__).resolve().parent
 PROJECT = HERE.parent
@@ -140,6 +143,23 @@ def commit_paths(repo: Path, paths: list[Path], message: str) -> None:
     git(repo, "commit", "-q", "-m", message)
 
 
+def commit_to_bare(bare: Path, src: Path, path: Path, message: str) -> None:
+    """Commit one edited source file (from the source checkout `src`) on top of the bare repo's
+    main, with plumbing (the bare repo's tree also holds the generated mailboxes)."""
+    rel = str(path.relative_to(src))
+    blob = subprocess.run(["git", "-C", str(bare), "hash-object", "-w", "--stdin"], input=path.read_bytes(),
+                          check=True, capture_output=True).stdout.decode().strip()
+    env = dict(os.environ, GIT_INDEX_FILE=str(bare / "bench-index"))
+    run = lambda *a: subprocess.run(["git", "-C", str(bare), *a], check=True, capture_output=True,  # noqa: E731
+                                    text=True, env=env).stdout.strip()
+    run("read-tree", "main")
+    run("update-index", "--cacheinfo", f"100644,{blob},{rel}")
+    tree = run("write-tree")
+    commit = run("-c", "user.name=ksgitops-bench", "-c", "user.email=bench@example.invalid",
+                 "commit-tree", tree, "-p", "main", "-m", message)
+    run("update-ref", "refs/heads/main", commit)
+
+
 def mailboxes(repo: Path) -> list[str]:
     spaces = repo / "spaces"
     prefix = f"{fleet.INVENTORY}-mb-"
@@ -169,6 +189,7 @@ class Step:
 class SizeResult:
     wecs: int
     objects: int
+    mode: str = "worktree"  # "bare": a bare clone, as the long-running runtime works; "worktree": a checkout
     steps: dict[str, Step] = field(default_factory=dict)
     mailboxes: int | None = None
     render_objects: int | None = None
@@ -199,23 +220,34 @@ def log(msg: str) -> None:
     print(f"[bench] {msg}", file=sys.stderr, flush=True)
 
 
-def bench_size(wecs: int, objects: int, args: argparse.Namespace) -> SizeResult:
-    res = SizeResult(wecs, objects)
+def bench_size(wecs: int, objects: int, args: argparse.Namespace, mode: str,
+               kustomize_estimate_s: float | None = None) -> SizeResult:
+    res = SizeResult(wecs, objects, mode)
     ks, env = ksgitops_command(args.ksgitops)
-    base = Path(tempfile.mkdtemp(prefix=f"ksgitops-bench-{wecs}x{objects}-", dir=args.workdir))
+    base = Path(tempfile.mkdtemp(prefix=f"ksgitops-bench-{wecs}x{objects}-{mode}-", dir=args.workdir))
     res.workdir = str(base)
-    repo, logs = base / "repo", base / "logs"
-    repo.mkdir()
+    src, logs = base / "repo", base / "logs"
+    src.mkdir()
     try:
         t0 = time.perf_counter()
-        fleet.generate(repo, wecs, objects, seed=args.seed)
-        init_repo(repo)
-        log(f"{wecs}x{objects}: fleet generated and committed in {time.perf_counter() - t0:.1f}s "
+        fleet.generate(src, wecs, objects, seed=args.seed)
+        init_repo(src)
+        repo = src
+        if mode == "bare":
+            repo = base / "bare.git"
+            git(base, "clone", "-q", "--bare", str(src), str(repo))
+        log(f"{wecs}x{objects} {mode}: fleet generated and committed in {time.perf_counter() - t0:.1f}s "
             f"({repo})")
+
+        def commit_change(changed: Path, message: str) -> None:
+            if mode == "bare":
+                commit_to_bare(repo, src, changed, message)
+            else:
+                commit_paths(repo, [changed], message)
 
         def reconcile(label: str, expect_commit: bool) -> Step:
             before = head(repo)
-            log(f"{wecs}x{objects}: {label} ...")
+            log(f"{wecs}x{objects} {mode}: {label} ...")
             run = timed([*ks, "reconcile", str(repo), "--commit"], cwd=repo, env=env,
                         log_dir=logs, label=label, timeout=args.timeout)
             step = Step(label, run.seconds, run.max_rss, run.ok)
@@ -236,7 +268,8 @@ def bench_size(wecs: int, objects: int, args: argparse.Namespace) -> SizeResult:
                     step.note = "HEAD moved"
                     res.problems.append(f"{label}: no-op reconcile committed {after[:12]} "
                                         f"(HEAD was {before[:12]})")
-                status = git(repo, "status", "--porcelain", "--untracked-files=no", capture=True)
+                status = "" if mode == "bare" else \
+                    git(repo, "status", "--porcelain", "--untracked-files=no", capture=True)
                 if status:
                     res.problems.append(f"{label}: work tree differs from HEAD after --commit "
                                         f"({len(status.splitlines())} paths, e.g. "
@@ -249,7 +282,9 @@ def bench_size(wecs: int, objects: int, args: argparse.Namespace) -> SizeResult:
         # (a) full, (b) no-op
         if reconcile("full", expect_commit=True).ok:
             try:
-                res.mailboxes = len(mailboxes(repo))
+                res.mailboxes = len(mailboxes(repo)) if mode == "worktree" else len([
+                    n for n in git(repo, "ls-tree", "--name-only", "HEAD:spaces", capture=True).split()
+                    if n.startswith(f"{fleet.INVENTORY}-mb-")])
             except FileNotFoundError:
                 res.mailboxes = 0
             if res.mailboxes != wecs:
@@ -258,17 +293,24 @@ def bench_size(wecs: int, objects: int, args: argparse.Namespace) -> SizeResult:
             reconcile("noop", expect_commit=False)
 
             # (c) one Location label change
-            changed = fleet.change_location_label(repo, 1)
-            commit_paths(repo, [changed], "bench: change one Location's tier")
+            changed = fleet.change_location_label(src, 1)
+            commit_change(changed, "bench: change one Location's tier")
             reconcile("location", expect_commit=True)
 
             # (d) one workload object edit
-            changed = fleet.edit_workload_object(repo)
-            commit_paths(repo, [changed], "bench: edit one ConfigMap")
+            changed = fleet.edit_workload_object(src)
+            commit_change(changed, "bench: edit one ConfigMap")
             reconcile("workload", expect_commit=True)
         else:
             for label in ("noop", "location", "workload"):
                 res.steps[label] = Step(label, note="skipped: full reconcile failed")
+
+        if mode == "bare":  # render and the kustomize baseline need a work tree: see the worktree run
+            res.kustomize_estimate_s = kustomize_estimate_s
+            full = res.steps.get("full")
+            if kustomize_estimate_s and full and full.ok and full.seconds:
+                res.ratio = kustomize_estimate_s / full.seconds
+            return res
 
         # (e) render one WEC
         wec = fleet.wec_name(1, wecs)
@@ -349,13 +391,15 @@ def verdict(ok: bool | None) -> str:
 
 def rows_for(res: SizeResult) -> list[list[str]]:
     t = TARGETS.get((res.wecs, res.objects), {})
-    size = f"{res.wecs:,} × {res.objects}"
+    size = f"{res.wecs:,} × {res.objects}, {res.mode}"
     rows: list[list[str]] = []
     names = {"full": "(a) full reconcile", "noop": "(b) no-op reconcile (no new commit)",
              "location": "(c) one Location label change", "workload": "(d) one workload object edit",
              "render": f"(e) render {fleet.wec_name(1, res.wecs)} -o json"}
     for key, title in names.items():
         st = res.steps.get(key)
+        if st is None and res.mode == "bare" and key == "render":
+            continue
         if st is None or st.seconds is None:
             rows.append([size, title, st.note if st and st.note else "not run", "—", "—",
                          verdict(False) if f"{key}_s" in t else "—"])
@@ -389,6 +433,8 @@ def rows_for(res: SizeResult) -> list[list[str]]:
         rows.append([size, title + extra, wall, fmt_rss(st.max_rss),
                      ", ".join(target_bits) or "—", verdict(met)])
     # kustomize baseline
+    if res.mode == "bare":
+        return rows
     if res.kustomize_median_s is not None:
         k = (f"≈ {fmt_s(res.kustomize_estimate_s)} (median {fmt_s(res.kustomize_median_s)}/overlay"
              f" × {res.wecs:,} WECs; sample {res.kustomize_sampled}"
@@ -440,7 +486,7 @@ def report(results: list[SizeResult], args: argparse.Namespace, started: _dt.dat
         "### ksgitops vs kustomize (full fleet)",
         "",
         table(["size", "ksgitops full reconcile", "kustomize estimate", "ratio", "target"],
-              [[f"{res.wecs:,} × {res.objects}", fmt_s(res.steps["full"].seconds)
+              [[f"{res.wecs:,} × {res.objects}, {res.mode}", fmt_s(res.steps["full"].seconds)
                 if "full" in res.steps and res.steps["full"].ok else "failed",
                 fmt_s(res.kustomize_estimate_s),
                 f"{res.ratio:.1f}×" if res.ratio is not None else "—",
@@ -457,7 +503,7 @@ def report(results: list[SizeResult], args: argparse.Namespace, started: _dt.dat
         lines += ["", "### Problems", ""]
         for res, p in problems:
             first, *rest = p.splitlines()
-            lines.append(f"- {res.wecs}×{res.objects}: {first}")
+            lines.append(f"- {res.wecs}×{res.objects} {res.mode}: {first}")
             if rest:
                 lines += ["  ```", *("  " + r for r in rest), "  ```"]
     return "\n".join(lines) + "\n"
@@ -499,6 +545,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--keep", action="store_true", help="keep the generated repos and logs")
     ap.add_argument("--json", metavar="FILE", help="also write the raw figures as JSON")
     ap.add_argument("--strict", action="store_true", help="exit 1 when a target is missed")
+    ap.add_argument("--modes", default="bare,worktree",
+                    help="bare (a bare clone: how the runtime reconciles) and/or worktree (a checkout, "
+                         "as in CI); default both")
     args = ap.parse_args(argv)
 
     if args.quick:
@@ -514,7 +563,14 @@ def main(argv: list[str] | None = None) -> int:
         return 2
 
     started = _dt.datetime.now(_dt.timezone.utc)
-    results = [bench_size(w, o, args) for w, o in sizes]
+    results = []
+    for w, o in sizes:
+        worktree = bench_size(w, o, args, "worktree") if "worktree" in args.modes else None
+        estimate = worktree.kustomize_estimate_s if worktree else None
+        if "bare" in args.modes:
+            results.append(bench_size(w, o, args, "bare", estimate))
+        if worktree:
+            results.append(worktree)
     print(report(results, args, started), end="")
     if args.keep:
         for res in results:

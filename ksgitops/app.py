@@ -174,6 +174,14 @@ def wec_display_names(result: Result) -> dict[str, str]:
             for mb, wec in result.wecs.items()}
 
 
+def compute_for_wec(path: Path, name: str) -> tuple[Result, str]:
+    """The pipeline for one WEC (render, explain): other mailboxes are not built."""
+    src = open_source(path, WORKTREE)
+    cache: dict[Any, Any] = {}
+    mailbox = find_wec(compute(src, cache, reuse=lambda mb, digest: True), name)
+    return compute(src, cache, reuse=lambda mb, digest: mb != mailbox), mailbox
+
+
 def find_wec(result: Result, name: str) -> str:
     """A WEC argument (SyncTarget name, `<is>/<st>`, or mailbox name) -> mailbox name."""
     if name in result.wecs:

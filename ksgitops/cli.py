@@ -154,8 +154,7 @@ def diff(repo: Path, against: str | None, output: str) -> None:
 @click.option("-o", "output", type=click.Choice(["yaml", "json"]), default="yaml")
 def render(wec: str, repo: Path, output: str) -> None:
     """Print the final manifests one WEC receives."""
-    result = app.compute(app.open_source(repo, app.WORKTREE))
-    mailbox = app.find_wec(result, wec)
+    result, mailbox = app.compute_for_wec(repo, wec)
     _print_problems([p for p in result.problems if not p.wec or p.wec == mailbox])
     tree = result.generated[f"spaces/{mailbox}"]
     objects = [body for _, body in render_mailbox(tree)] if isinstance(tree, dict) else []
@@ -174,8 +173,7 @@ def explain(wec: str, obj: str | None, repo: Path, output: str) -> None:
     """Why objects are (not) placed on WEC; OBJECT is Kind[.group]/[namespace/]name."""
     if obj is not None and repo == Path(".") and Path(obj).is_dir():
         obj, repo = None, Path(obj)
-    result = app.compute(app.open_source(repo, app.WORKTREE))
-    mailbox = app.find_wec(result, wec)
+    result, mailbox = app.compute_for_wec(repo, wec)
     data = explain_object_on(result, mailbox, obj) if obj else explain_wec(result, mailbox)
     if obj and not data["matches"]:
         raise KsgitopsError(f"no workload object matches {obj!r} (Kind[.group]/[namespace/]name)")

@@ -6,6 +6,8 @@ the whole commit exists, and only if it still points where it did (else GitError
 """
 from __future__ import annotations
 
+import os
+import shutil
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -222,8 +224,8 @@ def commit_generated(repo: pygit2.Repository, ref_name: str, source: pygit2.Comm
                      checkout: bool = False) -> CommitResult:
     """Commit `generated` on top of `source` and move `ref_name` (which must still be `source`).
 
-    With `checkout`, the work tree and index follow before the ref moves, while HEAD is still the
-    baseline libgit2 compares against: only files that differ between the two trees are touched."""
+    With `checkout`, the work tree and index follow (changed generated roots only) before the
+    ref moves."""
     writer = writer or TreeWriter(repo)
     tree = writer.apply(source.tree, generated)
     if tree == source.tree.id:
@@ -231,7 +233,7 @@ def commit_generated(repo: pygit2.Repository, ref_name: str, source: pygit2.Comm
     oid = repo.create_commit(None, author, author, message, tree, [source.id])
     _check_unmoved(repo, ref_name, source)
     if checkout:
-        _checkout(repo, repo[tree], source.tree, list(generated))
+        _checkout(repo, repo[tree], source.tree, generated)
     _check_unmoved(repo, ref_name, source)
     repo.references[ref_name].resolve().set_target(oid, f"ksgitops: reconcile {str(source.id)[:12]}")
     return CommitResult(str(oid), tree, source.tree.id)
@@ -243,14 +245,48 @@ def _check_unmoved(repo: pygit2.Repository, ref_name: str, source: pygit2.Commit
         raise GitError(f"{ref_name} moved while reconciling; nothing was committed (run again)")
 
 
-def _checkout(repo: pygit2.Repository, tree: pygit2.Tree, old: pygit2.Tree, roots: list[str]) -> None:
-    """SAFE checkout against HEAD; where a generated file was edited by hand (a conflict), force
-    just the generated roots that changed (never a source file)."""
-    try:
-        repo.checkout_tree(tree, strategy=pygit2.GIT_CHECKOUT_SAFE)
-    except pygit2.GitError:
-        changed = changed_roots(TreeIndex(repo, old), TreeIndex(repo, tree), roots)
-        repo.checkout_tree(tree, paths=changed, strategy=pygit2.GIT_CHECKOUT_FORCE)
+def _checkout(repo: pygit2.Repository, tree: pygit2.Tree, old: pygit2.Tree, generated: Generated) -> None:
+    """Bring the work tree and index from `old` to `tree` for the generated roots that changed,
+    file by file from the tree diff (work in proportion to the change). Each file is replaced
+    atomically; source files are never touched."""
+    old_index, new_index = TreeIndex(repo, old), TreeIndex(repo, tree)
+    index = repo.index
+    workdir = Path(repo.workdir)
+    for root in changed_roots(old_index, new_index, list(generated)):
+        before, after = old_index.get(root), new_index.get(root)
+        if after is None:
+            shutil.rmtree(workdir / root, ignore_errors=True)
+            index.remove_directory(root)
+            continue
+        new_tree = repo[after.id]
+        diff = new_tree.diff_to_tree(repo[before.id], swap=True) if before is not None \
+            else new_tree.diff_to_tree(swap=True)
+        for delta in diff.deltas:
+            _apply_delta(repo, index, workdir, root, delta)
+    index.write()
+
+
+def _apply_delta(repo: pygit2.Repository, index: pygit2.Index, workdir: Path, root: str, delta: Any) -> None:
+    if delta.status == pygit2.GIT_DELTA_DELETED:
+        path = f"{root}/{delta.old_file.path}"
+        (workdir / path).unlink(missing_ok=True)
+        index.remove(path)
+        _prune_empty_dirs(workdir / path, workdir / root)
+        return
+    path = f"{root}/{delta.new_file.path}"
+    target = workdir / path
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = target.with_name(f".{target.name}.ksgitops-tmp")
+    tmp.write_bytes(repo[delta.new_file.id].data)
+    os.replace(tmp, target)
+    index.add(pygit2.IndexEntry(path, delta.new_file.id, delta.new_file.mode))
+
+
+def _prune_empty_dirs(path: Path, stop: Path) -> None:
+    folder = path.parent
+    while folder != stop.parent and folder.is_dir() and not any(folder.iterdir()):
+        folder.rmdir()
+        folder = folder.parent
 
 
 def changed_roots(old: TreeIndex, new: TreeIndex, roots: list[str]) -> list[str]:
