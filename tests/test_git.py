@@ -182,3 +182,16 @@ def test_hand_edited_generated_file_is_overwritten_and_source_edits_kept(example
     assert florin.read_text().endswith("# a local note\n")
     assert "uncommitted source changes are not used: spaces/imw1/florin.yaml" in result.err
     assert git(example_git, "status", "--porcelain") == "M spaces/imw1/florin.yaml"
+
+
+def test_written_trees_are_canonical_git_objects(example_git: Path, cli) -> None:
+    """Trees and blobs written as a pack are what git itself would write: fsck is clean and
+    rebuilding the tree from a fresh index (no cached tree ids) gives the same id."""
+    assert cli("reconcile", str(example_git), "--commit").code == 0
+    assert list((example_git / ".git/objects/pack").glob("pack-*.idx"))
+    subprocess.run(["git", "-C", str(example_git), "fsck", "--full", "--strict"], check=True, capture_output=True)
+    env_index = str(example_git / ".git/probe-index")
+    rebuilt = subprocess.run(
+        "git ls-tree -r HEAD | git update-index --index-info && git write-tree", shell=True, cwd=example_git, check=True, capture_output=True,
+        text=True, env={"GIT_INDEX_FILE": env_index, "PATH": "/usr/bin:/bin:/usr/local/bin"}).stdout.strip()
+    assert rebuilt == git(example_git, "rev-parse", "HEAD^{tree}")

@@ -17,6 +17,7 @@ import pygit2
 from ..core.snapshot import SourceFile, is_source_path
 from ..core.tree import KEEP, REUSE, FileTree, Generated
 from ..model import GitError, KsgitopsError
+from .pack import object_id, tree_content, write_pack
 
 TREE_MODE = pygit2.GIT_FILEMODE_TREE
 BLOB_MODE = pygit2.GIT_FILEMODE_BLOB
@@ -129,67 +130,85 @@ def _read(repo: pygit2.Repository, tree: pygit2.Tree) -> FileTree:
 
 
 class TreeWriter:
-    """Writes Generated into a new tree on top of `base`, sharing equal subtrees and blobs."""
+    """Writes Generated into a new tree on top of `base`, sharing equal subtrees and blobs.
+
+    Objects are hashed in memory and the new ones written as a single pack at the end (see
+    pack.py): loose objects would cost a file each."""
 
     def __init__(self, repo: pygit2.Repository) -> None:
         self.repo = repo
-        self._blobs: dict[bytes, pygit2.Oid] = {}
-        self._trees: dict[tuple[int, Any], pygit2.Oid | None] = {}
+        self._new: dict[bytes, tuple[bytes, bytes]] = {}
+        self._blobs: dict[bytes, bytes] = {}
+        self._trees: dict[tuple[int, Any], bytes | None] = {}
 
     def apply(self, base: pygit2.Tree | None, generated: Generated) -> pygit2.Oid:
-        changes: dict[str, Any] = {}
-        for root, tree in generated.items():
-            if tree is not REUSE:
-                changes[root] = tree
-        oid = self._update(base, _nest(changes))
-        return oid if oid is not None else self.repo.TreeBuilder().write()
+        changes = {root: tree for root, tree in generated.items() if tree is not REUSE}
+        raw = self._update(base, _nest(changes))
+        if raw is None:
+            raw = self._store(b"tree", b"")
+        self.flush()
+        return pygit2.Oid(raw=raw)
 
-    def _update(self, old: pygit2.Tree | None, changes: dict[str, Any]) -> pygit2.Oid | None:
-        """Apply nested `changes` ({name: subchanges | ('set', FileTree|None)}) to `old`."""
-        builder = self.repo.TreeBuilder(old) if old is not None else self.repo.TreeBuilder()
+    def flush(self) -> None:
+        """Write every object made so far that the repository does not have yet."""
+        odb = self.repo.odb
+        missing = {raw: obj for raw, obj in self._new.items() if pygit2.Oid(raw=raw) not in odb}
+        write_pack(Path(self.repo.path) / "objects", missing)
+        self._new = {}
+
+    def _store(self, kind: bytes, content: bytes) -> bytes:
+        raw = object_id(kind, content)
+        self._new.setdefault(raw, (kind, content))
+        return raw
+
+    def _update(self, old: pygit2.Tree | None, changes: dict[str, Any]) -> bytes | None:
+        """Apply nested `changes` ({name: subchanges | _Set}) to `old`; None for an empty tree."""
+        entries = {e.name: (e.filemode, e.id.raw) for e in old} if old is not None else {}
         for name, change in changes.items():
             old_entry = old[name] if old is not None and name in old else None
-            old_tree = self.repo[old_entry.id] if old_entry is not None and old_entry.type == pygit2.GIT_OBJECT_TREE else None
+            old_tree = self.repo[old_entry.id] if old_entry is not None and \
+                old_entry.type == pygit2.GIT_OBJECT_TREE else None
             if isinstance(change, _Set):
-                oid = self._tree(change.tree, old_tree) if change.tree is not None else None
+                raw = self._tree(change.tree, old_tree) if change.tree is not None else None
             else:
-                oid = self._update(old_tree, change)
-            if old_entry is not None:
-                builder.remove(name)
-            if oid is not None:
-                builder.insert(name, oid, TREE_MODE)
-        return builder.write() if len(builder) else None
+                raw = self._update(old_tree, change)
+            if raw is None:
+                entries.pop(name, None)
+            else:
+                entries[name] = (TREE_MODE, raw)
+        return self._tree_object(entries)
 
-    def _tree(self, tree: FileTree, old: pygit2.Tree | None) -> pygit2.Oid | None:
+    def _tree_object(self, entries: dict[str, tuple[int, bytes]]) -> bytes | None:
+        if not entries:
+            return None
+        return self._store(b"tree", tree_content((n, m, r) for n, (m, r) in entries.items()))
+
+    def _tree(self, tree: FileTree, old: pygit2.Tree | None) -> bytes | None:
         key = (id(tree), old.id if old is not None and _has_keep(tree) else None)
         if key in self._trees:
             return self._trees[key]
-        builder = self.repo.TreeBuilder()
+        entries: dict[str, tuple[int, bytes]] = {}
         for name, value in tree.items():
             if value is KEEP:
                 if old is not None and name in old:
                     entry = old[name]
-                    builder.insert(name, entry.id, entry.filemode)
+                    entries[name] = (entry.filemode, entry.id.raw)
             elif isinstance(value, dict):
                 sub_old = old[name] if old is not None and name in old else None
                 sub = self._tree(value, self.repo[sub_old.id] if sub_old is not None
                                  and sub_old.type == pygit2.GIT_OBJECT_TREE else None)
                 if sub is not None:
-                    builder.insert(name, sub, TREE_MODE)
+                    entries[name] = (TREE_MODE, sub)
             else:
-                builder.insert(name, self._blob(value), BLOB_MODE)
-        oid = builder.write() if len(builder) else None
-        self._trees[key] = oid
-        return oid
+                entries[name] = (BLOB_MODE, self._blob(value))  # type: ignore[arg-type]
+        raw = self._trees[key] = self._tree_object(entries)
+        return raw
 
-    def _blob(self, data: bytes) -> pygit2.Oid:
-        oid = self._blobs.get(data)
-        if oid is None:
-            oid = pygit2.hash(data)
-            if oid not in self.repo.odb:
-                oid = self.repo.create_blob(data)
-            self._blobs[data] = oid
-        return oid
+    def _blob(self, data: bytes) -> bytes:
+        raw = self._blobs.get(data)
+        if raw is None:
+            raw = self._blobs[data] = self._store(b"blob", data)
+        return raw
 
 
 @dataclass

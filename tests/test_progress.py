@@ -1,0 +1,53 @@
+"""A progress bar on stderr for long reconciles, only when stderr is a terminal."""
+from __future__ import annotations
+
+import importlib.util
+import os
+import pty
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def fleet_repo(tmp_path: Path, wecs: int) -> Path:
+    spec = importlib.util.spec_from_file_location("fleet", ROOT / "benchmarks" / "fleet.py")
+    fleet = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
+    spec.loader.exec_module(fleet)  # type: ignore[union-attr]
+    repo = tmp_path / "fleet"
+    fleet.generate(repo, wecs, 10)
+    return repo
+
+
+def run_with_tty_stderr(args: list[str]) -> tuple[int, str]:
+    master, slave = pty.openpty()
+    proc = subprocess.Popen([sys.executable, "-m", "ksgitops", *args], stdout=subprocess.DEVNULL,
+                            stderr=slave, env={**os.environ, "COLUMNS": "100", "TERM": "xterm"})
+    os.close(slave)
+    chunks = []
+    while True:
+        try:
+            data = os.read(master, 65536)
+        except OSError:  # EIO: the child closed the terminal
+            break
+        if not data:
+            break
+        chunks.append(data)
+    os.close(master)
+    return proc.wait(timeout=120), b"".join(chunks).decode(errors="replace")
+
+
+def test_progress_bar_when_stderr_is_a_terminal(tmp_path: Path) -> None:
+    repo = fleet_repo(tmp_path, 60)
+    code, err = run_with_tty_stderr(["reconcile", str(repo)])
+    assert code == 0
+    assert "reconciling" in err
+
+
+def test_no_progress_bar_when_stderr_is_not_a_terminal(tmp_path: Path) -> None:
+    repo = fleet_repo(tmp_path, 60)
+    proc = subprocess.run([sys.executable, "-m", "ksgitops", "reconcile", str(repo)], capture_output=True, text=True)
+    assert proc.returncode == 0
+    assert "reconciling" not in proc.stderr and "\x1b[" not in proc.stderr
+    assert all(": warning: " in line for line in proc.stderr.splitlines())
