@@ -121,6 +121,11 @@ def _same(target: Path, tree: FileTree) -> bool:
     return True
 
 
+def swap_in(target: Path, tree: FileTree) -> None:
+    """Build `tree` beside `target` and rename it into place (KEEP entries move over)."""
+    _swap_in(target, tree)
+
+
 def _swap_in(target: Path, tree: FileTree) -> None:
     staging = target.with_name(f".{target.name}.ksgitops-new")
     trash = target.with_name(f".{target.name}.ksgitops-old")
@@ -137,12 +142,23 @@ def _swap_in(target: Path, tree: FileTree) -> None:
 
 def _write_tree(folder: Path, tree: FileTree, old: Path) -> None:
     folder.mkdir(parents=True, exist_ok=True)
+    _write_files(str(folder), tree, str(old))
+
+
+def _write_files(folder: str, tree: FileTree, old: str) -> None:
+    """The hot loop of a full reconcile into a work tree: plain os calls on str paths."""
     for name, value in tree.items():
+        path = f"{folder}/{name}"
         if value is KEEP:
-            if (old / name).exists():
-                os.rename(old / name, folder / name)
+            if os.path.exists(f"{old}/{name}"):
+                os.rename(f"{old}/{name}", path)
         elif isinstance(value, dict):
             if _has_files(value):
-                _write_tree(folder / name, value, old / name)
+                os.mkdir(path)
+                _write_files(path, value, f"{old}/{name}")
         else:
-            (folder / name).write_bytes(value)  # type: ignore[arg-type]
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+            try:
+                os.write(fd, value)  # type: ignore[arg-type]
+            finally:
+                os.close(fd)

@@ -17,6 +17,7 @@ import pygit2
 from ..core.snapshot import SourceFile, is_source_path
 from ..core.tree import KEEP, REUSE, FileTree, Generated
 from ..model import GitError, KsgitopsError
+from .fs import WorkTreeSnapshot, swap_in
 from .pack import object_id, tree_content, write_pack
 
 TREE_MODE = pygit2.GIT_FILEMODE_TREE
@@ -265,27 +266,33 @@ def _check_unmoved(repo: pygit2.Repository, ref_name: str, source: pygit2.Commit
 
 
 def _checkout(repo: pygit2.Repository, tree: pygit2.Tree, old: pygit2.Tree, generated: Generated) -> None:
-    """Bring the work tree and index from `old` to `tree` for the generated roots that changed,
-    file by file from the tree diff (work in proportion to the change). Each file is replaced
-    atomically; source files are never touched."""
+    """Bring the work tree and index from `old` to `tree` for the generated roots that changed:
+    a new root is written whole beside its place and renamed in; a changed one file by file from
+    the tree diff (work in proportion to the change), each file replaced atomically. Source files
+    are never touched."""
     old_index, new_index = TreeIndex(repo, old), TreeIndex(repo, tree)
     index = repo.index
     workdir = Path(repo.workdir)
+    made: set[Path] = set()
     for root in changed_roots(old_index, new_index, list(generated)):
         before, after = old_index.get(root), new_index.get(root)
         if after is None:
             shutil.rmtree(workdir / root, ignore_errors=True)
             index.remove_directory(root)
-            continue
-        new_tree = repo[after.id]
-        diff = new_tree.diff_to_tree(repo[before.id], swap=True) if before is not None \
-            else new_tree.diff_to_tree(swap=True)
-        for delta in diff.deltas:
-            _apply_delta(repo, index, workdir, root, delta)
+        elif before is None or not (workdir / root).is_dir():  # a new root: write it whole
+            swap_in(workdir / root, generated[root])  # type: ignore[arg-type]
+            index.remove_directory(root)
+            for path, oid, mode in _blobs(repo, repo[after.id], f"{root}/"):
+                index.add(pygit2.IndexEntry(path, oid, mode))
+        else:
+            diff = repo[after.id].diff_to_tree(repo[before.id], swap=True)
+            for delta in diff.deltas:
+                _apply_delta(repo, index, workdir, root, delta, made)
     index.write()
 
 
-def _apply_delta(repo: pygit2.Repository, index: pygit2.Index, workdir: Path, root: str, delta: Any) -> None:
+def _apply_delta(repo: pygit2.Repository, index: pygit2.Index, workdir: Path, root: str, delta: Any,
+                 made: set[Path]) -> None:
     if delta.status == pygit2.GIT_DELTA_DELETED:
         path = f"{root}/{delta.old_file.path}"
         (workdir / path).unlink(missing_ok=True)
@@ -294,11 +301,22 @@ def _apply_delta(repo: pygit2.Repository, index: pygit2.Index, workdir: Path, ro
         return
     path = f"{root}/{delta.new_file.path}"
     target = workdir / path
-    target.parent.mkdir(parents=True, exist_ok=True)
+    if target.parent not in made:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        made.add(target.parent)
     tmp = target.with_name(f".{target.name}.ksgitops-tmp")
     tmp.write_bytes(repo[delta.new_file.id].data)
     os.replace(tmp, target)
     index.add(pygit2.IndexEntry(path, delta.new_file.id, delta.new_file.mode))
+
+
+def _blobs(repo: pygit2.Repository, tree: pygit2.Tree, prefix: str):  # type: ignore[no-untyped-def]
+    """(path, id, mode) of every file below `tree` (reads trees, never blobs)."""
+    for entry in tree:
+        if entry.type == pygit2.GIT_OBJECT_TREE:
+            yield from _blobs(repo, repo[entry.id], f"{prefix}{entry.name}/")
+        else:
+            yield f"{prefix}{entry.name}", entry.id, entry.filemode
 
 
 def _prune_empty_dirs(path: Path, stop: Path) -> None:
@@ -339,7 +357,6 @@ def uncommitted_sources(repo: pygit2.Repository, committed: TreeSnapshot, mailbo
     --commit). Reads only source spaces and ksgitops.yaml: never the (large) mailboxes."""
     if repo.is_bare or repo.workdir is None:
         return []
-    from .fs import WorkTreeSnapshot  # the work tree is the other edge; compare blob ids
     worktree = WorkTreeSnapshot(Path(repo.workdir))
     dirty = set()
     for snapshot, other in ((worktree, committed), (committed, worktree)):
