@@ -57,9 +57,13 @@ class ReconcileOutcome:
     commit: str | None = None
 
 
-def reconcile_worktree(path: Path, progress: Callable[[int, int], None] | None = None) -> ReconcileOutcome:
-    src = open_source(path, WORKTREE)
-    result = compute(src, progress=progress)
+def reconcile_worktree(path: Path, progress: Callable[[int, int], None] | None = None,
+                       source: str = WORKTREE) -> ReconcileOutcome:
+    """Write the generated files into the work tree, from the work tree's sources or a commit's
+    (`source` a REF); previous copies always come from the work tree, which is what is written."""
+    src = open_source(path, source)
+    previous = src.snapshot if source == WORKTREE else WorkTreeSnapshot(path)
+    result = reconcile(src.snapshot, previous.read, None, progress)
     changed = write_generated(path, result.generated)
     return ReconcileOutcome(result, changed)
 

@@ -117,10 +117,8 @@ def reconcile_cmd(repo: Path, source: str | None, do_commit: bool, output: str) 
     progress = _Progress("reconciling")
     if do_commit:
         outcome = app.reconcile_commit(repo, source, progress)
-    elif source == app.WORKTREE:
-        outcome = app.reconcile_worktree(repo, progress)
     else:
-        raise KsgitopsError("--source REF reads a commit: add --commit (or use `ksgitops diff --against REF`)")
+        outcome = app.reconcile_worktree(repo, progress, source)
     result = outcome.result
     _print_problems(result.problems)
     if output == "json":

@@ -485,8 +485,18 @@ def test_missing_repo_dir_exit_2_one_line(cli: Any, tmp_path: Path, args: tuple[
     assert not missing.exists()
 
 
-def test_reconcile_source_ref_without_commit_is_one_line_error(cli: Any, example_git: Path) -> None:
-    res = run(cli, "reconcile", "--source", "HEAD", str(example_git), code=2)
+def test_reconcile_source_ref_without_commit_writes_the_commits_output(cli: Any, example_git: Path) -> None:
+    """--source REF reads the commit (not the edited work tree) and writes into the work tree."""
+    page = example_git / "spaces/wmw-c/httpd.yaml"
+    page.write_text(page.read_text().replace("common web site", "uncommitted web site"))
+    run(cli, "reconcile", "--source", "HEAD", str(example_git), code=0)
+    written = (example_git / FLORIN / "objects/core/configmaps/commonstuff/httpd-htdocs.yaml").read_text()
+    assert "common web site" in written and "uncommitted" not in written
+    assert git(example_git, "rev-list", "--count", "HEAD") == "1"  # nothing committed
+
+
+def test_reconcile_unknown_source_ref_is_one_line_error(cli: Any, example_git: Path) -> None:
+    res = run(cli, "reconcile", "--source", "no-such-ref", str(example_git), code=2)
     one_line_error(res.err)
     assert not (example_git / FLORIN).exists()
 
