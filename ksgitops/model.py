@@ -82,11 +82,13 @@ class Obj:
 
     @property
     def labels(self) -> dict[str, str]:
-        return self.metadata.get("labels") or {}
+        labels = self.metadata.get("labels")
+        return labels if isinstance(labels, dict) else {}
 
     @property
     def annotations(self) -> dict[str, str]:
-        return self.metadata.get("annotations") or {}
+        annotations = self.metadata.get("annotations")
+        return annotations if isinstance(annotations, dict) else {}
 
     @property
     def spec(self) -> dict[str, Any]:

@@ -138,8 +138,16 @@ def _apply_op(body: Any, op: Any, where: str, expand: bool, params: Mapping[str,
         return jsonpatch.apply_patch(body, [op], in_place=True)
     except ParamError as exc:
         raise _Failure(f"{where}: {exc}") from None
-    except _PATCH_ERRORS as exc:
-        raise _Failure(f"{where}: {type(exc).__name__}: {exc}") from None
+    except _PATCH_ERRORS as exc:  # never the library's text: it may quote object (Secret) data
+        raise _Failure(f"{where}: {_patch_failure(exc)}") from None
+
+
+def _patch_failure(exc: Exception) -> str:
+    if isinstance(exc, jsonpatch.JsonPatchTestFailed):
+        return "test op failed: the value at the path differs"
+    if isinstance(exc, (jsonpatch.JsonPatchConflict, jsonpointer.JsonPointerException, KeyError, IndexError)):
+        return "the path does not resolve in the object"
+    return f"invalid op ({type(exc).__name__})"
 
 
 def _list_field(customizer: Obj, name: str, who: str) -> list[Any]:

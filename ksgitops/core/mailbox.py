@@ -159,6 +159,7 @@ class MailboxBuilder:
             entries.pop(entry.rel, None)
         else:
             entries[entry.rel] = kept
+            plan.entries = dict(sorted(entries.items()))  # a conflict's copy was not in the dict
 
     def _previous(self, mailbox: str, entry: Entry) -> Entry | None:
         data = self._read_previous(f"spaces/{mailbox}/objects/{entry.rel}.yaml")

@@ -59,10 +59,9 @@ def _substitute(match: re.Match[str], params: Mapping[str, str]) -> str:
         return "%"
     key = match.group(1)
     if key is None:
-        raise ParamError(f"malformed parameter reference at offset {match.start()} "
-                         f"in {match.string!r}: expected %(key)")
-    if not key:
-        raise ParamError(f"empty parameter name %() in {match.string!r}")
+        raise ParamError(f"malformed parameter reference at offset {match.start()}: expected %(key)")
+    if not key:  # the text itself is never quoted: it may be Secret data
+        raise ParamError(f"empty parameter name %() at offset {match.start()}")
     try:
         return params[key]
     except KeyError:

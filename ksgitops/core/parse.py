@@ -8,6 +8,7 @@ reported as `file:line: message`.
 from __future__ import annotations
 
 from dataclasses import dataclass
+import math
 import re
 from typing import Any
 
@@ -18,6 +19,8 @@ from ..model import Origin, Problem
 
 MAX_FILE_BYTES = 10 * 1024 * 1024
 MAX_EXPANDED_NODES = 1_000_000
+MAX_NESTING = 500  # libyaml's composer recurses in C: far deeper input would overflow its stack
+INT_MIN, INT_MAX = -(2 ** 63), 2 ** 64 - 1
 
 
 class _Loader(yaml.CSafeLoader if hasattr(yaml, "CSafeLoader") else yaml.SafeLoader):  # type: ignore[misc]
@@ -69,7 +72,29 @@ def _parse_json(path: str, text: str) -> ParsedFile:
     return ParsedFile(((1, doc),))
 
 
+def _nesting_error(text: str) -> tuple[int, str] | None:
+    """A conservative bound on nesting before libyaml sees the text: flow brackets (counted as if
+    none were quoted) and block indentation/sequence markers. Returns (line, message)."""
+    message = f"YAML nesting is deeper than {MAX_NESTING} levels"
+    depth = 0
+    for match in _BRACKETS.finditer(text):
+        depth = depth + 1 if match.group() in "[{" else max(depth - 1, 0)
+        if depth > MAX_NESTING:
+            return text.count("\n", 0, match.start()) + 1, message
+    indent = _INDENT.search(text)
+    if indent:
+        return text.count("\n", 0, indent.start()) + 1, message
+    return None
+
+
+_BRACKETS = re.compile(r"[\[\]{}]")
+_INDENT = re.compile(r"^[ \t-]{%d,}" % (2 * MAX_NESTING), re.MULTILINE)
+
+
 def _parse_yaml(path: str, text: str, data: bytes) -> ParsedFile:
+    nesting = _nesting_error(text)
+    if nesting:
+        return _fail(path, *nesting)
     may_alias = b"&" in data
     docs: list[tuple[int, dict[str, Any]]] = []
     loader = _Loader(text)
@@ -165,6 +190,10 @@ def _value_error(value: Any, depth: int) -> str | None:
             error = _value_error(item, depth + 1)
             if error:
                 return error
+    elif isinstance(value, float) and not math.isfinite(value):
+        return "NaN and infinite numbers are not JSON (quote them to keep them as text)"
+    elif isinstance(value, int) and not isinstance(value, bool) and not INT_MIN <= value <= INT_MAX:
+        return "integer does not fit in 64 bits (quote it to keep it as text)"
     elif not isinstance(value, (str, int, float, bool)) and value is not None:
         return f"value of type {type(value).__name__} is not JSON (use a plain string)"
     return None
