@@ -121,3 +121,14 @@ def test_expand_agrees_with_referenced_keys(text: str) -> None:
     else:
         other = expand_string(text, {k: "W" for k in keys})
         assert (other != out) == bool(keys)
+
+
+def test_expand_shared_equals_expand_leaves_and_shares_untouched_subtrees() -> None:
+    from ksgitops.core.params import expand_shared
+    value = {"plain": {"a": [1, "x"]}, "tmpl": {"b": ["%(env)", "y"]}, "n": 3}
+    params = {"env": "prod"}
+    shared = expand_shared(value, params)
+    assert shared == expand_leaves(value, params)
+    assert shared["plain"] is value["plain"]
+    assert shared["tmpl"] is not value["tmpl"] and value["tmpl"]["b"][0] == "%(env)"
+    assert expand_shared(value["plain"], params) is value["plain"]

@@ -20,7 +20,7 @@ import orjson
 
 from ..model import Obj
 from .jsonpath import PathError, parse_path, set_path
-from .params import ParamError, expand_leaves, expand_string
+from .params import ParamError, expand_leaves, expand_shared, expand_string
 from .patchdiff import copy_json
 
 __all__ = [
@@ -173,10 +173,11 @@ def _apply_customizer(body: Any, customizer: Obj, params: Mapping[str, str]) -> 
     return body
 
 
-def _expand_object(base: dict[str, Any], params: Mapping[str, str]) -> dict[str, Any]:
-    """Every string leaf of the object expanded (a new structure)."""
+def _expand_object(base: dict[str, Any], params: Mapping[str, str], shared: bool = False) -> dict[str, Any]:
+    """Every string leaf of the object expanded: a new structure, or with `shared` one that
+    shares unchanged subtrees with `base` (when nothing will mutate it afterwards)."""
     try:
-        return expand_leaves(base, params)
+        return expand_shared(base, params) if shared else expand_leaves(base, params)
     except ParamError as exc:
         raise _Failure(f"{EXPAND_ANNOTATION} on the object: {exc}") from None
 
@@ -185,12 +186,16 @@ def customize(base: dict[str, Any], obj_expand: bool, customizer: Obj | None,
               params: Mapping[str, str]) -> CustomizeResult:
     """Customize a copy of `base` for one destination (see the module docstring).
 
-    `base` is never mutated. On any failure the result has body None and a message naming the
-    Customizer, the replacement index or jsonPatch op, and the path.
+    `base` is never mutated, and the result may share unchanged subtrees with it: treat the result
+    as read-only. On any failure the result has body None and a message naming the Customizer,
+    the replacement index or jsonPatch op, and the path.
     """
     recorder = _Recorder(params)
     try:
-        body = _expand_object(base, recorder) if obj_expand else copy_json(base)
+        if obj_expand:
+            body = _expand_object(base, recorder, shared=customizer is None)
+        else:
+            body = copy_json(base)
         if customizer is not None:
             body = _apply_customizer(body, customizer, recorder)
     except _Failure as exc:

@@ -92,3 +92,17 @@ def expand_leaves(value: Any, params: Mapping[str, str]) -> Any:
     if isinstance(value, (list, tuple)):
         return [expand_leaves(v, params) for v in value]
     return value
+
+
+def expand_shared(value: Any, params: Mapping[str, str]) -> Any:
+    """Like expand_leaves, but every subtree without a changed string is returned as is (shared
+    with `value`): cheap to build and cheap to diff by identity. Treat the result as read-only."""
+    if isinstance(value, str):
+        return expand_string(value, params)
+    if isinstance(value, dict):
+        items = {k: expand_shared(v, params) for k, v in value.items()}
+        return value if all(items[k] is v for k, v in value.items()) else items
+    if isinstance(value, list):
+        elements = [expand_shared(v, params) for v in value]
+        return value if all(e is v for e, v in zip(elements, value)) else elements
+    return value

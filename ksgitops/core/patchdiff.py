@@ -51,6 +51,8 @@ def _diff_dict(a: dict[str, Any], b: dict[str, Any], path: str, ops: list[dict[s
 
 def _diff(a: Any, b: Any, path: str, ops: list[dict[str, Any]]) -> None:
     """Append the ops turning `a` into `b` at JSON pointer `path`."""
+    if a is b:  # shared subtrees (see params.expand_shared) are equal by construction
+        return
     kind = _kind(a)
     if kind is not _kind(b):
         ops.append({"op": "replace", "path": path, "value": copy_json(b)})
