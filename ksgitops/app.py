@@ -141,22 +141,27 @@ def plan_diff(path: Path, against: str | None) -> tuple[Result, diffs.DiffResult
 
 
 def _same_owned(old: FileTree | None, new: object) -> bool:
-    """Equal file content, ignoring the subtrees reconcile keeps (reported/, upsynced/)."""
+    """Equal file content, ignoring the subtrees reconcile keeps (reported/, upsynced/); a folder
+    without files is the same as none (neither git nor the writers keep empty folders)."""
     if not isinstance(new, dict):
         return not old
     if old is None:
-        return False
+        return not _has_files(new)
     from .core.tree import KEEP
     for name in set(old) | set(new):
         if new.get(name) is KEEP:
             continue
         a, b = old.get(name), new.get(name)
-        if isinstance(a, dict) and isinstance(b, dict):
-            if not _same_owned(a, b):
+        if isinstance(b, dict):
+            if not _same_owned(a if isinstance(a, dict) else None, b) or (a is not None and not isinstance(a, dict)):
                 return False
-        elif a != b:
+        elif a != b and not (b is None and isinstance(a, dict) and not _has_files(a)):
             return False
     return True
+
+
+def _has_files(tree: FileTree) -> bool:
+    return any(isinstance(v, bytes) or (isinstance(v, dict) and _has_files(v)) for v in tree.values())
 
 
 def _old_wec_name(old: FileTree | None, mailbox: str) -> str:

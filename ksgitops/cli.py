@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import shutil
 import sys
+import traceback
 from importlib import resources
 from pathlib import Path
 from typing import Any, Callable
@@ -184,7 +185,7 @@ def main(argv: list[str] | None = None) -> None:
         cli.main(args=argv, prog_name="ksgitops", standalone_mode=False)
     except KsgitopsError as e:
         if debug:
-            raise
+            traceback.print_exc()
         _print_problems(e.problems)
         sys.exit(e.exit_code)
     except click.exceptions.Exit as e:

@@ -20,7 +20,7 @@ import orjson
 
 from ..model import Obj
 from .jsonpath import PathError, parse_path, set_path
-from .params import ParamError, expand_leaves, expand_shared, expand_string
+from .params import ParamError, expand_leaves, expand_shared, expand_string, referenced_keys
 from .patchdiff import copy_json
 
 __all__ = [
@@ -179,6 +179,11 @@ def _expand_object(base: dict[str, Any], params: Mapping[str, str], shared: bool
     try:
         return expand_shared(base, params) if shared else expand_leaves(base, params)
     except ParamError as exc:
+        missing = sorted(k for k in referenced_keys(base) if k not in params)
+        if exc.key is not None and len(missing) > 1:  # all of them, in an order keys cannot change
+            names = ", ".join(repr(k) for k in missing)
+            raise _Failure(f"{EXPAND_ANNOTATION} on the object: parameters {names} are not defined "
+                           "(no such Location label or annotation)") from None
         raise _Failure(f"{EXPAND_ANNOTATION} on the object: {exc}") from None
 
 

@@ -69,6 +69,9 @@ def _parse_json(path: str, text: str) -> ParsedFile:
         return _fail(path, int(getattr(e, "lineno", 0) or 0), f"malformed JSON: {e.msg}")
     if not isinstance(doc, dict):
         return _fail(path, 1, "document is not a mapping (an object must be a JSON object)")
+    error = _shape_error(doc)
+    if error:
+        return _fail(path, 1, error)
     return ParsedFile(((1, doc),))
 
 
@@ -84,11 +87,35 @@ def _nesting_error(text: str) -> tuple[int, str] | None:
     indent = _INDENT.search(text)
     if indent:
         return text.count("\n", 0, indent.start()) + 1, message
+    if _LONG_LINE.search(text):  # block nesting needs columns: only long lines can hide it
+        return _event_depth_error(text, message)
+    return None
+
+
+def _event_depth_error(text: str, message: str) -> tuple[int, str] | None:
+    """Exact nesting depth from the parser's events (libyaml's parser keeps its own stack;
+    only the composer recurses)."""
+    loader = _Loader(text)
+    depth = 0
+    try:
+        while loader.check_event():
+            event = loader.get_event()
+            if isinstance(event, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
+                depth += 1
+                if depth > MAX_NESTING:
+                    return event.start_mark.line + 1, message
+            elif isinstance(event, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
+                depth -= 1
+    except yaml.YAMLError:
+        return None  # the real parse reports it with its line
+    finally:
+        loader.dispose()
     return None
 
 
 _BRACKETS = re.compile(r"[\[\]{}]")
 _INDENT = re.compile(r"^[ \t-]{%d,}" % (2 * MAX_NESTING), re.MULTILINE)
+_LONG_LINE = re.compile(r"^.{%d,}" % MAX_NESTING, re.MULTILINE)
 
 
 def _parse_yaml(path: str, text: str, data: bytes) -> ParsedFile:
