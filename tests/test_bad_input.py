@@ -638,13 +638,20 @@ def test_deep_nesting_is_an_input_error_not_a_crash(name: str, content: str, tre
     assert not has_generated_folders(repo)
 
 
-def test_integer_beyond_64_bits_is_an_input_error(tree: Callable[[Files], Path]) -> None:
+@pytest.mark.parametrize("number", ["123456789012345678901234567890", str(2**63 - 1), str(2**53 + 1)])
+def test_integer_that_kustomize_would_round_is_an_input_error(number: str, tree: Callable[[Files], Path]) -> None:
     repo = tree({**example_files(), "spaces/wmw-c/big.yaml":
-                 CM + "metadata: {name: bigint, namespace: commonstuff}\nspec: {n: 123456789012345678901234567890}\n"})
+                 CM + f"metadata: {{name: bigint, namespace: commonstuff}}\nspec: {{n: {number}}}\n"})
     result = ks("reconcile", repo)
     assert_clean(result.stderr)
     assert result.returncode == 2, result
-    assert_problem(result.stderr, "spaces/wmw-c/big.yaml", 1, "integer|int|64")
+    assert_problem(result.stderr, "spaces/wmw-c/big.yaml", 1, "integer|2\\^53")
+
+
+def test_integer_at_the_exact_limit_is_accepted(tree: Callable[[Files], Path]) -> None:
+    repo = tree({**example_files(), "spaces/wmw-c/big.yaml":
+                 CM + f"metadata: {{name: bigint, namespace: commonstuff}}\nspec: {{n: {2**53}}}\n"})
+    assert ks("reconcile", repo).returncode == 0
 
 
 def test_annotations_that_are_not_a_map_are_an_input_error(tree: Callable[[Files], Path]) -> None:

@@ -20,7 +20,7 @@ from ..model import Origin, Problem
 MAX_FILE_BYTES = 10 * 1024 * 1024
 MAX_EXPANDED_NODES = 1_000_000
 MAX_NESTING = 500  # libyaml's composer recurses in C: far deeper input would overflow its stack
-INT_MIN, INT_MAX = -(2 ** 63), 2 ** 64 - 1
+INT_LIMIT = 2 ** 53  # kustomize reads numbers as float64: larger integers would change on the way
 
 
 class _Loader(yaml.CSafeLoader if hasattr(yaml, "CSafeLoader") else yaml.SafeLoader):  # type: ignore[misc]
@@ -219,8 +219,8 @@ def _value_error(value: Any, depth: int) -> str | None:
                 return error
     elif isinstance(value, float) and not math.isfinite(value):
         return "NaN and infinite numbers are not JSON (quote them to keep them as text)"
-    elif isinstance(value, int) and not isinstance(value, bool) and not INT_MIN <= value <= INT_MAX:
-        return "integer does not fit in 64 bits (quote it to keep it as text)"
+    elif isinstance(value, int) and not isinstance(value, bool) and not -INT_LIMIT <= value <= INT_LIMIT:
+        return "integer beyond ±2^53 would lose precision in kustomize and JSON readers (quote it)"
     elif not isinstance(value, (str, int, float, bool)) and value is not None:
         return f"value of type {type(value).__name__} is not JSON (use a plain string)"
     return None
