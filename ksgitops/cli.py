@@ -72,10 +72,12 @@ def init(directory: Path) -> None:
     if directory.exists() and any(directory.iterdir()):
         raise KsgitopsError(f"{directory}: exists and is not empty")
     checkout = Path(__file__).resolve().parents[1] / "examples" / "repo"  # a source checkout
-    example = checkout if checkout.is_dir() else resources.files("ksgitops.example")
-    with resources.as_file(example) as source:  # type: ignore[arg-type]
-        shutil.copytree(source, directory, dirs_exist_ok=True,
-                        ignore=shutil.ignore_patterns("__init__.py", "__pycache__"))
+    installed = Path(str(resources.files("ksgitops"))) / "example"  # shipped in the wheel
+    source = checkout if checkout.is_dir() else installed
+    if not source.is_dir():
+        raise KsgitopsError(f"the bundled example is missing ({installed})")
+    shutil.copytree(source, directory, dirs_exist_ok=True,
+                    ignore=shutil.ignore_patterns("__init__.py", "__pycache__"))
     click.echo(f"initialized {directory} from the example; run: ksgitops reconcile {directory}")
 
 
