@@ -6,15 +6,15 @@ future runtimes (poller, action) call the same functions.
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, MutableMapping
 
 from .core import diff as diffs
 from .core.pipeline import Result, reconcile
-from .core.snapshot import GENERATED_DIR, Snapshot
-from .core.tree import FileTree, Generated
-from .model import KsgitopsError, Problem
+from .core.snapshot import Snapshot
+from .core.tree import FileTree, same_files
+from .model import KsgitopsError
 from .io.fs import WorkTreeSnapshot, write_generated
 
 WORKTREE = "worktree"
@@ -29,7 +29,6 @@ class Source:
     repo: object | None = None  # pygit2.Repository, kept opaque here
     commit: object | None = None  # pygit2.Commit
     ref_name: str | None = None
-    warnings: list[str] = field(default_factory=list)
 
 
 def open_source(path: Path, source: str) -> Source:
@@ -113,22 +112,17 @@ def _warn_uncommitted(src: Source, result: Result) -> None:
         print(f"warning: uncommitted source changes are not used: {shown}", file=sys.stderr)
 
 
-def previous_trees(src: Source, mailboxes: list[str]) -> dict[str, FileTree | None]:
-    return {mb: src.snapshot.read_tree(f"spaces/{mb}") for mb in mailboxes}
-
-
 def plan_diff(path: Path, against: str | None) -> tuple[Result, diffs.DiffResult]:
     """What reconcile (of the work tree) would change, against the work tree or REF's tree."""
     new = compute(open_source(path, WORKTREE))
     old_src = open_source(path, against) if against else open_source(path, WORKTREE)
     wec_names = wec_display_names(new)
-    roots = [r for r in new.generated]
     changed = False
     wecs = []
-    for root in roots:
+    for root in new.generated:
         old_tree = old_src.snapshot.read_tree(root)
         new_tree = new.generated[root]
-        if _same_owned(old_tree, new_tree):
+        if same_files(old_tree, new_tree):
             continue
         changed = True
         if root.count("/") == 1:  # a mailbox root: spaces/<mailbox>
@@ -138,30 +132,6 @@ def plan_diff(path: Path, against: str | None) -> tuple[Result, diffs.DiffResult
                 wecs.append(diffs.WecDiff(wec_names.get(mailbox) or _old_wec_name(old_tree, mailbox), mailbox, text))
     wecs.sort(key=lambda w: w.wec)
     return new, diffs.DiffResult(changed, wecs)
-
-
-def _same_owned(old: FileTree | None, new: object) -> bool:
-    """Equal file content, ignoring the subtrees reconcile keeps (reported/, upsynced/); a folder
-    without files is the same as none (neither git nor the writers keep empty folders)."""
-    if not isinstance(new, dict):
-        return not old
-    if old is None:
-        return not _has_files(new)
-    from .core.tree import KEEP
-    for name in set(old) | set(new):
-        if new.get(name) is KEEP:
-            continue
-        a, b = old.get(name), new.get(name)
-        if isinstance(b, dict):
-            if not _same_owned(a if isinstance(a, dict) else None, b) or (a is not None and not isinstance(a, dict)):
-                return False
-        elif a != b and not (b is None and isinstance(a, dict) and not _has_files(a)):
-            return False
-    return True
-
-
-def _has_files(tree: FileTree) -> bool:
-    return any(isinstance(v, bytes) or (isinstance(v, dict) and _has_files(v)) for v in tree.values())
 
 
 def _old_wec_name(old: FileTree | None, mailbox: str) -> str:
@@ -206,10 +176,3 @@ def find_wec(result: Result, name: str) -> str:
         raise KsgitopsError(f"no WEC named {name!r} (SyncTarget name, <space>/<synctarget> or mailbox name)")
     raise KsgitopsError(f"WEC name {name!r} is ambiguous: {', '.join(sorted(matches))}; use <space>/<synctarget>")
 
-
-def problems_of(result: Result) -> list[Problem]:
-    return result.problems
-
-
-__all__ = ["open_source", "compute", "reconcile_worktree", "reconcile_commit", "plan_diff", "find_wec",
-           "GENERATED_DIR", "Generated"]

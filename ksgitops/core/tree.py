@@ -44,3 +44,27 @@ def walk(tree: FileTree, prefix: str = "") -> Iterator[tuple[str, bytes | _Marke
             yield from walk(value, path + "/")
         else:
             yield path, value
+
+
+def has_files(tree: FileTree) -> bool:
+    """True when a file (not only folders or markers) is somewhere below."""
+    return any(isinstance(v, bytes) or (isinstance(v, dict) and has_files(v)) for v in tree.values())
+
+
+def same_files(old: FileTree | None, new: object) -> bool:
+    """Equal file content, ignoring KEEP subtrees (reported/, upsynced/); a folder without files
+    is the same as none (neither git nor the writers keep empty folders)."""
+    if not isinstance(new, dict):
+        return not old
+    if old is None:
+        return not has_files(new)
+    for name in set(old) | set(new):
+        a, b = old.get(name), new.get(name)
+        if b is KEEP:
+            continue
+        if isinstance(b, dict):
+            if (a is not None and not isinstance(a, dict)) or not same_files(a, b):
+                return False
+        elif a != b and not (b is None and isinstance(a, dict) and not has_files(a)):
+            return False
+    return True

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Iterator
 
 from ..core.snapshot import SourceFile, is_source_path
-from ..core.tree import KEEP, REUSE, FileTree, Generated, put
+from ..core.tree import KEEP, REUSE, FileTree, Generated, has_files, put
 
 
 class WorkTreeSnapshot:
@@ -87,7 +87,7 @@ def write_generated(root: Path, generated: Generated) -> list[str]:
         target = Path(root) / rel
         if tree is REUSE:
             continue
-        if tree is None or not _has_files(tree):  # type: ignore[arg-type]
+        if tree is None or not has_files(tree):  # type: ignore[arg-type]
             if target.exists():
                 shutil.rmtree(target)
                 changed.append(rel)
@@ -98,17 +98,13 @@ def write_generated(root: Path, generated: Generated) -> list[str]:
     return changed
 
 
-def _has_files(tree: FileTree) -> bool:
-    return any(isinstance(v, bytes) or (isinstance(v, dict) and _has_files(v)) for v in tree.values())
-
-
 def _same(target: Path, tree: FileTree) -> bool:
     """True when the folder holds exactly the tree's files (KEEP subtrees are not compared)."""
     if not target.is_dir():
         return False
     existing = {e.name: e for e in os.scandir(target)}
     keep = {name for name, v in tree.items() if v is KEEP}
-    wanted = {name for name, v in tree.items() if v is not KEEP and (not isinstance(v, dict) or _has_files(v))}
+    wanted = {name for name, v in tree.items() if v is not KEEP and (not isinstance(v, dict) or has_files(v))}
     if set(existing) - keep != wanted:
         return False
     for name in wanted:
@@ -153,7 +149,7 @@ def _write_files(folder: str, tree: FileTree, old: str) -> None:
             if os.path.exists(f"{old}/{name}"):
                 os.rename(f"{old}/{name}", path)
         elif isinstance(value, dict):
-            if _has_files(value):
+            if has_files(value):
                 os.mkdir(path)
                 _write_files(path, value, f"{old}/{name}")
         else:
