@@ -61,3 +61,21 @@ def test_singleton_wish_is_ored_over_placements(tree, a_wants, b_wants, expected
     a = entries["core/configmaps/ns/a"]
     assert [v.placement for v in a.via] == ["p-a", "p-ab"]  # placed by both: OR, listed once each
     assert "core/namespaces/_cluster/ns" in entries and entries["core/namespaces/_cluster/ns"].base.obj is None
+
+
+def test_skipped_spaces_and_their_mailboxes_are_left_alone(tree) -> None:
+    from ksgitops.io.fs import write_generated
+    files = {"spaces/inv/wec.yaml": INVENTORY, "spaces/wds/cms.yaml": CONFIGMAPS,
+             "spaces/wds/p.yaml": placement("p", False, ["a"])}
+    repo: Path = tree(files)
+    write_generated(repo, reconcile(WorkTreeSnapshot(repo)).generated)
+    mailbox = repo / "spaces/inv-mb-one/kustomization.yaml"
+    sps = repo / "spaces/wds/.ksgitops/singleplacementslices/p.yaml"
+    assert mailbox.is_file() and sps.is_file()
+    (repo / "ksgitops.yaml").write_text("apiVersion: ksgitops.kubestellar.io/v1alpha1\nkind: RepoConfig\n"
+                                         "spec: {skipSpaces: [inv, wds]}\n")
+    result = reconcile(WorkTreeSnapshot(repo))
+    assert "spaces/inv-mb-one" not in result.generated
+    assert "spaces/wds/.ksgitops/singleplacementslices" not in result.generated
+    write_generated(repo, result.generated)
+    assert mailbox.is_file() and sps.is_file()

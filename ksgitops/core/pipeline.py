@@ -12,8 +12,8 @@ from typing import Any, Callable
 
 from .. import __version__
 from ..kinds import KindTable, is_control
-from ..model import KsgitopsError, Obj, Origin, Problem
-from .emit import Emitter, sps_yaml
+from ..model import KsgitopsError, Obj, Problem
+from .emit import INVENTORY_ANNOTATION, Emitter, sps_yaml
 from .load import Loaded, ParseCache, load
 from .mailbox import MailboxBuilder, MailboxPlan, PlacementPlan
 from .repoconfig import RepoConfig, parse_repo_config
@@ -76,7 +76,7 @@ def reconcile(snapshot: Snapshot, read_previous: Callable[[str], bytes | None] =
             mailboxes[mb] = builder.build(wec, reaching)
         if progress is not None:
             progress(done, len(wecs))
-    generated = _generated(loaded, placements, mailboxes, wecs)
+    generated = _generated(loaded, config.skip_spaces, placements, mailboxes, wecs)
     problems = warnings + [p for plan in mailboxes.values() for p in plan.problems]
     return Result(loaded, config, kinds, wecs, placements, mailboxes, generated, sorted(problems), digests)
 
@@ -147,18 +147,21 @@ def _reaching(placements: dict[str, list[PlacementPlan]], mailbox: str) -> list[
     return [p for wds in sorted(placements) for p in placements[wds] if mailbox in p.mailboxes]
 
 
-def _generated(loaded: Loaded, placements: dict[str, list[PlacementPlan]],
+def _generated(loaded: Loaded, skipped: tuple[str, ...], placements: dict[str, list[PlacementPlan]],
                mailboxes: dict[str, MailboxPlan], wecs: dict[str, Wec]) -> Generated:
+    """Every owned root; skipped spaces (RepoConfig skipSpaces) and their mailboxes are not owned:
+    they stay as they are."""
     generated: Generated = {}
-    for space in loaded.spaces:
+    for space in (s for s in loaded.spaces if s not in skipped):
         plans = placements.get(space)
         root = f"spaces/{space}/{GENERATED_DIR}/{SPS_DIR}"
         if plans:
             generated[root] = {f"{p.obj.name}.yaml": sps_yaml(p.obj.name, p.dests) for p in plans}
         else:
             generated[root] = None
-    for mailbox in loaded.mailboxes:
-        generated[f"spaces/{mailbox}"] = None
+    for mailbox, space_obj in loaded.mailboxes.items():
+        if space_obj.annotations.get(INVENTORY_ANNOTATION) not in skipped:
+            generated[f"spaces/{mailbox}"] = None
     emitter = Emitter()
     for mailbox in wecs:
         plan = mailboxes.get(mailbox)
@@ -166,4 +169,4 @@ def _generated(loaded: Loaded, placements: dict[str, list[PlacementPlan]],
     return dict(sorted(generated.items()))
 
 
-__all__ = ["reconcile", "Result", "no_previous", "Origin"]
+__all__ = ["reconcile", "Result", "no_previous"]
