@@ -79,3 +79,22 @@ def test_skipped_spaces_and_their_mailboxes_are_left_alone(tree) -> None:
     assert "spaces/wds/.ksgitops/singleplacementslices" not in result.generated
     write_generated(repo, result.generated)
     assert mailbox.is_file() and sps.is_file()
+
+
+def test_label_made_invalid_by_expansion_is_a_per_wec_error(tree) -> None:
+    inventory = INVENTORY.replace("labels: {env: prod}", "labels: {env: prod}, annotations: {note: 'has spaces'}")
+    cms = """\
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: a
+  namespace: ns
+  labels: {env: "%(env)", note: "%(note)"}
+  annotations: {edge.kubestellar.io/expand-parameters: "true"}
+"""
+    repo: Path = tree({"spaces/inv/wec.yaml": inventory, "spaces/wds/cms.yaml": cms,
+                       "spaces/wds/p.yaml": placement("p", False, ["a"])})
+    result = reconcile(WorkTreeSnapshot(repo))
+    [problem] = [p for p in result.problems if p.is_error]
+    assert problem.wec == "inv-mb-one" and "customized metadata.labels" in problem.message
+    assert "core/configmaps/ns/a" not in result.mailboxes["inv-mb-one"].entries

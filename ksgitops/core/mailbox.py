@@ -15,6 +15,7 @@ from .base import Base, implied_namespace, make_base
 from .customize import customize, find_customizer, wants_expansion
 from .params import referenced_keys
 from .patchdiff import make_patch
+from .selectors import label_key_error, label_value_error
 from .serialize import canonical_json, dump_json
 from .what import Placed
 from .where import Destination, Wec, location_params
@@ -183,8 +184,22 @@ def _patch(base: Base, customizer: Obj | None, params: Mapping[str, str],
         return None, result.error or "customization failed"
     if _identity(result.body) != _identity(base.body):
         return None, "customization must not change apiVersion, kind, metadata.name or metadata.namespace"
+    error = _label_error(result.body)
+    if error:
+        return None, error
     ops = make_patch(base.body, result.body)
     return (dump_json(ops) if ops else None), None
+
+
+def _label_error(body: dict[str, Any]) -> str | None:
+    """Labels are validated before expansion with `%(...)` allowed; check what expansion made."""
+    md = body.get("metadata") if isinstance(body.get("metadata"), dict) else {}
+    labels = md.get("labels") if isinstance(md.get("labels"), dict) else {}
+    for key, value in labels.items():
+        error = label_key_error(key) or label_value_error(value)
+        if error:
+            return f"customized metadata.labels: {error}"
+    return None
 
 
 def _identity(body: dict[str, Any]) -> tuple[Any, ...]:
