@@ -45,8 +45,21 @@ def open_source(path: Path, source: str) -> Source:
 def compute(src: Source, cache: MutableMapping[Any, Any] | None = None,
             progress: Callable[[int, int], None] | None = None,
             reuse: Callable[[str, str], bool] | None = None) -> Result:
-    """Run the pure pipeline; previous copies come from the same snapshot (HEAD or work tree)."""
+    """Run the pure pipeline; previous copies come from the same snapshot (HEAD or work tree).
+    Without a cache of its own, a work tree inside a git repository uses the repository's."""
+    if cache is None and src.repo is None:
+        disk = _worktree_cache(src.path)
+        result = reconcile(src.snapshot, src.snapshot.read, disk.content, progress, reuse)
+        disk.save_content()
+        return result
     return reconcile(src.snapshot, src.snapshot.read, cache, progress, reuse)
+
+
+def _worktree_cache(path: Path) -> Any:
+    from .io.cache import DiskCache
+    from .io.git import git_dir
+    found = git_dir(path)
+    return DiskCache.for_git_dir(found) if found else DiskCache(None)
 
 
 @dataclass

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import re
+import shutil
 from pathlib import Path
 from typing import Callable
 
@@ -94,3 +95,24 @@ def test_corrupt_cache_means_a_full_run(example_git: Path, cli) -> None:
     assert cli("reconcile", str(example_git), "--commit").code == 0
     assert "shared web site" in git(example_git, "show",
                                     "HEAD:spaces/imw1-mb-florin/objects/core/configmaps/commonstuff/httpd-htdocs.yaml")
+
+
+@pytest.mark.parametrize("change", [edit_workload, break_customizer, relabel_florin], ids=lambda f: f.__name__)
+def test_work_tree_runs_share_the_cache_and_stay_exact(example_git: Path, cli, change) -> None:
+    """Without --commit, a work tree inside a git repo uses the same content cache: a warm run
+    writes exactly what a cold one does."""
+    assert cli("validate", str(example_git)).code == 0
+    assert (example_git / CACHE).is_file()
+    assert cli("reconcile", str(example_git)).code == 0
+    change(example_git)
+    assert cli("reconcile", str(example_git)).code == 0
+    warm = {p: p.read_bytes() for p in (example_git / "spaces").rglob("*") if p.is_file()}
+    (example_git / CACHE).unlink()
+    for folder in [*(example_git / "spaces").glob("*-mb-*"), *(example_git / "spaces").glob("*/.ksgitops")]:
+        shutil.rmtree(folder)
+    assert cli("reconcile", str(example_git)).code == 0
+    cold = {p: p.read_bytes() for p in (example_git / "spaces").rglob("*") if p.is_file()}
+    if change is not break_customizer:  # a broken customizer keeps the previous copy, gone in the cold run
+        assert warm == cold
+    else:
+        assert set(cold) <= set(warm)

@@ -106,6 +106,6 @@ def _mailbox_problems(spaces: dict[str, list[Obj]]) -> list[Problem]:
             error = dns1123_label_error(mailbox)
             if error:
                 problems.append(Problem(st.origin, f"mailbox space name {error}; shorten the SyncTarget name"))
-            elif mailbox in spaces:
+            elif spaces.get(mailbox):  # an empty folder of that name is no space (git keeps none)
                 problems.append(Problem(st.origin, f"mailbox space {mailbox} collides with the space spaces/{mailbox}"))
     return problems

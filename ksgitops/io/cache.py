@@ -51,14 +51,22 @@ class DiskCache:
         data = _read(path) if path is not None else {}
         self.content = TouchedDict(data.get("content", {}))
         self.mailboxes: dict[str, tuple[str, str]] = data.get("mailboxes", {})
+        self._loaded_keys = frozenset(self.content)
+        self._loaded_mailboxes = dict(self.mailboxes)
 
     @classmethod
     def for_git_dir(cls, git_dir: str) -> "DiskCache":
         return cls(Path(git_dir) / "ksgitops" / "cache.pickle")
 
+    def save_content(self) -> None:
+        """Save after a run that did not commit: the mailbox entries stay as they were."""
+        self.save(self.mailboxes)
+
     def save(self, mailboxes: dict[str, tuple[str, str]]) -> None:
+        """Write the entries this run used (only when something is new: a no-op run writes nothing)."""
+        news = mailboxes != self._loaded_mailboxes or bool(self.content.touched - self._loaded_keys)
         self.mailboxes = mailboxes
-        if self.path is None:
+        if self.path is None or not news:
             return
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)

@@ -6,10 +6,11 @@ mailbox, never a mix. Symbolic links are never followed (no path escapes the rep
 """
 from __future__ import annotations
 
-import hashlib
 import os
 import shutil
 from pathlib import Path
+
+import pygit2
 from typing import Iterator
 
 from ..core.snapshot import SourceFile, is_source_path
@@ -61,7 +62,7 @@ class WorkTreeSnapshot:
 
     def _source(self, path: str) -> SourceFile:
         data = (self.root / path).read_bytes()
-        key = "fs:" + hashlib.blake2b(data, digest_size=20).hexdigest()
+        key = str(pygit2.hash(data))  # the git blob id: work tree and commits share cache entries
         return SourceFile(path, key, lambda: data)
 
 

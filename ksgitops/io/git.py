@@ -373,4 +373,9 @@ def uncommitted_sources(repo: pygit2.Repository, committed: TreeSnapshot, mailbo
 
 
 def _blob_id(source: SourceFile) -> str:
-    return source.key if not source.key.startswith("fs:") else str(pygit2.hash(source.read()))
+    return source.key  # both snapshots key files by their git blob id
+
+
+def git_dir(path: Path) -> str | None:
+    """The git directory of the repository containing `path`, if any."""
+    return pygit2.discover_repository(str(path))
