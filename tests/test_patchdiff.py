@@ -113,3 +113,7 @@ def test_patch_applies_to_final(pair: tuple[Any, Any]) -> None:
 def test_no_patch_for_equal_values(value: Any) -> None:
     assert make_patch(value, value) == []
     assert make_patch(value, copy_json(value)) == []
+
+
+def test_negative_zero_is_a_change() -> None:
+    assert make_patch({"x": 0.0}, {"x": -0.0}) == [{"op": "replace", "path": "/x", "value": -0.0}]

@@ -61,7 +61,7 @@ def _diff(a: Any, b: Any, path: str, ops: list[dict[str, Any]]) -> None:
     elif kind is list and len(a) == len(b):
         for i, (x, y) in enumerate(zip(a, b)):
             _diff(x, y, f"{path}/{i}", ops)
-    elif kind is list or (a is not b and a != b):
+    elif kind is list or a != b or (kind is float and repr(a) != repr(b)):  # 0.0 vs -0.0
         ops.append({"op": "replace", "path": path, "value": copy_json(b)})
 
 
