@@ -169,9 +169,11 @@ def wec_display_names(result: Result) -> dict[str, str]:
 def compute_for_wec(path: Path, name: str) -> tuple[Result, str]:
     """The pipeline for one WEC (render, explain): other mailboxes are not built."""
     src = open_source(path, WORKTREE)
-    cache: dict[Any, Any] = {}
-    mailbox = find_wec(compute(src, cache, reuse=lambda mb, digest: True), name)
-    return compute(src, cache, reuse=lambda mb, digest: mb != mailbox), mailbox
+    disk = _worktree_cache(path)
+    mailbox = find_wec(compute(src, disk.content, reuse=lambda mb, digest: True), name)
+    result = compute(src, disk.content, reuse=lambda mb, digest: mb != mailbox)
+    disk.save_content()
+    return result, mailbox
 
 
 def find_wec(result: Result, name: str) -> str:
