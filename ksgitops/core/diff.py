@@ -39,7 +39,7 @@ def mailbox_diff(mailbox: str, old: FileTree | None, new: FileTree | None) -> st
     """Unified diff of the rendered objects of one mailbox ('' when they render the same)."""
     before = dict(render_mailbox(old)) if old else {}
     after = dict(render_mailbox(new)) if new else {}
-    chunks = []
+    chunks: list[str] = []
     for rel in sorted(set(before) | set(after)):
         a, b = redact_pair(before.get(rel), after.get(rel))
         if a == b:

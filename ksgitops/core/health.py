@@ -450,7 +450,7 @@ def assess(obj: dict | None, reported: dict | None, sent_generation: int | None 
         return Verdict(UNKNOWN, "report is not a mapping")
     identity = _map(reported.get("object"))
     has_kind = isinstance(obj, dict) and isinstance(obj.get("kind"), str) and bool(obj["kind"])
-    source = obj if has_kind else identity
+    source: Mapping[str, Any] = obj if has_kind and obj is not None else identity
     kind, api_version = source.get("kind"), source.get("apiVersion")
     if not isinstance(kind, str) or not kind:
         return Verdict(UNKNOWN, "report names no kind")

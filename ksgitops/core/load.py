@@ -17,7 +17,7 @@ from .snapshot import CONFIG_FILE, Snapshot, SourceFile
 SYNC_TARGET_ANNOTATION = "edge.kubestellar.io/sync-target-name"
 SPACE_API = "space.kubestellar.io/v1alpha1"
 
-ParseCache = MutableMapping[str, ParsedFile]
+ParseCache = MutableMapping[Any, Any]  # parse results by blob id, plus other memos keyed by tuples
 
 
 @dataclass

@@ -191,11 +191,13 @@ def _patch(base: Base, customizer: Obj | None, params: Mapping[str, str],
     return (dump_json(ops) if ops else None), None
 
 
+def _map(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
 def _label_error(body: dict[str, Any]) -> str | None:
     """Labels are validated before expansion with `%(...)` allowed; check what expansion made."""
-    md = body.get("metadata") if isinstance(body.get("metadata"), dict) else {}
-    labels = md.get("labels") if isinstance(md.get("labels"), dict) else {}
-    for key, value in labels.items():
+    for key, value in _map(_map(body.get("metadata")).get("labels")).items():
         error = label_key_error(key) or label_value_error(value)
         if error:
             return f"customized metadata.labels: {error}"
@@ -203,7 +205,7 @@ def _label_error(body: dict[str, Any]) -> str | None:
 
 
 def _identity(body: dict[str, Any]) -> tuple[Any, ...]:
-    md = body.get("metadata") if isinstance(body.get("metadata"), dict) else {}
+    md = _map(body.get("metadata"))
     return (body.get("apiVersion"), body.get("kind"), md.get("name"), md.get("namespace"))
 
 

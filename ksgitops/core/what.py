@@ -148,7 +148,7 @@ def _empty_or_contains(values: Any, item: str) -> bool:
     return not values or "*" in values or item in values
 
 
-def _group_text(group: str) -> str:
+def _group_text(group: Any) -> str:
     return '"" (core)' if group == "" else repr(group)
 
 
