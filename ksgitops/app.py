@@ -191,3 +191,39 @@ def find_wec(result: Result, name: str) -> str:
         raise KsgitopsError(f"no WEC named {name!r} (SyncTarget name, <space>/<synctarget> or mailbox name)")
     raise KsgitopsError(f"WEC name {name!r} is ambiguous: {', '.join(sorted(matches))}; use <space>/<synctarget>")
 
+
+
+@dataclass
+class StatusOutcome:
+    result: Result
+    output: Any  # core.status.StatusOutput
+    changed: list[str]  # status roots rewritten, and STATUS.md when it changed
+    problems: list[Any]
+
+
+def status_worktree(path: Path) -> StatusOutcome:
+    """`ksgitops status` on the work tree: summarize every mailbox's reported/ into the WDSes'
+    .ksgitops/status/ folders and STATUS.md (each rewritten only when its bytes change)."""
+    from .core.reported import parse_reports
+    from .core.status import STATUS_MD, summarize
+    from .core.tree import walk
+    src = open_source(path, WORKTREE)
+    result = compute(src)
+    reports = {}
+    problems = list(result.problems)
+    for mb in sorted(result.wecs):
+        folder = f"spaces/{mb}/reported"
+        tree = src.snapshot.read_tree(folder)
+        files = {rel: (f"{folder}/{rel}", data) for rel, data in walk(tree or {}) if isinstance(data, bytes)}
+        reports[mb], found = parse_reports(files)
+        problems.extend(found)
+    output = summarize(result, reports, result.config.status_limit)
+    problems.extend(output.problems)
+    changed = write_generated(path, output.generated)
+    target = Path(path) / STATUS_MD
+    if not target.is_file() or target.read_bytes() != output.markdown:
+        staging = target.with_name(f".{STATUS_MD}.ksgitops-new")
+        staging.write_bytes(output.markdown)
+        staging.replace(target)
+        changed.append(STATUS_MD)
+    return StatusOutcome(result, output, changed, sorted(problems))

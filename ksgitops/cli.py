@@ -181,6 +181,24 @@ def explain(wec: str, obj: str | None, repo: Path, output: str) -> None:
     _dump(data) if output == "json" else click.echo(as_text(data))
 
 
+@cli.command(name="status")
+@REPO
+@click.option("-o", "output", type=click.Choice(["text", "json"]), default="text")
+def status_cmd(repo: Path, output: str) -> None:
+    """Summarize the WECs' reported state: CombinedStatus files and STATUS.md (work tree)."""
+    outcome = app.status_worktree(repo)
+    counts = outcome.output.counts
+    total = sum(counts.values())
+    if output == "json":
+        _dump({"changed": outcome.changed, "objects": len(outcome.output.combined), "wecs": len(outcome.result.wecs),
+               "health": counts, "problems": [_problem_json(p) for p in outcome.problems]})
+        return
+    _print_problems(outcome.problems)
+    others = "".join(f", {n} {h}" for h, n in counts.items() if h != "Healthy")
+    click.echo(f"{len(outcome.output.combined)} objects on {len(outcome.result.wecs)} WECs: "
+               f"{counts.get('Healthy', 0)}/{total} healthy{others}; {len(outcome.changed)} status files changed")
+
+
 def main(argv: list[str] | None = None) -> None:
     debug = "--debug" in (argv if argv is not None else sys.argv[1:])
     try:

@@ -48,7 +48,7 @@ def all_files(repo: Path) -> dict[str, bytes]:
 def generated(repo: Path) -> dict[str, bytes]:
     """Every generated file: below a mailbox folder or a WDS's .ksgitops/."""
     return {rel: data for rel, data in all_files(repo).items()
-            if data != b"<dir>" and ("-mb-" in rel.split("/")[1] or "/.ksgitops/" in rel)}
+            if data != b"<dir>" and "/" in rel and ("-mb-" in rel.split("/")[1] or "/.ksgitops/" in rel)}
 
 
 def has_generated_folders(repo: Path) -> bool:
