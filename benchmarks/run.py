@@ -14,6 +14,10 @@ child's peak RSS, from ``os.wait4``):
   (c) Location change       one Location's ``tier`` label changed and committed, then reconcile
   (d) workload edit         one ConfigMap data value changed and committed, then reconcile
   (e) render one WEC        ``ksgitops render WEC REPO -o json``
+  (f) status, full          a report for every object on every WEC committed (benchmarks/reports.py),
+                            then ``ksgitops status REPO --commit`` (bare mode)
+  (g) status, no-op         the same again; HEAD must not move
+  (h) status, one report    one report changed and committed, then status; must commit
 
 each in two modes: ``bare`` (a bare clone, as the long-running runtime reconciles: commits are built
 in memory, no work tree) and ``worktree`` (a checkout, as in CI: the changed generated files are
@@ -50,13 +54,15 @@ HERE = Path(__file__).resolve().parent
 PROJECT = HERE.parent
 sys.path.insert(0, str(HERE))
 import fleet  # noqa: E402
+import reports  # noqa: E402
 
 GiB = 1024 ** 3
 MiB = 1024 ** 2
 
 # Targets from the issue, keyed by (wecs, objects). Seconds and bytes.
 TARGETS: dict[tuple[int, int], dict[str, float]] = {
-    (1000, 200): {"full_s": 15.0, "full_rss": 1 * GiB, "noop_s": 1.0, "location_s": 1.0},
+    (1000, 200): {"full_s": 15.0, "full_rss": 1 * GiB, "noop_s": 1.0, "location_s": 1.0,
+                  "status_s": 20.0, "status_one_s": 1.0},
     (10000, 200): {"full_s": 120.0, "full_rss": 4 * GiB},
 }
 KUSTOMIZE_RATIO_TARGET = 20.0
@@ -193,6 +199,7 @@ class SizeResult:
     steps: dict[str, Step] = field(default_factory=dict)
     mailboxes: int | None = None
     render_objects: int | None = None
+    reports: int | None = None
     kustomize_sampled: int = 0
     kustomize_failed: int = 0
     kustomize_median_s: float | None = None
@@ -245,10 +252,10 @@ def bench_size(wecs: int, objects: int, args: argparse.Namespace, mode: str,
             else:
                 commit_paths(repo, [changed], message)
 
-        def reconcile(label: str, expect_commit: bool) -> Step:
+        def reconcile(label: str, expect_commit: bool, command: str = "reconcile") -> Step:
             before = head(repo)
             log(f"{wecs}x{objects} {mode}: {label} ...")
-            run = timed([*ks, "reconcile", str(repo), "--commit"], cwd=repo, env=env,
+            run = timed([*ks, command, str(repo), "--commit"], cwd=repo, env=env,
                         log_dir=logs, label=label, timeout=args.timeout)
             step = Step(label, run.seconds, run.max_rss, run.ok)
             if run.timed_out:
@@ -304,6 +311,16 @@ def bench_size(wecs: int, objects: int, args: argparse.Namespace, mode: str,
         else:
             for label in ("noop", "location", "workload"):
                 res.steps[label] = Step(label, note="skipped: full reconcile failed")
+
+        if mode == "bare" and res.steps.get("full") and res.steps["full"].ok:
+            # (f-h) the status summary over a report per object per WEC, committed in the bare clone
+            t0 = time.perf_counter()
+            res.reports = reports.commit_reports(str(repo))
+            log(f"{wecs}x{objects} {mode}: {res.reports:,} reports committed in {time.perf_counter() - t0:.1f}s")
+            if reconcile("status", expect_commit=True, command="status").ok:
+                reconcile("status_noop", expect_commit=False, command="status")
+                reports.change_one_report(str(repo))
+                reconcile("status_one", expect_commit=True, command="status")
 
         if mode == "bare":  # render and the kustomize baseline need a work tree: see the worktree run
             res.kustomize_estimate_s = kustomize_estimate_s
@@ -395,10 +412,12 @@ def rows_for(res: SizeResult) -> list[list[str]]:
     rows: list[list[str]] = []
     names = {"full": "(a) full reconcile", "noop": "(b) no-op reconcile (no new commit)",
              "location": "(c) one Location label change", "workload": "(d) one workload object edit",
-             "render": f"(e) render {fleet.wec_name(1, res.wecs)} -o json"}
+             "render": f"(e) render {fleet.wec_name(1, res.wecs)} -o json",
+             "status": "(f) status --commit, every report new", "status_noop": "(g) status --commit, nothing changed",
+             "status_one": "(h) status --commit, one report changed"}
     for key, title in names.items():
         st = res.steps.get(key)
-        if st is None and res.mode == "bare" and key == "render":
+        if st is None and ((res.mode == "bare" and key == "render") or key.startswith("status")):
             continue
         if st is None or st.seconds is None:
             rows.append([size, title, st.note if st and st.note else "not run", "—", "—",
@@ -412,8 +431,8 @@ def rows_for(res: SizeResult) -> list[list[str]]:
                 target_bits.append(f"≤ {t['full_rss'] / GiB:g} GiB")
         elif key == "noop" and "noop_s" in t:
             target_bits.append(f"≤ {t['noop_s']:g} s")
-        elif key == "location" and "location_s" in t:
-            target_bits.append(f"≤ {t['location_s']:g} s")
+        elif f"{key}_s" in t:
+            target_bits.append(f"≤ {t[f'{key}_s']:g} s")
         if target_bits:
             met = st.ok
             lim_s = t.get(f"{key}_s")
@@ -430,6 +449,8 @@ def rows_for(res: SizeResult) -> list[list[str]]:
             extra = f"; {res.mailboxes:,} mailboxes"
         if key == "render" and res.render_objects is not None:
             extra = f"; {res.render_objects} objects"
+        if key == "status" and res.reports is not None:
+            extra = f"; {res.reports:,} reports"
         rows.append([size, title + extra, wall, fmt_rss(st.max_rss),
                      ", ".join(target_bits) or "—", verdict(met)])
     # kustomize baseline
@@ -494,7 +515,7 @@ def report(results: list[SizeResult], args: argparse.Namespace, started: _dt.dat
                for res in results]),
         "",
         "Targets (from the issue): 1,000 WECs × 200 objects: full ≤ 15 s and ≤ 1 GiB RSS, no-op ≤ 1 s, "
-        "one Location change ≤ 1 s; 10,000 WECs × 200 objects: full ≤ 120 s and ≤ 4 GiB RSS; "
+        "one Location change ≤ 1 s; status over 200k reports ≤ 20 s, and ≤ 1 s when one report changed; 10,000 WECs × 200 objects: full ≤ 120 s and ≤ 4 GiB RSS; "
         "≥ 20× faster than kustomize building the same per-WEC overlays. Sizes without a target "
         "show —.",
     ]

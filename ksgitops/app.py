@@ -199,31 +199,68 @@ class StatusOutcome:
     output: Any  # core.status.StatusOutput
     changed: list[str]  # status roots rewritten, and STATUS.md when it changed
     problems: list[Any]
+    commit: str | None = None
+
+
+STATUS_SUBJECT = "ksgitops: status {source_short}"
+
+
+def placements_only(src: Source, cache: MutableMapping[Any, Any] | None = None) -> Result:
+    """Where and what, without building mailboxes (status reads them as they are)."""
+    return compute(src, cache, None, reuse=lambda mailbox, digest: True)
 
 
 def status_worktree(path: Path) -> StatusOutcome:
     """`ksgitops status` on the work tree: summarize every mailbox's reported/ into the WDSes'
     .ksgitops/status/ folders and STATUS.md (each rewritten only when its bytes change)."""
-    from .core.reported import parse_reports
     from .core.status import STATUS_MD, summarize
-    from .core.tree import walk
+    from .io import status_sources as ss
+    from .io.git import git_dir
     src = open_source(path, WORKTREE)
-    result = compute(src)
-    reports = {}
-    problems = list(result.problems)
-    for mb in sorted(result.wecs):
-        folder = f"spaces/{mb}/reported"
-        tree = src.snapshot.read_tree(folder)
-        files = {rel: (f"{folder}/{rel}", data) for rel, data in walk(tree or {}) if isinstance(data, bytes)}
-        reports[mb], found = parse_reports(files)
-        problems.extend(found)
-    output = summarize(result, reports, result.config.status_limit)
-    problems.extend(output.problems)
-    changed = write_generated(path, output.generated)
-    target = Path(path) / STATUS_MD
-    if not target.is_file() or target.read_bytes() != output.markdown:
-        staging = target.with_name(f".{STATUS_MD}.ksgitops-new")
-        staging.write_bytes(output.markdown)
-        staging.replace(target)
-        changed.append(STATUS_MD)
-    return StatusOutcome(result, output, changed, sorted(problems))
+    result = placements_only(src)
+    memo_file = ss.memo_path(git_dir(path), "worktree")
+    memo = ss.load_memo(memo_file)
+    output = summarize(result, ss.WorkTreeStatusSource(path), memo, result.config.status_limit)
+    changed = write_generated(path, {**output.generated, STATUS_MD: output.markdown})
+    ss.save_memo(memo_file, memo)
+    return StatusOutcome(result, output, changed, sorted(set(result.problems + output.problems)))
+
+
+def status_commit(path: Path, source: str = "HEAD", memo: Any = None) -> StatusOutcome:
+    """Summarize the mailboxes of a branch's head commit and commit the summary on that branch,
+    only when a summary changed. Reads the commit, not the work tree (bare repositories work)."""
+    from .core.status import STATUS_MD, summarize
+    from .io import git
+    from .io import status_sources as ss
+    from .io.cache import DiskCache
+    src = open_source(path, source)
+    if src.ref_name is None:
+        raise KsgitopsError(f"--commit needs --source HEAD or a branch name, not {source!r}")
+    repo, commit = src.repo, src.commit
+    cache = DiskCache.for_git_dir(repo.path)  # type: ignore[attr-defined]
+    result = placements_only(src, cache.content)
+    cache.save_content()
+    memo_file = ss.memo_path(repo.path, "git") if memo is None else None  # type: ignore[attr-defined]
+    memo = ss.load_memo(memo_file) if memo is None else memo
+    base = src.snapshot.index  # type: ignore[attr-defined]
+    output = summarize(result, ss.GitStatusSource(repo, base), memo, result.config.status_limit)  # type: ignore[arg-type]
+    generated = {**output.generated, STATUS_MD: output.markdown}
+    config = result.config
+    source_id = _source_of(commit)
+    committed = git.commit_generated(
+        repo, src.ref_name, commit, generated, git.signature(config.author_name, config.author_email),  # type: ignore[arg-type]
+        config.commit_message(source_id, subject=STATUS_SUBJECT),
+        checkout=git.is_checked_out(repo, src.ref_name))  # type: ignore[arg-type]
+    new = git.TreeIndex(repo, repo[committed.tree])  # type: ignore[arg-type, index]
+    ss.save_memo(memo_file, memo)
+    return StatusOutcome(result, output, git.changed_roots(base, new, list(generated)),
+                         sorted(set(result.problems + output.problems)), committed.commit)
+
+
+def _source_of(commit: Any) -> str:
+    """The source commit a commit stands for: its Ksgitops-Source trailer, else itself."""
+    from .core.repoconfig import SOURCE_TRAILER
+    for line in reversed(str(commit.message).splitlines()):
+        if line.startswith(f"{SOURCE_TRAILER}: "):
+            return line.split(": ", 1)[1].strip()
+    return str(commit.id)

@@ -183,20 +183,86 @@ def explain(wec: str, obj: str | None, repo: Path, output: str) -> None:
 
 @cli.command(name="status")
 @REPO
+@click.option("--commit", "do_commit", is_flag=True,
+              help="Summarize the branch head's mailboxes and commit the summary (only when it changed).")
+@click.option("--source", default="HEAD", show_default=True, help="The branch to summarize with --commit.")
 @click.option("-o", "output", type=click.Choice(["text", "json"]), default="text")
-def status_cmd(repo: Path, output: str) -> None:
-    """Summarize the WECs' reported state: CombinedStatus files and STATUS.md (work tree)."""
-    outcome = app.status_worktree(repo)
+def status_cmd(repo: Path, do_commit: bool, source: str, output: str) -> None:
+    """Summarize the WECs' reported state: CombinedStatus files and STATUS.md."""
+    outcome = app.status_commit(repo, source) if do_commit else app.status_worktree(repo)
     counts = outcome.output.counts
     total = sum(counts.values())
     if output == "json":
-        _dump({"changed": outcome.changed, "objects": len(outcome.output.combined), "wecs": len(outcome.result.wecs),
-               "health": counts, "problems": [_problem_json(p) for p in outcome.problems]})
+        _dump({"changed": outcome.changed, "commit": outcome.commit, "objects": len(outcome.output.combined),
+               "wecs": len(outcome.result.wecs), "health": counts,
+               "problems": [_problem_json(p) for p in outcome.problems]})
         return
     _print_problems(outcome.problems)
     others = "".join(f", {n} {h}" for h, n in counts.items() if h != "Healthy")
+    what = ""
+    if do_commit:
+        what = f", committed {outcome.commit[:12]}" if outcome.commit else ", no commit (unchanged)"
     click.echo(f"{len(outcome.output.combined)} objects on {len(outcome.result.wecs)} WECs: "
-               f"{counts.get('Healthy', 0)}/{total} healthy{others}; {len(outcome.changed)} status files changed")
+               f"{counts.get('Healthy', 0)}/{total} healthy{others}; {len(outcome.changed)} status files changed{what}")
+
+
+@cli.command(name="collect")
+@REPO
+@click.option("--kubeconfig", default=None, help="Kubeconfig file(s) (default $KUBECONFIG or ~/.kube/config).")
+@click.option("--timeout", default=10.0, show_default=True, type=click.FloatRange(min=0.1), help="Seconds per WEC.")
+@click.option("--workers", default=8, show_default=True, type=click.IntRange(min=1), help="WECs read at once.")
+@click.option("-o", "output", type=click.Choice(["text", "json"]), default="text")
+def collect_cmd(repo: Path, kubeconfig: str | None, timeout: float, workers: int, output: str) -> None:
+    """Pull reported state from the WECs reachable through a kubeconfig into reported/. Exit 3 when any is unreachable."""
+    from . import agent
+    outcome = agent.collect(repo, kubeconfig, timeout, workers)
+    for name, reason in sorted(outcome.unreachable.items()):
+        click.echo(f"{name}: unreachable: {reason}", err=True)
+    for line in outcome.problems:
+        click.echo(line, err=True)
+    if output == "json":
+        _dump({"collected": outcome.collected, "unreachable": outcome.unreachable, "skipped": outcome.skipped,
+               "changed": outcome.changed, "reports": outcome.reports, "problems": outcome.problems})
+    else:
+        click.echo(f"collected {len(outcome.collected)} WECs, {outcome.reports} reports, "
+                   f"{len(outcome.changed)} mailboxes changed; {len(outcome.unreachable)} unreachable, "
+                   f"{len(outcome.skipped)} skipped (no kubeconfig context or mailbox)")
+    sys.exit(outcome.exit_code)
+
+
+@cli.command(name="sync")
+@click.option("--mailbox", required=True, help="The mailbox space this WEC consumes (spaces/NAME).")
+@click.option("--kubeconfig", default=None, help="Kubeconfig of the WEC (default $KUBECONFIG or ~/.kube/config).")
+@click.option("--context", default=None, help="Kubeconfig context (default: the current one).")
+@click.option("--repo", default=".", show_default=True, help="Git URL or local path of the repository.")
+@click.option("--branch", default="main", show_default=True, help="Branch holding the mailboxes.")
+@click.option("--once", is_flag=True, help="Run one cycle and exit (0, or 3 on a git or Kubernetes failure).")
+@click.option("--interval", default=30.0, show_default=True, type=click.FloatRange(min=0.1), help="Seconds between cycles.")
+@click.option("--cache-dir", default=None, type=click.Path(file_okay=False, path_type=Path),
+              help="Where the bare clone lives (default $KSGITOPS_CACHE_DIR or ~/.cache/ksgitops/sync).")
+@click.option("--inventory-namespace", default="kube-system", show_default=True,
+              help="Namespace of the ConfigMap recording what the agent applied.")
+def sync_cmd(mailbox: str, kubeconfig: str | None, context: str | None, repo: str, branch: str, once: bool,
+             interval: float, cache_dir: Path | None, inventory_namespace: str) -> None:
+    """The agent beside a WEC: apply its mailbox (server-side apply, prune, create-only), report, upsync, push."""
+    import signal
+    import threading
+    from . import agent
+    runner = agent.Agent(agent.SyncOptions(mailbox, repo, branch, kubeconfig, context, cache_dir, inventory_namespace))
+
+    def show(outcome: Any) -> None:
+        for line in [*outcome.notes, *outcome.errors]:
+            click.echo(line, err=True)
+        click.echo(outcome.summary())
+
+    if once:
+        outcome = runner.cycle()
+        show(outcome)
+        sys.exit(outcome.exit_code)
+    stop = threading.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: stop.set())
+    runner.run(interval, stop, show)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -17,7 +17,7 @@ from ksgitops import app
 from ksgitops.core.reported import parse_reports
 from ksgitops.core.schemas import validate_document
 from ksgitops.core.serialize import dump_yaml, load_yaml
-from ksgitops.core.status import STATUS_MD, summarize
+from ksgitops.core.status import STATUS_MD, MemorySource, StatusMemo, summarize as summarize_source, with_reports
 from ksgitops.core.tree import walk
 from ksgitops.model import Origin
 
@@ -72,7 +72,14 @@ def compute(repo: Path) -> Any:
 
 
 def status_of(out: Any, wds: str, rel: str) -> dict[str, Any]:
-    return out.combined[(wds, rel)]
+    return out.status(wds, rel)
+
+
+def summarize(result: Any, reports: dict[str, dict[str, tuple[Origin, dict[str, Any]]]], limit: int = 20,
+              memo: StatusMemo | None = None) -> Any:
+    """The status step over the reconciled mailboxes (in memory) with these reports written in."""
+    files = {mb: {f"{rel}.yaml": dump_yaml(doc) for rel, (_, doc) in rels.items()} for mb, rels in reports.items()}
+    return summarize_source(result, MemorySource(with_reports(result.generated, files)), memo, limit)
 
 
 def edit(repo: Path, path: str, old: str, new: str) -> None:
@@ -106,7 +113,8 @@ def all_output(out: Any) -> bytes:
 def test_one_combined_status_per_placed_object_and_schema_valid(example: Path) -> None:
     out = summarize(compute(example), {}, 20)
     assert sorted(out.combined) == [("wmw-c", COMMOND), ("wmw-c", COMMON_CM), ("wmw-s", SPECIALD), ("wmw-s", SPECIAL_CM)]
-    for (wds, rel), status in out.combined.items():
+    for (wds, rel) in out.combined:
+        status = out.status(wds, rel)
         assert validate_document("combinedstatus.json", status, Origin(rel), "CombinedStatus") == []
         assert out.generated[f"spaces/{wds}/.ksgitops/status"] is not None
     assert out.generated["spaces/imw1/.ksgitops/status"] is None  # no placed object: removed
@@ -369,15 +377,15 @@ def test_secret_data_never_in_status_output(example: Path) -> None:
     leaky = report("v1", "Secret", "commonstuff", "creds", {"data": {"password": SECRET_VALUE}})
     for docs in ({}, {FLORIN: {SECRET: leaky}}, {FLORIN: {SECRET: leaky}, GUILDER: {SECRET: leaky}}):
         out = summarize(result, as_reports(docs), 20)
-        data = all_output(out) + json.dumps(list(out.combined.values())).encode()
+        data = all_output(out) + b"".join(out.combined.values())
         assert SECRET_VALUE.encode() not in data and b"plain-s3cr3t" not in data
-        secret = out.combined[("wmw-c", SECRET)]
+        secret = out.status("wmw-c", SECRET)
         everything = secret["results"][1]
         assert all("data" not in row["columns"][1]["object"] for row in everything["rows"])
     # a single WEC executing the Secret: singletonStatus exists but never carries what was reported
     edit(example, "spaces/imw1/florin.yaml", "env: prod", "env: dev")
     out = summarize(compute(example), as_reports({GUILDER: {SECRET: leaky}}), 20)
-    assert out.combined[("wmw-c", SECRET)]["singletonStatus"] == {}
+    assert out.status("wmw-c", SECRET)["singletonStatus"] == {}
     assert SECRET_VALUE.encode() not in all_output(out)
 
 

@@ -100,7 +100,6 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any, Iterable, Iterator, Sequence, TypedDict
 
-import cel
 
 from ..model import Obj, Origin, Problem
 
@@ -392,7 +391,7 @@ def _column_name(path: str, name: Any, messages: list[str]) -> str | None:
 def _compile(text: str) -> tuple[Any, str]:
     """(program, "") or (None, why it is not a valid StatusCollector expression)."""
     try:
-        program = cel.compile(text)
+        program = _cel().compile(text)
     except Exception as exc:  # noqa: BLE001 - the library raises ValueError; be safe with any
         match = _PARSE_ERROR.search(str(exc))
         if match:
@@ -429,9 +428,9 @@ class _Contexts:
             return None
         try:
             if any(v not in row for v in self.variables):  # a one-off, never reused
-                return cel.Context(variables={v: row[v] for v in self.variables if v in row})
+                return _cel().Context(variables={v: row[v] for v in self.variables if v in row})
             if self.ctx is None:
-                self.ctx = cel.Context(variables={v: row[v] for v in self.variables})
+                self.ctx = _cel().Context(variables={v: row[v] for v in self.variables})
             else:
                 for v in self.variables:
                     if v != "obj" or row["obj"] is not self.obj:
@@ -441,6 +440,12 @@ class _Contexts:
         except Exception:  # noqa: BLE001 - a value the library cannot convert
             self.ctx = None
             return None
+
+
+def _cel() -> Any:
+    """The CEL binding, imported on first use (it loads a native library; most runs need none)."""
+    import cel
+    return cel
 
 
 def _run(expr: Expr, ctx: Any) -> tuple[bool, Any]:

@@ -43,7 +43,7 @@ from typing import Any
 
 from ..model import split_api_version
 
-__all__ = ["MESSAGE_LIMIT", "Health", "Verdict", "assess", "worst"]
+__all__ = ["MESSAGE_LIMIT", "Health", "Verdict", "assess", "reads_spec", "worst"]
 
 MESSAGE_LIMIT = 200
 _REASON_LIMIT = 128
@@ -440,6 +440,12 @@ def _generic(status: Mapping[str, Any], generation: int | None) -> Verdict:
 def _expected_generation(sent: int | None, identity: Mapping[str, Any]) -> int | None:
     known = [g for g in (_int(sent), _int(identity.get("generation"))) if g]
     return max(known, default=None)
+
+
+def reads_spec(obj: Mapping[str, Any]) -> bool:
+    """Whether `assess` reads the sent object's spec (else its apiVersion and kind suffice)."""
+    api_version, kind = obj.get("apiVersion"), obj.get("kind")
+    return (split_api_version(api_version if isinstance(api_version, str) else "")[0], kind) in _RULES
 
 
 def assess(obj: dict | None, reported: dict | None, sent_generation: int | None = None) -> Verdict:

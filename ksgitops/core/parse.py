@@ -58,6 +58,16 @@ def parse_file(path: str, data: bytes) -> ParsedFile:
     return _parse_yaml(path, text, data)
 
 
+def parse_json(path: str, data: bytes) -> ParsedFile:
+    """`data` as one JSON document (whatever the file's name), with the same checks as parse_file."""
+    if len(data) > MAX_FILE_BYTES:
+        return _fail(path, 0, f"file is larger than {MAX_FILE_BYTES // (1024 * 1024)} MiB")
+    try:
+        return _parse_json(path, data.decode("utf-8"))
+    except UnicodeDecodeError as e:
+        return _fail(path, data[: e.start].count(b"\n") + 1, "file is not valid UTF-8")
+
+
 def _fail(path: str, line: int, message: str) -> ParsedFile:
     return ParsedFile((), (Problem(Origin(path, line), message),))
 

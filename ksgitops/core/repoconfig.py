@@ -64,13 +64,15 @@ class RepoConfig:
         """The `kinds` entries as (group, kind) -> KindInfo, ready for `KindTable(extra=...)`."""
         return {(group, kind): KindInfo(resource, namespaced) for group, kind, resource, namespaced in self.kinds}
 
-    def commit_message(self, source: str, affected: int = 0) -> str:
+    def commit_message(self, source: str, affected: int = 0, subject: str | None = None) -> str:
         """The full commit message for generated files reconciled from commit `source`.
 
-        The template is filled in; with `skip_ci` a missing `[skip ci]` is added, without it every
-        `[skip ci]` is removed; the trailer `Ksgitops-Source: <source>` ends the message.
+        The template (or `subject`, for status commits) is filled in; with `skip_ci` a missing
+        `[skip ci]` is added, without it every `[skip ci]` is removed; the trailer
+        `Ksgitops-Source: <source>` ends the message.
         """
-        text = self.message_template.format(source=source, source_short=source[:7], affected=affected)
+        template = self.message_template if subject is None else subject
+        text = template.format(source=source, source_short=source[:7], affected=affected)
         if self.skip_ci and SKIP_CI not in text:
             text = f"{text.rstrip()}\n\n{SKIP_CI}"
         elif not self.skip_ci:

@@ -8,10 +8,13 @@ file is skipped: a broken report must never stop the summary of the others. Pure
 """
 from __future__ import annotations
 
+import re
 from typing import Any, Mapping
 
+import orjson
+
 from ..model import Origin, Problem
-from .parse import parse_file
+from .parse import ParsedFile, parse_file, parse_json
 from .schemas import validate_reported
 
 REPORT_SUFFIXES = (".yaml", ".yml", ".json")
@@ -27,33 +30,79 @@ def parse_reports(files: Mapping[str, tuple[str, bytes]]) -> tuple[Reports, list
     problems: list[Problem] = []
     for name in sorted(files):
         path, data = files[name]
-        rel, error = _rel(name)
-        if error:
-            problems.append(_warn(Origin(path), error))
-            continue
-        parsed = parse_file(path, data)
-        if parsed.problems:
-            problems.extend(_warn(p.origin, p.message) for p in parsed.problems)
-            continue
-        if len(parsed.docs) != 1:
-            line = parsed.docs[1][0] if parsed.docs else 0
-            problems.append(_warn(Origin(path, line), f"reported state: a report file holds exactly one "
-                                                      f"document, found {len(parsed.docs)}"))
-            continue
-        line, doc = parsed.docs[0]
-        origin = Origin(path, line)
-        found = validate_reported(doc, origin)
-        if not found:
-            mismatch = _identity_mismatch(rel, doc)
-            found = [Problem(origin, f"reported state: {mismatch}")] if mismatch else []
-        if found:
-            problems.extend(_warn(p.origin, p.message) for p in found)
-            continue
-        if rel in reports:  # e.g. name.yaml and name.json: keep the first (sorted), report the other
-            problems.append(_warn(origin, f"reported state: a second report for {rel}, skipped"))
-            continue
-        reports[rel] = (origin, doc)
+        found = parse_report(name, path, data)
+        if isinstance(found, list):
+            problems.extend(found)
+        elif found[0] in reports:  # e.g. name.yaml and name.json: keep the first (sorted), report the other
+            problems.append(_warn(found[1], f"reported state: a second report for {found[0]}, skipped"))
+        else:
+            reports[found[0]] = (found[1], found[2])
     return reports, problems
+
+
+def parse_report(name: str, path: str, data: bytes) -> tuple[str, Origin, dict[str, Any]] | list[Problem]:
+    """One report file: (rel, origin, document), or the warnings that say why it is skipped."""
+    rel, error = _rel(name)
+    if error:
+        return [_warn(Origin(path), error)]
+    parsed = _parse(path, data)
+    if parsed.problems:
+        return [_warn(p.origin, p.message) for p in parsed.problems]
+    if len(parsed.docs) != 1:
+        line = parsed.docs[1][0] if parsed.docs else 0
+        return [_warn(Origin(path, line), f"reported state: a report file holds exactly one "
+                                          f"document, found {len(parsed.docs)}")]
+    line, doc = parsed.docs[0]
+    origin = Origin(path, line)
+    found = [] if _plainly_valid(doc) else validate_reported(doc, origin)
+    if not found:
+        mismatch = _identity_mismatch(rel, doc)
+        found = [Problem(origin, f"reported state: {mismatch}")] if mismatch else []
+    if found:
+        return [_warn(p.origin, p.message) for p in found]
+    return rel, origin, doc
+
+
+def dump_report(doc: dict[str, Any]) -> bytes:
+    """How ksgitops' transports write a report: JSON (which is YAML), indented, keys sorted. Any
+    YAML is accepted; JSON is what summarizing 200k reports quickly needs (orjson, ~1 µs)."""
+    return orjson.dumps(doc, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS) + b"\n"
+
+
+def load_report(data: bytes) -> dict[str, Any]:
+    """The document of a report already checked valid by `parse_report`."""
+    return _parse("reported", data).docs[0][1]
+
+
+def _parse(path: str, data: bytes) -> ParsedFile:
+    """JSON first when the text looks like it (the transports' format), else YAML."""
+    if data[:1] == b"{":
+        parsed = parse_json(path, data)
+        if not parsed.problems:
+            return parsed
+    return parse_file(path, data)
+
+
+_TIME = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}[Tt][0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]+)?([Zz]|[+-][0-9]{2}:[0-9]{2})\Z")
+_IDENTITY = {"apiVersion", "kind", "namespace", "name", "generation"}
+
+
+def _plainly_valid(doc: Any) -> bool:
+    """A fast check that accepts only what schema/reported.json accepts; when it says no, the
+    schema runs and says why (so the messages are the schema's)."""
+    if not isinstance(doc, dict) or not doc.keys() <= {"object", "status", "reportedAt"}:
+        return False
+    identity, at = doc.get("object"), doc.get("reportedAt")
+    if not isinstance(identity, dict) or not identity.keys() <= _IDENTITY or not isinstance(at, str):
+        return False
+    if not all(isinstance(identity.get(k), str) and identity[k] for k in ("apiVersion", "kind", "name")):
+        return False
+    if "namespace" in identity and not isinstance(identity["namespace"], str):
+        return False
+    generation = identity.get("generation", 0)
+    if type(generation) is not int or generation < 0:
+        return False
+    return ("status" not in doc or isinstance(doc["status"], dict)) and _TIME.match(at) is not None
 
 
 def _rel(name: str) -> tuple[str, str]:
@@ -83,4 +132,4 @@ def _warn(origin: Origin, message: str) -> Problem:
     return Problem(origin, message, "warning")
 
 
-__all__ = ["parse_reports", "Reports"]
+__all__ = ["parse_reports", "parse_report", "dump_report", "load_report", "Reports"]

@@ -1,65 +1,116 @@
-"""The status step (DESIGN §6): reported state from the mailboxes -> CombinedStatus files + STATUS.md.
+"""The status step (DESIGN §6): reported state in the mailboxes -> CombinedStatus files + STATUS.md.
 
-`summarize(result, reports, limit)` is pure: from a reconcile `Result` (which objects are placed on
-which WEC, and what each WEC was sent) and the parsed `reported/` documents of each mailbox, it
-computes
+`summarize(result, source, memo, limit)` is pure over its inputs: a reconcile `Result` (which
+placements put which objects on which WECs), a `StatusSource` (what each mailbox holds: the
+objects and patches a WEC was sent, and its `reported/` files, by content key) and a `StatusMemo`
+(what an earlier run computed; updated in place). Work is in proportion to what changed:
 
-- one CombinedStatus per placed workload object, at
-  `spaces/<wds>/.ksgitops/status/<group|core>/<resource>/<ns|_cluster>/<name>.yaml`
-  (schema/combinedstatus.json): placements, executingCount, reportedCount, health counts, the
-  `limit` worst WECs (worst health first, then WEC name), `singletonStatus` when a placement wants
-  it, exactly one WEC executes the object and that WEC reported, and the StatusCollector `results`;
-- STATUS.md: per placement, per WEC and the broken (object, WEC) pairs, as GitHub Markdown tables.
+1. rows: per mailbox, one `Row` per placed object (health, message, report time, ...). A mailbox
+   whose key (its source key, its WEC name and the placements reaching it) is unchanged keeps its
+   rows; in a changed one, a row is recomputed only when its own inputs changed (the object and
+   patch sent, the report, which placements place it);
+2. CombinedStatus, per workload object (combined.py): recomputed when one of its rows or its
+   context (placements, StatusCollectors, limit) changed;
+3. STATUS.md (status_md.py) from per-mailbox summaries.
 
-Health per (object, WEC) is `health.assess(object as sent, report)`; no report is Missing.
-Secret data never reaches the output: a Secret's `data`/`stringData` are removed from the object
-before anything reads it, and a Secret's reported status (Secrets have none) is never used.
-Output is deterministic: same inputs, same bytes, whatever the order of the inputs; the only times
-in it are the reports' own `reportedAt` values.
+The memo is plain data: the CLI keeps it in `.git/ksgitops/`, the runtime in memory. Output is
+deterministic and the same with or without a memo. Secret data never reaches the output (the
+rows hold no object data; combined.py strips Secrets before collectors or singletons see them).
 """
 from __future__ import annotations
 
-import datetime as _dt
-import re
+import hashlib
+import pickle
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any, Mapping, NamedTuple, Protocol
 
 import jsonpatch
 import orjson
 
-from ..model import Obj, ObjRef, Origin, Problem
+from ..model import Origin, Problem
 from .base import rel_path
-from .collect import Collector, compile_collector
-from .health import Health, assess
-from .render import is_secret
-from .serialize import deep_copy, dump_yaml, load_yaml
+from .combined import Collectors, ObjectContext, combined_status, strip_secret
+from .health import assess, reads_spec
+from .reported import load_report, parse_report
+from .serialize import dump_yaml, load_yaml
 from .snapshot import GENERATED_DIR
-from .tree import FileTree, Generated, put
+from .status_md import MailboxSummary, markdown, time_key, total_counts
+from .tree import FileTree, Generated, put, walk
 
 STATUS_DIR = "status"
 STATUS_MD = "STATUS.md"
-API_VERSION = "control.kubestellar.io/v1alpha1"
-#: Rows of STATUS.md's broken list; the rest is counted (every pair is in the CombinedStatus files).
-BROKEN_LIMIT = 100
-HEALTH_ORDER = (Health.HEALTHY, Health.PROGRESSING, Health.DEGRADED, Health.MISSING, Health.UNKNOWN)
-
-Reports = Mapping[str, Mapping[str, tuple[Origin, dict[str, Any]]]]
+MEMO_FORMAT = 1  # bump when rows, summaries or CombinedStatus change shape
 
 
-@dataclass(frozen=True, slots=True)
-class Pair:
-    """One placed object on one WEC, judged."""
+@dataclass
+class MailboxListing:
+    """What a mailbox holds, by content key: objects/<rel>.yaml, patches/<rel>.json, reported/<name>."""
+
+    objects: dict[str, str] = field(default_factory=dict)  # rel -> key
+    patches: dict[str, str] = field(default_factory=dict)  # rel -> key
+    reports: dict[str, tuple[str, str]] = field(default_factory=dict)  # name below reported/ -> (path, key)
+
+
+class StatusSource(Protocol):
+    def mailbox_key(self, mailbox: str) -> str:
+        """Changes whenever anything `listing` or `blob` would return for the mailbox changes."""
+
+    def listing(self, mailbox: str) -> MailboxListing: ...
+
+    def blob(self, key: str) -> bytes: ...
+
+
+class Row(NamedTuple):
+    """One placed object on one WEC, judged. No object data: health, times, content keys."""
 
     wds: str
-    rel: str
-    ref: ObjRef
-    mailbox: str
-    wec: str
-    health: Health
+    health: str
     message: str
+    reported_at: str | None
+    generation: int | None
     placements: tuple[str, ...]
-    reported_at: str | None = None
-    generation: int | None = None
+    singleton: bool
+    data: str
+    patch: str
+    report: str
+
+
+Info = tuple[str, tuple[str, ...], bool, str]  # (wds, placements, wants singleton, object text)
+
+
+@dataclass
+class Detail:
+    """Everything known about one mailbox's rows; kept pickled in the memo, decoded when it changes."""
+
+    reports: dict[str, tuple[str, str | None, str | None]]  # name -> (key, rel, reportedAt); rel None: invalid
+    inputs: dict[str, tuple[Any, ...]]  # rel -> what its row was computed from
+    rows: dict[str, Row]
+
+
+@dataclass
+class MailboxMemo:
+    key: str
+    summary: MailboxSummary
+    problems: list[Problem]
+    detail: bytes  # a pickled Detail
+
+
+@dataclass
+class ObjectMemo:
+    context: str
+    status: bytes  # the CombinedStatus file
+    rows: bytes  # pickled {mailbox: Row}: every row of the object, kept in step with the mailboxes'
+
+
+@dataclass
+class StatusMemo:
+    """What one run leaves for the next. Large parts stay pickled so an unchanged mailbox or
+    object costs a few bytes to load, not its rows."""
+
+    format: int = MEMO_FORMAT
+    mailboxes: dict[str, MailboxMemo] = field(default_factory=dict)
+    objects: dict[tuple[str, str], ObjectMemo] = field(default_factory=dict)
+    changed: bool = False
 
 
 @dataclass
@@ -68,59 +119,59 @@ class StatusOutput:
 
     generated: Generated
     markdown: bytes
-    combined: dict[tuple[str, str], dict[str, Any]]  # (wds, rel) -> CombinedStatus
-    pairs: list[Pair]
-    problems: list[Problem] = field(default_factory=list)
+    combined: dict[tuple[str, str], bytes]  # (wds, rel) -> CombinedStatus file
+    counts: dict[str, int]
+    problems: list[Problem]
+    recomputed: int = 0  # CombinedStatus files computed this run (the rest came from the memo)
 
-    @property
-    def counts(self) -> dict[str, int]:
-        return _counts(p.health for p in self.pairs)
+    def status(self, wds: str, rel: str) -> dict[str, Any]:
+        return load_yaml(self.combined[(wds, rel)])  # type: ignore[no-any-return]
 
 
 def status_root(wds: str) -> str:
     return f"spaces/{wds}/{GENERATED_DIR}/{STATUS_DIR}"
 
 
-def summarize(result: Any, reports: Reports, limit: int = 20, broken_limit: int = BROKEN_LIMIT) -> StatusOutput:
-    """CombinedStatus files and STATUS.md from a reconcile Result and the parsed reports."""
+def summarize(result: Any, source: StatusSource, memo: StatusMemo | None = None, limit: int = 20,
+              broken_limit: int = 100) -> StatusOutput:
+    """CombinedStatus files and STATUS.md; `memo` (updated in place) makes it incremental."""
+    if memo is None or memo.format != MEMO_FORMAT:
+        memo = StatusMemo()
     names = wec_names(result.wecs)
-    objects = _placed_objects(result)
-    renderer = _Renderer()
-    collectors = _Collectors(result)
-    problems: list[Problem] = []
-    combined: dict[tuple[str, str], dict[str, Any]] = {}
-    pairs: list[Pair] = []
-    trees: dict[str, FileTree] = {}
-    for key in sorted(objects):
-        wds, rel = key
-        placed = objects[key]
-        rows = []
-        for mb in sorted(placed.entries, key=lambda m: (names.get(m, m), m)):
-            entry = placed.entries[mb]
-            sent = renderer.render(entry.data, entry.patch)
-            found = reports.get(mb, {}).get(rel)
-            doc = found[1] if found else None
-            verdict = assess(sent, doc, None)
-            identity = doc.get("object", {}) if doc else {}
-            generation = identity.get("generation") if isinstance(identity.get("generation"), int) else None
-            pair = Pair(wds, rel, placed.ref, mb, names.get(mb, mb), verdict.health, verdict.message,
-                        tuple(sorted({v.placement for v in entry.via if v.wds == wds})),
-                        str(doc["reportedAt"]) if doc else None, generation)
-            rows.append((pair, sent, doc, entry))
-            pairs.append(pair)
-        status = _combined(placed, rows, limit)
-        wanted = collectors.for_placements(wds, sorted(placed.placements), problems)
-        if wanted:
-            status["results"] = [_evaluate(c, rows, problems) for c in wanted]
-        combined[key] = status
-        put(trees.setdefault(wds, {}), f"{rel}.yaml", dump_yaml(status))
-    generated: Generated = {}
-    skipped = set(result.config.skip_spaces)
-    for wds in sorted(result.loaded.spaces):
-        if wds not in skipped:
-            generated[status_root(wds)] = trees.get(wds)
-    markdown = _markdown(result, names, pairs, reports, broken_limit)
-    return StatusOutput(generated, markdown, combined, pairs, sorted(set(problems)))
+    contexts = _contexts(result)
+    run = _Run(source)
+    changes: dict[tuple[str, str], dict[str, Row | None]] = {}
+    for mb in sorted(result.wecs):
+        reaching = contexts.reaching(mb)
+        key = _digest(names[mb], str(broken_limit), repr([p.digest for p in reaching]), source.mailbox_key(mb))
+        old = memo.mailboxes.get(mb)
+        if old is not None and old.key == key:
+            continue
+        before = _decode(old.detail) if old is not None else None
+        detail, problems = _rows_of_mailbox(mb, before, reaching, run)
+        summary = MailboxSummary.of(mb, names[mb], detail.rows, _infos(reaching), _last_report(detail),
+                                    broken_limit)
+        _note_changes(changes, mb, before, detail)
+        memo.mailboxes[mb] = MailboxMemo(key, summary, problems, _encode(detail))
+        memo.changed = True
+    for mb in [m for m in memo.mailboxes if m not in result.wecs]:
+        _note_changes(changes, mb, _decode(memo.mailboxes.pop(mb).detail), None)
+        memo.changed = True
+    output = _combine(result, contexts, memo, changes, names, run, limit)
+    mailboxes = {mb: memo.mailboxes[mb] for mb in sorted(result.wecs)}
+    summaries = {mb: m.summary for mb, m in mailboxes.items()}
+    output.counts = total_counts(summaries)
+    output.markdown = markdown(result, names, summaries, len(contexts.objects), broken_limit)
+    output.problems = sorted(set(output.problems + [p for m in mailboxes.values() for p in m.problems]))
+    return output
+
+
+def _encode(value: Any) -> bytes:
+    return pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+
+
+def _decode(data: bytes) -> Any:
+    return pickle.loads(data)  # noqa: S301 - bytes this module pickled, in a memo of our own
 
 
 def wec_names(wecs: Mapping[str, Any]) -> dict[str, str]:
@@ -131,237 +182,278 @@ def wec_names(wecs: Mapping[str, Any]) -> dict[str, str]:
     return {mb: wec.name if counts[wec.name] == 1 else f"{wec.space}/{wec.name}" for mb, wec in wecs.items()}
 
 
-# --- which objects, on which WECs -------------------------------------------------------------------
+def _digest(*parts: str) -> str:
+    return hashlib.blake2b("\0".join(parts).encode(), digest_size=20).hexdigest()
+
+
+# --- what the placements say: per placement, per object -----------------------------------------------
 
 @dataclass
-class _Placed:
-    obj: Obj
-    ref: ObjRef
-    placements: set[str] = field(default_factory=set)
-    entries: dict[str, Any] = field(default_factory=dict)  # mailbox -> Entry
+class _PlanView:
+    wds: str
+    name: str
+    singleton: bool
+    mailboxes: Mapping[str, str]
+    objects: dict[str, str]  # rel -> object text ("ConfigMap ns/name")
+    digest: str
 
 
-def _placed_objects(result: Any) -> dict[tuple[str, str], _Placed]:
-    """Every workload object a placement selects (also with no WEC yet), with its mailbox entries."""
-    objects: dict[tuple[str, str], _Placed] = {}
-    for wds, plans in result.placements.items():
-        for plan in plans:
+class _Contexts:
+    def __init__(self, plans: list[_PlanView], objects: dict[tuple[str, str], ObjectContext]) -> None:
+        self.plans = plans
+        self.objects = objects
+
+    def reaching(self, mailbox: str) -> list[_PlanView]:
+        return [p for p in self.plans if mailbox in p.mailboxes]
+
+
+def _contexts(result: Any) -> _Contexts:
+    plans: list[_PlanView] = []
+    objects: dict[tuple[str, str], ObjectContext] = {}
+    for wds in sorted(result.placements):
+        for plan in result.placements[wds]:
+            rels: dict[str, str] = {}
             for placed in plan.placed:
-                info = result.kinds.lookup(placed.obj.group, placed.obj.kind)
+                obj = placed.obj
+                info = result.kinds.lookup(obj.group, obj.kind)
                 if info is None:
                     continue
-                rel = rel_path(placed.obj.group, info.resource, placed.obj.namespace, placed.obj.name)
-                item = objects.setdefault((wds, rel), _Placed(placed.obj, placed.obj.ref))
-                item.placements.add(plan.obj.name)
-    for mb, plan in result.mailboxes.items():
-        for rel, entry in plan.entries.items():
-            obj = entry.base.obj
-            if obj is None:  # an implied Namespace: not a workload object of any WDS
-                continue
-            item = objects.setdefault((obj.space, rel), _Placed(obj, obj.ref))
-            item.entries[mb] = entry
-            item.placements.update(v.placement for v in entry.via if v.wds == obj.space)
-    return objects
+                rel = rel_path(obj.group, info.resource, obj.namespace, obj.name)
+                rels[rel] = str(obj.ref)
+                context = objects.setdefault((wds, rel), ObjectContext(wds, rel, obj))
+                context.placements.add(plan.obj.name)
+            singleton = plan.spec.get("wantSingletonReportedState") is True
+            digest = _digest(wds, plan.obj.name, str(singleton), repr(sorted(rels.items())))
+            plans.append(_PlanView(wds, plan.obj.name, singleton, plan.mailboxes, rels, digest))
+    return _Contexts(plans, objects)
 
 
-class _Renderer:
-    """The object as a WEC receives it (base + patch), Secret data removed; shared per content."""
+def _infos(reaching: list[_PlanView]) -> dict[str, Info]:
+    """rel -> (wds, placements, singleton wish, text) for one mailbox; two WDSes placing the same
+    identity is a conflict (reconcile reports it): no row."""
+    found: dict[str, tuple[str, list[str], bool, str]] = {}
+    conflicts: set[str] = set()
+    for plan in reaching:
+        for rel, text in plan.objects.items():
+            item = found.get(rel)
+            if item is None:
+                found[rel] = (plan.wds, [plan.name], plan.singleton, text)
+            elif item[0] != plan.wds:
+                conflicts.add(rel)
+            else:
+                item[1].append(plan.name)
+                found[rel] = (item[0], item[1], item[2] or plan.singleton, text)
+    return {rel: (w, tuple(sorted(ps)), s, t) for rel, (w, ps, s, t) in found.items() if rel not in conflicts}
 
-    def __init__(self) -> None:
-        self._cache: dict[tuple[bytes, bytes | None], dict[str, Any]] = {}
 
-    def render(self, data: bytes, patch: bytes | None) -> dict[str, Any]:
-        key = (data, patch)
-        found = self._cache.get(key)
+# --- rows of one mailbox ---------------------------------------------------------------------------
+
+class _Run:
+    """Per-run memos of parsed content (by content key): sent objects and report documents."""
+
+    def __init__(self, source: StatusSource) -> None:
+        self.source = source
+        self._sent: dict[tuple[str, str], dict[str, Any]] = {}
+        self._docs: dict[str, dict[str, Any]] = {}
+
+    def sent(self, data: str, patch: str) -> dict[str, Any]:
+        """The object as the WEC receives it (base + patch), a Secret's data removed."""
+        found = self._sent.get((data, patch))
         if found is None:
-            body = load_yaml(data)
             if patch:
-                body = jsonpatch.apply_patch(body, orjson.loads(patch))
-            found = self._cache[key] = strip_secret(body)
+                body = jsonpatch.apply_patch(self.sent(data, ""), orjson.loads(self.source.blob(patch)))
+            else:
+                body = load_yaml(self.source.blob(data))
+            found = self._sent[(data, patch)] = strip_secret(body)
+        return found
+
+    def judged(self, data: str, patch: str) -> dict[str, Any]:
+        """What `assess` needs of the sent object: the base alone when its rule ignores the spec."""
+        base = self.sent(data, "")
+        return self.sent(data, patch) if patch and reads_spec(base) else base
+
+    def report(self, name: str, path: str, key: str) -> tuple[str, Origin, dict[str, Any]] | list[Problem]:
+        """A report file checked (parse_report); valid documents are kept for `doc`."""
+        found = parse_report(name, path, self.source.blob(key))
+        if isinstance(found, tuple):
+            self._docs[key] = found[2]
+        return found
+
+    def doc(self, key: str) -> dict[str, Any]:
+        """The document of a report checked valid (in this run or an earlier one)."""
+        found = self._docs.get(key)
+        if found is None:
+            found = self._docs[key] = load_report(self.source.blob(key))
         return found
 
 
-def strip_secret(body: dict[str, Any]) -> dict[str, Any]:
-    """`body` without a Secret's data and stringData (other kinds unchanged)."""
-    if isinstance(body, dict) and is_secret(body):
-        return {k: v for k, v in body.items() if k not in ("data", "stringData")}
-    return body
+def _rows_of_mailbox(mb: str, old: Detail | None, reaching: list[_PlanView], run: _Run
+                     ) -> tuple[Detail, list[Problem]]:
+    listing = run.source.listing(mb)
+    reports, problems, by_rel = _reports(listing, old, run)
+    infos = _infos(reaching)
+    inputs: dict[str, tuple[Any, ...]] = {}
+    rows: dict[str, Row] = {}
+    for rel in sorted(set(listing.objects) & set(infos)):
+        report = by_rel.get(rel)
+        now = (listing.objects[rel], listing.patches.get(rel, ""), report, infos[rel])
+        inputs[rel] = now
+        if old is not None and old.inputs.get(rel) == now:
+            rows[rel] = old.rows[rel]
+            continue
+        rows[rel] = _row(now, run)
+    return Detail(reports, inputs, rows), problems
 
 
-def _reported_status(sent: dict[str, Any], doc: dict[str, Any] | None) -> dict[str, Any]:
-    """The reported status as it may appear in output: never a Secret's (Secrets have none)."""
-    if doc is None or is_secret(sent):
-        return {}
-    status = doc.get("status")
-    return deep_copy(status) if isinstance(status, dict) else {}
+def _last_report(detail: Detail) -> str | None:
+    times = [at for _, rel, at in detail.reports.values() if rel is not None and at]
+    return max(times, key=time_key) if times else None
 
 
-# --- one CombinedStatus -------------------------------------------------------------------------------
-
-def _combined(placed: _Placed, rows: list[tuple[Pair, dict[str, Any], dict[str, Any] | None, Any]],
-              limit: int) -> dict[str, Any]:
-    obj = placed.obj
-    identity = {"apiVersion": obj.api_version, "kind": obj.kind, "name": obj.name}
-    metadata = {"name": obj.name}
-    if obj.namespace:
-        identity["namespace"] = metadata["namespace"] = obj.namespace
-    wecs = sorted((r[0] for r in rows), key=lambda p: (-p.health.rank, p.wec, p.mailbox))
-    status: dict[str, Any] = {
-        "apiVersion": API_VERSION, "kind": "CombinedStatus", "metadata": metadata, "object": identity,
-        "placements": sorted(placed.placements), "executingCount": len(rows),
-        "reportedCount": sum(1 for r in rows if r[2] is not None),
-        "health": _counts(r[0].health for r in rows),
-        "wecs": [_wec_item(p) for p in wecs[:max(limit, 0)]],
-    }
-    if len(rows) == 1 and rows[0][2] is not None and rows[0][3].wants_singleton:
-        status["singletonStatus"] = _reported_status(rows[0][1], rows[0][2])
-    return status
-
-
-def _wec_item(pair: Pair) -> dict[str, Any]:
-    item: dict[str, Any] = {"name": pair.wec, "mailbox": pair.mailbox, "health": pair.health.value}
-    if pair.message:
-        item["message"] = pair.message
-    if pair.reported_at is not None:
-        item["reportedAt"] = pair.reported_at
-    if pair.generation is not None:
-        item["generation"] = pair.generation
-    return item
-
-
-def _counts(healths: Any) -> dict[str, int]:
-    counts = {h.value: 0 for h in HEALTH_ORDER}
-    for h in healths:
-        counts[Health(h).value] += 1
-    return {k: v for k, v in counts.items() if v}
-
-
-# --- StatusCollectors ----------------------------------------------------------------------------------
-
-class _Collectors:
-    """StatusCollectors by name (the placement's own space first), compiled once each."""
-
-    def __init__(self, result: Any) -> None:
-        self._result = result
-        self._by_space: dict[str, dict[str, Obj]] = {}
-        for space in sorted(result.loaded.spaces):
-            for obj in result.loaded.spaces[space]:
-                if obj.kind == "StatusCollector" and obj.group == "control.kubestellar.io" and obj.name:
-                    self._by_space.setdefault(space, {}).setdefault(obj.name, obj)
-        self._compiled: dict[tuple[str, str], Collector | None] = {}
-        self._specs = {(wds, p.obj.name): p for wds, plans in result.placements.items() for p in plans}
-
-    def for_placements(self, wds: str, placements: list[str], problems: list[Problem]) -> list[Collector]:
-        found: dict[str, Collector] = {}
-        for name in placements:
-            plan = self._specs.get((wds, name))
-            if plan is None:
+def _reports(listing: MailboxListing, old: Detail | None, run: _Run
+             ) -> tuple[dict[str, tuple[str, str | None, str | None]], list[Problem], dict[str, tuple[str, str]]]:
+    """Each report file checked once per content (memo by key); rel -> (name, key) of the valid ones."""
+    reports: dict[str, tuple[str, str | None, str | None]] = {}
+    problems: list[Problem] = []
+    by_rel: dict[str, tuple[str, str]] = {}
+    for name in sorted(listing.reports):
+        path, key = listing.reports[name]
+        before = old.reports.get(name) if old is not None else None
+        if before is not None and before[0] == key and before[1] is not None:
+            rel, at = before[1], before[2]
+        else:
+            found = run.report(name, path, key)
+            if isinstance(found, list):
+                problems.extend(found)
+                reports[name] = (key, None, None)
                 continue
-            wanted = plan.spec.get("statusCollectors") or []
-            for cname in wanted if isinstance(wanted, list) else []:
-                collector = self._get(wds, str(cname), plan.obj, problems)
-                if collector is not None:
-                    found.setdefault(collector.name, collector)
-        return [found[n] for n in sorted(found)]
-
-    def _get(self, wds: str, name: str, placement: Obj, problems: list[Problem]) -> Collector | None:
-        obj = self._by_space.get(wds, {}).get(name)
-        if obj is None:
-            obj = next((objs[name] for _, objs in sorted(self._by_space.items()) if name in objs), None)
-        if obj is None:
-            problems.append(Problem(placement.origin, f"EdgePlacement {placement.name}: "
-                                                      f"StatusCollector {name} not found", "warning"))
-            return None
-        key = (obj.space, name)
-        if key not in self._compiled:
-            collector, found = compile_collector(obj)
-            problems.extend(Problem(p.origin, p.message, "warning") for p in found)
-            self._compiled[key] = collector
-        return self._compiled[key]
+            rel, at = found[0], str(found[2]["reportedAt"])
+        if rel in by_rel:  # e.g. name.yaml and name.json: keep the first (sorted), report the other
+            problems.append(Problem(Origin(path), f"reported state: a second report for {rel}, skipped", "warning"))
+            reports[name] = (key, None, None)
+            continue
+        reports[name] = (key, rel, at)
+        by_rel[rel] = (name, key)
+    return reports, problems, by_rel
 
 
-def _evaluate(collector: Collector, rows: list[tuple[Pair, dict[str, Any], dict[str, Any] | None, Any]],
-              problems: list[Problem]) -> dict[str, Any]:
-    bindings = [{"inventory": {"name": pair.wec}, "obj": sent,
-                 "returned": {"status": _reported_status(sent, doc)}} for pair, sent, doc, _ in rows]
-    out, found = collector.evaluate_with_problems(bindings)  # type: ignore[arg-type]
-    problems.extend(Problem(p.origin, p.message, "warning") for p in found)
+def _row(inputs: tuple[Any, ...], run: _Run) -> Row:
+    data, patch, report, (wds, placements, singleton, _text) = inputs
+    doc = run.doc(report[1]) if report is not None else None
+    verdict = assess(run.judged(data, patch), doc, None)
+    identity = doc.get("object", {}) if doc else {}
+    generation = identity.get("generation") if isinstance(identity.get("generation"), int) else None
+    return Row(wds, verdict.health.value, verdict.message, str(doc["reportedAt"]) if doc else None,
+               generation, placements, singleton, data, patch, report[1] if report else "")
+
+
+def _note_changes(changes: dict[tuple[str, str], dict[str, Row | None]], mb: str, old: Detail | None,
+                  new: Detail | None) -> None:
+    """Record, per object (wds, rel), the rows of mailbox `mb` that appeared, went or changed."""
+    before = old.rows if old is not None else {}
+    after = new.rows if new is not None else {}
+    for rel in before.keys() | after.keys():
+        a, b = before.get(rel), after.get(rel)
+        if a == b:
+            continue
+        if a is not None and (b is None or b.wds != a.wds):
+            changes.setdefault((a.wds, rel), {})[mb] = None
+        if b is not None:
+            changes.setdefault((b.wds, rel), {})[mb] = b
+
+
+# --- CombinedStatus files --------------------------------------------------------------------------
+
+def _combine(result: Any, contexts: _Contexts, memo: StatusMemo, changes: dict[tuple[str, str], dict[str, Row | None]],
+             names: dict[str, str], run: _Run, limit: int) -> StatusOutput:
+    problems: list[Problem] = []
+    combined: dict[tuple[str, str], bytes] = {}
+    collectors = Collectors(result)
+    recomputed = 0
+    for key in sorted(contexts.objects):
+        context = contexts.objects[key]
+        collectors.attach(context, problems)
+        context_key = context.key(limit)
+        cached = memo.objects.get(key)
+        changed = changes.get(key)
+        if cached is not None and cached.context == context_key and not changed:
+            combined[key] = cached.status
+            continue
+        rows: dict[str, Row] = _decode(cached.rows) if cached is not None else {}
+        for mb, row in (changed or {}).items():
+            if row is None:
+                rows.pop(mb, None)
+            else:
+                rows[mb] = row
+        status = combined_status(context, sorted(rows.items()), names, run, limit, problems)
+        combined[key] = dump_yaml(status)
+        memo.objects[key] = ObjectMemo(context_key, combined[key], _encode(rows))
+        memo.changed = True
+        recomputed += 1
+    for key in [k for k in memo.objects if k not in contexts.objects]:
+        del memo.objects[key]
+        memo.changed = True
+    trees: dict[str, FileTree] = {}
+    for (wds, rel), data in combined.items():
+        put(trees.setdefault(wds, {}), f"{rel}.yaml", data)
+    generated: Generated = {}
+    skipped = set(result.config.skip_spaces)
+    for wds in sorted(result.loaded.spaces):
+        if wds not in skipped:
+            generated[status_root(wds)] = trees.get(wds)
+    return StatusOutput(generated, b"", combined, {}, problems, recomputed)
+
+
+# --- a StatusSource over files in memory (tests, and a reconcile Result not yet written) -----------
+
+class MemorySource:
+    """Mailboxes as FileTrees (e.g. a Result's `generated`); keys are content digests."""
+
+    def __init__(self, mailboxes: Mapping[str, Any]) -> None:
+        self._blobs: dict[str, bytes] = {}
+        self._listings: dict[str, MailboxListing] = {}
+        for mb, tree in mailboxes.items():
+            listing = MailboxListing()
+            for part, target in (("objects", listing.objects), ("patches", listing.patches)):
+                sub = tree.get(part) if isinstance(tree, dict) else None
+                for path, data in walk(sub) if isinstance(sub, dict) else ():
+                    if isinstance(data, bytes):
+                        target[path.rsplit(".", 1)[0]] = self._key(data)
+            sub = tree.get("reported") if isinstance(tree, dict) else None
+            for path, data in walk(sub) if isinstance(sub, dict) else ():
+                if isinstance(data, bytes):
+                    listing.reports[path] = (f"spaces/{mb}/reported/{path}", self._key(data))
+            self._listings[mb] = listing
+
+    def _key(self, data: bytes) -> str:
+        key = hashlib.blake2b(data, digest_size=20).hexdigest()
+        self._blobs[key] = data
+        return key
+
+    def mailbox_key(self, mailbox: str) -> str:
+        listing = self._listings.get(mailbox, MailboxListing())
+        return _digest(repr(sorted(listing.objects.items())), repr(sorted(listing.patches.items())),
+                       repr(sorted(listing.reports.items())))
+
+    def listing(self, mailbox: str) -> MailboxListing:
+        return self._listings.get(mailbox, MailboxListing())
+
+    def blob(self, key: str) -> bytes:
+        return self._blobs[key]
+
+
+def with_reports(generated: Generated, reports: Mapping[str, Mapping[str, bytes]]) -> dict[str, Any]:
+    """Mailbox trees of `generated` with `reports` ({mailbox: {name below reported/: bytes}}) added."""
+    out: dict[str, Any] = {}
+    for root, tree in generated.items():
+        mb = root[len("spaces/"):]
+        if root.startswith("spaces/") and "/" not in mb and isinstance(tree, dict):
+            merged = {k: v for k, v in tree.items() if k != "reported"}
+            for name, data in reports.get(mb, {}).items():
+                put(merged.setdefault("reported", {}), name, data)  # type: ignore[arg-type]
+            out[mb] = merged
     return out
 
 
-# --- STATUS.md ----------------------------------------------------------------------------------------
-
-def _markdown(result: Any, names: dict[str, str], pairs: list[Pair], reports: Reports,
-              broken_limit: int) -> bytes:
-    counts = _counts(p.health for p in pairs)
-    healthy = counts.get("Healthy", 0)
-    others = ", ".join(f"{n} {h}" for h, n in counts.items() if h != "Healthy")
-    objects = {(p.wds, p.rel) for p in pairs}
-    lines = [
-        "# Status", "",
-        "Generated by `ksgitops status` from the reported state in the mailboxes' `reported/` folders; "
-        "per object, see `spaces/<wds>/.ksgitops/status/`.", "",
-        f"**{healthy}/{len(pairs)} healthy** ({len(objects)} objects on {len(result.wecs)} WECs"
-        + (f"; {others}" if others else "") + ").", "",
-        "## Placements", "",
-        "| Placement | WECs | Objects | Healthy |",
-        "|---|---:|---:|---:|",
-    ]
-    for wds in sorted(result.placements):
-        for plan in sorted(result.placements[wds], key=lambda p: p.obj.name):
-            mine = [p for p in pairs if p.wds == wds and plan.obj.name in p.placements]
-            lines.append(_row(f"{wds}/{plan.obj.name}", str(len(plan.mailboxes)), str(len(plan.placed)),
-                              _ratio(mine)))
-    lines += ["", "## WECs", "",
-              "| WEC | Mailbox | Last report | Healthy |",
-              "|---|---|---|---:|"]
-    by_mailbox: dict[str, list[Pair]] = {}
-    for p in pairs:
-        by_mailbox.setdefault(p.mailbox, []).append(p)
-    for mb in sorted(result.wecs, key=lambda m: (names.get(m, m), m)):
-        last = _last_report(reports.get(mb, {}))
-        lines.append(_row(names.get(mb, mb), mb, last or "never", _ratio(by_mailbox.get(mb, []))))
-    broken = sorted((p for p in pairs if p.health is not Health.HEALTHY),
-                    key=lambda p: (-p.health.rank, p.wds, p.rel, p.wec, p.mailbox))
-    lines += ["", "## Broken", ""]
-    if not broken:
-        lines.append("Nothing is broken.")
-    else:
-        lines += ["| Object | WEC | Health | Message |", "|---|---|---|---|"]
-        for p in broken[:max(broken_limit, 0)]:
-            lines.append(_row(f"{p.wds}: {p.ref}", p.wec, p.health.value, p.message))
-        if len(broken) > broken_limit:
-            lines += ["", f"... and {len(broken) - broken_limit} more (see the CombinedStatus files)."]
-    return ("\n".join(lines) + "\n").encode("utf-8")
-
-
-def _ratio(pairs: list[Pair]) -> str:
-    return f"{sum(1 for p in pairs if p.health is Health.HEALTHY)}/{len(pairs)}"
-
-
-def _row(*cells: str) -> str:
-    return "| " + " | ".join(_cell(c) for c in cells) + " |"
-
-
-def _cell(text: str) -> str:
-    text = " ".join(str(text).split())
-    return text.replace("\\", "\\\\").replace("|", "\\|").replace("<", "&lt;") or " "
-
-
-_FRACTION = re.compile(r"(\.\d{6})\d+")
-
-
-def _time_key(text: str) -> tuple[float, str]:
-    try:
-        moment = _dt.datetime.fromisoformat(_FRACTION.sub(r"\1", text.replace("z", "Z")).replace("Z", "+00:00"))
-        return (moment.timestamp(), text)
-    except ValueError:
-        return (float("-inf"), text)
-
-
-def _last_report(reports: Mapping[str, tuple[Origin, dict[str, Any]]]) -> str | None:
-    times = [str(doc["reportedAt"]) for _, doc in reports.values() if doc.get("reportedAt")]
-    return max(times, key=_time_key) if times else None
-
-
-__all__ = ["summarize", "StatusOutput", "Pair", "strip_secret", "status_root", "wec_names", "STATUS_MD"]
+__all__ = ["summarize", "StatusOutput", "StatusMemo", "StatusSource", "MailboxListing", "MemorySource",
+           "with_reports", "status_root", "wec_names", "STATUS_MD", "Row"]

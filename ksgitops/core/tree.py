@@ -1,7 +1,7 @@
 """The shape of reconcile's output: file trees rooted at the paths reconcile owns.
 
-`Generated` maps an owned root (e.g. `spaces/inv-mb-florin`) to the tree that must be there, or to
-None when the root must go. Inside a tree, KEEP means "leave what is there" (reported/ and
+`Generated` maps an owned root (e.g. `spaces/inv-mb-florin`) to the tree that must be there (or the
+bytes, for a file root such as `STATUS.md`), or to None when the root must go. Inside a tree, KEEP means "leave what is there" (reported/ and
 upsynced/ of a mailbox, status/ of a WDS), and a whole root may be REUSE ("unchanged, do not
 touch"). Subtrees may be shared between roots; writers exploit that (one git tree per distinct
 subtree object).
@@ -23,7 +23,7 @@ KEEP = _Marker("KEEP")
 REUSE = _Marker("REUSE")
 
 FileTree = dict[str, Union[bytes, "FileTree", _Marker]]
-Generated = dict[str, Union[FileTree, _Marker, None]]
+Generated = dict[str, Union[FileTree, _Marker, bytes, None]]
 
 
 def put(tree: FileTree, path: str, content: bytes | _Marker | FileTree) -> None:

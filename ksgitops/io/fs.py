@@ -66,6 +66,14 @@ class WorkTreeSnapshot:
         return SourceFile(path, key, lambda: data)
 
 
+def walk_files(base: Path) -> Iterator[str]:
+    """Relative paths of the regular files below `base` (none when it is not a folder), in name
+    order, never following links."""
+    if base.is_symlink():
+        return iter(())
+    return _walk(base)
+
+
 def _walk(base: Path, prefix: str = "") -> Iterator[str]:
     """Relative paths of regular files below `base`, never following links."""
     try:
@@ -87,6 +95,13 @@ def write_generated(root: Path, generated: Generated) -> list[str]:
     for rel, tree in generated.items():
         target = Path(root) / rel
         if tree is REUSE:
+            continue
+        if isinstance(tree, bytes):  # a file root (STATUS.md)
+            if target.is_symlink() or not target.is_file() or target.read_bytes() != tree:
+                staging = target.with_name(f".{target.name}.ksgitops-new")
+                staging.write_bytes(tree)
+                os.replace(staging, target)
+                changed.append(rel)
             continue
         if tree is None or not has_files(tree):  # type: ignore[arg-type]
             if target.exists():

@@ -169,6 +169,9 @@ class TreeWriter:
             old_entry = old[name] if old is not None and name in old else None
             old_tree = self.repo[old_entry.id] if old_entry is not None and \
                 old_entry.type == pygit2.GIT_OBJECT_TREE else None
+            if isinstance(change, _Set) and isinstance(change.tree, bytes):  # a file root (STATUS.md)
+                entries[name] = (BLOB_MODE, self._blob(change.tree))
+                continue
             if isinstance(change, _Set):
                 raw = self._tree(change.tree, old_tree) if change.tree is not None else None
             else:
@@ -214,7 +217,7 @@ class TreeWriter:
 
 @dataclass
 class _Set:
-    tree: FileTree | None
+    tree: FileTree | bytes | None
 
 
 def _nest(changes: dict[str, Any]) -> dict[str, Any]:
@@ -276,7 +279,13 @@ def _checkout(repo: pygit2.Repository, tree: pygit2.Tree, old: pygit2.Tree, gene
     made: set[Path] = set()
     for root in changed_roots(old_index, new_index, list(generated)):
         before, after = old_index.get(root), new_index.get(root)
-        if after is None:
+        if after is not None and after.type == pygit2.GIT_OBJECT_BLOB:  # a file root (STATUS.md)
+            _write_file(workdir / root, repo[after.id].data)
+            index.add(pygit2.IndexEntry(root, after.id, after.filemode))
+        elif after is None and before is not None and before.type == pygit2.GIT_OBJECT_BLOB:
+            (workdir / root).unlink(missing_ok=True)
+            index.remove(root)
+        elif after is None:
             shutil.rmtree(workdir / root, ignore_errors=True)
             index.remove_directory(root)
         elif before is None or not (workdir / root).is_dir():  # a new root: write it whole
@@ -304,10 +313,15 @@ def _apply_delta(repo: pygit2.Repository, index: pygit2.Index, workdir: Path, ro
     if target.parent not in made:
         target.parent.mkdir(parents=True, exist_ok=True)
         made.add(target.parent)
-    tmp = target.with_name(f".{target.name}.ksgitops-tmp")
-    tmp.write_bytes(repo[delta.new_file.id].data)
-    os.replace(tmp, target)
+    _write_file(target, repo[delta.new_file.id].data)
     index.add(pygit2.IndexEntry(path, delta.new_file.id, delta.new_file.mode))
+
+
+def _write_file(target: Path, data: bytes) -> None:
+    """Replace one file atomically (written beside it, then renamed)."""
+    tmp = target.with_name(f".{target.name}.ksgitops-tmp")
+    tmp.write_bytes(data)
+    os.replace(tmp, target)
 
 
 def _blobs(repo: pygit2.Repository, tree: pygit2.Tree, prefix: str):  # type: ignore[no-untyped-def]

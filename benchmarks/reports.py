@@ -1,0 +1,108 @@
+"""Synthetic reported state for a reconciled fleet: one report per object per mailbox, committed.
+
+`commit_reports(repo)` writes `reported/<rel>.yaml` into every mailbox of the branch head (read
+from the commit: works on bare clones) as one commit, built in memory with ksgitops' own tree
+writer; `change_one_report(repo)` rewrites one report (a Deployment of the first mailbox turns
+unavailable). Reports are written as ksgitops' transports write them (`dump_report`: JSON, which is YAML).
+Report times differ per WEC, so every report is a distinct blob, as in a real fleet;
+about 1 in 50 objects reports a problem, so STATUS.md has a broken list.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import pygit2
+import yaml
+
+from ksgitops.core.reported import dump_report
+from ksgitops.core.tree import FileTree, put
+from ksgitops.io.git import TreeIndex, TreeWriter
+
+BRANCH = "refs/heads/main"
+SIGNATURE = pygit2.Signature("ksgitops-bench", "bench@example.invalid")
+
+
+def _status(kind: str, healthy: bool) -> dict[str, Any] | None:
+    if kind in ("Deployment", "StatefulSet", "ReplicaSet"):
+        ready = 2 if healthy else 0
+        return {"observedGeneration": 1, "replicas": 2, "updatedReplicas": 2, "readyReplicas": ready,
+                "availableReplicas": ready,
+                "conditions": [{"type": "Available", "status": "True" if healthy else "False",
+                                "reason": "MinimumReplicasAvailable" if healthy else "MinimumReplicasUnavailable"}]}
+    if kind == "Namespace":
+        return {"phase": "Active"}
+    if kind == "Service":
+        return {"loadBalancer": {}}
+    return None
+
+
+def _report(identity: dict[str, Any], at: str, healthy: bool) -> bytes:
+    doc: dict[str, Any] = {"object": dict(identity, generation=1), "reportedAt": at}
+    status = _status(identity["kind"], healthy)
+    if status is not None:
+        doc["status"] = status
+    return dump_report(doc)
+
+
+def _walk(repo: pygit2.Repository, tree: pygit2.Tree, prefix: str = ""):  # type: ignore[no-untyped-def]
+    for entry in tree:
+        if entry.type == pygit2.GIT_OBJECT_TREE:
+            yield from _walk(repo, repo[entry.id], f"{prefix}{entry.name}/")
+        else:
+            yield f"{prefix}{entry.name}", entry.id
+
+
+def _commit(repo: pygit2.Repository, generated: dict[str, Any], message: str) -> str:
+    head = repo.references[BRANCH].peel(pygit2.Commit)
+    tree = TreeWriter(repo).apply(head.tree, generated)
+    return str(repo.create_commit(BRANCH, SIGNATURE, SIGNATURE, message, tree, [head.id]))
+
+
+def commit_reports(path: str, at_day: str = "2026-11-22") -> int:
+    """A report for every object of every mailbox; returns how many."""
+    repo = pygit2.Repository(path)
+    head = repo.references[BRANCH].peel(pygit2.Commit)
+    index = TreeIndex(repo, head.tree)
+    identities: dict[pygit2.Oid, dict[str, Any]] = {}
+    generated: dict[str, Any] = {}
+    count = 0
+    for n, entry in enumerate(sorted(repo[index.get("spaces").id], key=lambda e: e.name)):
+        objects = index.get(f"spaces/{entry.name}/objects")
+        if "-mb-" not in entry.name or objects is None:
+            continue
+        at = f"{at_day}T{(n // 3600) % 24:02d}:{(n // 60) % 60:02d}:{n % 60:02d}Z"
+        tree: FileTree = {}
+        for rel, oid in _walk(repo, repo[objects.id]):
+            identity = identities.get(oid)
+            if identity is None:
+                body = yaml.load(repo[oid].data, Loader=yaml.CSafeLoader)
+                md = body["metadata"]
+                identity = {"apiVersion": body["apiVersion"], "kind": body["kind"], "name": md["name"]}
+                if md.get("namespace"):
+                    identity["namespace"] = md["namespace"]
+                identities[oid] = identity
+            healthy = count % 50 != 7
+            put(tree, rel, _report(identity, at, healthy))
+            count += 1
+        generated[f"spaces/{entry.name}/reported"] = tree
+    _commit(repo, generated, "bench: reported state from every WEC")
+    return count
+
+
+def change_one_report(path: str) -> str:
+    """The first Deployment report of the first mailbox turns unavailable; returns its path."""
+    repo = pygit2.Repository(path)
+    head = repo.references[BRANCH].peel(pygit2.Commit)
+    index = TreeIndex(repo, head.tree)
+    for entry in sorted(repo[index.get("spaces").id], key=lambda e: e.name):
+        reported = index.get(f"spaces/{entry.name}/reported/apps/deployments")
+        if "-mb-" not in entry.name or reported is None:
+            continue
+        rel, oid = next(iter(_walk(repo, repo[reported.id])))
+        doc = yaml.load(repo[oid].data, Loader=yaml.CSafeLoader)  # JSON is YAML
+        doc["status"] = _status("Deployment", False)
+        doc["reportedAt"] = "2026-11-23T00:00:00Z"
+        path_in_repo = f"spaces/{entry.name}/reported/apps/deployments/{rel}"
+        _commit(repo, {path_in_repo: dump_report(doc)}, "bench: one WEC reports a change")
+        return path_in_repo
+    raise RuntimeError("no Deployment report found")

@@ -1,0 +1,115 @@
+"""StatusSources (core/status.py) over a git tree and over a work tree, and the status memo on disk.
+
+Over git, a mailbox's key is the ids of its objects/, patches/ and reported/ subtrees: an unchanged
+mailbox costs three lookups, and content keys are blob ids. Over a work tree every file is read and
+hashed (git blob ids too), which is what a folder allows.
+"""
+from __future__ import annotations
+
+import os
+import pickle
+from pathlib import Path
+
+import pygit2
+
+from ..core.status import MailboxListing, StatusMemo
+from .fs import walk_files
+from .git import TreeIndex
+
+PARTS = ("objects", "patches", "reported")
+
+
+class GitStatusSource:
+    def __init__(self, repo: pygit2.Repository, index: TreeIndex) -> None:
+        self.repo = repo
+        self.index = index
+
+    def mailbox_key(self, mailbox: str) -> str:
+        return "git:" + ":".join(self.index.entry_id(f"spaces/{mailbox}/{part}") for part in PARTS)
+
+    def listing(self, mailbox: str) -> MailboxListing:
+        listing = MailboxListing()
+        for part in PARTS:
+            entry = self.index.get(f"spaces/{mailbox}/{part}")
+            if entry is None or entry.type != pygit2.GIT_OBJECT_TREE:
+                continue
+            for rel, oid in _files(self.repo, self.repo[entry.id], ""):
+                if part == "reported":
+                    listing.reports[rel] = (f"spaces/{mailbox}/reported/{rel}", oid)
+                else:
+                    (listing.objects if part == "objects" else listing.patches)[rel.rsplit(".", 1)[0]] = oid
+        return listing
+
+    def blob(self, key: str) -> bytes:
+        return self.repo[key].data  # type: ignore[no-any-return]
+
+
+def _files(repo: pygit2.Repository, tree: pygit2.Tree, prefix: str):  # type: ignore[no-untyped-def]
+    for entry in tree:
+        if entry.type == pygit2.GIT_OBJECT_TREE:
+            yield from _files(repo, repo[entry.id], f"{prefix}{entry.name}/")
+        elif entry.type == pygit2.GIT_OBJECT_BLOB:
+            yield f"{prefix}{entry.name}", str(entry.id)
+
+
+class WorkTreeStatusSource:
+    def __init__(self, root: Path) -> None:
+        self.root = Path(root)
+        self._listings: dict[str, MailboxListing] = {}
+        self._blobs: dict[str, bytes] = {}
+
+    def mailbox_key(self, mailbox: str) -> str:
+        listing = self.listing(mailbox)
+        return "worktree:" + repr((sorted(listing.objects.items()), sorted(listing.patches.items()),
+                                   sorted(listing.reports.items())))
+
+    def listing(self, mailbox: str) -> MailboxListing:
+        found = self._listings.get(mailbox)
+        if found is not None:
+            return found
+        listing = MailboxListing()
+        for part in PARTS:
+            base = self.root / "spaces" / mailbox / part
+            for rel in walk_files(base):
+                data = (base / rel).read_bytes()
+                key = str(pygit2.hash(data))
+                self._blobs[key] = data
+                if part == "reported":
+                    listing.reports[rel] = (f"spaces/{mailbox}/reported/{rel}", key)
+                else:
+                    (listing.objects if part == "objects" else listing.patches)[rel.rsplit(".", 1)[0]] = key
+        self._listings[mailbox] = listing
+        return listing
+
+    def blob(self, key: str) -> bytes:
+        return self._blobs[key]
+
+
+def load_memo(path: Path | None) -> StatusMemo:
+    """The memo an earlier run saved; a missing, stale or unreadable file is an empty memo."""
+    if path is None:
+        return StatusMemo()
+    try:
+        with open(path, "rb") as f:
+            memo = pickle.load(f)  # noqa: S301 - our own file inside .git, never from a remote
+    except Exception:  # noqa: BLE001 - any unreadable memo only costs time
+        return StatusMemo()
+    return memo if isinstance(memo, StatusMemo) and memo.format == StatusMemo().format else StatusMemo()
+
+
+def save_memo(path: Path | None, memo: StatusMemo) -> None:
+    if path is None or not memo.changed:
+        return
+    memo.changed = False
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(f".tmp{os.getpid()}")
+        with open(tmp, "wb") as f:
+            pickle.dump(memo, f, protocol=pickle.HIGHEST_PROTOCOL)
+        os.replace(tmp, path)
+    except OSError:
+        pass  # a memo that cannot be written only costs time next run
+
+
+def memo_path(git_dir: str | None, kind: str) -> Path | None:
+    return Path(git_dir) / "ksgitops" / f"status-{kind}.pickle" if git_dir else None

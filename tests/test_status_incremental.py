@@ -1,0 +1,167 @@
+"""The status step is incremental (a memo of rows, summaries and CombinedStatus files) and commits.
+
+The invariant: with a memo carried from run to run, every output byte equals a run without one;
+and a run after one changed report recomputes one CombinedStatus.
+"""
+from __future__ import annotations
+
+import random
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pygit2
+import pytest
+
+from conftest import EXAMPLE, git, git_init
+from ksgitops import app
+from ksgitops.core.serialize import dump_yaml, load_yaml
+from ksgitops.core.status import STATUS_MD, MemorySource, StatusMemo, summarize, with_reports
+from ksgitops.core.repoconfig import SOURCE_TRAILER
+
+FLORIN, GUILDER = "imw1-mb-florin", "imw1-mb-guilder"
+COMMOND = "apps/replicasets/commonstuff/commond"
+COMMON_CM = "core/configmaps/commonstuff/httpd-htdocs"
+SPECIALD = "apps/deployments/specialstuff/speciald"
+
+
+def rs_report(available: int, at: str) -> bytes:
+    return dump_yaml({"object": {"apiVersion": "apps/v1", "kind": "ReplicaSet", "namespace": "commonstuff",
+                                 "name": "commond", "generation": 1},
+                      "status": {"observedGeneration": 1, "replicas": 1, "availableReplicas": available},
+                      "reportedAt": at})
+
+
+def cm_report(at: str) -> bytes:
+    return dump_yaml({"object": {"apiVersion": "v1", "kind": "ConfigMap", "namespace": "commonstuff",
+                                 "name": "httpd-htdocs"}, "reportedAt": at})
+
+
+def outputs(out: Any) -> tuple[Any, bytes, list[Any]]:
+    return out.generated, out.markdown, out.problems
+
+
+@pytest.fixture
+def result(example: Path) -> Any:
+    return app.compute(app.open_source(example, app.WORKTREE))
+
+
+def test_memo_gives_the_same_bytes_as_a_fresh_run_through_random_report_changes(result: Any) -> None:
+    rng = random.Random(7)
+    reports: dict[str, dict[str, bytes]] = {FLORIN: {}, GUILDER: {}}
+    memo = StatusMemo()
+    choices = [(f"{COMMOND}.yaml", lambda i: rs_report(rng.choice([0, 1]), f"2026-01-01T00:00:{i:02d}Z")),
+               (f"{COMMON_CM}.yaml", lambda i: cm_report(f"2026-01-01T00:01:{i:02d}Z")),
+               (f"{SPECIALD}.yaml", lambda i: b"not: [valid"),
+               ("core/configmaps/commonstuff/stale.yaml", lambda i: cm_report("2026-01-01T00:00:00Z"))]
+    for step in range(30):
+        mb = rng.choice([FLORIN, GUILDER])
+        name, make = rng.choice(choices)
+        if name in reports[mb] and rng.random() < 0.3:
+            del reports[mb][name]
+        else:
+            reports[mb][name] = make(step)
+        incremental = summarize(result, MemorySource(with_reports(result.generated, reports)), memo)
+        fresh = summarize(result, MemorySource(with_reports(result.generated, reports)), None)
+        assert outputs(incremental) == outputs(fresh), f"step {step}"
+
+
+def test_one_changed_report_recomputes_one_object(result: Any) -> None:
+    memo = StatusMemo()
+    reports = {FLORIN: {f"{COMMOND}.yaml": rs_report(1, "2026-01-01T00:00:00Z")}}
+    first = summarize(result, MemorySource(with_reports(result.generated, reports)), memo)
+    assert first.recomputed == len(first.combined) == 4
+    same = summarize(result, MemorySource(with_reports(result.generated, reports)), memo)
+    assert same.recomputed == 0
+    reports[FLORIN][f"{COMMOND}.yaml"] = rs_report(0, "2026-01-01T00:00:05Z")
+    after = summarize(result, MemorySource(with_reports(result.generated, reports)), memo)
+    assert after.recomputed == 1
+    assert after.status("wmw-c", COMMOND)["health"] != first.status("wmw-c", COMMOND)["health"]
+    assert b"2026-01-01T00:00:05Z" in after.markdown
+
+
+def test_a_report_time_change_alone_changes_status_md_but_not_health(result: Any) -> None:
+    memo = StatusMemo()
+    a = summarize(result, MemorySource(with_reports(result.generated, {FLORIN: {f"{COMMON_CM}.yaml":
+                                                                             cm_report("2026-01-01T00:00:00Z")}})), memo)
+    b = summarize(result, MemorySource(with_reports(result.generated, {FLORIN: {f"{COMMON_CM}.yaml":
+                                                                             cm_report("2026-01-02T00:00:00Z")}})), memo)
+    assert a.counts == b.counts
+    assert a.markdown != b.markdown  # "Last report" moved
+    florin = [w for w in b.status("wmw-c", COMMON_CM)["wecs"] if w["mailbox"] == FLORIN]
+    assert florin[0]["reportedAt"] == "2026-01-02T00:00:00Z"
+
+
+# --- `ksgitops status --commit` ---------------------------------------------------------------------
+
+@pytest.fixture
+def reconciled(tmp_path: Path) -> Path:
+    """The bundled example with its generated files and sample reports, committed."""
+    repo = tmp_path / "repo"
+    shutil.copytree(EXAMPLE, repo)
+    return git_init(repo)
+
+
+def head(repo: Path) -> str:
+    return git(repo, "rev-parse", "HEAD")
+
+
+def test_status_commit_only_when_a_summary_changed(reconciled: Path, cli) -> None:
+    before = head(reconciled)
+    first = cli("status", str(reconciled), "--commit")
+    assert first.code == 0, first.err
+    assert head(reconciled) == before and "no commit (unchanged)" in first.out  # the example is up to date
+    report = reconciled / "spaces" / FLORIN / "reported" / f"{COMMOND}.yaml"
+    report.write_bytes(rs_report(0, "2027-02-02T00:00:00Z"))
+    git(reconciled, "commit", "-qam", "florin reports commond unavailable")
+    source = head(reconciled)
+    second = cli("status", str(reconciled), "--commit")
+    assert second.code == 0, second.err
+    assert head(reconciled) != source
+    changed = git(reconciled, "diff", "--name-only", "HEAD~1", "HEAD").splitlines()
+    assert STATUS_MD in changed and f"spaces/wmw-c/.ksgitops/status/{COMMOND}.yaml" in changed
+    assert all(p == STATUS_MD or p.startswith("spaces/wmw-") for p in changed)
+    message = git(reconciled, "log", "-1", "--format=%B")
+    assert f"{SOURCE_TRAILER}: {source}" in message and "[skip ci]" in message
+    assert git(reconciled, "status", "--porcelain") == ""  # work tree and index follow
+    assert "2027-02-02T00:00:00Z" in (reconciled / STATUS_MD).read_text()
+    third = cli("status", str(reconciled), "--commit")
+    assert third.code == 0 and "no commit" in third.out
+
+
+def test_status_commit_on_a_bare_clone_with_a_lost_memo(reconciled: Path, tmp_path: Path) -> None:
+    report = reconciled / "spaces" / GUILDER / "reported" / f"{COMMOND}.yaml"
+    report.write_bytes(rs_report(0, "2027-03-03T00:00:00Z"))
+    git(reconciled, "commit", "-qam", "guilder reports")
+    bare = tmp_path / "bare.git"
+    git(tmp_path, "clone", "-q", "--bare", str(reconciled), str(bare))
+    outcome = app.status_commit(bare, "main")
+    assert outcome.commit is not None
+    repo = pygit2.Repository(str(bare))
+    text = repo[repo.revparse_single("main").tree[STATUS_MD].id].data.decode()
+    assert "2027-03-03T00:00:00Z" in text
+    memo = bare / "ksgitops" / "status-git.pickle"
+    assert memo.is_file()
+    memo.write_bytes(b"garbage")  # a broken memo costs time, never correctness
+    assert app.status_commit(bare, "main").commit is None
+
+
+def test_status_commit_needs_a_branch(reconciled: Path, cli) -> None:
+    sha = head(reconciled)
+    found = cli("status", str(reconciled), "--commit", "--source", sha)
+    assert found.code == 2 and "--commit needs" in found.err
+
+
+def test_worktree_status_memo_follows_edits(reconciled: Path) -> None:
+    first = app.status_worktree(reconciled)
+    assert first.changed == []
+    report = reconciled / "spaces" / FLORIN / "reported" / f"{COMMOND}.yaml"
+    report.write_bytes(rs_report(0, "2027-04-04T00:00:00Z"))
+    second = app.status_worktree(reconciled)
+    assert sorted(second.changed) == [STATUS_MD, "spaces/wmw-c/.ksgitops/status"]
+    status = load_yaml((reconciled / f"spaces/wmw-c/.ksgitops/status/{COMMOND}.yaml").read_bytes())
+    assert any(w["reportedAt"] == "2027-04-04T00:00:00Z" for w in status["wecs"])
+    report.unlink()
+    third = app.status_worktree(reconciled)
+    status = load_yaml((reconciled / f"spaces/wmw-c/.ksgitops/status/{COMMOND}.yaml").read_bytes())
+    assert STATUS_MD in third.changed and status["reportedCount"] == 1
