@@ -64,6 +64,8 @@ TARGETS: dict[tuple[int, int], dict[str, float]] = {
     (1000, 200): {"full_s": 15.0, "full_rss": 1 * GiB, "noop_s": 1.0, "location_s": 1.0,
                   "status_s": 20.0, "status_one_s": 1.0},
     (10000, 200): {"full_s": 120.0, "full_rss": 4 * GiB},
+    # the fleet places ~83% of the objects on a WEC: 240 objects give ~200k reports on 1,000 WECs
+    (1000, 240): {"status_s": 20.0, "status_one_s": 1.0},
 }
 KUSTOMIZE_RATIO_TARGET = 20.0
 

@@ -165,3 +165,32 @@ def test_worktree_status_memo_follows_edits(reconciled: Path) -> None:
     third = app.status_worktree(reconciled)
     status = load_yaml((reconciled / f"spaces/wmw-c/.ksgitops/status/{COMMOND}.yaml").read_bytes())
     assert STATUS_MD in third.changed and status["reportedCount"] == 1
+
+
+def test_memo_stays_exact_when_placements_and_inventory_change(example: Path) -> None:
+    """Sources change between runs (a WEC leaves a placement, the singleton wish flips, an object
+    goes): the memo's rows and objects follow, byte for byte as a fresh run."""
+    reports = {FLORIN: {f"{COMMOND}.yaml": rs_report(1, "2026-01-01T00:00:00Z"),
+                        f"{COMMON_CM}.yaml": cm_report("2026-01-01T00:00:01Z")},
+               GUILDER: {f"{COMMOND}.yaml": rs_report(0, "2026-01-01T00:00:02Z")}}
+    memo = StatusMemo()
+    edits = [
+        ("spaces/imw1/florin.yaml", "env: prod", "env: dev"),  # florin leaves both placements
+        ("spaces/wmw-c/edge-placement-c.yaml", "wantSingletonReportedState: true",
+         "wantSingletonReportedState: false"),
+        ("spaces/imw1/florin.yaml", "env: dev", "env: prod"),  # and comes back
+        ("spaces/wmw-c/edge-placement-c.yaml", "wantSingletonReportedState: false",
+         "wantSingletonReportedState: true"),
+    ]
+    seen = set()
+    for step in range(len(edits) + 1):
+        result = app.compute(app.open_source(example, app.WORKTREE))
+        incremental = summarize(result, MemorySource(with_reports(result.generated, reports)), memo)
+        fresh = summarize(result, MemorySource(with_reports(result.generated, reports)), None)
+        assert outputs(incremental) == outputs(fresh), f"after edit {step}"
+        seen.add(incremental.status("wmw-c", COMMOND)["executingCount"])
+        if step < len(edits):
+            path, old, new = edits[step]
+            file = example / path
+            file.write_text(file.read_text().replace(old, new))
+    assert seen == {1, 2}  # the edits did change what is summarized

@@ -18,10 +18,11 @@ from .load import Loaded, ParseCache, load
 from .mailbox import MailboxBuilder, MailboxPlan, PlacementPlan
 from .repoconfig import RepoConfig, parse_repo_config
 from .snapshot import GENERATED_DIR, Snapshot
+from .spaces import Plan, space_step
 from .serialize import canonical_json
 from .tree import REUSE, Generated
 from .validate import validate
-from .what import namespace_labels, placement_spec, select
+from .what import Placed, namespace_labels, placement_spec, select
 from .where import Wec, destinations, inventory
 
 SPS_DIR = "singleplacementslices"
@@ -45,6 +46,7 @@ class Result:
     generated: Generated
     problems: list[Problem] = field(default_factory=list)
     digests: dict[str, str] = field(default_factory=dict)  # mailbox -> input digest
+    spaces: Plan | None = None  # the space step's plan (core/spaces.py)
 
     @property
     def errors(self) -> list[Problem]:
@@ -63,8 +65,13 @@ def reconcile(snapshot: Snapshot, read_previous: Callable[[str], bytes | None] =
     kinds = _kind_table(spaces, config)
     _raise_if_errors(validate(spaces, kinds, cache))
     wecs = inventory(spaces)
-    warnings: list[Problem] = []
-    placements = {wds: _plan_placements(objs, kinds, wecs, warnings)
+    # -- space step (DESIGN §3 step 2, core/spaces.py): discovery, unknown providers
+    space_out = space_step(snapshot, loaded, spaces, wecs, config.skip_spaces)
+    _raise_if_errors(space_out.problems)
+    warnings: list[Problem] = [p for p in space_out.problems if not p.is_error]
+    # -- end space step
+    memo = _PlanMemo(cache, loaded.digests, wecs, kinds)
+    placements = {wds: _plan_placements(objs, kinds, wecs, warnings, memo.for_space(wds))
                   for wds, objs in spaces.items() if any(_is_placement(o) for o in objs)}
     builder = MailboxBuilder(kinds, _customizers(spaces), read_previous, cache)
     mailboxes: dict[str, MailboxPlan] = {}
@@ -77,8 +84,10 @@ def reconcile(snapshot: Snapshot, read_previous: Callable[[str], bytes | None] =
         if progress is not None:
             progress(done, len(wecs))
     generated = _generated(loaded, config.skip_spaces, placements, mailboxes, wecs)
+    generated = dict(sorted({**generated, **space_out.generated}.items()))  # space step: discovered Spaces
     problems = warnings + [p for plan in mailboxes.values() for p in plan.problems]
-    return Result(loaded, config, kinds, wecs, placements, mailboxes, generated, sorted(problems), digests)
+    return Result(loaded, config, kinds, wecs, placements, mailboxes, generated, sorted(problems), digests,
+                  space_out.plan)
 
 
 def _raise_if_errors(problems: list[Problem]) -> None:
@@ -97,15 +106,51 @@ def _is_placement(obj: Obj) -> bool:
     return obj.kind == "EdgePlacement" and obj.group == "edge.kubestellar.io"
 
 
+class _PlanMemo:
+    """Where and what of each placement, memoized in the cache by what they depend on: the
+    destinations by the placement's selectors and the inventory spaces' digests; the selected
+    objects by the WDS's digest and the kinds (results hold identities, mapped back to objects)."""
+
+    def __init__(self, cache: ParseCache | None, digests: dict[str, str], wecs: dict[str, Wec],
+                 kinds: KindTable) -> None:
+        self.cache = cache if cache is not None else {}
+        self.digests = digests
+        self.inventory = repr(sorted((s, digests.get(s)) for s in {w.space for w in wecs.values()}))
+        self.kinds = kinds.digest()
+        self.space = ""
+
+    def for_space(self, space: str) -> "_PlanMemo":
+        self.space = space
+        return self
+
+    def destinations(self, spec: dict[str, Any], wecs: dict[str, Wec]) -> tuple[Any, ...]:
+        key = ("where", canonical_json(spec.get("locationSelectors") or []), self.inventory)
+        found = self.cache.get(key)
+        if found is None:
+            found = self.cache[key] = tuple(destinations(spec, wecs))
+        return found  # type: ignore[no-any-return]
+
+    def select(self, name: str, spec: dict[str, Any], workload: list[Obj], ns_labels: Any,
+               kinds: KindTable) -> tuple[Any, ...]:
+        key = ("what", self.space, self.digests.get(self.space), name, self.kinds)
+        found = self.cache.get(key)
+        if found is None:
+            placed = select(spec, workload, kinds, ns_labels)
+            self.cache[key] = tuple((p.obj.ref, p.clause) for p in placed)
+            return tuple(placed)
+        by_ref = {o.ref: o for o in workload}
+        return tuple(Placed(by_ref[ref], clause) for ref, clause in found)
+
+
 def _plan_placements(objs: list[Obj], kinds: KindTable, wecs: dict[str, Wec],
-                     warnings: list[Problem]) -> list[PlacementPlan]:
+                     warnings: list[Problem], memo: _PlanMemo) -> list[PlacementPlan]:
     workload = [o for o in objs if not is_control(o)]
     ns_labels = namespace_labels(workload)
     plans = []
     for placement in (o for o in objs if _is_placement(o)):
         spec = placement_spec(placement)
-        placed = tuple(select(spec, workload, kinds, ns_labels))
-        dests = tuple(destinations(spec, wecs))
+        placed = memo.select(placement.name, spec, workload, ns_labels, kinds)
+        dests = memo.destinations(spec, wecs)
         reach: dict[str, str] = {}
         for dest in dests:
             reach.setdefault(dest.mailbox, dest.location_name)

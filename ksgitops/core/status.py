@@ -83,8 +83,7 @@ class Detail:
     """Everything known about one mailbox's rows; kept pickled in the memo, decoded when it changes."""
 
     reports: dict[str, tuple[str, str | None, str | None]]  # name -> (key, rel, reportedAt); rel None: invalid
-    inputs: dict[str, tuple[Any, ...]]  # rel -> what its row was computed from
-    rows: dict[str, Row]
+    rows: dict[str, Row]  # a row also records what it was computed from (`_same_inputs`)
 
 
 @dataclass
@@ -292,17 +291,20 @@ def _rows_of_mailbox(mb: str, old: Detail | None, reaching: list[_PlanView], run
     listing = run.source.listing(mb)
     reports, problems, by_rel = _reports(listing, old, run)
     infos = _infos(reaching)
-    inputs: dict[str, tuple[Any, ...]] = {}
     rows: dict[str, Row] = {}
     for rel in sorted(set(listing.objects) & set(infos)):
         report = by_rel.get(rel)
         now = (listing.objects[rel], listing.patches.get(rel, ""), report, infos[rel])
-        inputs[rel] = now
-        if old is not None and old.inputs.get(rel) == now:
-            rows[rel] = old.rows[rel]
-            continue
-        rows[rel] = _row(now, run)
-    return Detail(reports, inputs, rows), problems
+        before = old.rows.get(rel) if old is not None else None
+        rows[rel] = before if before is not None and _same_inputs(before, now) else _row(now, run)
+    return Detail(reports, rows), problems
+
+
+def _same_inputs(row: Row, inputs: tuple[Any, ...]) -> bool:
+    """The row was computed from these inputs (the object text follows from the object sent)."""
+    data, patch, report, (wds, placements, singleton, _text) = inputs
+    return (row.data, row.patch, row.report, row.wds, row.placements, row.singleton) == \
+        (data, patch, report[1] if report else "", wds, placements, singleton)
 
 
 def _last_report(detail: Detail) -> str | None:
