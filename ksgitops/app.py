@@ -264,3 +264,78 @@ def _source_of(commit: Any) -> str:
         if line.startswith(f"{SOURCE_TRAILER}: "):
             return line.split(": ", 1)[1].strip()
     return str(commit.id)
+
+
+# --- publishing: commit, then push without force, recomputing on a moved remote ----------------------
+
+@dataclass
+class PublishOutcome:
+    reconciled: ReconcileOutcome | None
+    status: StatusOutcome | None
+    head: str  # the branch head after the run (pushed when `pushed`)
+    pushed: bool
+    attempts: int
+
+
+def publish(path: Path, branch: str, remote: str = "origin", retries: int | None = None,
+            do_reconcile: bool = True, do_status: bool = False,
+            sleep: Callable[[float], None] | None = None, on_retry: Callable[[int, str], None] | None = None,
+            progress: Callable[[int, int], None] | None = None) -> PublishOutcome:
+    """Reconcile (and/or summarize) the branch head, commit, push. A refused push means the remote
+    moved: fetch, put the branch on the new upstream head (our commits are dropped: generated files
+    are recomputed, never merged), recompute, push again, with jittered backoff, `retries` times
+    (default RepoConfig pushRetries); then fail loudly (GitError, exit 3). Never a forced push."""
+    import random
+    import time
+
+    from .io import git, remote as remotes
+    repo = git.open_repo(path)
+    ref = f"refs/heads/{branch}"
+    wait = sleep or time.sleep
+    attempt = 0
+    while True:
+        attempt += 1
+        reconciled = reconcile_commit(path, ref, progress) if do_reconcile else None
+        status = status_commit(path, ref) if do_status else None
+        limit = (reconciled or status).result.config.push_retries if retries is None else retries  # type: ignore[union-attr]
+        head = repo.references[ref].target
+        tracking = repo.references.get(f"refs/remotes/{remote}/{branch}")
+        if tracking is not None and tracking.target == head:
+            return PublishOutcome(reconciled, status, str(head), False, attempt)
+        try:
+            remotes.push(repo, branch, remote)
+            return PublishOutcome(reconciled, status, str(head), True, attempt)
+        except remotes.PushRejected as rejected:
+            if attempt > limit:
+                raise git.GitError(f"{rejected.problems[0].message}; gave up after {attempt} attempts "
+                                   f"(nothing was forced; run again)") from None
+            if on_retry is not None:
+                on_retry(attempt, rejected.problems[0].message)
+            wait(min(30.0, 0.25 * 2 ** (attempt - 1)) * (0.5 + random.random()))
+            upstream = remotes.fetch(repo, branch, remote)
+            move_branch(repo, ref, upstream)
+
+
+def branch_of(path: Path, source: str) -> str:
+    """The branch name a --source names (HEAD: the checked-out branch)."""
+    from .io import git
+    ref = git.branch_ref(git.open_repo(path), source)
+    if ref is None:
+        raise KsgitopsError(f"--push needs a branch, not {source!r}")
+    return ref[len("refs/heads/"):]
+
+
+def move_branch(repo: Any, ref: str, target: Any) -> None:
+    """Put a branch on `target`. In a checkout of that branch, the work tree and index follow, and
+    uncommitted changes to tracked files stop it (they would be lost)."""
+    from .io import git
+    if git.is_checked_out(repo, ref):
+        import pygit2
+        dirty = [p for p, flags in repo.status(untracked_files="no").items()
+                 if flags not in (pygit2.GIT_STATUS_CURRENT, pygit2.GIT_STATUS_IGNORED)]
+        if dirty:
+            raise git.GitError(f"the remote moved and the work tree has uncommitted changes "
+                               f"({', '.join(sorted(dirty)[:3])}); commit or stash them and run again")
+        repo.reset(target, pygit2.enums.ResetMode.HARD)
+    else:
+        repo.references.create(ref, target, force=True)

@@ -113,12 +113,19 @@ def _problem_json(p: Problem) -> dict[str, Any]:
 @REPO
 @click.option("--source", default=None, help="worktree (default) or a git REF (default HEAD with --commit).")
 @click.option("--commit", "do_commit", is_flag=True, help="Commit the generated files on the branch.")
+@click.option("--push", "do_push", is_flag=True, help="Commit, then push the branch (never forced; retried on a moved remote).")
+@click.option("--remote", default="origin", show_default=True, help="The remote to push to.")
 @click.option("-o", "output", type=click.Choice(["text", "json"]), default="text")
-def reconcile_cmd(repo: Path, source: str | None, do_commit: bool, output: str) -> None:
+def reconcile_cmd(repo: Path, source: str | None, do_commit: bool, do_push: bool, remote: str, output: str) -> None:
     """Write the generated files (mailboxes, SinglePlacementSlices)."""
+    do_commit = do_commit or do_push
     source = source or ("HEAD" if do_commit else app.WORKTREE)
     progress = _Progress("reconciling")
-    if do_commit:
+    pushed = None
+    if do_push:
+        published = app.publish(repo, app.branch_of(repo, source), remote, progress=progress)
+        outcome, pushed = published.reconciled, published.pushed  # type: ignore[assignment]
+    elif do_commit:
         outcome = app.reconcile_commit(repo, source, progress)
     else:
         outcome = app.reconcile_worktree(repo, progress, source)
@@ -126,9 +133,12 @@ def reconcile_cmd(repo: Path, source: str | None, do_commit: bool, output: str) 
     _print_problems(result.problems)
     if output == "json":
         _dump({"commit": outcome.commit, "changed": outcome.changed_roots, "wecs": len(result.wecs),
-               "problems": [_problem_json(p) for p in result.problems]})
+               "problems": [_problem_json(p) for p in result.problems],
+               **({"pushed": pushed} if pushed is not None else {})})
         return
     what = f"committed {outcome.commit[:12]}" if outcome.commit else ("no commit (unchanged)" if do_commit else "written")
+    if pushed is not None:
+        what += ", pushed" if pushed else ", nothing to push"
     click.echo(f"{len(result.wecs)} WECs, {len(outcome.changed_roots)} generated folders changed, {what}")
 
 
@@ -186,10 +196,16 @@ def explain(wec: str, obj: str | None, repo: Path, output: str) -> None:
 @click.option("--commit", "do_commit", is_flag=True,
               help="Summarize the branch head's mailboxes and commit the summary (only when it changed).")
 @click.option("--source", default="HEAD", show_default=True, help="The branch to summarize with --commit.")
+@click.option("--push", "do_push", is_flag=True, help="Commit, then push the branch (never forced).")
+@click.option("--remote", default="origin", show_default=True, help="The remote to push to.")
 @click.option("-o", "output", type=click.Choice(["text", "json"]), default="text")
-def status_cmd(repo: Path, do_commit: bool, source: str, output: str) -> None:
+def status_cmd(repo: Path, do_commit: bool, source: str, do_push: bool, remote: str, output: str) -> None:
     """Summarize the WECs' reported state: CombinedStatus files and STATUS.md."""
-    outcome = app.status_commit(repo, source) if do_commit else app.status_worktree(repo)
+    if do_push:
+        published = app.publish(repo, app.branch_of(repo, source), remote, do_reconcile=False, do_status=True)
+        outcome = published.status
+    else:
+        outcome = app.status_commit(repo, source) if do_commit else app.status_worktree(repo)
     counts = outcome.output.counts
     total = sum(counts.values())
     if output == "json":
@@ -263,6 +279,49 @@ def sync_cmd(mailbox: str, kubeconfig: str | None, context: str | None, repo: st
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())
     runner.run(interval, stop, show)
+
+
+@cli.command(name="run")
+@click.option("--repo", "repo_arg", required=True, help="A git URL (cloned bare into --workdir) or a local work tree.")
+@click.option("--branch", default="main", show_default=True)
+@click.option("--interval", type=float, default=60.0, show_default=True, help="Seconds between polls.")
+@click.option("--workdir", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Where clones live (default $KSGITOPS_WORKDIR, else ~/.cache/ksgitops).")
+@click.option("--port", type=int, default=8080, show_default=True, help="/healthz, /readyz, /metrics; 0: none.")
+@click.option("--log-format", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.option("--push-retries", type=int, default=None, help="Refused pushes to retry (default RepoConfig pushRetries).")
+@click.option("--no-status", is_flag=True, help="Reconcile only; do not summarize reported state.")
+@click.option("--watch", is_flag=True, help="Local work tree: react to file changes (debounced).")
+@click.option("--once", is_flag=True, help="Run one cycle and exit (0, or the failure's exit code).")
+def run_cmd(repo_arg: str, branch: str, interval: float, workdir: Path | None, port: int, log_format: str,
+            push_retries: int | None, no_status: bool, watch: bool, once: bool) -> None:
+    """The long-running loop: poll (or watch), reconcile, summarize, commit, push."""
+    import os
+    import signal
+    import threading
+
+    from . import runtime
+    from .io.serve import Observer, serve, setup_logging
+    logger = setup_logging(log_format)
+    observer = Observer(stall_after=max(300.0, 10 * interval))
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    signal.signal(signal.SIGINT, lambda *_: stop.set())
+    server = serve(port, observer) if port else None
+    try:
+        if runtime.is_url(repo_arg):
+            base = workdir or Path(os.environ.get("KSGITOPS_WORKDIR") or Path.home() / ".cache" / "ksgitops")
+            rt: Any = runtime.RemoteRuntime(repo_arg, branch, base, observer, push_retries, not no_status)
+        else:
+            rt = runtime.LocalRuntime(Path(repo_arg), observer, not no_status)
+        logger.info(f"ksgitops {__version__} running on {runtime.describe(repo_arg)} (branch {branch})",
+                    extra={"fields": {"event": "start", "interval": interval}})
+        code = runtime.loop(rt, interval, stop, once=once, watch=watch)
+    finally:
+        if server is not None:
+            server.shutdown()
+    if code:
+        sys.exit(code)
 
 
 def main(argv: list[str] | None = None) -> None:
