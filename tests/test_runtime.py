@@ -22,7 +22,7 @@ import pygit2
 import pytest
 
 from conftest import copy_example_sources, git, git_init
-from gitdaemon import GitDaemon
+from gitdaemon import GitDaemon, git_daemon  # noqa: F401 - the fixture
 from ksgitops import app, runtime
 from ksgitops.core.repoconfig import SOURCE_TRAILER
 from ksgitops.io.serve import Observer, serve
