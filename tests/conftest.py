@@ -10,6 +10,8 @@ from typing import Callable
 import pytest
 from click.testing import CliRunner
 
+pytest_plugins = ["kube_fixtures"]
+
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "examples" / "repo"
 GENERATED_MARKERS = ("-mb-", "/.ksgitops/")
