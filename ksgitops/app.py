@@ -81,15 +81,16 @@ def reconcile_worktree(path: Path, progress: Callable[[int, int], None] | None =
 
 
 def reconcile_commit(path: Path, source: str, progress: Callable[[int, int], None] | None = None,
-                     ) -> ReconcileOutcome:
+                     cache: Any = None) -> ReconcileOutcome:
     """Reconcile a commit and commit the result on its branch, reusing what a local cache
-    proves unchanged (a mailbox whose input digest and committed tree are both as cached)."""
+    proves unchanged (a mailbox whose input digest and committed tree are both as cached).
+    `cache`: a DiskCache kept by a long-running caller (else the repository's is read)."""
     from .io import git
     from .io.cache import DiskCache
     src = open_source(path, source)
     if src.ref_name is None:
         raise KsgitopsError(f"--commit needs --source HEAD or a branch name, not {source!r}")
-    cache = DiskCache.for_git_dir(src.repo.path)  # type: ignore[union-attr]
+    cache = cache or DiskCache.for_git_dir(src.repo.path)  # type: ignore[union-attr]
     base = src.snapshot.index  # type: ignore[attr-defined]
 
     def reuse(mailbox: str, digest: str) -> bool:
@@ -226,9 +227,10 @@ def status_worktree(path: Path) -> StatusOutcome:
     return StatusOutcome(result, output, changed, sorted(set(result.problems + output.problems)))
 
 
-def status_commit(path: Path, source: str = "HEAD", memo: Any = None) -> StatusOutcome:
+def status_commit(path: Path, source: str = "HEAD", memo: Any = None, cache: Any = None) -> StatusOutcome:
     """Summarize the mailboxes of a branch's head commit and commit the summary on that branch,
-    only when a summary changed. Reads the commit, not the work tree (bare repositories work)."""
+    only when a summary changed. Reads the commit, not the work tree (bare repositories work).
+    A long-running caller keeps `memo` (StatusMemo) and `cache` (DiskCache) in memory."""
     from .core.status import STATUS_MD, summarize
     from .io import git
     from .io import status_sources as ss
@@ -237,7 +239,7 @@ def status_commit(path: Path, source: str = "HEAD", memo: Any = None) -> StatusO
     if src.ref_name is None:
         raise KsgitopsError(f"--commit needs --source HEAD or a branch name, not {source!r}")
     repo, commit = src.repo, src.commit
-    cache = DiskCache.for_git_dir(repo.path)  # type: ignore[attr-defined]
+    cache = cache or DiskCache.for_git_dir(repo.path)  # type: ignore[attr-defined]
     result = placements_only(src, cache.content)
     cache.save_content()
     memo_file = ss.memo_path(repo.path, "git") if memo is None else None  # type: ignore[attr-defined]
@@ -280,7 +282,8 @@ class PublishOutcome:
 def publish(path: Path, branch: str, remote: str = "origin", retries: int | None = None,
             do_reconcile: bool = True, do_status: bool = False,
             sleep: Callable[[float], None] | None = None, on_retry: Callable[[int, str], None] | None = None,
-            progress: Callable[[int, int], None] | None = None) -> PublishOutcome:
+            progress: Callable[[int, int], None] | None = None, cache: Any = None, memo: Any = None
+            ) -> PublishOutcome:
     """Reconcile (and/or summarize) the branch head, commit, push. A refused push means the remote
     moved: fetch, put the branch on the new upstream head (our commits are dropped: generated files
     are recomputed, never merged), recompute, push again, with jittered backoff, `retries` times
@@ -295,8 +298,8 @@ def publish(path: Path, branch: str, remote: str = "origin", retries: int | None
     attempt = 0
     while True:
         attempt += 1
-        reconciled = reconcile_commit(path, ref, progress) if do_reconcile else None
-        status = status_commit(path, ref) if do_status else None
+        reconciled = reconcile_commit(path, ref, progress, cache) if do_reconcile else None
+        status = status_commit(path, ref, memo, cache) if do_status else None
         limit = (reconciled or status).result.config.push_retries if retries is None else retries  # type: ignore[union-attr]
         head = repo.references[ref].target
         tracking = repo.references.get(f"refs/remotes/{remote}/{branch}")

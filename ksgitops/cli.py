@@ -287,7 +287,8 @@ def sync_cmd(mailbox: str, kubeconfig: str | None, context: str | None, repo: st
 @click.option("--interval", type=float, default=60.0, show_default=True, help="Seconds between polls.")
 @click.option("--workdir", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Where clones live (default $KSGITOPS_WORKDIR, else ~/.cache/ksgitops).")
-@click.option("--port", type=int, default=8080, show_default=True, help="/healthz, /readyz, /metrics; 0: none.")
+@click.option("--port", type=int, default=8080, show_default=True, envvar="KSGITOPS_PORT",
+              help="/healthz, /readyz, /metrics; 0: none (env KSGITOPS_PORT).")
 @click.option("--log-format", type=click.Choice(["text", "json"]), default="text", show_default=True)
 @click.option("--push-retries", type=int, default=None, help="Refused pushes to retry (default RepoConfig pushRetries).")
 @click.option("--no-status", is_flag=True, help="Reconcile only; do not summarize reported state.")

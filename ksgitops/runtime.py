@@ -71,10 +71,13 @@ class RemoteRuntime:
         self.observer = observer
         self.retries = retries
         self.status = status
+        from .core.status import StatusMemo
+        from .io.cache import DiskCache
         self.repo = remote.clone(url, self.path, branch)
         self.last_head: str | None = None
         self.last_keys: Keys | None = None
-        self._parse_cache: dict[Any, Any] = {}
+        self.cache = DiskCache.for_git_dir(self.repo.path)  # kept in memory from cycle to cycle
+        self.memo = StatusMemo()
 
     def cycle(self) -> CycleResult:
         from .io import remote
@@ -91,9 +94,10 @@ class RemoteRuntime:
             self.last_head = str(upstream)
             return CycleResult("generated-only", time.perf_counter() - started, self.last_head)
         outcome = app.publish(self.path, self.branch, retries=self.retries, do_reconcile=do_reconcile,
-                              do_status=do_status, on_retry=self._retrying)
+                              do_status=do_status, on_retry=self._retrying, cache=self.cache, memo=self.memo)
+        self.cache.next_run()
         self.last_head = outcome.head
-        self.last_keys = self.keys(outcome.head)
+        self.last_keys = keys if outcome.attempts == 1 else self.keys(outcome.head)  # ours touch neither
         result = (outcome.reconciled or outcome.status).result  # type: ignore[union-attr]
         self.observer.wecs.set(len(result.wecs))
         self.observer.objects.set(sum(len(p.placed) for plans in result.placements.values() for p in plans))
@@ -108,11 +112,12 @@ class RemoteRuntime:
         from .core.load import load
         from .io import git
         snapshot = git.TreeSnapshot(self.repo, self.repo[commit].peel(git.pygit2.Commit).tree)
-        loaded = load(snapshot, self._parse_cache)
+        loaded = load(snapshot, self.cache.content)
         config = snapshot.file("ksgitops.yaml")
         sources = repr((sorted(loaded.digests.items()), config.key if config else ""))
-        reports = repr([(mb, snapshot.index.entry_id(f"spaces/{mb}/reported"),
-                         snapshot.index.entry_id(f"spaces/{mb}/upsynced")) for mb in sorted(loaded.mailboxes)])
+        found = ((mb, snapshot.index.entry_id(f"spaces/{mb}/reported"), snapshot.index.entry_id(f"spaces/{mb}/upsynced"))
+                 for mb in sorted(loaded.mailboxes))
+        reports = repr([item for item in found if item[1] or item[2]])  # a new, silent mailbox is not news
         return Keys(hashlib.blake2b(sources.encode()).hexdigest(), hashlib.blake2b(reports.encode()).hexdigest())
 
     def _retrying(self, attempt: int, reason: str) -> None:

@@ -58,6 +58,12 @@ class DiskCache:
     def for_git_dir(cls, git_dir: str) -> "DiskCache":
         return cls(Path(git_dir) / "ksgitops" / "cache.pickle")
 
+    def next_run(self) -> None:
+        """For a long-running process: keep only what the last run used, and start counting anew."""
+        self.content = TouchedDict(self.content.used())
+        self._loaded_keys = frozenset(self.content)
+        self._loaded_mailboxes = dict(self.mailboxes)
+
     def save_content(self) -> None:
         """Save after a run that did not commit: the mailbox entries stay as they were."""
         self.save(self.mailboxes)

@@ -1,0 +1,334 @@
+"""`ksgitops collect`: the real `kubernetes` client reading WECs (loopback KubeServers, or a real
+cluster with KSGITOPS_TEST_KUBECONFIG) into the mailboxes' reported/ folders."""
+from __future__ import annotations
+
+import copy
+import json
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+from conftest import write_tree
+from kube_fixtures import Wec
+from ksgitops.agent import CONTEXT_ANNOTATION, Desired, desired_objects
+from ksgitops.io.fs import WorkTreeSnapshot
+
+FLORIN, GUILDER = "imw1-mb-florin", "imw1-mb-guilder"
+TOKEN = "kubeserver-dummy-token"
+
+
+def mailbox_objects(repo: Path, mailbox: str) -> list[Desired]:
+    files = WorkTreeSnapshot(repo).read_tree(f"spaces/{mailbox}")
+    assert files is not None, f"no mailbox {mailbox}"
+    return desired_objects(files)
+
+
+def reports(repo: Path, mailbox: str) -> dict[str, dict]:
+    """{rel: document} of the mailbox's reported/ folder."""
+    folder = repo / "spaces" / mailbox / "reported"
+    return {str(p.relative_to(folder))[: -len(".yaml")]: yaml.safe_load(p.read_text())
+            for p in sorted(folder.rglob("*.yaml"))} if folder.is_dir() else {}
+
+
+def report_bytes(repo: Path, mailbox: str) -> dict[str, bytes]:
+    folder = repo / "spaces" / mailbox / "reported"
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def healthy_status(d: Desired) -> dict | None:
+    want = (d.body.get("spec") or {}).get("replicas", 1)
+    if d.kind == "ReplicaSet":
+        return {"observedGeneration": 1, "replicas": want, "fullyLabeledReplicas": want, "readyReplicas": want,
+                "availableReplicas": want}
+    if d.kind == "Deployment":
+        return {"observedGeneration": 1, "replicas": want, "updatedReplicas": want, "readyReplicas": want,
+                "availableReplicas": want, "conditions": [{"type": "Available", "status": "True",
+                                                           "reason": "MinimumReplicasAvailable"}]}
+    return None
+
+
+def seed(server, objects: list[Desired], skip: tuple[str, ...] = ()) -> None:
+    """Put the mailbox's objects on the server as an agent would have (Namespaces first), healthy."""
+    for d in sorted(objects, key=lambda d: (d.phase, d.rel)):
+        if d.rel in skip:
+            continue
+        body = copy.deepcopy(d.body)
+        status = healthy_status(d)
+        if status:
+            body["status"] = status
+        server.put(body)
+
+
+def group_version(d: Desired) -> tuple[str, str]:
+    group, _, version = d.api_version.rpartition("/")
+    return group, version
+
+
+@pytest.fixture
+def fleet(example_git: Path, cli) -> Path:
+    """The example, reconciled and committed: mailboxes imw1-mb-florin and imw1-mb-guilder."""
+    result = cli("reconcile", str(example_git), "--commit")
+    assert result.code == 0, result
+    assert {FLORIN, GUILDER} <= {p.name for p in (example_git / "spaces").iterdir()}
+    return example_git
+
+
+def collect(cli, repo: Path, kubeconfig: Path, *extra: str):
+    return cli("collect", str(repo), "--kubeconfig", str(kubeconfig), *extra)
+
+
+def test_collect_writes_the_servers_status_for_every_object_present(fleet: Path, cli, kube_wecs) -> None:
+    wecs = kube_wecs(["florin", "guilder"])
+    florin, guilder = mailbox_objects(fleet, FLORIN), mailbox_objects(fleet, GUILDER)
+    absent = next(d.rel for d in guilder if d.kind == "ConfigMap")
+    seed(wecs.servers["florin"], florin)
+    seed(wecs.servers["guilder"], guilder, skip=(absent,))
+    rs = next(d for d in florin if d.kind == "ReplicaSet")
+    wecs.servers["florin"].set_status("apps", "v1", "replicasets", rs.namespace, rs.name,
+                                      {"observedGeneration": 1, "replicas": 1, "availableReplicas": 0})
+
+    result = collect(cli, fleet, wecs.kubeconfig, "-o", "json")
+    assert result.code == 0, result
+    out = json.loads(result.out)
+    assert out["collected"] == ["florin", "guilder"] and out["unreachable"] == {} and out["skipped"] == {}
+    assert sorted(out["changed"]) == [FLORIN, GUILDER]
+
+    for mailbox, objects, server, missing in ((FLORIN, florin, wecs.servers["florin"], set()),
+                                              (GUILDER, guilder, wecs.servers["guilder"], {absent})):
+        found = reports(fleet, mailbox)
+        expected = {d.rel for d in objects} - missing
+        assert set(found) == expected  # an object absent on the WEC gets no report
+        for d in objects:
+            if d.rel not in expected:
+                continue
+            doc = found[d.rel]
+            live = server.get(*group_version(d), d.resource, d.namespace or None, d.name)
+            identity = {"apiVersion": d.api_version, "kind": d.kind, "name": d.name,
+                        "generation": live["metadata"]["generation"], **({"namespace": d.namespace} if d.namespace else {})}
+            assert doc["object"] == identity
+            assert doc.get("status") == live.get("status")
+            assert isinstance(doc["reportedAt"], str) and doc["reportedAt"].endswith("Z")
+    assert reports(fleet, FLORIN)[rs.rel]["status"]["availableReplicas"] == 0
+
+
+def test_a_second_collect_of_unchanged_state_rewrites_nothing(fleet: Path, cli, kube_wecs) -> None:
+    wecs = kube_wecs(["florin", "guilder"])
+    florin = mailbox_objects(fleet, FLORIN)
+    seed(wecs.servers["florin"], florin)
+    seed(wecs.servers["guilder"], mailbox_objects(fleet, GUILDER))
+    assert collect(cli, fleet, wecs.kubeconfig).code == 0
+    before = report_bytes(fleet, FLORIN)
+    stamps = {p: p.stat().st_mtime_ns for p in (fleet / "spaces" / FLORIN / "reported").rglob("*.yaml")}
+    time.sleep(1.1)  # a rewrite would carry another reportedAt second
+
+    result = collect(cli, fleet, wecs.kubeconfig, "-o", "json")
+    assert result.code == 0, result
+    assert json.loads(result.out)["changed"] == []
+    assert report_bytes(fleet, FLORIN) == before
+    assert {p: p.stat().st_mtime_ns for p in stamps} == stamps
+
+    # one status changes: only that report is rewritten, with a newer reportedAt
+    rs = next(d for d in florin if d.kind == "ReplicaSet")
+    wecs.servers["florin"].set_status("apps", "v1", "replicasets", rs.namespace, rs.name,
+                                      {"observedGeneration": 1, "replicas": 2, "availableReplicas": 1})
+    result = collect(cli, fleet, wecs.kubeconfig, "-o", "json")
+    assert json.loads(result.out)["changed"] == [FLORIN]
+    after = report_bytes(fleet, FLORIN)
+    changed = {name for name in after if after[name] != before.get(name)}
+    assert changed == {f"{rs.rel}.yaml"}
+    assert reports(fleet, FLORIN)[rs.rel]["reportedAt"] > yaml.safe_load(before[f"{rs.rel}.yaml"])["reportedAt"]
+
+
+def test_stale_reports_go_when_the_object_leaves_the_mailbox_or_the_wec(fleet: Path, cli, kube_wecs) -> None:
+    wecs = kube_wecs(["florin", "guilder"])
+    florin = mailbox_objects(fleet, FLORIN)
+    seed(wecs.servers["florin"], florin)
+    stale = "core/configmaps/commonstuff/not-sent-any-more"
+    write_tree(fleet / "spaces" / FLORIN / "reported", {
+        f"{stale}.yaml": yaml.safe_dump({"object": {"apiVersion": "v1", "kind": "ConfigMap", "namespace": "commonstuff",
+                                                    "name": "not-sent-any-more"}, "reportedAt": "2020-01-01T00:00:00Z"}),
+        "core/configmaps/commonstuff/httpd-htdocs.yml": "object: {}\n",  # not a name collect writes
+    })
+    assert collect(cli, fleet, wecs.kubeconfig).code == 0
+    assert set(reports(fleet, FLORIN)) == {d.rel for d in florin}
+    assert not (fleet / "spaces" / FLORIN / "reported" / "core/configmaps/commonstuff/httpd-htdocs.yml").exists()
+
+    cm = next(d for d in florin if d.kind == "ConfigMap")
+    wecs.servers["florin"].delete("", "v1", "configmaps", cm.namespace, cm.name)
+    assert collect(cli, fleet, wecs.kubeconfig).code == 0
+    assert set(reports(fleet, FLORIN)) == {d.rel for d in florin} - {cm.rel}
+
+
+def test_an_unreachable_wec_is_one_line_exit_3_and_the_others_are_collected(fleet: Path, cli, kube_wecs) -> None:
+    wecs = kube_wecs(["florin", "guilder"])
+    seed(wecs.servers["florin"], mailbox_objects(fleet, FLORIN))
+    wecs.servers["guilder"].unreachable = True
+
+    result = collect(cli, fleet, wecs.kubeconfig, "--timeout", "3")
+    assert result.code == 3, result
+    lines = [line for line in result.err.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("guilder: unreachable: "), result.err
+    assert "Traceback" not in result.err and TOKEN not in result.err + result.out
+    assert set(reports(fleet, FLORIN)) == {d.rel for d in mailbox_objects(fleet, FLORIN)}
+    assert reports(fleet, GUILDER) == {}
+
+
+def test_a_slow_wec_times_out_without_holding_up_the_others(fleet: Path, cli, kube_wecs) -> None:
+    wecs = kube_wecs(["florin", "guilder"])
+    seed(wecs.servers["florin"], mailbox_objects(fleet, FLORIN))
+    wecs.servers["guilder"].delay = 5.0
+    started = time.monotonic()
+    result = collect(cli, fleet, wecs.kubeconfig, "--timeout", "0.5", "-o", "json")
+    assert time.monotonic() - started < 4
+    assert result.code == 3, result
+    out = json.loads(result.out)
+    assert out["collected"] == ["florin"] and "timed out" in out["unreachable"]["guilder"]
+
+
+def test_a_wec_without_a_kubeconfig_context_is_skipped_and_counted(fleet: Path, cli, kube_wecs) -> None:
+    wecs = kube_wecs(["florin", "elsewhere"])
+    seed(wecs.servers["florin"], mailbox_objects(fleet, FLORIN))
+    result = collect(cli, fleet, wecs.kubeconfig, "-o", "json")
+    assert result.code == 0, result
+    out = json.loads(result.out)
+    assert out["collected"] == ["florin"] and list(out["skipped"]) == ["guilder"]
+    assert "guilder" not in result.err
+    assert collect(cli, fleet, wecs.kubeconfig).out.strip().endswith("1 skipped (no kubeconfig context or mailbox)")
+
+
+def test_the_synctarget_annotation_names_the_context(fleet: Path, cli, kube_wecs) -> None:
+    inventory = fleet / "spaces" / "imw1" / "florin.yaml"
+    docs = list(yaml.safe_load_all(inventory.read_text()))
+    docs[0]["metadata"]["annotations"] = {CONTEXT_ANNOTATION: "prod-eu-1"}
+    inventory.write_text(yaml.safe_dump_all(docs))
+    assert cli("reconcile", str(fleet)).code == 0
+    wecs = kube_wecs(["prod-eu-1", "florin"])  # a context named florin exists too: the annotation wins
+    seed(wecs.servers["prod-eu-1"], mailbox_objects(fleet, FLORIN))
+    result = collect(cli, fleet, wecs.kubeconfig, "-o", "json")
+    assert result.code == 0, result
+    assert json.loads(result.out)["collected"] == ["florin"]
+    assert set(reports(fleet, FLORIN)) == {d.rel for d in mailbox_objects(fleet, FLORIN)}
+    assert wecs.servers["florin"].requests == []  # the server of the context named like the SyncTarget is not read
+
+
+SECRET_WDS = {
+    "spaces/wmw-t/placement.yaml": """
+apiVersion: edge.kubestellar.io/v2alpha1
+kind: EdgePlacement
+metadata: {name: edge-placement-t}
+spec:
+  locationSelectors: [{matchLabels: {env: prod}}]
+  downsync:
+  - apiGroup: ""
+    resources: [secrets]
+    namespaces: [secretstuff]
+""",
+    "spaces/wmw-t/secret.yaml": """
+apiVersion: v1
+kind: Secret
+metadata: {name: creds, namespace: secretstuff}
+type: Opaque
+data: {password: c3VwZXJzZWNyZXQtdmFsdWU=}
+""",
+}
+
+
+def test_a_secrets_report_carries_no_data(example_git: Path, cli, kube_wecs) -> None:
+    write_tree(example_git, SECRET_WDS)
+    assert cli("reconcile", str(example_git)).code == 0
+    wecs = kube_wecs(["florin", "guilder"])
+    objects = mailbox_objects(example_git, FLORIN)
+    secret = next(d for d in objects if d.kind == "Secret")
+    seed(wecs.servers["florin"], objects)
+    odd = copy.deepcopy(secret.body)
+    odd["status"] = {"echo": odd["data"]["password"]}  # even a Secret that has a status: never reported
+    wecs.servers["florin"].put(odd)
+    result = collect(cli, example_git, wecs.kubeconfig)
+    assert result.code == 0, result
+    doc = reports(example_git, FLORIN)[secret.rel]
+    assert doc["object"]["kind"] == "Secret" and "status" not in doc
+    text = (example_git / "spaces" / FLORIN / "reported" / f"{secret.rel}.yaml").read_text()
+    for leak in ("c3VwZXJzZWNyZXQtdmFsdWU=", "supersecret", "password"):
+        assert leak not in text and leak not in result.out + result.err
+
+
+def test_status_reflects_the_collected_health(fleet: Path, cli, kube_wecs) -> None:
+    before = json.loads(cli("status", str(fleet), "-o", "json").out)
+    assert before["health"].get("Missing", 0) == sum(before["health"].values()) > 0  # nothing reported yet
+    wecs = kube_wecs(["florin", "guilder"])
+    seed(wecs.servers["florin"], mailbox_objects(fleet, FLORIN))
+    seed(wecs.servers["guilder"], mailbox_objects(fleet, GUILDER))
+    assert collect(cli, fleet, wecs.kubeconfig).code == 0
+    after = json.loads(cli("status", str(fleet), "-o", "json").out)
+    assert after["health"] == {"Healthy": sum(before["health"].values())}, after
+
+    rs = next(d for d in mailbox_objects(fleet, GUILDER) if d.kind == "ReplicaSet")
+    wecs.servers["guilder"].set_status("apps", "v1", "replicasets", rs.namespace, rs.name,
+                                       {"observedGeneration": 1, "replicas": 1, "availableReplicas": 0})
+    assert collect(cli, fleet, wecs.kubeconfig).code == 0
+    after = json.loads(cli("status", str(fleet), "-o", "json").out)
+    assert after["health"].get("Progressing") == 1
+    assert "guilder" in (fleet / "STATUS.md").read_text()
+
+
+def test_an_unreadable_kubeconfig_is_one_line(fleet: Path, cli, tmp_path: Path) -> None:
+    bad = tmp_path / "kubeconfig"
+    bad.write_text("clusters: [\n")
+    result = collect(cli, fleet, bad)
+    assert result.code == 3 and "Traceback" not in result.err
+    assert result.err.strip().count("\n") == 0 and "kubeconfig" in result.err
+
+
+MINIMAL = {
+    "spaces/inv/edge1.yaml": """
+apiVersion: edge.kubestellar.io/v2alpha1
+kind: SyncTarget
+metadata:
+  name: edge1
+  labels: {id: edge1}
+  annotations: {ksgitops.kubestellar.io/kubeconfig-context: CONTEXT}
+---
+apiVersion: edge.kubestellar.io/v2alpha1
+kind: Location
+metadata: {name: edge1, labels: {env: test}}
+spec:
+  resource: {group: edge.kubestellar.io, version: v2alpha1, resource: synctargets}
+  instanceSelector: {matchLabels: {id: edge1}}
+""",
+    "spaces/wds/placement.yaml": """
+apiVersion: edge.kubestellar.io/v2alpha1
+kind: EdgePlacement
+metadata: {name: p}
+spec:
+  locationSelectors: [{matchLabels: {env: test}}]
+  downsync:
+  - apiGroup: ""
+    resources: [configmaps]
+    namespaces: [NAMESPACE]
+""",
+    "spaces/wds/cm.yaml": """
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: settings, namespace: NAMESPACE}
+data: {color: blue}
+""",
+}
+
+
+def test_collect_from_any_cluster(tree, cli, kube_wec: Wec, unique_ns: str) -> None:
+    """Runs against the loopback server, or a real cluster with KSGITOPS_TEST_KUBECONFIG."""
+    repo = tree({path: text.replace("CONTEXT", kube_wec.context).replace("NAMESPACE", unique_ns)
+                 for path, text in MINIMAL.items()})
+    assert cli("reconcile", str(repo)).code == 0
+    from kubernetes import client
+    with kube_wec.api_client() as api:
+        client.CoreV1Api(api).create_namespaced_config_map(unique_ns, {
+            "apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "settings", "namespace": unique_ns},
+            "data": {"color": "blue"}})
+    result = collect(cli, repo, kube_wec.kubeconfig, "-o", "json")
+    assert result.code == 0, result
+    found = reports(repo, "inv-mb-edge1")
+    assert f"core/configmaps/{unique_ns}/settings" in found
+    assert found[f"core/namespaces/_cluster/{unique_ns}"]["status"]["phase"] == "Active"
