@@ -12,6 +12,7 @@ from typing import Any, Callable, MutableMapping
 
 from .core import diff as diffs
 from .core.pipeline import Result, reconcile
+from .core.repoconfig import parse_repo_config
 from .core.snapshot import Snapshot
 from .core.tree import FileTree, same_files
 from .model import KsgitopsError
@@ -201,6 +202,7 @@ class StatusOutcome:
     changed: list[str]  # status roots rewritten, and STATUS.md when it changed
     problems: list[Any]
     commit: str | None = None
+    folded: Any = None  # FoldOutcome, with --commit
 
 
 STATUS_SUBJECT = "ksgitops: status {source_short}"
@@ -227,14 +229,49 @@ def status_worktree(path: Path) -> StatusOutcome:
     return StatusOutcome(result, output, changed, sorted(set(result.problems + output.problems)))
 
 
-def status_commit(path: Path, source: str = "HEAD", memo: Any = None, cache: Any = None) -> StatusOutcome:
-    """Summarize the mailboxes of a branch's head commit and commit the summary on that branch,
-    only when a summary changed. Reads the commit, not the work tree (bare repositories work).
-    A long-running caller keeps `memo` (StatusMemo) and `cache` (DiskCache) in memory."""
+@dataclass
+class FoldOutcome:
+    commit: str | None
+    folded: list[str]  # mailboxes whose reported/ or upsynced/ came in
+    problems: list[Any]
+
+
+FOLD_SUBJECT = "ksgitops: fold in reports of {affected} WECs"
+
+
+def fold_in(path: Path, source: str = "HEAD", cache: Any = None) -> FoldOutcome:
+    """Commit the per-WEC report refs' reported/ and upsynced/ into their mailboxes (io/foldin.py)."""
+    from .core.load import load
+    from .io import foldin, git
+    from .io.cache import DiskCache
+    src = open_source(path, source)
+    if src.ref_name is None:
+        raise KsgitopsError(f"--commit needs --source HEAD or a branch name, not {source!r}")
+    repo, commit = src.repo, src.commit
+    cache = cache or DiskCache.for_git_dir(repo.path)  # type: ignore[attr-defined]
+    loaded = load(src.snapshot, cache.content)
+    planned = foldin.plan(repo, src.snapshot.index, set(loaded.mailboxes))  # type: ignore[arg-type, attr-defined]
+    if not planned.generated:
+        return FoldOutcome(None, [], planned.problems)
+    config, _ = parse_repo_config(loaded.config)
+    committed = git.commit_generated(
+        repo, src.ref_name, commit, planned.generated, git.signature(config.author_name, config.author_email),  # type: ignore[arg-type]
+        config.commit_message(_source_of(commit), len(planned.folded), subject=FOLD_SUBJECT),
+        checkout=git.is_checked_out(repo, src.ref_name))  # type: ignore[arg-type]
+    return FoldOutcome(committed.commit, planned.folded, planned.problems)
+
+
+def status_commit(path: Path, source: str = "HEAD", memo: Any = None, cache: Any = None,
+                  fold: bool = True) -> StatusOutcome:
+    """Fold in the report refs (`fold`), then summarize the mailboxes of the branch head and
+    commit the summary on that branch, only when a summary changed. Reads commits, not the work
+    tree (bare repositories work). A long-running caller keeps `memo` (StatusMemo) and `cache`
+    (DiskCache) in memory."""
     from .core.status import STATUS_MD, summarize
     from .io import git
     from .io import status_sources as ss
     from .io.cache import DiskCache
+    folded = fold_in(path, source, cache) if fold else FoldOutcome(None, [], [])
     src = open_source(path, source)
     if src.ref_name is None:
         raise KsgitopsError(f"--commit needs --source HEAD or a branch name, not {source!r}")
@@ -256,7 +293,8 @@ def status_commit(path: Path, source: str = "HEAD", memo: Any = None, cache: Any
     new = git.TreeIndex(repo, repo[committed.tree])  # type: ignore[arg-type, index]
     ss.save_memo(memo_file, memo)
     return StatusOutcome(result, output, git.changed_roots(base, new, list(generated)),
-                         sorted(set(result.problems + output.problems)), committed.commit)
+                         sorted(set(result.problems + output.problems + folded.problems)), committed.commit,
+                         folded)
 
 
 def _source_of(commit: Any) -> str:

@@ -281,6 +281,22 @@ def sync_cmd(mailbox: str, kubeconfig: str | None, context: str | None, repo: st
     runner.run(interval, stop, show)
 
 
+@cli.command(name="fold-in")
+@REPO
+@click.option("--source", default="HEAD", show_default=True, help="The branch to commit on.")
+@click.option("-o", "output", type=click.Choice(["text", "json"]), default="text")
+def fold_in_cmd(repo: Path, source: str, output: str) -> None:
+    """Commit the WECs' report refs (refs/heads/ksgitops/reported/<mailbox>) into their mailboxes."""
+    outcome = app.fold_in(repo, source)
+    if output == "json":
+        _dump({"commit": outcome.commit, "folded": outcome.folded,
+               "problems": [_problem_json(p) for p in outcome.problems]})
+        return
+    _print_problems(outcome.problems)
+    what = f"committed {outcome.commit[:12]}" if outcome.commit else "no commit (nothing new)"
+    click.echo(f"{len(outcome.folded)} WECs' reports folded in, {what}")
+
+
 @cli.command(name="run")
 @click.option("--repo", "repo_arg", required=True, help="A git URL (cloned bare into --workdir) or a local work tree.")
 @click.option("--branch", default="main", show_default=True)

@@ -28,6 +28,7 @@ from .io.serve import Observer
 from .model import KsgitopsError
 
 log = logging.getLogger("ksgitops")
+REPORT_REFS = "+refs/heads/ksgitops/reported/*:refs/remotes/origin/ksgitops/reported/*"
 
 
 def is_url(repo: str) -> bool:
@@ -76,20 +77,24 @@ class RemoteRuntime:
         self.repo = remote.clone(url, self.path, branch)
         self.last_head: str | None = None
         self.last_keys: Keys | None = None
+        self.last_refs: dict[str, str] = {}
         self.cache = DiskCache.for_git_dir(self.repo.path)  # kept in memory from cycle to cycle
         self.memo = StatusMemo()
 
     def cycle(self) -> CycleResult:
         from .io import remote
         started = time.perf_counter()
-        upstream = remote.fetch(self.repo, self.branch)
-        if str(upstream) == self.last_head:
+        upstream = remote.fetch(self.repo, self.branch, extra=(REPORT_REFS,) if self.status else ())
+        refs = self._report_refs()
+        if str(upstream) == self.last_head and refs == self.last_refs:
             return CycleResult("idle", time.perf_counter() - started, self.last_head)
         app.move_branch(self.repo, f"refs/heads/{self.branch}", upstream)
         keys = self.keys(str(upstream))
         last = self.last_keys
         do_reconcile = last is None or keys.sources != last.sources
-        do_status = self.status and (do_reconcile or last is None or keys.reports != last.reports)
+        do_status = self.status and (do_reconcile or last is None or keys.reports != last.reports
+                                     or refs != self.last_refs)
+        self.last_refs = refs
         if not (do_reconcile or do_status):
             self.last_head = str(upstream)
             return CycleResult("generated-only", time.perf_counter() - started, self.last_head)
@@ -107,6 +112,11 @@ class RemoteRuntime:
             self.observer.commits.inc(len(commits) or 1)
         return CycleResult("reconciled" if do_reconcile else "summarized", time.perf_counter() - started,
                            outcome.head, outcome.pushed, commits)
+
+    def _report_refs(self) -> dict[str, str]:
+        """The WECs' report refs as fetched (ksgitops sync pushes them; status folds them in)."""
+        prefix = REPORT_REFS.split(":", 1)[1].rstrip("*")
+        return {n: str(self.repo.references[n].target) for n in self.repo.references if n.startswith(prefix)}
 
     def keys(self, commit: str) -> Keys:
         from .core.load import load

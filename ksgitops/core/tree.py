@@ -8,6 +8,7 @@ subtree object).
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Iterator, Union
 
 
@@ -19,11 +20,18 @@ class _Marker:
         return self.name
 
 
+@dataclass(frozen=True)
+class Subtree:
+    """An existing git tree, by id (hex), to be linked in as it is (the report-ref fold-in)."""
+
+    id: str
+
+
 KEEP = _Marker("KEEP")
 REUSE = _Marker("REUSE")
 
 FileTree = dict[str, Union[bytes, "FileTree", _Marker]]
-Generated = dict[str, Union[FileTree, _Marker, bytes, None]]
+Generated = dict[str, Union[FileTree, _Marker, bytes, Subtree, None]]
 
 
 def put(tree: FileTree, path: str, content: bytes | _Marker | FileTree) -> None:

@@ -15,7 +15,7 @@ from typing import Any
 import pygit2
 
 from ..core.snapshot import SourceFile, is_source_path
-from ..core.tree import KEEP, REUSE, FileTree, Generated
+from ..core.tree import KEEP, REUSE, FileTree, Generated, Subtree
 from ..model import GitError, KsgitopsError
 from .fs import WorkTreeSnapshot, swap_in
 from .pack import object_id, tree_content, write_pack
@@ -172,6 +172,9 @@ class TreeWriter:
             if isinstance(change, _Set) and isinstance(change.tree, bytes):  # a file root (STATUS.md)
                 entries[name] = (BLOB_MODE, self._blob(change.tree))
                 continue
+            if isinstance(change, _Set) and isinstance(change.tree, Subtree):  # an existing tree, linked in
+                entries[name] = (TREE_MODE, bytes.fromhex(change.tree.id))
+                continue
             if isinstance(change, _Set):
                 raw = self._tree(change.tree, old_tree) if change.tree is not None else None
             else:
@@ -217,7 +220,7 @@ class TreeWriter:
 
 @dataclass
 class _Set:
-    tree: FileTree | bytes | None
+    tree: FileTree | bytes | Subtree | None
 
 
 def _nest(changes: dict[str, Any]) -> dict[str, Any]:
@@ -289,7 +292,8 @@ def _checkout(repo: pygit2.Repository, tree: pygit2.Tree, old: pygit2.Tree, gene
             shutil.rmtree(workdir / root, ignore_errors=True)
             index.remove_directory(root)
         elif before is None or not (workdir / root).is_dir():  # a new root: write it whole
-            swap_in(workdir / root, generated[root])  # type: ignore[arg-type]
+            content = generated[root]
+            swap_in(workdir / root, _read(repo, repo[after.id]) if isinstance(content, Subtree) else content)  # type: ignore[arg-type]
             index.remove_directory(root)
             for path, oid, mode in _blobs(repo, repo[after.id], f"{root}/"):
                 index.add(pygit2.IndexEntry(path, oid, mode))

@@ -76,11 +76,12 @@ def clone(url: str, path: Path, branch: str) -> pygit2.Repository:
         raise GitError(f"{redact(url)}: clone failed: {_reason(e)}") from None
 
 
-def fetch(repo: pygit2.Repository, branch: str, remote: str = REMOTE) -> pygit2.Oid:
-    """Fetch `branch`; returns the remote's head (also at refs/remotes/<remote>/<branch>)."""
+def fetch(repo: pygit2.Repository, branch: str, remote: str = REMOTE, extra: tuple[str, ...] = ()) -> pygit2.Oid:
+    """Fetch `branch` (and the `extra` refspecs); returns the remote's head (also at
+    refs/remotes/<remote>/<branch>)."""
     tracking = f"refs/remotes/{remote}/{branch}"
     try:
-        repo.remotes[remote].fetch([f"+refs/heads/{branch}:{tracking}"], callbacks=Credentials(),
+        repo.remotes[remote].fetch([f"+refs/heads/{branch}:{tracking}", *extra], callbacks=Credentials(),
                                    depth=1 if repo.is_shallow else 0)
     except (pygit2.GitError, KeyError) as e:
         raise GitError(f"fetch of {branch} from {redact(_url(repo, remote))} failed: {_reason(e)}") from None

@@ -1,0 +1,100 @@
+"""Fold-in (DESIGN §6, issue 5): per-WEC report refs -> the mailboxes' reported/ and upsynced/.
+
+A `ksgitops sync` agent pushes its mailbox's reports to `refs/heads/ksgitops/reported/<mailbox>`
+(a commit whose tree is the branch head it read with only `spaces/<mailbox>/reported` and
+`spaces/<mailbox>/upsynced` replaced). The fold-in takes exactly those two subtrees of each ref, by
+tree id (nothing is copied or parsed), for that ref's own mailbox only, and only where they differ
+from the branch head: work in proportion to the refs that changed.
+
+A ref is rejected (a warning; its mailbox is left as it is) when its name is not a mailbox of the
+head, its `Ksgitops-Mailbox` trailer names another mailbox, or — when its `Ksgitops-Source` commit
+is in the repository — its tree differs from that commit anywhere outside its own two folders:
+a WEC can never write outside its mailbox.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import pygit2
+
+from ..core.tree import Generated, Subtree
+from ..model import Origin, Problem
+from ..names import dns1123_label_error
+from .git import TreeIndex
+
+PREFIXES = ("refs/heads/ksgitops/reported/", "refs/remotes/origin/ksgitops/reported/")
+FOLDERS = ("reported", "upsynced")
+SOURCE_TRAILER = "Ksgitops-Source"
+MAILBOX_TRAILER = "Ksgitops-Mailbox"
+
+
+@dataclass
+class FoldIn:
+    generated: Generated = field(default_factory=dict)
+    folded: list[str] = field(default_factory=list)
+    problems: list[Problem] = field(default_factory=list)
+
+
+def report_refs(repo: pygit2.Repository) -> dict[str, pygit2.Commit]:
+    """mailbox -> the newest commit among its report refs (local branch or fetched)."""
+    found: dict[str, pygit2.Commit] = {}
+    for name in repo.references:
+        prefix = next((p for p in PREFIXES if name.startswith(p)), None)
+        if prefix is None:
+            continue
+        commit = repo.references[name].peel(pygit2.Commit)
+        mailbox = name[len(prefix):]
+        if mailbox not in found or commit.commit_time > found[mailbox].commit_time:
+            found[mailbox] = commit
+    return found
+
+
+def plan(repo: pygit2.Repository, head: TreeIndex, mailboxes: set[str]) -> FoldIn:
+    out = FoldIn()
+    for mailbox, commit in sorted(report_refs(repo).items()):
+        ref_index = TreeIndex(repo, commit.tree)
+        roots = [f"spaces/{mailbox}/{folder}" for folder in FOLDERS]
+        if mailbox in mailboxes and all(ref_index.entry_id(r) == head.entry_id(r) for r in roots):
+            continue  # already folded in
+        problem = _rejected(repo, mailbox, mailboxes, commit, roots)
+        if problem:
+            out.problems.append(Problem(Origin(f"{PREFIXES[0]}{mailbox}"), problem, "warning"))
+            continue
+        for root in roots:
+            tree_id = ref_index.entry_id(root)
+            out.generated[root] = Subtree(tree_id) if tree_id else None
+        out.folded.append(mailbox)
+    return out
+
+
+def _rejected(repo: pygit2.Repository, mailbox: str, mailboxes: set[str], commit: pygit2.Commit,
+              roots: list[str]) -> str:
+    error = dns1123_label_error(mailbox)
+    if error:
+        return f"report ref rejected: mailbox name {error}"
+    if mailbox not in mailboxes:
+        return f"report ref rejected: there is no mailbox {mailbox} (its SyncTarget is gone?)"
+    trailers = _trailers(commit.message)
+    if trailers.get(MAILBOX_TRAILER, mailbox) != mailbox:
+        return f"report ref rejected: its commit is for mailbox {trailers[MAILBOX_TRAILER]}"
+    source = trailers.get(SOURCE_TRAILER)
+    if source is None:
+        return ""
+    try:
+        base = repo[source].peel(pygit2.Commit)
+    except (KeyError, ValueError):
+        return ""  # not fetched (a shallow clone): only the mailbox's own folders are taken anyway
+    for delta in repo.diff(base.tree, commit.tree).deltas:
+        path = delta.new_file.path or delta.old_file.path
+        if not any(path.startswith(f"{root}/") for root in roots):
+            return f"report ref rejected: it changes {path}, outside spaces/{mailbox}/reported and upsynced"
+    return ""
+
+
+def _trailers(message: str) -> dict[str, str]:
+    found = {}
+    for line in message.splitlines():
+        key, sep, value = line.partition(": ")
+        if sep and key in (SOURCE_TRAILER, MAILBOX_TRAILER):
+            found[key] = value.strip()
+    return found

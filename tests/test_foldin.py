@@ -1,0 +1,182 @@
+"""Fold-in of the WECs' report refs, and the whole loop end to end (issue 5 items 4 and 5).
+
+End to end: the central runtime reconciles a 3-WEC fleet served by a real `git daemon`; one
+`ksgitops sync` agent per WEC applies its mailbox to its own loopback API server (the real
+`kubernetes` client) and pushes reports to its own ref; the runtime's next cycle folds them in and
+STATUS.md shows every WEC healthy.
+"""
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pygit2
+import pytest
+
+from conftest import copy_example_sources, git, git_init
+from gitdaemon import GitDaemon, git_daemon  # noqa: F401 - the fixture
+from ksgitops import app, runtime
+from ksgitops.core.reported import dump_report
+from ksgitops.io.git import TreeIndex, TreeWriter
+from ksgitops.io.serve import Observer
+
+BRANCH = "main"
+WECS = ("florin", "guilder", "ducat")
+DUCAT = """apiVersion: edge.kubestellar.io/v2alpha1
+kind: SyncTarget
+metadata:
+  name: ducat
+  labels: {id: ducat, loc-name: ducat, env: prod}
+---
+apiVersion: edge.kubestellar.io/v2alpha1
+kind: Location
+metadata:
+  name: ducat
+  labels: {loc-name: ducat, env: prod}
+spec:
+  resource: {group: edge.kubestellar.io, version: v2alpha1, resource: synctargets}
+  instanceSelector:
+    matchLabels: {id: ducat}
+"""
+
+
+def three_wec_sources(tmp_path: Path) -> Path:
+    repo = copy_example_sources(tmp_path / "sources")
+    (repo / "spaces/imw1/ducat.yaml").write_text(DUCAT)
+    return git_init(repo)
+
+
+# --- end to end -----------------------------------------------------------------------------------
+
+def test_reconcile_sync_three_wecs_fold_in_status_healthy(git_daemon: GitDaemon, tmp_path: Path,  # noqa: F811
+                                                          kube_wecs: Any, cli) -> None:
+    bare = git_daemon.bare("fleet.git", three_wec_sources(tmp_path))
+    central = runtime.RemoteRuntime(git_daemon.url("fleet.git"), BRANCH, tmp_path / "central", Observer())
+    assert central.cycle().action == "reconciled"
+    wecs = kube_wecs(list(WECS))
+
+    def sync(wec: str) -> None:
+        found = cli("sync", "--mailbox", f"imw1-mb-{wec}", "--kubeconfig", str(wecs.kubeconfig), "--context", wec,
+                    "--repo", git_daemon.url("fleet.git"), "--once", "--cache-dir", str(tmp_path / f"agent-{wec}"))
+        assert found.code == 0, found.err
+
+    for wec in WECS:
+        sync(wec)
+    # the clusters' controllers: replica sets and deployments become available
+    for wec in WECS:
+        server = wecs.servers[wec]
+        for rs in server.objects("apps", "v1", "replicasets"):
+            server.set_status("apps", "v1", "replicasets", rs["metadata"]["namespace"], rs["metadata"]["name"],
+                              {"observedGeneration": 1, "replicas": 1, "readyReplicas": 1, "availableReplicas": 1})
+        for d in server.objects("apps", "v1", "deployments"):
+            server.set_status("apps", "v1", "deployments", d["metadata"]["namespace"], d["metadata"]["name"],
+                              {"observedGeneration": 1, "replicas": 1, "updatedReplicas": 1, "readyReplicas": 1,
+                               "availableReplicas": 1,
+                               "conditions": [{"type": "Available", "status": "True"}]})
+        sync(wec)
+    refs = git(bare, "for-each-ref", "--format=%(refname)", "refs/heads/ksgitops/reported")
+    assert refs.split() == [f"refs/heads/ksgitops/reported/imw1-mb-{w}" for w in sorted(WECS)]
+    before = git(bare, "rev-parse", BRANCH)
+    result = central.cycle()
+    assert result.action == "summarized" and result.pushed
+    assert git(bare, "merge-base", "--is-ancestor", before, BRANCH) == ""  # a fast-forward
+    status_md = git(bare, "show", f"{BRANCH}:STATUS.md")
+    for wec in WECS:
+        row = next(line for line in status_md.splitlines() if line.startswith(f"| {wec} |"))
+        healthy, total = row.rstrip(" |").rsplit("|", 1)[1].strip().split("/")
+        assert healthy == total and int(total) > 0, row
+        assert "| never |" not in row
+    assert "Nothing is broken." in status_md
+    reported = git(bare, "ls-tree", "-r", "--name-only", BRANCH, "spaces/imw1-mb-ducat/reported")
+    assert "apps/replicasets/commonstuff/commond.yaml" in reported
+    assert central.cycle().action == "idle"  # folded refs are not news twice
+
+
+# --- fold-in rules (a local repository, refs made with pygit2) ---------------------------------------
+
+def reconciled_repo(tmp_path: Path) -> pygit2.Repository:
+    repo_path = three_wec_sources(tmp_path)
+    app.reconcile_commit(repo_path, BRANCH)
+    return pygit2.Repository(str(repo_path))
+
+
+def report_ref(repo: pygit2.Repository, mailbox: str, changes: dict[str, Any], *, trailer_mailbox: str | None = None,
+               ref_mailbox: str | None = None) -> str:
+    """A commit like `ksgitops sync` makes: the head's tree with `changes` applied."""
+    head = repo.references[f"refs/heads/{BRANCH}"].peel(pygit2.Commit)
+    tree = TreeWriter(repo).apply(head.tree, changes)
+    sig = pygit2.Signature("agent", "agent@example.invalid")
+    message = (f"ksgitops sync: reported state of {mailbox}\n\nKsgitops-Source: {head.id}\n"
+               f"Ksgitops-Mailbox: {trailer_mailbox or mailbox}\n")
+    name = f"refs/heads/ksgitops/reported/{ref_mailbox or mailbox}"
+    previous = repo.references.get(name)
+    parents = [previous.target] if previous is not None else [head.id]
+    return str(repo.create_commit(name, sig, sig, message, tree, parents))
+
+
+def cm_report(at: str) -> bytes:
+    return dump_report({"object": {"apiVersion": "v1", "kind": "ConfigMap", "namespace": "commonstuff",
+                                   "name": "httpd-htdocs"}, "reportedAt": at})
+
+
+CM = "reported/core/configmaps/commonstuff/httpd-htdocs.yaml"
+
+
+def head_ids(repo: pygit2.Repository) -> TreeIndex:
+    return TreeIndex(repo, repo.references[f"refs/heads/{BRANCH}"].peel(pygit2.Commit).tree)
+
+
+def test_fold_in_takes_only_changed_refs_and_only_their_mailbox(tmp_path: Path) -> None:
+    repo = reconciled_repo(tmp_path)
+    path = Path(repo.workdir)
+    for wec in WECS:
+        report_ref(repo, f"imw1-mb-{wec}", {f"spaces/imw1-mb-{wec}/{CM}": cm_report("2030-01-01T00:00:00Z")})
+    first = app.fold_in(path, BRANCH)
+    assert sorted(first.folded) == [f"imw1-mb-{w}" for w in sorted(WECS)] and first.commit and not first.problems
+    assert app.fold_in(path, BRANCH).commit is None  # nothing new: no commit
+    report_ref(repo, "imw1-mb-guilder", {f"spaces/imw1-mb-guilder/{CM}": cm_report("2030-01-02T00:00:00Z")})
+    before = head_ids(repo)
+    second = app.fold_in(path, BRANCH)
+    assert second.folded == ["imw1-mb-guilder"]
+    after = head_ids(repo)
+    changed = [r for r in ("spaces/imw1-mb-florin", "spaces/imw1-mb-guilder", "spaces/imw1-mb-ducat", "spaces/wmw-c")
+               if before.entry_id(r) != after.entry_id(r)]
+    assert changed == ["spaces/imw1-mb-guilder"]
+    assert git(path, "status", "--porcelain") == ""  # the checkout follows
+    assert "2030-01-02T00:00:00Z" in (path / "spaces/imw1-mb-guilder" / CM).read_text()
+
+
+@pytest.mark.parametrize("how, message", [
+    ("outside", "outside spaces/imw1-mb-florin/reported and upsynced"),
+    ("other-mailbox-trailer", "its commit is for mailbox imw1-mb-guilder"),
+    ("no-such-mailbox", "there is no mailbox imw1-mb-nowhere"),
+    ("bad-name", "report ref rejected: mailbox name"),
+])
+def test_a_wec_can_never_write_outside_its_mailbox(tmp_path: Path, how: str, message: str) -> None:
+    repo = reconciled_repo(tmp_path)
+    path = Path(repo.workdir)
+    changes: dict[str, Any] = {f"spaces/imw1-mb-florin/{CM}": cm_report("2030-01-01T00:00:00Z")}
+    if how == "outside":
+        changes["spaces/wmw-c/evil.yaml"] = b"apiVersion: v1\nkind: ConfigMap\nmetadata: {name: evil, namespace: x}\n"
+        changes[f"spaces/imw1-mb-guilder/{CM}"] = cm_report("2030-01-01T00:00:00Z")
+    report_ref(repo, "imw1-mb-florin", changes,
+               trailer_mailbox="imw1-mb-guilder" if how == "other-mailbox-trailer" else None,
+               ref_mailbox={"no-such-mailbox": "imw1-mb-nowhere", "bad-name": "Bad_Name"}.get(how))
+    before = git(path, "rev-parse", "HEAD")
+    outcome = app.fold_in(path, BRANCH)
+    assert outcome.commit is None and git(path, "rev-parse", "HEAD") == before
+    assert any(message in p.message for p in outcome.problems), outcome.problems
+    assert not (path / "spaces/wmw-c/evil.yaml").exists()
+
+
+def test_status_commit_folds_in_first(tmp_path: Path, cli) -> None:
+    repo = reconciled_repo(tmp_path)
+    path = Path(repo.workdir)
+    report_ref(repo, "imw1-mb-ducat", {f"spaces/imw1-mb-ducat/{CM}": cm_report("2031-05-05T00:00:00Z")})
+    found = cli("status", str(path), "--commit")
+    assert found.code == 0, found.err
+    assert "2031-05-05T00:00:00Z" in (path / "STATUS.md").read_text()
+    subjects = git(path, "log", "-2", "--format=%s").splitlines()
+    assert subjects[1].startswith("ksgitops: fold in reports of 1 WECs") and subjects[0].startswith("ksgitops: status")
+    assert subprocess.run(["git", "-C", str(path), "fsck", "--no-dangling"], capture_output=True).returncode == 0
