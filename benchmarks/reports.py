@@ -89,6 +89,49 @@ def commit_reports(path: str, at_day: str = "2026-11-22") -> int:
     return count
 
 
+def commit_report_refs(path: str, at_day: str = "2026-11-23") -> int:
+    """What 1,000 `ksgitops sync` agents push: per mailbox, a commit on the branch head's tree with
+    a fresh report for each of its objects, at `refs/heads/ksgitops/reported/<mailbox>`. Returns how
+    many refs."""
+    repo = pygit2.Repository(path)
+    head = repo.references[BRANCH].peel(pygit2.Commit)
+    index = TreeIndex(repo, head.tree)
+    writer = TreeWriter(repo)
+    trees = {}
+    for n, entry in enumerate(sorted(repo[index.get("spaces").id], key=lambda e: e.name)):
+        reported = index.get(f"spaces/{entry.name}/reported")
+        if "-mb-" not in entry.name or reported is None:
+            continue
+        tree: FileTree = {}
+        for rel, oid in _walk(repo, repo[reported.id]):
+            doc = yaml.load(repo[oid].data, Loader=yaml.CSafeLoader)  # JSON is YAML
+            doc["reportedAt"] = f"{at_day}T{(n // 3600) % 24:02d}:{(n // 60) % 60:02d}:{n % 60:02d}Z"
+            put(tree, rel, dump_report(doc))
+        trees[entry.name] = writer.apply(head.tree, {f"spaces/{entry.name}/reported": tree}, flush=False)
+    writer.flush()
+    for mailbox, tree_id in trees.items():
+        message = f"ksgitops sync: reported state of {mailbox}\n\nKsgitops-Source: {head.id}\nKsgitops-Mailbox: {mailbox}\n"
+        repo.create_commit(f"refs/heads/ksgitops/reported/{mailbox}", SIGNATURE, SIGNATURE, message, tree_id, [head.id])
+    return len(trees)
+
+
+def change_one_report_ref(path: str) -> str:
+    """One agent reports again: a new commit on the first report ref, one report changed."""
+    repo = pygit2.Repository(path)
+    name = sorted(n for n in repo.references if n.startswith("refs/heads/ksgitops/reported/"))[0]
+    previous = repo.references[name].peel(pygit2.Commit)
+    mailbox = name.rsplit("/", 1)[1]
+    index = TreeIndex(repo, previous.tree)
+    folder = index.get(f"spaces/{mailbox}/reported/apps/deployments")
+    rel, oid = next(iter(_walk(repo, repo[folder.id])))
+    doc = yaml.load(repo[oid].data, Loader=yaml.CSafeLoader)
+    doc["reportedAt"] = "2026-11-24T00:00:00Z"
+    tree = TreeWriter(repo).apply(previous.tree, {f"spaces/{mailbox}/reported/apps/deployments/{rel}": dump_report(doc)})
+    message = f"ksgitops sync: reported state of {mailbox}\n\nKsgitops-Mailbox: {mailbox}\n"
+    repo.create_commit(name, SIGNATURE, SIGNATURE, message, tree, [previous.id])
+    return mailbox
+
+
 def change_one_report(path: str) -> str:
     """The first Deployment report of the first mailbox turns unavailable; returns its path."""
     repo = pygit2.Repository(path)

@@ -142,12 +142,15 @@ class TreeWriter:
         self._blobs: dict[bytes, bytes] = {}
         self._trees: dict[tuple[int, Any], bytes | None] = {}
 
-    def apply(self, base: pygit2.Tree | None, generated: Generated) -> pygit2.Oid:
+    def apply(self, base: pygit2.Tree | None, generated: Generated, flush: bool = True) -> pygit2.Oid:
+        """The new tree's id; without `flush`, its objects are written by a later `flush()` (one
+        pack for many trees)."""
         changes = {root: tree for root, tree in generated.items() if tree is not REUSE}
         raw = self._update(base, _nest(changes))
         if raw is None:
             raw = self._store(b"tree", b"")
-        self.flush()
+        if flush:
+            self.flush()
         return pygit2.Oid(raw=raw)
 
     def flush(self) -> None:
