@@ -14,6 +14,7 @@ from conftest import write_tree
 from kube_fixtures import Wec
 from ksgitops.agent import CONTEXT_ANNOTATION, Desired, desired_objects
 from ksgitops.io.fs import WorkTreeSnapshot
+from minimal_fleet import minimal_fleet
 
 FLORIN, GUILDER = "imw1-mb-florin", "imw1-mb-guilder"
 TOKEN = "kubeserver-dummy-token"
@@ -281,46 +282,9 @@ def test_an_unreadable_kubeconfig_is_one_line(fleet: Path, cli, tmp_path: Path) 
     assert result.err.strip().count("\n") == 0 and "kubeconfig" in result.err
 
 
-MINIMAL = {
-    "spaces/inv/edge1.yaml": """
-apiVersion: edge.kubestellar.io/v2alpha1
-kind: SyncTarget
-metadata:
-  name: edge1
-  labels: {id: edge1}
-  annotations: {ksgitops.kubestellar.io/kubeconfig-context: CONTEXT}
----
-apiVersion: edge.kubestellar.io/v2alpha1
-kind: Location
-metadata: {name: edge1, labels: {env: test}}
-spec:
-  resource: {group: edge.kubestellar.io, version: v2alpha1, resource: synctargets}
-  instanceSelector: {matchLabels: {id: edge1}}
-""",
-    "spaces/wds/placement.yaml": """
-apiVersion: edge.kubestellar.io/v2alpha1
-kind: EdgePlacement
-metadata: {name: p}
-spec:
-  locationSelectors: [{matchLabels: {env: test}}]
-  downsync:
-  - apiGroup: ""
-    resources: [configmaps]
-    namespaces: [NAMESPACE]
-""",
-    "spaces/wds/cm.yaml": """
-apiVersion: v1
-kind: ConfigMap
-metadata: {name: settings, namespace: NAMESPACE}
-data: {color: blue}
-""",
-}
-
-
 def test_collect_from_any_cluster(tree, cli, kube_wec: Wec, unique_ns: str) -> None:
     """Runs against the loopback server, or a real cluster with KSGITOPS_TEST_KUBECONFIG."""
-    repo = tree({path: text.replace("CONTEXT", kube_wec.context).replace("NAMESPACE", unique_ns)
-                 for path, text in MINIMAL.items()})
+    repo = tree(minimal_fleet(unique_ns, kube_wec.context))
     assert cli("reconcile", str(repo)).code == 0
     from kubernetes import client
     with kube_wec.api_client() as api:

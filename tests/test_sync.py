@@ -18,6 +18,7 @@ from gitdaemon import GitDaemon, git_daemon  # noqa: F401 - the fixture
 from kube_fixtures import Wec
 from ksgitops.agent import contains, desired_objects
 from ksgitops.io.fs import WorkTreeSnapshot
+from minimal_fleet import minimal_fleet
 
 FLORIN = "imw1-mb-florin"
 REF = f"refs/heads/ksgitops/reported/{FLORIN}"
@@ -399,43 +400,10 @@ def test_the_loop_runs_until_sigterm(fleet: Fleet, kube_wec: Wec) -> None:
     assert out.count(f"{FLORIN} @ ") >= 2 and "Traceback" not in err
 
 
-MINIMAL = {
-    "spaces/inv/edge1.yaml": """
-apiVersion: edge.kubestellar.io/v2alpha1
-kind: SyncTarget
-metadata: {name: edge1, labels: {id: edge1}}
----
-apiVersion: edge.kubestellar.io/v2alpha1
-kind: Location
-metadata: {name: edge1, labels: {env: test}}
-spec:
-  resource: {group: edge.kubestellar.io, version: v2alpha1, resource: synctargets}
-  instanceSelector: {matchLabels: {id: edge1}}
-""",
-    "spaces/wds/placement.yaml": """
-apiVersion: edge.kubestellar.io/v2alpha1
-kind: EdgePlacement
-metadata: {name: p}
-spec:
-  locationSelectors: [{matchLabels: {env: test}}]
-  downsync:
-  - apiGroup: ""
-    resources: [configmaps]
-    namespaces: [NAMESPACE]
-""",
-    "spaces/wds/cm.yaml": """
-apiVersion: v1
-kind: ConfigMap
-metadata: {name: settings, namespace: NAMESPACE}
-data: {color: blue}
-""",
-}
-
-
 def test_apply_and_prune_on_any_cluster(tree, cli, kube_wec: Wec, unique_ns: str, tmp_path: Path) -> None:
     """Runs against the loopback server, or a real cluster with KSGITOPS_TEST_KUBECONFIG."""
     from kubernetes import client
-    work = git_init(tree({path: text.replace("NAMESPACE", unique_ns) for path, text in MINIMAL.items()}))
+    work = git_init(tree(minimal_fleet(unique_ns)))
     fleet = make_fleet(work, cli, tmp_path)
     args = ("--inventory-namespace", unique_ns)
     result = sync(cli, fleet, kube_wec, *args, mailbox="inv-mb-edge1")

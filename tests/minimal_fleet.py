@@ -1,0 +1,45 @@
+"""One WEC (`edge1`) and one ConfigMap placed on it, in a namespace of the caller's choosing: small
+enough to run against a real cluster (KSGITOPS_TEST_KUBECONFIG) inside a throwaway namespace."""
+from __future__ import annotations
+
+_FILES = {
+    "spaces/inv/edge1.yaml": """
+apiVersion: edge.kubestellar.io/v2alpha1
+kind: SyncTarget
+metadata:
+  name: edge1
+  labels: {id: edge1}
+  annotations: ANNOTATIONS
+---
+apiVersion: edge.kubestellar.io/v2alpha1
+kind: Location
+metadata: {name: edge1, labels: {env: test}}
+spec:
+  resource: {group: edge.kubestellar.io, version: v2alpha1, resource: synctargets}
+  instanceSelector: {matchLabels: {id: edge1}}
+""",
+    "spaces/wds/placement.yaml": """
+apiVersion: edge.kubestellar.io/v2alpha1
+kind: EdgePlacement
+metadata: {name: p}
+spec:
+  locationSelectors: [{matchLabels: {env: test}}]
+  downsync:
+  - apiGroup: ""
+    resources: [configmaps]
+    namespaces: [NAMESPACE]
+""",
+    "spaces/wds/cm.yaml": """
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: settings, namespace: NAMESPACE}
+data: {color: blue}
+""",
+}
+
+
+def minimal_fleet(namespace: str, context: str | None = None) -> dict[str, str]:
+    """The files; with `context`, the SyncTarget names that kubeconfig context (for collect)."""
+    annotations = "{ksgitops.kubestellar.io/kubeconfig-context: %s}" % context if context else "{}"
+    return {path: text.replace("NAMESPACE", namespace).replace("ANNOTATIONS", annotations)
+            for path, text in _FILES.items()}
