@@ -31,6 +31,7 @@ import pygit2
 from ..core.tree import FileTree
 from .git import TreeIndex, TreeSnapshot, TreeWriter
 from .pack import write_pack
+from .remote import Credentials
 
 _KINDS = {pygit2.GIT_OBJECT_COMMIT: b"commit", pygit2.GIT_OBJECT_TREE: b"tree", pygit2.GIT_OBJECT_BLOB: b"blob"}
 
@@ -95,7 +96,7 @@ class MailboxRepo:
         remote = self.repo.remotes.create_anonymous(self.url)
         specs = [f"+refs/heads/{self.branch}:{self.tracking_branch}", f"+{self.ref}:{self.tracking_ref}"]
         try:
-            remote.fetch(specs, prune=pygit2.enums.FetchPrune.PRUNE)
+            remote.fetch(specs, prune=pygit2.enums.FetchPrune.PRUNE, callbacks=Credentials())
         except (pygit2.GitError, OSError, ValueError) as e:
             return f"fetch {safe(self.url)}: {safe(str(e))}"
         if self.tracking_branch not in self.repo.references:
@@ -166,7 +167,7 @@ class MailboxRepo:
             return None
         rejected: list[str] = []
 
-        class Callbacks(pygit2.RemoteCallbacks):
+        class Callbacks(Credentials):  # credentials from the environment (remote.py), never logged
             def push_update_reference(self, refname: str, message: str | None) -> None:
                 if message:
                     rejected.append(f"{refname}: {message}")
