@@ -21,14 +21,16 @@ import subprocess
 import sys
 import tempfile
 import time
-from datetime import datetime, timezone
+from collections.abc import Callable
+from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent / "tests"))
-import fleet  # noqa: E402
-from kubeserver import KubeServer  # noqa: E402
+import fleet
+from kubeserver import KubeServer
 
 TARGET = 1.0
 WRITES = {"POST", "PUT", "PATCH", "DELETE"}
@@ -37,7 +39,7 @@ GIT_ENV = dict(os.environ, GIT_AUTHOR_NAME="bench", GIT_AUTHOR_EMAIL="b@e", GIT_
 
 
 def run(*cmd: str, cwd: Path | None = None) -> str:
-    done = subprocess.run(list(cmd), cwd=cwd, capture_output=True, text=True, env=GIT_ENV)
+    done = subprocess.run(list(cmd), cwd=cwd, capture_output=True, text=True, env=GIT_ENV, check=False)
     if done.returncode != 0:
         raise RuntimeError(f"{' '.join(cmd)} exited {done.returncode}:\n{done.stderr}{done.stdout}")
     return done.stdout.strip()
@@ -70,17 +72,18 @@ def timed_subprocess(server: KubeServer, cmd: list[str]) -> tuple[float, list, s
     """Wall seconds, the requests the server saw meanwhile, the summary line."""
     seen = len(server.requests)
     start = time.perf_counter()
-    done = subprocess.run(cmd, capture_output=True, text=True)
+    done = subprocess.run(cmd, capture_output=True, text=True, check=False)
     seconds = time.perf_counter() - start
     if done.returncode != 0:
         raise RuntimeError(f"sync exited {done.returncode}:\n{done.stderr}{done.stdout}")
     return seconds, server.requests[seen:], done.stdout.strip()
 
 
-def timed_in_process(server: KubeServer, agent_: object) -> tuple[float, list, str]:
+def timed_in_process(server: KubeServer, cycle: Callable[[], Any]) -> tuple[float, list, str]:
+    """The same for one `Agent.cycle()` call in this process."""
     seen = len(server.requests)
     start = time.perf_counter()
-    outcome = agent_.cycle()  # type: ignore[attr-defined]
+    outcome = cycle()
     seconds = time.perf_counter() - start
     if outcome.exit_code:
         raise RuntimeError(f"in-process cycle failed: {outcome.errors}")
@@ -100,8 +103,8 @@ def measure(objects: int, rounds: int, wecs: int, workdir: str | None, keep: boo
             from ksgitops import agent
             runner = agent.Agent(agent.SyncOptions(mailbox, str(repo), kubeconfig=str(kubeconfig),
                                                    cache_dir=base / "cache"))
-            timed_in_process(server, runner)  # warm-up: imports, first connection
-            inproc = [timed_in_process(server, runner) for _ in range(rounds)]
+            timed_in_process(server, runner.cycle)  # warm-up: imports, first connection
+            inproc = [timed_in_process(server, runner.cycle) for _ in range(rounds)]
         no_change = idle + inproc
         return {
             "mailbox": mailbox, "count": count, "objects": used, "wecs": wecs,
@@ -110,7 +113,7 @@ def measure(objects: int, rounds: int, wecs: int, workdir: str | None, keep: boo
             "idle": [s for s, _, _ in idle], "inproc": [s for s, _, _ in inproc],
             "requests": sorted({len(reqs) for _, reqs, _ in no_change}),
             "writes": sorted({sum(r.method in WRITES for r in reqs) for _, reqs, _ in no_change}),
-            "methods": sorted({f"{r.method}" for _, reqs, _ in no_change for r in reqs}),
+            "methods": sorted({r.method for _, reqs, _ in no_change for r in reqs}),
             "committed": [line for _, _, line in no_change if "committed" in line or "pushed" in line],
             "idle_line": idle[-1][2] if idle else "",
         }
@@ -129,18 +132,18 @@ def report(r: dict, load: str) -> str:
     idle, inproc = r["idle"], r["inproc"]
     worst = max(idle) if idle else float("nan")
     met = "met" if worst <= TARGET and r["writes"] == [0] else "missed"
-    stamp = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    stamp = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
     lines = [
-        f"`sync` cycle, {stamp}: mailbox `{r['mailbox']}` with {r['count']} objects "
-        f"(fleet of {r['wecs']} WEC(s), --objects {r['objects']}), loopback kubeserver in the harness process; "
-        f"load average before: {load}.",
+        (f"`sync` cycle, {stamp}: mailbox `{r['mailbox']}` with {r['count']} objects "
+         f"(fleet of {r['wecs']} WEC(s), --objects {r['objects']}), loopback kubeserver in the harness process; "
+         f"load average before: {load}."),
         "",
         "| figure | value |",
         "|---|---|",
-        f"| first cycle (applies everything), subprocess | {r['first']:.2f} s "
-        f"({r['first_requests']} requests, {r['first_writes']} writes) |",
-        f"| no-change cycle, subprocess, median / max of {len(idle)} | "
-        f"{statistics.median(idle):.2f} s / {worst:.2f} s |",
+        (f"| first cycle (applies everything), subprocess | {r['first']:.2f} s "
+         f"({r['first_requests']} requests, {r['first_writes']} writes) |"),
+        (f"| no-change cycle, subprocess, median / max of {len(idle)} | "
+         f"{statistics.median(idle):.2f} s / {worst:.2f} s |"),
         f"| no-change cycle, in-process, median of {len(inproc)} | {statistics.median(inproc):.3f} s |",
         f"| requests per no-change cycle | {span(r['requests'])} ({', '.join(r['methods'])}) |",
         f"| writes per no-change cycle | {span(r['writes'])} |",
