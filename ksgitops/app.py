@@ -91,7 +91,7 @@ def reconcile_commit(path: Path, source: str, progress: Callable[[int, int], Non
     src = open_source(path, source)
     if src.ref_name is None:
         raise KsgitopsError(f"--commit needs --source HEAD or a branch name, not {source!r}")
-    cache = cache or DiskCache.for_git_dir(src.repo.path)  # type: ignore[union-attr]
+    cache = cache or DiskCache.for_git_dir(src.repo.path)  # type: ignore[attr-defined]
     base = src.snapshot.index  # type: ignore[attr-defined]
 
     def reuse(mailbox: str, digest: str) -> bool:
@@ -102,7 +102,7 @@ def reconcile_commit(path: Path, source: str, progress: Callable[[int, int], Non
     _warn_uncommitted(src, result)
     config = result.config
     author = git.signature(config.author_name, config.author_email)
-    message = config.commit_message(str(src.commit.id))  # type: ignore[union-attr]
+    message = config.commit_message(str(src.commit.id))  # type: ignore[attr-defined]
     checkout = git.is_checked_out(src.repo, src.ref_name)  # type: ignore[arg-type]
     committed = git.commit_generated(src.repo, src.ref_name, src.commit, result.generated, author, message,  # type: ignore[arg-type]
                                      checkout=checkout)

@@ -122,9 +122,11 @@ def reconcile_cmd(repo: Path, source: str | None, do_commit: bool, do_push: bool
     source = source or ("HEAD" if do_commit else app.WORKTREE)
     progress = _Progress("reconciling")
     pushed = None
+    outcome: app.ReconcileOutcome
     if do_push:
         published = app.publish(repo, app.branch_of(repo, source), remote, progress=progress)
-        outcome, pushed = published.reconciled, published.pushed  # type: ignore[assignment]
+        assert published.reconciled is not None  # publish reconciles unless told not to
+        outcome, pushed = published.reconciled, published.pushed
     elif do_commit:
         outcome = app.reconcile_commit(repo, source, progress)
     else:
@@ -183,7 +185,7 @@ def render(wec: str, repo: Path, output: str) -> None:
 def explain(wec: str, obj: str | None, repo: Path, output: str) -> None:
     """Why objects are (not) placed on WEC; OBJECT is Kind[.group]/[namespace/]name."""
     if obj is not None and repo == Path(".") and Path(obj).is_dir():
-        obj, repo = None, Path(obj)
+        repo, obj = Path(obj), None
     result, mailbox = app.compute_for_wec(repo, wec)
     data = explain_object_on(result, mailbox, obj) if obj else explain_wec(result, mailbox)
     if obj and not data["matches"]:
@@ -203,6 +205,7 @@ def status_cmd(repo: Path, do_commit: bool, source: str, do_push: bool, remote: 
     """Summarize the WECs' reported state: CombinedStatus files and STATUS.md."""
     if do_push:
         published = app.publish(repo, app.branch_of(repo, source), remote, do_reconcile=False, do_status=True)
+        assert published.status is not None  # asked for
         outcome = published.status
     else:
         outcome = app.status_commit(repo, source) if do_commit else app.status_worktree(repo)

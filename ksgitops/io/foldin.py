@@ -94,14 +94,15 @@ def _first_change_outside(repo: pygit2.Repository, old: pygit2.Tree | None, new:
                           allowed: set[str]) -> str:
     """The first path where two trees differ outside `allowed` roots, descending only into
     subtrees whose ids differ (a few listings per ref, whatever the size of the repository)."""
-    entries_old = {e.name: e for e in old} if old is not None else {}
-    entries_new = {e.name: e for e in new} if new is not None else {}
+    entries_old = {str(e.name): e for e in old} if old is not None else {}
+    entries_new = {str(e.name): e for e in new} if new is not None else {}
     for name in sorted(entries_old.keys() | entries_new.keys()):
         a, b = entries_old.get(name), entries_new.get(name)
         path = f"{prefix}{name}"
         if path in allowed or (a is not None and b is not None and a.id == b.id and a.filemode == b.filemode):
             continue
-        subtrees = [repo[e.id] if e is not None and e.type == pygit2.GIT_OBJECT_TREE else None for e in (a, b)]
+        subtrees = [repo[e.id].peel(pygit2.Tree) if e is not None and e.type == pygit2.GIT_OBJECT_TREE else None
+                    for e in (a, b)]
         if subtrees[0] is None and subtrees[1] is None:
             return path
         found = _first_change_outside(repo, subtrees[0], subtrees[1], f"{path}/", allowed)

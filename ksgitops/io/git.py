@@ -10,7 +10,7 @@ import os
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pygit2
 
@@ -22,6 +22,15 @@ from .pack import object_id, tree_content, write_pack
 
 TREE_MODE = pygit2.GIT_FILEMODE_TREE
 BLOB_MODE = pygit2.GIT_FILEMODE_BLOB
+
+
+def tree_at(repo: pygit2.Repository, oid: Any) -> pygit2.Tree:
+    """The tree object `oid` (typed: pygit2 returns a plain Object)."""
+    return cast(pygit2.Tree, repo[oid])
+
+
+def blob_data(repo: pygit2.Repository, oid: Any) -> bytes:
+    return cast(pygit2.Blob, repo[oid]).data
 
 
 def open_repo(path: Path) -> pygit2.Repository:
@@ -45,7 +54,7 @@ class TreeIndex:
 
     def __init__(self, repo: pygit2.Repository, tree: pygit2.Tree) -> None:
         self.repo = repo
-        self._dirs: dict[str, dict[str, Any] | None] = {"": {e.name: e for e in tree}}
+        self._dirs: dict[str, dict[str, Any] | None] = {"": {str(e.name): e for e in tree}}
 
     def get(self, path: str) -> Any:
         parent, _, name = path.rpartition("/")
@@ -61,7 +70,7 @@ class TreeIndex:
         if path not in self._dirs:
             entry = self.get(path)
             is_tree = entry is not None and entry.type == pygit2.GIT_OBJECT_TREE
-            self._dirs[path] = {e.name: e for e in self.repo[entry.id]} if is_tree else None
+            self._dirs[path] = {str(e.name): e for e in tree_at(self.repo, entry.id)} if is_tree else None
         return self._dirs[path]
 
 
@@ -80,26 +89,26 @@ class TreeSnapshot:
         spaces = self._entry("spaces")
         if spaces is None or spaces.type != pygit2.GIT_OBJECT_TREE:
             return []
-        return sorted(e.name for e in self.repo[spaces.id] if e.type == pygit2.GIT_OBJECT_TREE
-                      and not e.name.startswith("."))
+        return sorted(str(e.name) for e in tree_at(self.repo, spaces.id) if e.type == pygit2.GIT_OBJECT_TREE
+                      and not str(e.name).startswith("."))
 
     def space_files(self, space: str) -> list[SourceFile]:
         entry = self._entry(f"spaces/{space}")
         if entry is None or entry.type != pygit2.GIT_OBJECT_TREE:
             return []
-        return list(self._walk(self.repo[entry.id], f"spaces/{space}/", ""))
+        return list(self._walk(tree_at(self.repo, entry.id), f"spaces/{space}/", ""))
 
     def _walk(self, tree: pygit2.Tree, prefix: str, rel: str):  # type: ignore[no-untyped-def]
         for entry in tree:
             if entry.type == pygit2.GIT_OBJECT_TREE:
-                yield from self._walk(self.repo[entry.id], prefix, f"{rel}{entry.name}/")
+                yield from self._walk(tree_at(self.repo, entry.id), prefix, f"{rel}{entry.name}/")
             elif entry.filemode in (BLOB_MODE, pygit2.GIT_FILEMODE_BLOB_EXECUTABLE) and \
                     is_source_path(f"{rel}{entry.name}"):
                 yield self._source(f"{prefix}{rel}{entry.name}", entry.id)
 
     def _source(self, path: str, oid: pygit2.Oid) -> SourceFile:
         repo = self.repo
-        return SourceFile(path, str(oid), lambda: repo[oid].data)
+        return SourceFile(path, str(oid), lambda: blob_data(repo, oid))
 
     def file(self, path: str) -> SourceFile | None:
         entry = self._entry(path)
@@ -116,7 +125,7 @@ class TreeSnapshot:
         entry = self._entry(path)
         if entry is None or entry.type != pygit2.GIT_OBJECT_TREE:
             return None
-        return _read(self.repo, self.repo[entry.id])
+        return _read(self.repo, tree_at(self.repo, entry.id))
 
 
 
@@ -124,9 +133,9 @@ def _read(repo: pygit2.Repository, tree: pygit2.Tree) -> FileTree:
     out: FileTree = {}
     for entry in tree:
         if entry.type == pygit2.GIT_OBJECT_TREE:
-            out[entry.name] = _read(repo, repo[entry.id])
+            out[str(entry.name)] = _read(repo, tree_at(repo, entry.id))
         elif entry.type == pygit2.GIT_OBJECT_BLOB:
-            out[entry.name] = repo[entry.id].data
+            out[str(entry.name)] = blob_data(repo, entry.id)
     return out
 
 
@@ -167,10 +176,11 @@ class TreeWriter:
 
     def _update(self, old: pygit2.Tree | None, changes: dict[str, Any]) -> bytes | None:
         """Apply nested `changes` ({name: subchanges | _Set}) to `old`; None for an empty tree."""
-        entries = {e.name: (e.filemode, e.id.raw) for e in old} if old is not None else {}
+        entries: dict[str, tuple[int, bytes]] = {str(e.name): (int(e.filemode), e.id.raw) for e in old} \
+            if old is not None else {}
         for name, change in changes.items():
             old_entry = old[name] if old is not None and name in old else None
-            old_tree = self.repo[old_entry.id] if old_entry is not None and \
+            old_tree = tree_at(self.repo, old_entry.id) if old_entry is not None and \
                 old_entry.type == pygit2.GIT_OBJECT_TREE else None
             if isinstance(change, _Set) and isinstance(change.tree, bytes):  # a file root (STATUS.md)
                 entries[name] = (BLOB_MODE, self._blob(change.tree))
@@ -179,7 +189,7 @@ class TreeWriter:
                 entries[name] = (TREE_MODE, bytes.fromhex(change.tree.id))
                 continue
             if isinstance(change, _Set):
-                raw = self._tree(change.tree, old_tree) if change.tree is not None else None
+                raw = self._tree(change.tree, old_tree) if isinstance(change.tree, dict) else None
             else:
                 raw = self._update(old_tree, change)
             if raw is None:
@@ -205,7 +215,7 @@ class TreeWriter:
                     entries[name] = (entry.filemode, entry.id.raw)
             elif isinstance(value, dict):
                 sub_old = old[name] if old is not None and name in old else None
-                sub = self._tree(value, self.repo[sub_old.id] if sub_old is not None
+                sub = self._tree(value, tree_at(self.repo, sub_old.id) if sub_old is not None
                                  and sub_old.type == pygit2.GIT_OBJECT_TREE else None)
                 if sub is not None:
                     entries[name] = (TREE_MODE, sub)
@@ -262,7 +272,7 @@ def commit_generated(repo: pygit2.Repository, ref_name: str, source: pygit2.Comm
     oid = repo.create_commit(None, author, author, message, tree, [source.id])
     _check_unmoved(repo, ref_name, source)
     if checkout:
-        _checkout(repo, repo[tree], source.tree, generated)
+        _checkout(repo, tree_at(repo, tree), source.tree, generated)
     _check_unmoved(repo, ref_name, source)
     repo.references[ref_name].resolve().set_target(oid, f"ksgitops: reconcile {str(source.id)[:12]}")
     return CommitResult(str(oid), tree, source.tree.id)
@@ -286,7 +296,7 @@ def _checkout(repo: pygit2.Repository, tree: pygit2.Tree, old: pygit2.Tree, gene
     for root in changed_roots(old_index, new_index, list(generated)):
         before, after = old_index.get(root), new_index.get(root)
         if after is not None and after.type == pygit2.GIT_OBJECT_BLOB:  # a file root (STATUS.md)
-            _write_file(workdir / root, repo[after.id].data)
+            _write_file(workdir / root, blob_data(repo, after.id))
             index.add(pygit2.IndexEntry(root, after.id, after.filemode))
         elif after is None and before is not None and before.type == pygit2.GIT_OBJECT_BLOB:
             (workdir / root).unlink(missing_ok=True)
@@ -296,12 +306,12 @@ def _checkout(repo: pygit2.Repository, tree: pygit2.Tree, old: pygit2.Tree, gene
             index.remove_directory(root)
         elif before is None or not (workdir / root).is_dir():  # a new root: write it whole
             content = generated[root]
-            swap_in(workdir / root, _read(repo, repo[after.id]) if isinstance(content, Subtree) else content)  # type: ignore[arg-type]
+            swap_in(workdir / root, _read(repo, tree_at(repo, after.id)) if isinstance(content, Subtree) else content)  # type: ignore[arg-type]
             index.remove_directory(root)
-            for path, oid, mode in _blobs(repo, repo[after.id], f"{root}/"):
+            for path, oid, mode in _blobs(repo, tree_at(repo, after.id), f"{root}/"):
                 index.add(pygit2.IndexEntry(path, oid, mode))
         else:
-            diff = repo[after.id].diff_to_tree(repo[before.id], swap=True)
+            diff = tree_at(repo, after.id).diff_to_tree(tree_at(repo, before.id), swap=True)
             for delta in diff.deltas:
                 _apply_delta(repo, index, workdir, root, delta, made)
     index.write()
@@ -320,7 +330,7 @@ def _apply_delta(repo: pygit2.Repository, index: pygit2.Index, workdir: Path, ro
     if target.parent not in made:
         target.parent.mkdir(parents=True, exist_ok=True)
         made.add(target.parent)
-    _write_file(target, repo[delta.new_file.id].data)
+    _write_file(target, blob_data(repo, delta.new_file.id))
     index.add(pygit2.IndexEntry(path, delta.new_file.id, delta.new_file.mode))
 
 
@@ -335,7 +345,7 @@ def _blobs(repo: pygit2.Repository, tree: pygit2.Tree, prefix: str):  # type: ig
     """(path, id, mode) of every file below `tree` (reads trees, never blobs)."""
     for entry in tree:
         if entry.type == pygit2.GIT_OBJECT_TREE:
-            yield from _blobs(repo, repo[entry.id], f"{prefix}{entry.name}/")
+            yield from _blobs(repo, tree_at(repo, entry.id), f"{prefix}{entry.name}/")
         else:
             yield f"{prefix}{entry.name}", entry.id, entry.filemode
 
@@ -379,8 +389,9 @@ def uncommitted_sources(repo: pygit2.Repository, committed: TreeSnapshot, mailbo
     if repo.is_bare or repo.workdir is None:
         return []
     worktree = WorkTreeSnapshot(Path(repo.workdir))
-    dirty = set()
-    for snapshot, other in ((worktree, committed), (committed, worktree)):
+    dirty: set[str] = set()
+    snapshots: tuple[tuple[Any, Any], ...] = ((worktree, committed), (committed, worktree))
+    for snapshot, other in snapshots:
         for space in snapshot.list_spaces():
             if space in mailboxes:
                 continue
@@ -388,7 +399,8 @@ def uncommitted_sources(repo: pygit2.Repository, committed: TreeSnapshot, mailbo
             theirs = {f.path: f for f in other.space_files(space)}
             dirty.update(p for p, f in ours.items() if p not in theirs or _blob_id(f) != _blob_id(theirs[p]))
     config = [snap.file("ksgitops.yaml") for snap in (worktree, committed)]
-    if (config[0] is None) != (config[1] is None) or (config[0] and _blob_id(config[0]) != _blob_id(config[1])):
+    if (config[0] is None) != (config[1] is None) or \
+            (config[0] is not None and config[1] is not None and _blob_id(config[0]) != _blob_id(config[1])):
         dirty.add("ksgitops.yaml")
     return sorted(dirty)
 

@@ -88,7 +88,7 @@ def fetch(repo: pygit2.Repository, branch: str, remote: str = REMOTE, extra: tup
     ref = repo.references.get(tracking)
     if ref is None:
         raise GitError(f"the remote has no branch {branch}")
-    return ref.target  # type: ignore[no-any-return]
+    return ref.resolve().target  # type: ignore[return-value]
 
 
 def push(repo: pygit2.Repository, branch: str, remote: str = REMOTE) -> None:

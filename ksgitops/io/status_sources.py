@@ -33,7 +33,7 @@ class GitStatusSource:
             entry = self.index.get(f"spaces/{mailbox}/{part}")
             if entry is None or entry.type != pygit2.GIT_OBJECT_TREE:
                 continue
-            for rel, oid in _files(self.repo, self.repo[entry.id], ""):
+            for rel, oid in _files(self.repo, self.repo[entry.id].peel(pygit2.Tree), ""):
                 if part == "reported":
                     listing.reports[rel] = (f"spaces/{mailbox}/reported/{rel}", oid)
                 else:
@@ -41,13 +41,13 @@ class GitStatusSource:
         return listing
 
     def blob(self, key: str) -> bytes:
-        return self.repo[key].data  # type: ignore[no-any-return]
+        return self.repo[key].peel(pygit2.Blob).data
 
 
 def _files(repo: pygit2.Repository, tree: pygit2.Tree, prefix: str):  # type: ignore[no-untyped-def]
     for entry in tree:
         if entry.type == pygit2.GIT_OBJECT_TREE:
-            yield from _files(repo, repo[entry.id], f"{prefix}{entry.name}/")
+            yield from _files(repo, repo[entry.id].peel(pygit2.Tree), f"{prefix}{entry.name}/")
         elif entry.type == pygit2.GIT_OBJECT_BLOB:
             yield f"{prefix}{entry.name}", str(entry.id)
 
