@@ -291,19 +291,22 @@ def compile_collector(obj: Obj) -> tuple[Collector | None, list[Problem]]:
             return None
         return Expr(path, text, program)
 
-    def named(field: str) -> list[Column]:
+    def entries(field: str, shape: str) -> Iterator[tuple[str, dict[str, Any]]]:
+        """(path, item) of each object in spec.<field>, reporting what is not a list of objects."""
         items = spec.get(field)
-        if items is None:
-            return []
-        if not isinstance(items, list):
+        if items is not None and not isinstance(items, list):
             messages.append(f"spec.{field}: must be a list")
-            return []
-        columns = []
-        for i, item in enumerate(items):
+            return
+        for i, item in enumerate(items or []):
             path = f"spec.{field}[{i}]"
-            if not isinstance(item, dict):
-                messages.append(f"{path}: must be an object with name and def")
-                continue
+            if isinstance(item, dict):
+                yield path, item
+            else:
+                messages.append(f"{path}: must be an object with {shape}")
+
+    def named(field: str) -> list[Column]:
+        columns = []
+        for path, item in entries(field, "name and def"):
             name = _column_name(path, item.get("name"), messages)
             expr = expression(f"{path}.def", item.get("def"))
             if name is not None and expr is not None:
@@ -311,18 +314,8 @@ def compile_collector(obj: Obj) -> tuple[Collector | None, list[Problem]]:
         return columns
 
     def aggregators() -> list[Column]:
-        items = spec.get("combinedFields")
-        if items is None:
-            return []
-        if not isinstance(items, list):
-            messages.append("spec.combinedFields: must be a list")
-            return []
         columns = []
-        for i, item in enumerate(items):
-            path = f"spec.combinedFields[{i}]"
-            if not isinstance(item, dict):
-                messages.append(f"{path}: must be an object with name, type and subject")
-                continue
+        for path, item in entries("combinedFields", "name, type and subject"):
             name = _column_name(path, item.get("name"), messages)
             kind = item.get("type")
             if kind not in AGGREGATORS:
