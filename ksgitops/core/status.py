@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import hashlib
 import pickle
+from sys import intern
 from dataclasses import dataclass, field
 from typing import Any, Mapping, NamedTuple, Protocol
 
@@ -254,6 +255,7 @@ class _Run:
         self.source = source
         self._sent: dict[tuple[str, str], dict[str, Any]] = {}
         self._docs: dict[str, dict[str, Any]] = {}
+        self._tuples: dict[tuple[str, ...], tuple[str, ...]] = {}
 
     def sent(self, data: str, patch: str) -> dict[str, Any]:
         """The object as the WEC receives it (base + patch), a Secret's data removed."""
@@ -265,6 +267,10 @@ class _Run:
                 body = load_yaml(self.source.blob(data))
             found = self._sent[(data, patch)] = strip_secret(body)
         return found
+
+    def shared(self, placements: tuple[str, ...]) -> tuple[str, ...]:
+        """One tuple object per distinct value (rows repeat them thousands of times)."""
+        return self._tuples.setdefault(placements, placements)
 
     def judged(self, data: str, patch: str) -> dict[str, Any]:
         """What `assess` needs of the sent object: the base alone when its rule ignores the spec."""
@@ -297,7 +303,19 @@ def _rows_of_mailbox(mb: str, old: Detail | None, reaching: list[_PlanView], run
         now = (listing.objects[rel], listing.patches.get(rel, ""), report, infos[rel])
         before = old.rows.get(rel) if old is not None else None
         rows[rel] = before if before is not None and _same_inputs(before, now) else _row(now, run)
-    return Detail(reports, rows), problems
+    # a valid report that a row records is not kept twice (see _known_report)
+    kept = {n: r for n, r in reports.items() if not (r[1] in rows and rows[r[1]].report == r[0])}
+    return Detail(kept, rows), problems
+
+
+def _known_report(detail: Detail, name: str) -> tuple[str, str | None, str | None] | None:
+    """What an earlier run found in report `name`: kept in `reports`, or recorded by its row."""
+    found = detail.reports.get(name)
+    if found is not None:
+        return found
+    rel = name.rsplit(".", 1)[0]
+    row = detail.rows.get(rel)
+    return (row.report, rel, row.reported_at) if row is not None and row.report else None
 
 
 def _same_inputs(row: Row, inputs: tuple[Any, ...]) -> bool:
@@ -309,6 +327,7 @@ def _same_inputs(row: Row, inputs: tuple[Any, ...]) -> bool:
 
 def _last_report(detail: Detail) -> str | None:
     times = [at for _, rel, at in detail.reports.values() if rel is not None and at]
+    times += [row.reported_at for row in detail.rows.values() if row.reported_at]
     return max(times, key=time_key) if times else None
 
 
@@ -320,7 +339,7 @@ def _reports(listing: MailboxListing, old: Detail | None, run: _Run
     by_rel: dict[str, tuple[str, str]] = {}
     for name in sorted(listing.reports):
         path, key = listing.reports[name]
-        before = old.reports.get(name) if old is not None else None
+        before = _known_report(old, name) if old is not None else None
         if before is not None and before[0] == key and before[1] is not None:
             rel, at = before[1], before[2]
         else:
@@ -345,8 +364,10 @@ def _row(inputs: tuple[Any, ...], run: _Run) -> Row:
     verdict = assess(run.judged(data, patch), doc, None)
     identity = doc.get("object", {}) if doc else {}
     generation = identity.get("generation") if isinstance(identity.get("generation"), int) else None
-    return Row(wds, verdict.health.value, verdict.message, str(doc["reportedAt"]) if doc else None,
-               generation, placements, singleton, data, patch, report[1] if report else "")
+    at = intern(str(doc["reportedAt"])) if doc else None
+    # interned: rows of one object (or one WEC) then share their strings, in memory and in the memo
+    return Row(intern(wds), verdict.health.value, intern(verdict.message), at, generation, run.shared(placements),
+               singleton, intern(data), intern(patch), report[1] if report else "")
 
 
 def _note_changes(changes: dict[tuple[str, str], dict[str, Row | None]], mb: str, old: Detail | None,
