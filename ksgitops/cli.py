@@ -284,6 +284,25 @@ def sync_cmd(mailbox: str, kubeconfig: str | None, context: str | None, repo: st
     runner.run(interval, stop, show)
 
 
+@cli.command(name="spaces")
+@REPO
+@click.option("--kubeconfig", "kubeconfigs", multiple=True, metavar="[PROVIDER=]FILE",
+              help="Kubeconfig for kubeconfig providers without spec.Config; PROVIDER=FILE for one provider.")
+@click.option("--apply", "do_apply", is_flag=True,
+              help="Carry out the plan: create/delete managed git spaces, write discovered Space objects and phases.")
+@click.option("-o", "output", type=click.Choice(["text", "json"]), default="text")
+def spaces_cmd(repo: Path, kubeconfigs: tuple[str, ...], do_apply: bool, output: str) -> None:
+    """List every space (Space objects, providers' spaces) and the space manager's plan; --apply carries it out."""
+    from . import spaces_cmd as use_case
+    outcome = use_case.spaces(repo, kubeconfigs, do_apply)
+    if output == "json":
+        _dump(outcome.as_json())
+    else:
+        _print_problems(outcome.problems)
+        click.echo(outcome.as_text(), nl=False)
+    sys.exit(outcome.exit_code)
+
+
 @cli.command(name="fold-in")
 @REPO
 @click.option("--source", default="HEAD", show_default=True, help="The branch to commit on.")

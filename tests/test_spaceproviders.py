@@ -63,7 +63,9 @@ def test_git_provider_create_and_delete(tmp_path: Path) -> None:
     git = GitFolderProvider(tmp_path, name="repo")
     assert git.list() == []  # no spaces/ yet
     git.create("wds2")
-    body = yaml.safe_load((tmp_path / "spaces" / "wds2" / "space.yaml").read_text())
+    # the managed marker lives under .ksgitops/: never input, so never a second Space object
+    assert not (tmp_path / "spaces" / "wds2" / "space.yaml").exists()
+    body = yaml.safe_load((tmp_path / "spaces" / "wds2" / ".ksgitops" / "managed-space.yaml").read_text())
     assert body == {"apiVersion": "space.kubestellar.io/v1alpha1", "kind": "Space", "metadata": {"name": "wds2"},
                     "spec": {"SpaceProviderDescName": "repo", "Type": "managed"}}
     assert git.get("wds2") == Observed("wds2", "Ready", True)
@@ -124,7 +126,7 @@ def test_manager_lifecycle_with_git(tmp_path: Path) -> None:
     applied = manager.reconcile()
     assert applied.ok and [str(a) for a in applied.done] == [
         "SetPhase imp (git) -> NotReady", "CreateSpace wds2 (git)", "SetPhase wds2 (git) -> Initializing"]
-    assert (tmp_path / "spaces" / "wds2" / "space.yaml").is_file()
+    assert (tmp_path / "spaces" / "wds2" / ".ksgitops" / "managed-space.yaml").is_file()
     assert not (tmp_path / "spaces" / "imp").exists()  # imported: never created
     assert [str(a) for a in manager.reconcile().done] == ["SetPhase wds2 (git) -> Ready"]  # git is ready at once
     assert not manager.plan()

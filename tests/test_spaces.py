@@ -319,7 +319,7 @@ def test_reconcile_warns_about_a_missing_managed_folder(tree: Callable[[dict[str
     repo = tree({"spaces/ctl/s.yaml": space_yaml("wds2")})
     result = reconcile(WorkTreeSnapshot(repo))
     assert [str(p) for p in result.problems] == [
-        "spaces/ctl/s.yaml:1: warning: Space wds2: create the folder spaces/wds2 yourself "
+        "spaces/ctl/s.yaml:1: warning: Space wds2: create the folder spaces/wds2 with `ksgitops spaces --apply` "
         "(reconcile creates and deletes mailbox spaces only)"]
     assert not any(k.startswith("spaces/wds2") for k in result.generated)
 

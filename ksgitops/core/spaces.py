@@ -30,6 +30,7 @@ from typing import Any, Iterable, Mapping
 from ..model import Obj, Origin, Problem
 from ..names import dns1123_label_error
 from .load import SPACE_API, Loaded
+from .parse import parse_file
 from .serialize import dump_yaml
 from .snapshot import GENERATED_DIR, Snapshot
 from .where import Wec
@@ -331,6 +332,24 @@ def inputs_from(spaces: Mapping[str, Iterable[Obj]]) -> SpaceInputs:
 
 SPACE_DIR = "space"  # a discovered space's Space object: spaces/<space>/.ksgitops/space/space.yaml
 INVENTORY_ANNOTATION = "ksgitops.kubestellar.io/inventory-space"  # as core.emit writes it
+# The managed marker of a git space ksgitops created (GitFolderProvider.create): a managed Space in
+# spaces/<space>/.ksgitops/managed-space.yaml. Under .ksgitops/ it is never input, so it neither
+# duplicates the Space object (which lives in another space) nor keeps the space alive once the
+# object is gone. Mailboxes carry theirs in space.yaml (with the sync-target annotation).
+MANAGED_MARKER = f"{GENERATED_DIR}/managed-space.yaml"
+
+
+def is_managed_marker(data: bytes | None, name: str) -> bool:
+    """`data` (a marker file's bytes) holds one managed Space named `name`."""
+    if data is None:
+        return False
+    parsed = parse_file(f"spaces/{name}/{MANAGED_MARKER}", data)
+    if parsed.problems or len(parsed.docs) != 1:
+        return False
+    body = parsed.docs[0][1]
+    spec, md = body.get("spec"), body.get("metadata")
+    return (body.get("apiVersion") == SPACE_API and body.get("kind") == "Space" and isinstance(spec, dict)
+            and spec.get("Type") == "managed" and isinstance(md, dict) and md.get("name") == name)
 
 
 @dataclass
@@ -359,8 +378,10 @@ def space_step(snapshot: Snapshot, loaded: Loaded, spaces: Mapping[str, list[Obj
                                 f"SyncTarget {wec.space}/{wec.name}", origin=wec.sync_target.origin))
     folders = [Observed(name, "Ready", True) for name, obj in loaded.mailboxes.items()
                if obj.annotations.get(INVENTORY_ANNOTATION) not in skipped]
-    folders += [Observed(name) for name, objs in loaded.spaces.items()
-                if objs or snapshot.space_files(name)]  # a folder holding only .ksgitops/ is gone
+    for name, objs in loaded.spaces.items():
+        marked = is_managed_marker(snapshot.read(f"spaces/{name}/{MANAGED_MARKER}"), name)
+        if marked or objs or snapshot.space_files(name):  # a folder holding only .ksgitops/ is gone
+            folders.append(Observed(name, "Ready", marked))
     descs = _providers(found.providers, [])
     observed = {name: (folders if desc.type == "git" else None) for name, desc in descs.items()}
     p = plan(objects, found.providers, observed)
@@ -377,12 +398,12 @@ def space_step(snapshot: Snapshot, loaded: Loaded, spaces: Mapping[str, list[Obj
         elif a.op in (CREATE_SPACE, DELETE_SPACE) and a.space not in wecs and a.space not in loaded.mailboxes:
             verb = "create the folder" if a.op == CREATE_SPACE else "remove the folder"
             problems.append(Problem(origins.get(a.space, Origin(f"spaces/{a.space}")),
-                                    f"Space {a.space}: {verb} spaces/{a.space} yourself (reconcile creates and "
-                                    "deletes mailbox spaces only)", "warning"))
+                                    f"Space {a.space}: {verb} spaces/{a.space} with `ksgitops spaces --apply` "
+                                    "(reconcile creates and deletes mailbox spaces only)", "warning"))
     return SpaceStep(p, generated, sorted(set(problems)))
 
 
-__all__ = ["space_step", "SpaceStep", "SPACE_DIR", "plan", "simulate", "Plan", "Action", "SpaceObj", "ProviderDesc", "Observed", "DEFAULT_PROVIDER",
+__all__ = ["space_step", "SpaceStep", "SPACE_DIR", "MANAGED_MARKER", "is_managed_marker", "plan", "simulate", "Plan", "Action", "SpaceObj", "ProviderDesc", "Observed", "DEFAULT_PROVIDER",
            "CREATE_SPACE", "DELETE_SPACE", "DELETE_OBJECT", "WRITE_OBJECT", "SET_PHASE", "SPACE_API",
            "SPACE_NAME_ANNOTATION", "CAN_CREATE", "space_from", "provider_from", "space_body", "inputs_from",
            "is_space", "is_provider_desc", "SpaceInputs"]

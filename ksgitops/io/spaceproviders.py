@@ -19,6 +19,7 @@ The `kubernetes` package is imported lazily, here only: the core never sees it.
 """
 from __future__ import annotations
 
+import builtins
 import os
 import queue
 import shutil
@@ -31,15 +32,15 @@ from typing import Any, Callable, Iterable, Iterator, Mapping, Protocol, Sequenc
 
 import yaml
 
-from ..core.load import Loaded, load
+from ..core.load import Loaded, is_mailbox_space, load
 from ..core.parse import parse_file
 from ..core.render import render_mailbox
 from ..core.selectors import matches, selector_error
 from ..core.serialize import deep_copy, dump_yaml
-from ..core.snapshot import SourceFile
-from ..core.spaces import (CREATE_SPACE, DELETE_OBJECT, DELETE_SPACE, SET_PHASE, SPACE_API, SPACE_NAME_ANNOTATION,
-                           WRITE_OBJECT, Action, Observed, Plan, ProviderDesc, SpaceObj, is_space, plan, space_body,
-                           space_from)
+from ..core.snapshot import GENERATED_DIR, SourceFile
+from ..core.spaces import (CREATE_SPACE, DELETE_OBJECT, DELETE_SPACE, MANAGED_MARKER, SET_PHASE, SPACE_API,
+                           SPACE_DIR, SPACE_NAME_ANNOTATION, WRITE_OBJECT, Action, Observed, Plan, ProviderDesc,
+                           SpaceObj, is_managed_marker, is_space, plan, space_body, space_from)
 from ..model import KsgitopsError, Obj, Origin, Problem
 from ..names import dns1123_label_error
 from .fs import WorkTreeSnapshot
@@ -175,18 +176,35 @@ def _watch_listing(list_fn: Callable[[], dict[Any, Any]], paths: Sequence[Path],
 
 # ---- git: a space is a folder of a work tree
 
-def _marker(folder: Path) -> bool:
-    """The folder's space.yaml holds one managed Space: ksgitops created it (mailboxes included)."""
-    path = folder / "space.yaml"
+def _read_file(path: Path) -> bytes | None:
     if path.is_symlink() or not path.is_file():
+        return None
+    return path.read_bytes()
+
+
+def _marker(folder: Path) -> bool:
+    """ksgitops created the folder: it holds the managed marker `.ksgitops/managed-space.yaml`
+    (GitFolderProvider.create), or it is a mailbox (space.yaml: a managed Space with the
+    sync-target annotation)."""
+    if is_managed_marker(_read_file(folder / MANAGED_MARKER), folder.name):
+        return True
+    data = _read_file(folder / "space.yaml")
+    if data is None:
         return False
-    parsed = parse_file(f"{folder.name}/space.yaml", path.read_bytes())
+    parsed = parse_file(f"{folder.name}/space.yaml", data)
     if parsed.problems or len(parsed.docs) != 1:
         return False
-    body = parsed.docs[0][1]
-    spec = body.get("spec")
-    return (body.get("apiVersion") == SPACE_API and body.get("kind") == "Space"
-            and isinstance(spec, dict) and spec.get("Type") == "managed")
+    return is_mailbox_space(Obj(folder.name, parsed.docs[0][1], Origin(f"spaces/{folder.name}/space.yaml")))
+
+
+def _leftover(folder: Path) -> bool:
+    """A folder holding nothing but generated files (`.ksgitops/`) and no managed marker: its
+    sources are gone, so the space is (as reconcile sees it too)."""
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return False
+    return names == [GENERATED_DIR]
 
 
 class GitFolderProvider:
@@ -209,16 +227,17 @@ class GitFolderProvider:
         return self.spaces_dir / name
 
     def create(self, name: str) -> None:
-        """Make `spaces/<name>/` with a managed Space in space.yaml; an existing folder is left
-        as it is (create is idempotent)."""
+        """Make `spaces/<name>/` holding the managed marker (a managed Space in
+        `.ksgitops/managed-space.yaml`, never read as input); an existing folder is left as it is
+        (create is idempotent)."""
         folder = self.folder(name)
         if folder.is_dir():
             return
         staging = self.spaces_dir / f".{name}.ksgitops-new"
         shutil.rmtree(staging, ignore_errors=True)
-        staging.mkdir(parents=True)
-        body = space_body(SpaceObj(name, "managed", self.name))
-        (staging / "space.yaml").write_bytes(dump_yaml(body))
+        marker = staging / MANAGED_MARKER
+        marker.parent.mkdir(parents=True)
+        marker.write_bytes(dump_yaml(space_body(SpaceObj(name, "managed", self.name))))
         os.rename(staging, folder)
 
     def delete(self, name: str) -> None:
@@ -241,7 +260,10 @@ class GitFolderProvider:
         for entry in os.scandir(self.spaces_dir):
             if entry.name.startswith(".") or not entry.is_dir(follow_symlinks=False):
                 continue
-            found[entry.name] = Observed(entry.name, "Ready", _marker(Path(entry.path)))
+            folder = Path(entry.path)
+            marked = _marker(folder)
+            if marked or not _leftover(folder):
+                found[entry.name] = Observed(entry.name, "Ready", marked)
         return dict(sorted(found.items()))
 
     def list(self) -> list[Observed]:
@@ -251,7 +273,8 @@ class GitFolderProvider:
         folder = self.folder(name)
         if folder.is_symlink() or not folder.is_dir():
             return None
-        return Observed(name, "Ready", _marker(folder))
+        marked = _marker(folder)
+        return Observed(name, "Ready", marked) if marked or not _leftover(folder) else None
 
     def watch(self, stop: threading.Event | None = None, timeout: float | None = None) -> Iterator[SpaceEvent]:
         """Changes to the set of spaces (and to their managed marker) after the call."""
@@ -632,6 +655,228 @@ class FolderStore:
                 self.write(replace(obj, phase=phase, origin=Origin("")))
 
 
+STATUS_DIR = "space-status"  # spaces/<holder>/.ksgitops/space-status/<name>.yaml: a source Space's phase
+DISCOVERED_DIR = "discovered"  # spaces/<holder>/.ksgitops/discovered/<provider>/<name>.yaml
+
+
+@dataclass(frozen=True, slots=True)
+class SourceSpace:
+    """A Space object of a source space: `holder` is the space whose files define it."""
+
+    holder: str
+    obj: SpaceObj
+    namespace: str = ""
+
+
+def _space_doc(data: bytes | None, label: str) -> dict[str, Any] | None:
+    """The one Space document of a generated file, None when it is missing or not that."""
+    if data is None:
+        return None
+    parsed = parse_file(label, data)
+    if parsed.problems or len(parsed.docs) != 1:
+        return None
+    body = parsed.docs[0][1]
+    if body.get("apiVersion") != SPACE_API or body.get("kind") != "Space":
+        return None
+    return body
+
+
+def _write_atomic(path: Path, data: bytes) -> bool:
+    """Write `data` unless the file already holds it; True when written."""
+    if _read_file(path) == data:
+        return False
+    path.parent.mkdir(parents=True, exist_ok=True)
+    staging = path.with_name(f".{path.name}.ksgitops-new")
+    staging.write_bytes(data)
+    staging.replace(path)
+    return True
+
+
+class RepoSpaceStore:
+    """The Space objects of a repository work tree, for the manager (`ksgitops spaces`).
+
+    - source Space objects (`sources`) are read-only: ksgitops never edits source files. Their
+      phase (status.Phase) is kept in `spaces/<holder>/.ksgitops/space-status/<name>.yaml`,
+      <holder> being the space whose files define the object;
+    - `owned` objects (mailbox spaces, owned by their SyncTargets) are reconcile's: listed, never
+      written;
+    - Space objects ksgitops writes for discovered spaces, status included: for a git provider over
+      this repository (`homes[provider]` None) in the space's own folder,
+      `spaces/<name>/.ksgitops/space/space.yaml` (the file reconcile writes too); for any other
+      provider in `spaces/<holder>/.ksgitops/discovered/<provider>/<name>.yaml`, <holder> being the
+      space holding its SpaceProviderDesc (`homes[provider]`).
+
+    Generated files that no longer belong to anything are `stale()`; `prune()` removes them: the
+    phase of a Space object that is gone, a written object now shadowed by a source object or whose
+    provider is no longer declared."""
+
+    def __init__(self, root: Path | str, sources: Sequence[SourceSpace] = (), owned: Sequence[SpaceObj] = (),
+                 homes: Mapping[str, str | None] | None = None) -> None:
+        self.root = Path(root)
+        self.sources = {s.obj.name: s for s in sorted(sources, key=lambda s: (s.obj.name, s.obj.origin), reverse=True)}
+        self.owned = {o.name: o for o in owned}
+        self.homes = dict(homes or {})
+        self._written: dict[str, tuple[SpaceObj, Path]] | None = None  # kept up to date by writes
+
+    @property
+    def spaces_dir(self) -> Path:
+        return self.root / "spaces"
+
+    def written(self) -> dict[str, tuple[SpaceObj, Path]]:
+        """The Space objects ksgitops wrote (for discovered spaces), by name, with their files."""
+        if self._written is None:
+            self._written = self._scan()[0]
+        return self._written
+
+    def rel(self, path: Path) -> str:
+        return path.relative_to(self.root).as_posix()
+
+    # -- where things are
+
+    def status_path(self, holder: str, name: str) -> Path:
+        return self.spaces_dir / holder / GENERATED_DIR / STATUS_DIR / f"{name}.yaml"
+
+    def written_path(self, provider: str, name: str) -> Path:
+        _check_name(name)
+        if provider not in self.homes:
+            raise ProviderError(f"no provider {provider} to write Space {name} for", exit_code=2)
+        home = self.homes[provider]
+        if home is None:
+            return self.spaces_dir / name / GENERATED_DIR / SPACE_DIR / "space.yaml"
+        return self.spaces_dir / home / GENERATED_DIR / DISCOVERED_DIR / provider / f"{name}.yaml"
+
+    def locations(self) -> dict[str, str]:
+        """Where each Space object is: `file:line` of a source (or mailbox) object, or the generated file."""
+        found = {name: self.rel(path) for name, (_, path) in self.written().items()}
+        found.update({name: str(obj.origin) for name, obj in self.owned.items()})
+        found.update({name: str(s.obj.origin) for name, s in self.sources.items()})
+        return found
+
+    # -- reading
+
+    def _folders(self) -> list[str]:
+        if not self.spaces_dir.is_dir():
+            return []
+        return sorted(e.name for e in os.scandir(self.spaces_dir)
+                      if e.is_dir(follow_symlinks=False) and not e.name.startswith("."))
+
+    def _scan(self) -> tuple[dict[str, tuple[SpaceObj, Path]], list[Path]]:
+        """The written objects by name, and the stale generated files and folders."""
+        candidates: list[tuple[SpaceObj, Path]] = []
+        stale: list[Path] = []
+        held = set(self.sources) | set(self.owned)
+        for folder in self._folders():
+            path = self.spaces_dir / folder / GENERATED_DIR / SPACE_DIR / "space.yaml"
+            body = _space_doc(_read_file(path), self.rel(path))
+            if body is not None:  # else: not a Space (reconcile's to manage)
+                obj = space_from(Obj("", body, Origin(self.rel(path))), owner="ksgitops")
+                if obj.name != folder or obj.type != "unmanaged" or obj.provider not in self.homes or folder in held:
+                    stale.append(path)  # reconcile would not write it either
+                elif self.homes[obj.provider] is None:
+                    candidates.append((obj, path))
+                # else: a git provider over another work tree; left alone
+            found = self.spaces_dir / folder / GENERATED_DIR / DISCOVERED_DIR
+            if found.is_dir() and not found.is_symlink():
+                for entry in sorted(os.scandir(found), key=lambda e: e.name):
+                    provider = Path(entry.path)
+                    if self.homes.get(entry.name, None) != folder or not entry.is_dir(follow_symlinks=False):
+                        stale.append(provider)
+                        continue
+                    for file in sorted(provider.iterdir()):
+                        body = _space_doc(_read_file(file), self.rel(file))
+                        obj = space_from(Obj("", body or {}, Origin(self.rel(file))), owner="ksgitops")
+                        if (body is None or file.suffix != ".yaml" or obj.name != file.stem or obj.type != "unmanaged"
+                                or obj.provider != entry.name or obj.name in held):
+                            stale.append(file)
+                        else:
+                            candidates.append((obj, file))
+            status = self.spaces_dir / folder / GENERATED_DIR / STATUS_DIR
+            if status.is_dir() and not status.is_symlink():
+                for file in sorted(status.iterdir()):
+                    source = self.sources.get(file.stem) if file.suffix == ".yaml" else None
+                    if source is None or source.holder != folder:
+                        stale.append(file)
+        written: dict[str, tuple[SpaceObj, Path]] = {}
+        for obj, path in sorted(candidates, key=lambda c: (c[0].provider, c[0].name)):
+            if obj.name in written:
+                stale.append(path)  # discovered by two providers: the first by name keeps it
+            else:
+                written[obj.name] = (obj, path)
+        return written, sorted(set(stale))
+
+    def _phase(self, source: SourceSpace) -> str:
+        path = self.status_path(source.holder, source.obj.name)
+        body = _space_doc(_read_file(path), self.rel(path))
+        status = body.get("status") if body else None
+        phase = status.get("Phase") if isinstance(status, dict) else None
+        return phase if isinstance(phase, str) and phase else source.obj.phase
+
+    def list(self) -> list[SpaceObj]:
+        found = [replace(s.obj, phase=self._phase(s)) for s in self.sources.values()]
+        found += self.owned.values()
+        found += [obj for obj, _ in self.written().values()]
+        return sorted(found)
+
+    def stale(self) -> builtins.list[str]:
+        return [self.rel(p) for p in self._scan()[1]]
+
+    # -- writing
+
+    def write(self, obj: SpaceObj) -> None:
+        """Write the Space object of a discovered space (with its phase)."""
+        if obj.name in self.sources or obj.name in self.owned:
+            raise KsgitopsError(f"Space {obj.name} exists in the sources; not writing another")
+        path = self.written_path(obj.provider, obj.name)
+        _write_atomic(path, dump_yaml(space_body(replace(obj, owner="", origin=Origin("")))))
+        self.written()[obj.name] = (replace(obj, owner="ksgitops", origin=Origin(self.rel(path))), path)
+
+    def delete(self, name: str) -> None:
+        source = self.sources.get(name)
+        if source is not None:
+            raise KsgitopsError(Problem(source.obj.origin, f"Space {name} is defined in a source file: remove it "
+                                        "there (ksgitops never edits source files)"))
+        if name in self.owned:
+            raise KsgitopsError(f"Space {name} is a mailbox: ksgitops reconcile removes it with its SyncTarget")
+        written = self.written().pop(name, None)
+        if written is not None:
+            self._remove(written[1])
+
+    def set_phase(self, name: str, phase: str) -> None:
+        source = self.sources.get(name)
+        if source is not None:
+            metadata = {"name": name, **({"namespace": source.namespace} if source.namespace else {})}
+            body = {"apiVersion": SPACE_API, "kind": "Space", "metadata": metadata, "status": {"Phase": phase}}
+            _write_atomic(self.status_path(source.holder, name), dump_yaml(body))
+            return
+        written = self.written().get(name)
+        if written is not None:
+            obj, path = written
+            _write_atomic(path, dump_yaml(space_body(replace(obj, phase=phase, owner="", origin=Origin("")))))
+            self.written()[name] = (replace(obj, phase=phase), path)
+
+    def prune(self) -> builtins.list[str]:
+        """Remove the stale generated files; returns their paths."""
+        removed = []
+        for path in self._scan()[1]:
+            removed.append(self.rel(path))
+            self._remove(path)
+        self._written = None
+        return removed
+
+    def _remove(self, path: Path) -> None:
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path)
+        else:
+            path.unlink(missing_ok=True)
+        parent = path.parent
+        while parent != self.spaces_dir and self.spaces_dir in parent.parents:
+            try:
+                parent.rmdir()  # only when empty
+            except OSError:
+                break
+            parent = parent.parent
+
+
 @dataclass
 class Applied:
     """What one pass of the manager did: actions done, failed (with the error) and skipped (a
@@ -823,6 +1068,6 @@ def providers_from(descs: Iterable[ProviderDesc], root: Path | str, **kubeconfig
 
 
 __all__ = ["Provider", "GitFolderProvider", "KubeconfigProvider", "GitSpaceClient", "KubeSpaceClient",
-           "SpaceManager", "SpaceStore", "MemoryStore", "FolderStore", "Applied", "SpaceClients", "space_client",
+           "SpaceManager", "SpaceStore", "MemoryStore", "FolderStore", "RepoSpaceStore", "SourceSpace", "Applied", "SpaceClients", "space_client",
            "SpaceEvent", "ObjectEvent", "ProviderError", "NotSupported", "annotate", "selector_string",
            "providers_from", "describe", "ADDED", "MODIFIED", "DELETED"]
