@@ -194,3 +194,19 @@ def test_memo_stays_exact_when_placements_and_inventory_change(example: Path) ->
             file = example / path
             file.write_text(file.read_text().replace(old, new))
     assert seen == {1, 2}  # the edits did change what is summarized
+
+
+def test_a_memo_pickled_by_other_code_is_never_used(tmp_path: Path, result: Any) -> None:
+    """A memo from another version of ksgitops (its classes may have other fields) is dropped."""
+    import pickle
+
+    from ksgitops.io import status_sources as ss
+    memo = StatusMemo()
+    summarize(result, MemorySource(with_reports(result.generated, {})), memo)
+    path = tmp_path / "status-git.pickle"
+    ss.save_memo(path, memo)
+    assert ss.load_memo(path).mailboxes.keys() == memo.mailboxes.keys() != set()
+    data = pickle.loads(path.read_bytes())
+    data["format"] = "0.0.1-somebody-else"
+    path.write_bytes(pickle.dumps(data))
+    assert ss.load_memo(path).mailboxes == {}

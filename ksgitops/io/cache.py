@@ -6,6 +6,7 @@ used by a run are dropped when it saves, so the file tracks the repo's current c
 """
 from __future__ import annotations
 
+import hashlib
 import os
 import pickle
 from pathlib import Path
@@ -13,7 +14,22 @@ from typing import Any, Iterator, MutableMapping
 
 from .. import __version__
 
-FORMAT = f"ksgitops-cache-1-{__version__}"
+def code_fingerprint() -> str:
+    """A digest of ksgitops' own source: a cache or memo pickled by other code (whose classes may
+    have other fields) is never loaded. Costs a read of the package's files, once per process."""
+    global _FINGERPRINT
+    if _FINGERPRINT is None:
+        root = Path(__file__).resolve().parents[1]
+        digest = hashlib.blake2b(digest_size=12)
+        for path in sorted(root.rglob("*.py")):
+            digest.update(f"{path.relative_to(root)}\0".encode())
+            digest.update(path.read_bytes())
+        _FINGERPRINT = f"{__version__}-{digest.hexdigest()}"
+    return _FINGERPRINT
+
+
+_FINGERPRINT: str | None = None
+FORMAT = "ksgitops-cache-2"
 
 
 class TouchedDict(MutableMapping[Any, Any]):
@@ -78,7 +94,8 @@ class DiskCache:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             tmp = self.path.with_suffix(f".tmp{os.getpid()}")
             with open(tmp, "wb") as f:
-                pickle.dump({"format": FORMAT, "content": self.content.used(), "mailboxes": mailboxes}, f,
+                pickle.dump({"format": f"{FORMAT}-{code_fingerprint()}", "content": self.content.used(),
+                             "mailboxes": mailboxes}, f,
                             protocol=pickle.HIGHEST_PROTOCOL)
             os.replace(tmp, self.path)
         except OSError:
@@ -91,4 +108,4 @@ def _read(path: Path) -> dict[str, Any]:
             data = pickle.load(f)  # noqa: S301 - our own file inside .git, never from a remote
     except Exception:  # noqa: BLE001 - any unreadable cache is just absent
         return {}
-    return data if isinstance(data, dict) and data.get("format") == FORMAT else {}
+    return data if isinstance(data, dict) and data.get("format") == f"{FORMAT}-{code_fingerprint()}" else {}

@@ -13,6 +13,7 @@ from pathlib import Path
 import pygit2
 
 from ..core.status import MailboxListing, StatusMemo
+from .cache import code_fingerprint
 from .fs import walk_files
 from .git import TreeIndex
 
@@ -91,9 +92,11 @@ def load_memo(path: Path | None) -> StatusMemo:
         return StatusMemo()
     try:
         with open(path, "rb") as f:
-            memo = pickle.load(f)  # noqa: S301 - our own file inside .git, never from a remote
+            data = pickle.load(f)  # noqa: S301 - our own file inside .git, never from a remote
     except Exception:  # noqa: BLE001 - any unreadable memo only costs time
         return StatusMemo()
+    fresh = isinstance(data, dict) and data.get("format") == code_fingerprint()
+    memo = data.get("memo") if fresh else None
     return memo if isinstance(memo, StatusMemo) and memo.format == StatusMemo().format else StatusMemo()
 
 
@@ -105,7 +108,7 @@ def save_memo(path: Path | None, memo: StatusMemo) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(f".tmp{os.getpid()}")
         with open(tmp, "wb") as f:
-            pickle.dump(memo, f, protocol=pickle.HIGHEST_PROTOCOL)
+            pickle.dump({"format": code_fingerprint(), "memo": memo}, f, protocol=pickle.HIGHEST_PROTOCOL)
         os.replace(tmp, path)
     except OSError:
         pass  # a memo that cannot be written only costs time next run
