@@ -191,11 +191,18 @@ def loop(runtime: RemoteRuntime | LocalRuntime, interval: float, stop: threading
             result = runtime.cycle()
         except KsgitopsError as e:
             observer.failures.inc()
-            observer.ready = False if observer.ready and once else observer.ready
+            observer.ready = False
             for problem in e.problems:
                 log.error(str(problem), extra={"fields": {"event": "cycle-failed"}})
             if once:
                 return e.exit_code
+        except Exception as e:  # noqa: BLE001 - a long-running loop outlives one bad cycle
+            observer.failures.inc()
+            observer.ready = False
+            log.error(f"internal error ({type(e).__name__}); the next cycle starts afresh",
+                      extra={"fields": {"event": "cycle-failed"}}, exc_info=log.isEnabledFor(logging.DEBUG))
+            if once:
+                return 4
         else:
             if result.action not in ("idle", "generated-only"):
                 observer.reconcile_seconds.observe(result.seconds)

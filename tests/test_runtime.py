@@ -385,3 +385,23 @@ def test_local_watch_mode_reconciles_on_change(example: Path) -> None:
     finally:
         stop.set()
         thread.join(timeout=10)
+
+
+def test_an_unreachable_remote_fails_cycles_without_ending_the_loop(tmp_path: Path) -> None:
+    with GitDaemon(tmp_path / "served") as daemon:
+        served_example(daemon, tmp_path)
+        observer = Observer()
+        rt = runtime.RemoteRuntime(daemon.url("fleet.git"), BRANCH, tmp_path / "work", observer)
+        assert runtime.loop(rt, 0.05, threading.Event(), once=True) == 0 and observer.ready
+    # the daemon is gone: every fetch fails
+    assert runtime.loop(rt, 0.05, threading.Event(), once=True) == 3
+    assert not observer.ready
+    stop = threading.Event()
+    thread = threading.Thread(target=runtime.loop, args=(rt, 0.05, stop))
+    thread.start()
+    time.sleep(0.5)
+    stop.set()
+    thread.join(timeout=10)
+    assert not thread.is_alive()
+    failures = observer.failures._value.get()  # noqa: SLF001 - the counter's own value
+    assert failures >= 3, failures
