@@ -82,7 +82,7 @@ class RemoteRuntime:
         self.memo = StatusMemo()
 
     def cycle(self) -> CycleResult:
-        from .io import remote
+        from .io import git, remote
         started = time.perf_counter()
         upstream = remote.fetch(self.repo, self.branch, extra=(REPORT_REFS,) if self.status else ())
         refs = self._report_refs()
@@ -101,6 +101,7 @@ class RemoteRuntime:
         outcome = app.publish(self.path, self.branch, retries=self.retries, do_reconcile=do_reconcile,
                               do_status=do_status, on_retry=self._retrying, cache=self.cache, memo=self.memo)
         self.cache.next_run()
+        git.consolidate_packs(self.repo)  # each commit wrote a pack: keep their number bounded
         self.last_head = outcome.head
         self.last_keys = keys if outcome.attempts == 1 else self.keys(outcome.head)  # ours touch neither
         result = (outcome.reconciled or outcome.status).result  # type: ignore[union-attr]

@@ -37,3 +37,29 @@ def test_pack_is_verified_by_git_and_read_by_libgit2(tmp_path: Path) -> None:
 def test_nothing_to_write_writes_nothing(tmp_path: Path) -> None:
     assert write_pack(tmp_path, {}) is None
     assert not (tmp_path / "pack").exists()
+
+
+def test_consolidate_packs_bounds_their_number_and_loses_nothing(tmp_path: Path) -> None:
+    import subprocess
+
+    import pygit2
+
+    from ksgitops.io.git import TreeWriter, consolidate_packs
+    repo = pygit2.init_repository(str(tmp_path / "r.git"), bare=True)
+    sig = pygit2.Signature("t", "t@e")
+    parent: list[pygit2.Oid] = []
+    for i in range(20):  # 20 commits: a pack of trees and blobs each, and a loose commit
+        tree = TreeWriter(repo).apply(None, {f"d{i}": {"f.txt": f"content {i}\n".encode()}, "all": {"n": str(i).encode()}})
+        parent = [repo.create_commit("refs/heads/main", sig, sig, f"c{i}", tree, parent)]
+    packs = lambda: sorted((tmp_path / "r.git/objects/pack").glob("*.pack"))  # noqa: E731
+    assert len(packs()) == 20
+    moved = consolidate_packs(repo, most=4)
+    assert moved > 20 and len(packs()) == 2  # the largest pack stays; all the others became one
+    assert not [d for d in (tmp_path / "r.git/objects").iterdir() if len(d.name) == 2 and any(d.iterdir())]
+    check = subprocess.run(["git", "-C", str(tmp_path / "r.git"), "fsck", "--strict"], capture_output=True, text=True)
+    assert check.returncode == 0, check.stdout + check.stderr
+    fresh = pygit2.Repository(str(tmp_path / "r.git"))
+    head = fresh.references["refs/heads/main"].peel(pygit2.Commit)
+    assert fresh[fresh[head.tree["d19"].id]["f.txt"].id].data == b"content 19\n"
+    assert len(list(fresh.walk(head.id))) == 20
+    assert consolidate_packs(fresh, most=4) == 0  # under the bound: nothing to do

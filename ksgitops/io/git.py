@@ -18,7 +18,7 @@ from ..core.snapshot import SourceFile, is_source_path
 from ..core.tree import KEEP, REUSE, FileTree, Generated, Subtree
 from ..model import GitError, KsgitopsError
 from .fs import WorkTreeSnapshot, swap_in
-from .pack import object_id, tree_content, write_pack
+from .pack import KINDS, index_ids, object_id, tree_content, write_pack
 
 TREE_MODE = pygit2.GIT_FILEMODE_TREE
 BLOB_MODE = pygit2.GIT_FILEMODE_BLOB
@@ -31,6 +31,33 @@ def tree_at(repo: pygit2.Repository, oid: Any) -> pygit2.Tree:
 
 def blob_data(repo: pygit2.Repository, oid: Any) -> bytes:
     return cast(pygit2.Blob, repo[oid]).data
+
+
+def consolidate_packs(repo: pygit2.Repository, most: int = 16) -> int:
+    """Keep a long-running clone fast: every commit adds a pack (and a loose commit), and lookups
+    slow down with their number. When there are more than `most` packs, every pack but the largest
+    and every loose object are rewritten as one pack (no deltas: quick), then removed. Returns the
+    objects moved. Unreachable objects are kept (nothing is pruned)."""
+    objects_dir = Path(repo.path) / "objects"
+    packs = sorted((objects_dir / "pack").glob("pack-*.idx"), key=lambda p: p.with_suffix(".pack").stat().st_size)
+    if len(packs) <= most:
+        return 0
+    loose = [f for d in objects_dir.iterdir() if len(d.name) == 2 and d.is_dir() for f in d.iterdir()]
+    ids = {raw for idx in packs[:-1] for raw in index_ids(idx)}
+    ids.update(bytes.fromhex(f.parent.name + f.name) for f in loose if len(f.name) == 38)
+    objects = {}
+    for raw in ids:
+        kind, data = repo.odb.read(pygit2.Oid(raw=raw))
+        objects[raw] = (KINDS[int(kind)], bytes(data))
+    written = write_pack(objects_dir, objects)
+    for idx in packs[:-1]:
+        if written is None or idx.with_suffix(".pack") != written:
+            for suffix in (".idx", ".rev", ".pack"):  # the index first: no reader sees a pack without it
+                idx.with_suffix(suffix).unlink(missing_ok=True)
+    for f in loose:
+        if len(f.name) == 38:
+            f.unlink(missing_ok=True)
+    return len(objects)
 
 
 def open_repo(path: Path) -> pygit2.Repository:

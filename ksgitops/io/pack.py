@@ -14,7 +14,8 @@ import zlib
 from pathlib import Path
 from typing import Iterable
 
-TYPE_CODES = {b"commit": 1, b"tree": 2, b"blob": 3}
+TYPE_CODES = {b"commit": 1, b"tree": 2, b"blob": 3, b"tag": 4}
+KINDS = {code: kind for kind, code in TYPE_CODES.items()}
 TREE_MODE = 0o040000
 
 
@@ -97,3 +98,13 @@ def _write_atomically(path: Path, chunks: list[bytes]) -> None:
             f.write(chunk)
     os.chmod(tmp, 0o444)
     os.replace(tmp, path)
+
+
+def index_ids(idx: Path) -> list[bytes]:
+    """The raw ids listed by a version 2 pack index (`.idx`)."""
+    data = idx.read_bytes()
+    if data[:4] != b"\xfftOc" or struct.unpack(">I", data[4:8])[0] != 2:
+        raise ValueError(f"{idx}: not a version 2 pack index")
+    count = struct.unpack(">I", data[8 + 255 * 4:8 + 256 * 4])[0]
+    start = 8 + 256 * 4
+    return [data[start + 20 * i:start + 20 * (i + 1)] for i in range(count)]

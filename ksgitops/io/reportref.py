@@ -29,7 +29,7 @@ from typing import Any
 import pygit2
 
 from ..core.tree import FileTree
-from .git import TreeIndex, TreeSnapshot, TreeWriter
+from .git import TreeIndex, TreeSnapshot, TreeWriter, consolidate_packs
 from .pack import write_pack
 from .remote import Credentials
 
@@ -151,6 +151,7 @@ class MailboxRepo:
         parent = base if base is not None else head
         oid = self.repo.create_commit(None, author, author, message, tree, [parent.id])
         self.repo.references.create(self.ref, oid, force=True)
+        consolidate_packs(self.repo)  # a pack per report commit: keep their number bounded
         return Committed(str(oid), True)
 
     # --- push
