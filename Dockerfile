@@ -32,7 +32,8 @@ LABEL org.opencontainers.image.title="ksgitops" \
 ENV PATH=/opt/ksgitops/bin:$PATH \
     PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1 \
-    KSGITOPS_PORT=8080
+    KSGITOPS_PORT=8080 \
+    KSGITOPS_WORKDIR=/data/clones
 RUN useradd --uid 10001 --user-group --no-create-home --home-dir /data --shell /usr/sbin/nologin ksgitops \
  && mkdir -p /data \
  && chown 10001:10001 /data
