@@ -90,9 +90,9 @@ def commit_reports(path: str, at_day: str = "2026-11-22") -> int:
 
 
 def commit_report_refs(path: str, at_day: str = "2026-11-23") -> int:
-    """What 1,000 `ksgitops sync` agents push: per mailbox, a commit on the branch head's tree with
-    a fresh report for each of its objects, at `refs/heads/ksgitops/reported/<mailbox>`. Returns how
-    many refs."""
+    """What 1,000 `ksgitops sync` agents push: per mailbox, a commit whose tree holds that mailbox's
+    reported/ folder (a fresh report for each of its objects), at
+    `refs/heads/ksgitops/reported/<mailbox>`. Returns how many refs."""
     repo = pygit2.Repository(path)
     head = repo.references[BRANCH].peel(pygit2.Commit)
     index = TreeIndex(repo, head.tree)
@@ -107,7 +107,7 @@ def commit_report_refs(path: str, at_day: str = "2026-11-23") -> int:
             doc = yaml.load(repo[oid].data, Loader=yaml.CSafeLoader)  # JSON is YAML
             doc["reportedAt"] = f"{at_day}T{(n // 3600) % 24:02d}:{(n // 60) % 60:02d}:{n % 60:02d}Z"
             put(tree, rel, dump_report(doc))
-        trees[entry.name] = writer.apply(head.tree, {f"spaces/{entry.name}/reported": tree}, flush=False)
+        trees[entry.name] = writer.apply(None, {f"spaces/{entry.name}/reported": tree}, flush=False)
     writer.flush()
     for mailbox, tree_id in trees.items():
         message = f"ksgitops sync: reported state of {mailbox}\n\nKsgitops-Source: {head.id}\nKsgitops-Mailbox: {mailbox}\n"

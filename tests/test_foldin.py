@@ -103,9 +103,9 @@ def reconciled_repo(tmp_path: Path) -> pygit2.Repository:
 
 def report_ref(repo: pygit2.Repository, mailbox: str, changes: dict[str, Any], *, trailer_mailbox: str | None = None,
                ref_mailbox: str | None = None) -> str:
-    """A commit like `ksgitops sync` makes: the head's tree with `changes` applied."""
+    """A commit like `ksgitops sync` makes: a tree of `changes` only (its mailbox's folders)."""
     head = repo.references[f"refs/heads/{BRANCH}"].peel(pygit2.Commit)
-    tree = TreeWriter(repo).apply(head.tree, changes)
+    tree = TreeWriter(repo).apply(None, changes)
     sig = pygit2.Signature("agent", "agent@example.invalid")
     message = (f"ksgitops sync: reported state of {mailbox}\n\nKsgitops-Source: {head.id}\n"
                f"Ksgitops-Mailbox: {trailer_mailbox or mailbox}\n")

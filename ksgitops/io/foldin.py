@@ -1,15 +1,14 @@
 """Fold-in (DESIGN §6, issue 5): per-WEC report refs -> the mailboxes' reported/ and upsynced/.
 
 A `ksgitops sync` agent pushes its mailbox's reports to `refs/heads/ksgitops/reported/<mailbox>`
-(a commit whose tree is the branch head it read with only `spaces/<mailbox>/reported` and
-`spaces/<mailbox>/upsynced` replaced). The fold-in takes exactly those two subtrees of each ref, by
-tree id (nothing is copied or parsed), for that ref's own mailbox only, and only where they differ
-from the branch head: work in proportion to the refs that changed.
+(a commit whose tree holds only `spaces/<mailbox>/reported` and `spaces/<mailbox>/upsynced`). The
+fold-in takes exactly those two subtrees of each ref, by tree id (nothing is copied or parsed), for
+that ref's own mailbox only, and only where they differ from the branch head: work in proportion
+to the refs that changed.
 
 A ref is rejected (a warning; its mailbox is left as it is) when its name is not a mailbox of the
-head, its `Ksgitops-Mailbox` trailer names another mailbox, or — when its `Ksgitops-Source` commit
-is in the repository — its tree differs from that commit anywhere outside its own two folders:
-a WEC can never write outside its mailbox.
+head, its `Ksgitops-Mailbox` trailer names another mailbox, or its tree holds anything outside its
+own two folders: a WEC can never write outside its mailbox.
 """
 from __future__ import annotations
 
@@ -77,23 +76,16 @@ def _rejected(repo: pygit2.Repository, mailbox: str, mailboxes: set[str], commit
     trailers = _trailers(commit.message)
     if trailers.get(MAILBOX_TRAILER, mailbox) != mailbox:
         return f"report ref rejected: its commit is for mailbox {trailers[MAILBOX_TRAILER]}"
-    source = trailers.get(SOURCE_TRAILER)
-    if source is None:
-        return ""
-    try:
-        base = repo[source].peel(pygit2.Commit)
-    except (KeyError, ValueError):
-        return ""  # not fetched (a shallow clone): only the mailbox's own folders are taken anyway
-    outside = _first_change_outside(repo, base.tree, commit.tree, "", set(roots))
+    outside = _first_change_outside(repo, None, commit.tree, "", set(roots))
     if outside:
-        return f"report ref rejected: it changes {outside}, outside spaces/{mailbox}/reported and upsynced"
+        return f"report ref rejected: it holds {outside}, outside spaces/{mailbox}/reported and upsynced"
     return ""
 
 
 def _first_change_outside(repo: pygit2.Repository, old: pygit2.Tree | None, new: pygit2.Tree | None, prefix: str,
                           allowed: set[str]) -> str:
-    """The first path where two trees differ outside `allowed` roots, descending only into
-    subtrees whose ids differ (a few listings per ref, whatever the size of the repository)."""
+    """The first path where two trees differ outside `allowed` roots (with `old` None: the first
+    path of `new` outside them), descending only into subtrees whose ids differ."""
     entries_old = {str(e.name): e for e in old} if old is not None else {}
     entries_new = {str(e.name): e for e in new} if new is not None else {}
     for name in sorted(entries_old.keys() | entries_new.keys()):

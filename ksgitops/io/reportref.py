@@ -5,13 +5,11 @@ cycle into `refs/remotes/origin/*`. Reports are committed there on
 `refs/heads/ksgitops/reported/<mailbox>` and pushed to the same ref of the source, never to the
 branch (DESIGN §6: thousands of WECs never contend for one ref), never forced.
 
-A report commit's tree is the fetched branch head's tree with only `spaces/<mailbox>/reported` and
-`spaces/<mailbox>/upsynced` replaced (every other subtree reused by id), so the commit differs from
-the source it names only inside the mailbox. Its parent is the ref's previous commit (the history
-of the ref is a plain fast-forward chain); the first commit's parent is the branch head it was built
-on. Each message carries `Ksgitops-Source: <branch head>` and `Ksgitops-Mailbox: <mailbox>`
-trailers, so a fold-in can diff a report commit against its source and reject anything outside
-that mailbox.
+A report commit's tree holds `spaces/<mailbox>/reported` and `spaces/<mailbox>/upsynced` and
+nothing else, so the fold-in can see at a glance that it stays inside its mailbox (and rejects it
+otherwise). Its parent is the ref's previous commit (the history of the ref is a plain fast-forward
+chain); the first commit's parent is the branch head it was built on. Each message carries
+`Ksgitops-Source: <branch head>` and `Ksgitops-Mailbox: <mailbox>` trailers.
 
 Intermittent connectivity: a failed fetch keeps the last fetched head; a failed push keeps the
 commit on the local ref and the next cycle pushes it (or, when the remote ref moved meanwhile,
@@ -141,7 +139,7 @@ class MailboxRepo:
         base = self.base()
         root = f"spaces/{self.mailbox}"
         generated: dict[str, Any] = {f"{root}/reported": reported or None, f"{root}/upsynced": upsynced or None}
-        tree = TreeWriter(self.repo).apply(head.tree, generated)
+        tree = TreeWriter(self.repo).apply(None, generated)  # the mailbox's two folders, nothing else
         new = TreeIndex(self.repo, self.repo[tree].peel(pygit2.Tree))
         old = TreeIndex(self.repo, (base if base is not None else head).tree)
         if all(new.entry_id(path) == old.entry_id(path) for path in generated):
