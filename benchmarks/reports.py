@@ -16,7 +16,7 @@ import yaml
 
 from ksgitops.core.reported import dump_report
 from ksgitops.core.tree import FileTree, put
-from ksgitops.io.git import TreeIndex, TreeWriter
+from ksgitops.io.git import TreeIndex, TreeWriter, blobs, tree_at
 
 BRANCH = "refs/heads/main"
 SIGNATURE = pygit2.Signature("ksgitops-bench", "bench@example.invalid")
@@ -44,14 +44,6 @@ def _report(identity: dict[str, Any], at: str, healthy: bool) -> bytes:
     return dump_report(doc)
 
 
-def _walk(repo: pygit2.Repository, tree: pygit2.Tree, prefix: str = ""):  # type: ignore[no-untyped-def]
-    for entry in tree:
-        if entry.type == pygit2.GIT_OBJECT_TREE:
-            yield from _walk(repo, repo[entry.id], f"{prefix}{entry.name}/")
-        else:
-            yield f"{prefix}{entry.name}", entry.id
-
-
 def _commit(repo: pygit2.Repository, generated: dict[str, Any], message: str) -> str:
     head = repo.references[BRANCH].peel(pygit2.Commit)
     tree = TreeWriter(repo).apply(head.tree, generated)
@@ -72,7 +64,7 @@ def commit_reports(path: str, at_day: str = "2026-11-22") -> int:
             continue
         at = f"{at_day}T{(n // 3600) % 24:02d}:{(n // 60) % 60:02d}:{n % 60:02d}Z"
         tree: FileTree = {}
-        for rel, oid in _walk(repo, repo[objects.id]):
+        for rel, oid, _ in blobs(repo, tree_at(repo, objects.id)):
             identity = identities.get(oid)
             if identity is None:
                 body = yaml.load(repo[oid].data, Loader=yaml.CSafeLoader)
@@ -103,7 +95,7 @@ def commit_report_refs(path: str, at_day: str = "2026-11-23") -> int:
         if "-mb-" not in entry.name or reported is None:
             continue
         tree: FileTree = {}
-        for rel, oid in _walk(repo, repo[reported.id]):
+        for rel, oid, _ in blobs(repo, tree_at(repo, reported.id)):
             doc = yaml.load(repo[oid].data, Loader=yaml.CSafeLoader)  # JSON is YAML
             doc["reportedAt"] = f"{at_day}T{(n // 3600) % 24:02d}:{(n // 60) % 60:02d}:{n % 60:02d}Z"
             put(tree, rel, dump_report(doc))
@@ -123,7 +115,7 @@ def change_one_report_ref(path: str) -> str:
     mailbox = name.rsplit("/", 1)[1]
     index = TreeIndex(repo, previous.tree)
     folder = index.get(f"spaces/{mailbox}/reported/apps/deployments")
-    rel, oid = next(iter(_walk(repo, repo[folder.id])))
+    rel, oid, _ = next(iter(blobs(repo, tree_at(repo, folder.id))))
     doc = yaml.load(repo[oid].data, Loader=yaml.CSafeLoader)
     doc["reportedAt"] = "2026-11-24T00:00:00Z"
     tree = TreeWriter(repo).apply(previous.tree, {f"spaces/{mailbox}/reported/apps/deployments/{rel}": dump_report(doc)})
@@ -141,7 +133,7 @@ def change_one_report(path: str) -> str:
         reported = index.get(f"spaces/{entry.name}/reported/apps/deployments")
         if "-mb-" not in entry.name or reported is None:
             continue
-        rel, oid = next(iter(_walk(repo, repo[reported.id])))
+        rel, oid, _ = next(iter(blobs(repo, tree_at(repo, reported.id))))
         doc = yaml.load(repo[oid].data, Loader=yaml.CSafeLoader)  # JSON is YAML
         doc["status"] = _status("Deployment", False)
         doc["reportedAt"] = "2026-11-23T00:00:00Z"

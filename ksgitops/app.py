@@ -299,11 +299,8 @@ def status_commit(path: Path, source: str = "HEAD", memo: Any = None, cache: Any
 
 def _source_of(commit: Any) -> str:
     """The source commit a commit stands for: its Ksgitops-Source trailer, else itself."""
-    from .core.repoconfig import SOURCE_TRAILER
-    for line in reversed(str(commit.message).splitlines()):
-        if line.startswith(f"{SOURCE_TRAILER}: "):
-            return line.split(": ", 1)[1].strip()
-    return str(commit.id)
+    from .core.repoconfig import SOURCE_TRAILER, trailers
+    return trailers(str(commit.message)).get(SOURCE_TRAILER) or str(commit.id)
 
 
 # --- publishing: commit, then push without force, recomputing on a moved remote ----------------------

@@ -340,6 +340,7 @@ def run_cmd(repo_arg: str, branch: str, interval: float, workdir: Path | None, p
     import threading
 
     from . import runtime
+    from .io.remote import redact
     from .io.serve import Observer, serve, setup_logging
     logger = setup_logging(log_format)
     observer = Observer(stall_after=max(300.0, 10 * interval))
@@ -353,7 +354,7 @@ def run_cmd(repo_arg: str, branch: str, interval: float, workdir: Path | None, p
             rt: Any = runtime.RemoteRuntime(repo_arg, branch, base, observer, push_retries, not no_status)
         else:
             rt = runtime.LocalRuntime(Path(repo_arg), observer, not no_status)
-        logger.info(f"ksgitops {__version__} running on {runtime.describe(repo_arg)} (branch {branch})",
+        logger.info(f"ksgitops {__version__} running on {redact(repo_arg)} (branch {branch})",
                     extra={"fields": {"event": "start", "interval": interval}})
         code = runtime.loop(rt, interval, stop, once=once, watch=watch)
     finally:

@@ -24,21 +24,16 @@ from pathlib import Path
 from typing import Any, Callable
 
 from . import app
+from .core.load import mailbox_space
+from .io.foldin import PREFIXES
+from .io.fs import WorkTreeSnapshot
+from .io.remote import is_url
+from .io.reportref import REPORT_REF_PREFIX
 from .io.serve import Observer
 from .model import KsgitopsError
 
 log = logging.getLogger("ksgitops")
-REPORT_REFS = "+refs/heads/ksgitops/reported/*:refs/remotes/origin/ksgitops/reported/*"
-
-
-def is_url(repo: str) -> bool:
-    return "://" in repo or (":" in repo and "@" in repo.split(":", 1)[0])
-
-
-def describe(repo: str) -> str:
-    """The repo as it may be logged (credentials in a URL removed)."""
-    from .io.remote import redact
-    return redact(repo)
+REPORT_REFS = f"+{REPORT_REF_PREFIX}*:{PREFIXES[1]}*"  # every WEC's report ref, for the fold-in
 
 
 def clone_dir(workdir: Path, url: str, branch: str) -> Path:
@@ -116,7 +111,7 @@ class RemoteRuntime:
 
     def _report_refs(self) -> dict[str, str]:
         """The WECs' report refs as fetched (ksgitops sync pushes them; status folds them in)."""
-        prefix = REPORT_REFS.split(":", 1)[1].rstrip("*")
+        prefix = PREFIXES[1]
         return {n: str(self.repo.references[n].target) for n in self.repo.references if n.startswith(prefix)}
 
     def keys(self, commit: str) -> Keys:
@@ -145,6 +140,7 @@ class LocalRuntime:
         self.observer = observer
         self.status = status
         self.generated: set[str] = set()
+        self.snapshot = WorkTreeSnapshot(path)
 
     def cycle(self) -> CycleResult:
         started = time.perf_counter()
@@ -164,19 +160,8 @@ class LocalRuntime:
         if not parts or parts[0] == ".git" or parts == ("STATUS.md",) or any(p.startswith(".") for p in parts):
             return True
         if parts[0] == "spaces" and len(parts) > 1:
-            return f"spaces/{parts[1]}" in self.generated or self._is_mailbox(parts[1])
+            return f"spaces/{parts[1]}" in self.generated or mailbox_space(self.snapshot, parts[1]) is not None
         return False
-
-    def _is_mailbox(self, space: str) -> bool:
-        from .core.load import is_mailbox_space
-        from .core.parse import parse_file
-        file = self.path / "spaces" / space / "space.yaml"
-        try:
-            docs = parse_file(f"spaces/{space}/space.yaml", file.read_bytes()).docs
-        except OSError:
-            return False
-        from .model import Obj, Origin
-        return len(docs) == 1 and is_mailbox_space(Obj(space, docs[0][1], Origin(str(file))))
 
 
 def loop(runtime: RemoteRuntime | LocalRuntime, interval: float, stop: threading.Event,

@@ -46,7 +46,7 @@ def load(snapshot: Snapshot, cache: ParseCache | None = None) -> Loaded:
         if error:
             loaded.problems.append(Problem(Origin(f"spaces/{space}"), f"space name {error}"))
             continue
-        mailbox = _mailbox_space(snapshot, space, cache)
+        mailbox = mailbox_space(snapshot, space, cache)
         if mailbox is not None:
             loaded.mailboxes[space] = mailbox
             continue
@@ -70,7 +70,9 @@ def is_mailbox_space(obj: Obj) -> bool:
             and SYNC_TARGET_ANNOTATION in obj.annotations and spec.get("Type") == "managed")
 
 
-def _mailbox_space(snapshot: Snapshot, space: str, cache: ParseCache) -> Obj | None:
+def mailbox_space(snapshot: Snapshot, space: str, cache: ParseCache | None = None) -> Obj | None:
+    """The Space object of `spaces/<space>/space.yaml` when it makes the space a mailbox, else None."""
+    cache = {} if cache is None else cache
     source = snapshot.file(f"spaces/{space}/space.yaml")
     if source is None:
         return None

@@ -33,6 +33,7 @@ from .schemas import validate_document
 
 SCHEMA = "repoconfig.json"
 SOURCE_TRAILER = "Ksgitops-Source"
+MAILBOX_TRAILER = "Ksgitops-Mailbox"  # on a sync agent's report commits
 SKIP_CI = "[skip ci]"
 TEMPLATE_FIELDS = ("source", "source_short", "affected")
 
@@ -149,3 +150,13 @@ def _kinds_messages(kinds: tuple[KindEntry, ...]) -> list[str]:
         seen[(group, kind)] = entry
         by_resource.setdefault((group, resource), entry)
     return sorted(set(messages))
+
+
+def trailers(message: str) -> dict[str, str]:
+    """The ksgitops trailers (`Ksgitops-Source`, `Ksgitops-Mailbox`) of a commit message."""
+    found = {}
+    for line in message.splitlines():
+        key, sep, value = line.partition(": ")
+        if sep and key in (SOURCE_TRAILER, MAILBOX_TRAILER):
+            found[key] = value.strip()
+    return found

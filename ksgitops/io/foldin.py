@@ -16,15 +16,15 @@ from dataclasses import dataclass, field
 
 import pygit2
 
+from ..core.repoconfig import MAILBOX_TRAILER, trailers
 from ..core.tree import Generated, Subtree
 from ..model import Origin, Problem
 from ..names import dns1123_label_error
 from .git import TreeIndex
+from .reportref import REPORT_REF_PREFIX
 
-PREFIXES = ("refs/heads/ksgitops/reported/", "refs/remotes/origin/ksgitops/reported/")
+PREFIXES = (REPORT_REF_PREFIX, REPORT_REF_PREFIX.replace("refs/heads/", "refs/remotes/origin/"))
 FOLDERS = ("reported", "upsynced")
-SOURCE_TRAILER = "Ksgitops-Source"
-MAILBOX_TRAILER = "Ksgitops-Mailbox"
 
 
 @dataclass
@@ -73,40 +73,24 @@ def _rejected(repo: pygit2.Repository, mailbox: str, mailboxes: set[str], commit
         return f"report ref rejected: mailbox name {error}"
     if mailbox not in mailboxes:
         return f"report ref rejected: there is no mailbox {mailbox} (its SyncTarget is gone?)"
-    trailers = _trailers(commit.message)
-    if trailers.get(MAILBOX_TRAILER, mailbox) != mailbox:
-        return f"report ref rejected: its commit is for mailbox {trailers[MAILBOX_TRAILER]}"
-    outside = _first_change_outside(repo, None, commit.tree, "", set(roots))
+    named = trailers(commit.message).get(MAILBOX_TRAILER, mailbox)
+    if named != mailbox:
+        return f"report ref rejected: its commit is for mailbox {named}"
+    outside = _first_path_outside(repo, commit.tree, "", set(roots))
     if outside:
         return f"report ref rejected: it holds {outside}, outside spaces/{mailbox}/reported and upsynced"
     return ""
 
 
-def _first_change_outside(repo: pygit2.Repository, old: pygit2.Tree | None, new: pygit2.Tree | None, prefix: str,
-                          allowed: set[str]) -> str:
-    """The first path where two trees differ outside `allowed` roots (with `old` None: the first
-    path of `new` outside them), descending only into subtrees whose ids differ."""
-    entries_old = {str(e.name): e for e in old} if old is not None else {}
-    entries_new = {str(e.name): e for e in new} if new is not None else {}
-    for name in sorted(entries_old.keys() | entries_new.keys()):
-        a, b = entries_old.get(name), entries_new.get(name)
-        path = f"{prefix}{name}"
-        if path in allowed or (a is not None and b is not None and a.id == b.id and a.filemode == b.filemode):
+def _first_path_outside(repo: pygit2.Repository, tree: pygit2.Tree, prefix: str, allowed: set[str]) -> str:
+    """The first path of `tree` that is not below one of the `allowed` folders ('' when none)."""
+    for entry in sorted(tree, key=lambda e: str(e.name)):
+        path = f"{prefix}{entry.name}"
+        if path in allowed:
             continue
-        subtrees = [repo[e.id].peel(pygit2.Tree) if e is not None and e.type == pygit2.GIT_OBJECT_TREE else None
-                    for e in (a, b)]
-        if subtrees[0] is None and subtrees[1] is None:
+        if entry.type != pygit2.GIT_OBJECT_TREE:
             return path
-        found = _first_change_outside(repo, subtrees[0], subtrees[1], f"{path}/", allowed)
+        found = _first_path_outside(repo, repo[entry.id].peel(pygit2.Tree), f"{path}/", allowed)
         if found:
             return found
     return ""
-
-
-def _trailers(message: str) -> dict[str, str]:
-    found = {}
-    for line in message.splitlines():
-        key, sep, value = line.partition(": ")
-        if sep and key in (SOURCE_TRAILER, MAILBOX_TRAILER):
-            found[key] = value.strip()
-    return found

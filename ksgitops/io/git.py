@@ -335,7 +335,7 @@ def _checkout(repo: pygit2.Repository, tree: pygit2.Tree, old: pygit2.Tree, gene
             content = generated[root]
             swap_in(workdir / root, _read(repo, tree_at(repo, after.id)) if isinstance(content, Subtree) else content)  # type: ignore[arg-type]
             index.remove_directory(root)
-            for path, oid, mode in _blobs(repo, tree_at(repo, after.id), f"{root}/"):
+            for path, oid, mode in blobs(repo, tree_at(repo, after.id), f"{root}/"):
                 index.add(pygit2.IndexEntry(path, oid, mode))
         else:
             diff = tree_at(repo, after.id).diff_to_tree(tree_at(repo, before.id), swap=True)
@@ -368,11 +368,11 @@ def _write_file(target: Path, data: bytes) -> None:
     os.replace(tmp, target)
 
 
-def _blobs(repo: pygit2.Repository, tree: pygit2.Tree, prefix: str):  # type: ignore[no-untyped-def]
+def blobs(repo: pygit2.Repository, tree: pygit2.Tree, prefix: str = ""):  # type: ignore[no-untyped-def]
     """(path, id, mode) of every file below `tree` (reads trees, never blobs)."""
     for entry in tree:
         if entry.type == pygit2.GIT_OBJECT_TREE:
-            yield from _blobs(repo, tree_at(repo, entry.id), f"{prefix}{entry.name}/")
+            yield from blobs(repo, tree_at(repo, entry.id), f"{prefix}{entry.name}/")
         else:
             yield f"{prefix}{entry.name}", entry.id, entry.filemode
 

@@ -30,10 +30,11 @@ import urllib3
 import kubernetes.client
 import kubernetes.config
 
+from .remote import scrub
+
 DEFAULT_TIMEOUT = 10.0
 APPLY_PATCH = "application/apply-patch+yaml"  # JSON is YAML: the body is sent as JSON
 _MESSAGE_LIMIT = 200
-_USERINFO = re.compile(r"(//)[^/@\s]+@")
 
 
 class KubeError(Exception):
@@ -320,7 +321,7 @@ def _transport_reason(error: BaseException, server: str) -> str:
 
 
 def _safe(error: BaseException) -> str:
-    return _one_line(_USERINFO.sub(r"\1***@", str(error))) or type(error).__name__
+    return _one_line(scrub(str(error))) or type(error).__name__
 
 
 def _one_line(text: str) -> str:

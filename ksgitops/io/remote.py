@@ -10,6 +10,7 @@ Without them, URLs that need no credentials (git://, file paths, public HTTPS) w
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -47,6 +48,20 @@ class Credentials(pygit2.RemoteCallbacks):
     def push_update_reference(self, refname: str, message: str | None) -> None:
         if message is not None:
             self.rejected.append(f"{refname}: {message}")
+
+
+_USERINFO = re.compile(r"(//)[^/@\s]+@")
+_SCP_LIKE = re.compile(r"^[\w.-]+@[\w.-]+:")
+
+
+def is_url(repo: str) -> bool:
+    """A remote (scheme://… or scp-like user@host:path), not a local path."""
+    return "://" in repo or _SCP_LIKE.match(repo) is not None
+
+
+def scrub(text: str) -> str:
+    """`text` on one line, the user:password@ part of any URL in it masked (`//***@`)."""
+    return " ".join(_USERINFO.sub(r"\1***@", text).split())
 
 
 def redact(url: str) -> str:
@@ -112,6 +127,5 @@ def _url(repo: pygit2.Repository, remote: str) -> str:
 
 
 def _reason(error: BaseException) -> str:
-    """libgit2's message, one line, with any credentials in URLs removed."""
-    text = " ".join(str(error).split())
-    return " ".join(redact(word) if "://" in word else word for word in text.split(" "))
+    """libgit2's message, one line, with any credentials in URLs masked."""
+    return scrub(str(error))

@@ -26,15 +26,13 @@ from typing import Any
 
 import pygit2
 
+from ..core.repoconfig import MAILBOX_TRAILER, SOURCE_TRAILER
 from ..core.tree import FileTree
 from .git import TreeIndex, TreeSnapshot, TreeWriter, consolidate_packs
-from .pack import write_pack
-from .remote import Credentials
-
-_KINDS = {pygit2.GIT_OBJECT_COMMIT: b"commit", pygit2.GIT_OBJECT_TREE: b"tree", pygit2.GIT_OBJECT_BLOB: b"blob"}
+from .pack import KINDS, write_pack
+from .remote import Credentials, is_url, scrub
 
 REPORT_REF_PREFIX = "refs/heads/ksgitops/reported/"
-_USERINFO = re.compile(r"(//)[^/@\s]+@")
 
 
 def report_ref(mailbox: str) -> str:
@@ -49,18 +47,9 @@ def default_cache_dir() -> Path:
 
 def source_url(repo: str) -> str:
     """A local path becomes absolute (so the cache does not depend on the working directory)."""
-    if "://" in repo or re.match(r"^[\w.-]+@[\w.-]+:", repo):
+    if is_url(repo):
         return repo
     return str(Path(repo).resolve())
-
-
-def is_local(url: str) -> bool:
-    return "://" not in url and not re.match(r"^[\w.-]+@[\w.-]+:", url)
-
-
-def safe(text: str) -> str:
-    """One line, without user info of URLs (tokens)."""
-    return " ".join(_USERINFO.sub(r"\1***@", text).split())
 
 
 @dataclass
@@ -96,9 +85,9 @@ class MailboxRepo:
         try:
             remote.fetch(specs, prune=pygit2.enums.FetchPrune.PRUNE, callbacks=Credentials())
         except (pygit2.GitError, OSError, ValueError) as e:
-            return f"fetch {safe(self.url)}: {safe(str(e))}"
+            return f"fetch {scrub(self.url)}: {scrub(str(e))}"
         if self.tracking_branch not in self.repo.references:
-            return f"fetch {safe(self.url)}: no branch {self.branch!r}"
+            return f"fetch {scrub(self.url)}: no branch {self.branch!r}"
         return None
 
     def head(self) -> pygit2.Commit | None:
@@ -145,7 +134,7 @@ class MailboxRepo:
         if all(new.entry_id(path) == old.entry_id(path) for path in generated):
             return Committed(None, self.pending())
         message = (f"ksgitops sync: reported state of {self.mailbox} [skip ci]\n\n"
-                   f"Ksgitops-Source: {head.id}\nKsgitops-Mailbox: {self.mailbox}\n")
+                   f"{SOURCE_TRAILER}: {head.id}\n{MAILBOX_TRAILER}: {self.mailbox}\n")
         parent = base if base is not None else head
         oid = self.repo.create_commit(None, author, author, message, tree, [parent.id])
         self.repo.references.create(self.ref, oid, force=True)
@@ -164,23 +153,18 @@ class MailboxRepo:
         local = self._target(self.ref)
         if local is None:
             return None
-        rejected: list[str] = []
-
-        class Callbacks(Credentials):  # credentials from the environment (remote.py), never logged
-            def push_update_reference(self, refname: str, message: str | None) -> None:
-                if message:
-                    rejected.append(f"{refname}: {message}")
-
+        callbacks = Credentials()  # from the environment (remote.py), never logged; records refusals
+        rejected = callbacks.rejected
         try:
-            if is_local(self.url):
+            if not is_url(self.url):
                 rejected.extend(self._push_local(local))
             else:
                 remote = self.repo.remotes.create_anonymous(self.url)
-                remote.push([f"{self.ref}:{self.ref}"], callbacks=Callbacks())
+                remote.push([f"{self.ref}:{self.ref}"], callbacks=callbacks)
         except (pygit2.GitError, OSError, ValueError, KeyError) as e:
-            return f"push {safe(self.url)}: {safe(str(e))}"
+            return f"push {scrub(self.url)}: {scrub(str(e))}"
         if rejected:
-            return f"push {safe(self.url)}: rejected {safe('; '.join(rejected))}"
+            return f"push {scrub(self.url)}: rejected {scrub('; '.join(rejected))}"
         self.repo.references.create(self.tracking_ref, local, force=True)
         return None
 
@@ -210,7 +194,7 @@ class MailboxRepo:
             if current.raw in out or current in dest.odb:
                 continue
             kind, data = self.repo.odb.read(current)
-            out[current.raw] = (_KINDS[kind], data)
+            out[current.raw] = (KINDS[int(kind)], data)
             obj = self.repo[current]
             if isinstance(obj, pygit2.Commit):
                 stack.append(obj.tree_id)

@@ -32,7 +32,7 @@ from typing import Any, Callable, Iterable, Iterator, Mapping, Protocol, Sequenc
 
 import yaml
 
-from ..core.load import Loaded, is_mailbox_space, load
+from ..core.load import Loaded, load, mailbox_space
 from ..core.parse import parse_file
 from ..core.render import render_mailbox
 from ..core.selectors import matches, selector_error
@@ -188,13 +188,7 @@ def _marker(folder: Path) -> bool:
     sync-target annotation)."""
     if is_managed_marker(_read_file(folder / MANAGED_MARKER), folder.name):
         return True
-    data = _read_file(folder / "space.yaml")
-    if data is None:
-        return False
-    parsed = parse_file(f"{folder.name}/space.yaml", data)
-    if parsed.problems or len(parsed.docs) != 1:
-        return False
-    return is_mailbox_space(Obj(folder.name, parsed.docs[0][1], Origin(f"spaces/{folder.name}/space.yaml")))
+    return mailbox_space(WorkTreeSnapshot(folder.parent.parent), folder.name) is not None  # folder: <root>/spaces/<name>
 
 
 def _leftover(folder: Path) -> bool:

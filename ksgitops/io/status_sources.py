@@ -15,7 +15,7 @@ import pygit2
 from ..core.status import MailboxListing, StatusMemo
 from .cache import code_fingerprint
 from .fs import walk_files
-from .git import TreeIndex
+from .git import TreeIndex, blobs, tree_at
 
 PARTS = ("objects", "patches", "reported")
 
@@ -34,23 +34,16 @@ class GitStatusSource:
             entry = self.index.get(f"spaces/{mailbox}/{part}")
             if entry is None or entry.type != pygit2.GIT_OBJECT_TREE:
                 continue
-            for rel, oid in _files(self.repo, self.repo[entry.id].peel(pygit2.Tree), ""):
+            for rel, oid, _mode in blobs(self.repo, tree_at(self.repo, entry.id)):
+                key = str(oid)
                 if part == "reported":
-                    listing.reports[rel] = (f"spaces/{mailbox}/reported/{rel}", oid)
+                    listing.reports[rel] = (f"spaces/{mailbox}/reported/{rel}", key)
                 else:
-                    (listing.objects if part == "objects" else listing.patches)[rel.rsplit(".", 1)[0]] = oid
+                    (listing.objects if part == "objects" else listing.patches)[rel.rsplit(".", 1)[0]] = key
         return listing
 
     def blob(self, key: str) -> bytes:
         return self.repo[key].peel(pygit2.Blob).data
-
-
-def _files(repo: pygit2.Repository, tree: pygit2.Tree, prefix: str):  # type: ignore[no-untyped-def]
-    for entry in tree:
-        if entry.type == pygit2.GIT_OBJECT_TREE:
-            yield from _files(repo, repo[entry.id].peel(pygit2.Tree), f"{prefix}{entry.name}/")
-        elif entry.type == pygit2.GIT_OBJECT_BLOB:
-            yield f"{prefix}{entry.name}", str(entry.id)
 
 
 class WorkTreeStatusSource:
