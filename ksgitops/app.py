@@ -88,9 +88,7 @@ def reconcile_commit(path: Path, source: str, progress: Callable[[int, int], Non
     `cache`: a DiskCache kept by a long-running caller (else the repository's is read)."""
     from .io import git
     from .io.cache import DiskCache
-    src = open_source(path, source)
-    if src.ref_name is None:
-        raise KsgitopsError(f"--commit needs --source HEAD or a branch name, not {source!r}")
+    src = open_branch(path, source)
     cache = cache or DiskCache.for_git_dir(src.repo.path)  # type: ignore[attr-defined]
     base = src.snapshot.index  # type: ignore[attr-defined]
 
@@ -101,15 +99,28 @@ def reconcile_commit(path: Path, source: str, progress: Callable[[int, int], Non
     result = compute(src, cache.content, progress, reuse)
     _warn_uncommitted(src, result)
     config = result.config
-    author = git.signature(config.author_name, config.author_email)
-    message = config.commit_message(str(src.commit.id))  # type: ignore[attr-defined]
-    checkout = git.is_checked_out(src.repo, src.ref_name)  # type: ignore[arg-type]
-    committed = git.commit_generated(src.repo, src.ref_name, src.commit, result.generated, author, message,  # type: ignore[arg-type]
-                                     checkout=checkout)
+    committed = _commit_on_branch(src, result.generated, config, config.commit_message(str(src.commit.id)))  # type: ignore[attr-defined]
     new = git.TreeIndex(src.repo, src.repo[committed.tree])  # type: ignore[arg-type, index]
     roots = git.changed_roots(base, new, list(result.generated))
     cache.save(_clean_mailboxes(result, new))
     return ReconcileOutcome(result, roots, committed.commit)
+
+
+def open_branch(path: Path, source: str) -> Source:
+    """A commit to commit on top of: `source` must name a branch (HEAD: the checked-out one)."""
+    src = open_source(path, source)
+    if src.ref_name is None:
+        raise KsgitopsError(f"--commit needs --source HEAD or a branch name, not {source!r}")
+    return src
+
+
+def _commit_on_branch(src: Source, generated: Any, config: Any, message: str) -> Any:
+    """Commit `generated` on the source's branch as RepoConfig's author; in a checkout of that
+    branch the work tree and index follow."""
+    from .io import git
+    return git.commit_generated(src.repo, src.ref_name, src.commit, generated,  # type: ignore[arg-type]
+                                git.signature(config.author_name, config.author_email), message,
+                                checkout=git.is_checked_out(src.repo, src.ref_name))  # type: ignore[arg-type]
 
 
 def _clean_mailboxes(result: Result, tree: Any) -> dict[str, tuple[str, str]]:
@@ -242,22 +253,17 @@ FOLD_SUBJECT = "ksgitops: fold in reports of {affected} WECs"
 def fold_in(path: Path, source: str = "HEAD", cache: Any = None) -> FoldOutcome:
     """Commit the per-WEC report refs' reported/ and upsynced/ into their mailboxes (io/foldin.py)."""
     from .core.load import load
-    from .io import foldin, git
+    from .io import foldin
     from .io.cache import DiskCache
-    src = open_source(path, source)
-    if src.ref_name is None:
-        raise KsgitopsError(f"--commit needs --source HEAD or a branch name, not {source!r}")
-    repo, commit = src.repo, src.commit
-    cache = cache or DiskCache.for_git_dir(repo.path)  # type: ignore[attr-defined]
+    src = open_branch(path, source)
+    cache = cache or DiskCache.for_git_dir(src.repo.path)  # type: ignore[attr-defined]
     loaded = load(src.snapshot, cache.content)
-    planned = foldin.plan(repo, src.snapshot.index, set(loaded.mailboxes))  # type: ignore[arg-type, attr-defined]
+    planned = foldin.plan(src.repo, src.snapshot.index, set(loaded.mailboxes))  # type: ignore[arg-type, attr-defined]
     if not planned.generated:
         return FoldOutcome(None, [], planned.problems)
     config, _ = parse_repo_config(loaded.config)
-    committed = git.commit_generated(
-        repo, src.ref_name, commit, planned.generated, git.signature(config.author_name, config.author_email),  # type: ignore[arg-type]
-        config.commit_message(_source_of(commit), len(planned.folded), subject=FOLD_SUBJECT),
-        checkout=git.is_checked_out(repo, src.ref_name))  # type: ignore[arg-type]
+    message = config.commit_message(_source_of(src.commit), len(planned.folded), subject=FOLD_SUBJECT)
+    committed = _commit_on_branch(src, planned.generated, config, message)
     return FoldOutcome(committed.commit, planned.folded, planned.problems)
 
 
@@ -271,12 +277,12 @@ def status_commit(path: Path, source: str = "HEAD", memo: Any = None, cache: Any
     from .io import git
     from .io import status_sources as ss
     from .io.cache import DiskCache
+    src = open_branch(path, source)
+    cache = cache or DiskCache.for_git_dir(src.repo.path)  # type: ignore[attr-defined]
     folded = fold_in(path, source, cache) if fold else FoldOutcome(None, [], [])
-    src = open_source(path, source)
-    if src.ref_name is None:
-        raise KsgitopsError(f"--commit needs --source HEAD or a branch name, not {source!r}")
+    if folded.commit:
+        src = open_branch(path, source)  # the branch moved
     repo, commit = src.repo, src.commit
-    cache = cache or DiskCache.for_git_dir(repo.path)  # type: ignore[attr-defined]
     result = placements_only(src, cache.content)
     cache.save_content()
     memo_file = ss.memo_path(repo.path, "git") if memo is None else None  # type: ignore[attr-defined]
@@ -285,11 +291,7 @@ def status_commit(path: Path, source: str = "HEAD", memo: Any = None, cache: Any
     output = summarize(result, ss.GitStatusSource(repo, base), memo, result.config.status_limit)  # type: ignore[arg-type]
     generated = {**output.generated, STATUS_MD: output.markdown}
     config = result.config
-    source_id = _source_of(commit)
-    committed = git.commit_generated(
-        repo, src.ref_name, commit, generated, git.signature(config.author_name, config.author_email),  # type: ignore[arg-type]
-        config.commit_message(source_id, subject=STATUS_SUBJECT),
-        checkout=git.is_checked_out(repo, src.ref_name))  # type: ignore[arg-type]
+    committed = _commit_on_branch(src, generated, config, config.commit_message(_source_of(commit), subject=STATUS_SUBJECT))
     new = git.TreeIndex(repo, repo[committed.tree])  # type: ignore[arg-type, index]
     ss.save_memo(memo_file, memo)
     return StatusOutcome(result, output, git.changed_roots(base, new, list(generated)),
