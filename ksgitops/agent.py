@@ -26,8 +26,8 @@ from typing import Any, Callable, Iterable
 import orjson
 
 from .core.base import rel_path
-from .core.parse import parse_file
 from .core.render import is_secret, render_mailbox
+from .core.reported import dump_report, read_document
 from .core.serialize import dump_yaml, load_yaml
 from .core.tree import FileTree, put, walk
 from .model import KsgitopsError
@@ -181,7 +181,7 @@ def report_tree(objects: Iterable[Desired], live: dict[str, dict[str, Any] | Non
         if old is not None and _same_report(old, doc):
             put(tree, name, old)
         else:
-            put(tree, name, dump_yaml({**doc, "reportedAt": now}))
+            put(tree, name, dump_report({**doc, "reportedAt": now}))
     return tree
 
 
@@ -195,13 +195,9 @@ def _file(tree: FileTree, path: str) -> bytes | None:
 
 
 def _same_report(data: bytes, doc: dict[str, Any]) -> bool:
-    try:
-        parsed = parse_file("reported", data)
-    except Exception:  # noqa: BLE001 - an unreadable old report is simply replaced
+    old = read_document(data)  # an unreadable old report is simply replaced
+    if old is None:
         return False
-    if parsed.problems or len(parsed.docs) != 1 or not isinstance(parsed.docs[0][1], dict):
-        return False
-    old = parsed.docs[0][1]
     return bool(old.get("reportedAt")) and old.get("object") == doc["object"] and \
         (old.get("status") or None) == (doc.get("status") or None)
 

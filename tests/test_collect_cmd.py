@@ -7,12 +7,14 @@ import json
 import time
 from pathlib import Path
 
+import orjson
 import pytest
 import yaml
 
 from conftest import write_tree
 from kube_fixtures import Wec
 from ksgitops.agent import CONTEXT_ANNOTATION, Desired, desired_objects
+from ksgitops.core.reported import dump_report
 from ksgitops.io.fs import WorkTreeSnapshot
 from minimal_fleet import minimal_fleet
 
@@ -112,6 +114,9 @@ def test_collect_writes_the_servers_status_for_every_object_present(fleet: Path,
             assert doc.get("status") == live.get("status")
             assert isinstance(doc["reportedAt"], str) and doc["reportedAt"].endswith("Z")
     assert reports(fleet, FLORIN)[rs.rel]["status"]["availableReplicas"] == 0
+    # written as ksgitops' transports write reports: JSON (which is YAML), what status reads fastest
+    for data in report_bytes(fleet, FLORIN).values():
+        assert data == dump_report(orjson.loads(data))
 
 
 def test_a_second_collect_of_unchanged_state_rewrites_nothing(fleet: Path, cli, kube_wecs) -> None:

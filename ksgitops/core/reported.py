@@ -74,6 +74,12 @@ def load_report(data: bytes) -> dict[str, Any]:
     return _parse("reported", data).docs[0][1]
 
 
+def read_document(data: bytes) -> dict[str, Any] | None:
+    """The one document of a report file, unchecked; None when it is not one mapping."""
+    parsed = _parse("reported", data)
+    return parsed.docs[0][1] if not parsed.problems and len(parsed.docs) == 1 else None
+
+
 def _parse(path: str, data: bytes) -> ParsedFile:
     """JSON first when the text looks like it (the transports' format), else YAML."""
     if data[:1] == b"{":
@@ -132,4 +138,4 @@ def _warn(origin: Origin, message: str) -> Problem:
     return Problem(origin, message, "warning")
 
 
-__all__ = ["parse_reports", "parse_report", "dump_report", "load_report", "Reports"]
+__all__ = ["parse_reports", "parse_report", "dump_report", "load_report", "read_document", "Reports"]
