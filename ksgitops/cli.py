@@ -340,7 +340,7 @@ def run_cmd(repo_arg: str, branch: str, interval: float, workdir: Path | None, p
     import threading
 
     from . import runtime
-    from .io.remote import redact
+    from .io.remote import is_url, redact
     from .io.serve import Observer, serve, setup_logging
     logger = setup_logging(log_format)
     observer = Observer(stall_after=max(300.0, 10 * interval))
@@ -349,7 +349,7 @@ def run_cmd(repo_arg: str, branch: str, interval: float, workdir: Path | None, p
     signal.signal(signal.SIGINT, lambda *_: stop.set())
     server = serve(port, observer) if port else None
     try:
-        if runtime.is_url(repo_arg):
+        if is_url(repo_arg):
             base = workdir or Path(os.environ.get("KSGITOPS_WORKDIR") or Path.home() / ".cache" / "ksgitops")
             rt: Any = runtime.RemoteRuntime(repo_arg, branch, base, observer, push_retries, not no_status)
         else:

@@ -21,13 +21,12 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Callable
 
 from . import app
 from .core.load import mailbox_space
 from .io.foldin import PREFIXES
 from .io.fs import WorkTreeSnapshot
-from .io.remote import is_url
 from .io.reportref import REPORT_REF_PREFIX
 from .io.serve import Observer
 from .model import KsgitopsError

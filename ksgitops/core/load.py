@@ -11,7 +11,7 @@ from typing import Any, MutableMapping
 
 from ..model import Obj, ObjRef, Origin, Problem
 from ..names import dns1123_label_error
-from .parse import ParsedFile, parse_file
+from .parse import parse_file
 from .snapshot import CONFIG_FILE, Snapshot, SourceFile
 
 SYNC_TARGET_ANNOTATION = "edge.kubestellar.io/sync-target-name"

@@ -7,12 +7,12 @@ used by a run are dropped when it saves, so the file tracks the repo's current c
 from __future__ import annotations
 
 import hashlib
-import os
 import pickle
 from pathlib import Path
 from typing import Any, Iterator, MutableMapping
 
 from .. import __version__
+from .fs import write_file
 
 def code_fingerprint() -> str:
     """A digest of ksgitops' own source: a cache or memo pickled by other code (whose classes may
@@ -92,12 +92,9 @@ class DiskCache:
             return
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = self.path.with_suffix(f".tmp{os.getpid()}")
-            with open(tmp, "wb") as f:
-                pickle.dump({"format": f"{FORMAT}-{code_fingerprint()}", "content": self.content.used(),
-                             "mailboxes": mailboxes}, f,
-                            protocol=pickle.HIGHEST_PROTOCOL)
-            os.replace(tmp, self.path)
+            write_file(self.path, pickle.dumps({"format": f"{FORMAT}-{code_fingerprint()}",
+                                                "content": self.content.used(), "mailboxes": mailboxes},
+                                               protocol=pickle.HIGHEST_PROTOCOL))
         except OSError:
             pass  # a cache that cannot be written only costs time next run
 

@@ -89,6 +89,13 @@ def _walk(base: Path, prefix: str = "") -> Iterator[str]:
             yield f"{prefix}{entry.name}"
 
 
+def write_file(target: Path, data: bytes) -> None:
+    """Replace one file atomically: written beside it (a name of this process's), then renamed over it."""
+    staging = target.with_name(f".{target.name}.ksgitops-{os.getpid()}")
+    staging.write_bytes(data)
+    os.replace(staging, target)
+
+
 def write_generated(root: Path, generated: Generated) -> list[str]:
     """Bring every owned root to its generated content; returns the roots that changed."""
     changed = []
@@ -98,9 +105,7 @@ def write_generated(root: Path, generated: Generated) -> list[str]:
             continue
         if isinstance(tree, bytes):  # a file root (STATUS.md)
             if target.is_symlink() or not target.is_file() or target.read_bytes() != tree:
-                staging = target.with_name(f".{target.name}.ksgitops-new")
-                staging.write_bytes(tree)
-                os.replace(staging, target)
+                write_file(target, tree)
                 changed.append(rel)
             continue
         if tree is None or not has_files(tree):  # type: ignore[arg-type]

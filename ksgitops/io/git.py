@@ -6,7 +6,6 @@ the whole commit exists, and only if it still points where it did (else GitError
 """
 from __future__ import annotations
 
-import os
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,7 +16,7 @@ import pygit2
 from ..core.snapshot import SourceFile, is_source_path
 from ..core.tree import KEEP, REUSE, FileTree, Generated, Subtree
 from ..model import GitError, KsgitopsError
-from .fs import WorkTreeSnapshot, swap_in
+from .fs import WorkTreeSnapshot, swap_in, write_file
 from .pack import KINDS, index_ids, object_id, tree_content, write_pack
 
 TREE_MODE = pygit2.GIT_FILEMODE_TREE
@@ -323,7 +322,7 @@ def _checkout(repo: pygit2.Repository, tree: pygit2.Tree, old: pygit2.Tree, gene
     for root in changed_roots(old_index, new_index, list(generated)):
         before, after = old_index.get(root), new_index.get(root)
         if after is not None and after.type == pygit2.GIT_OBJECT_BLOB:  # a file root (STATUS.md)
-            _write_file(workdir / root, blob_data(repo, after.id))
+            write_file(workdir / root, blob_data(repo, after.id))
             index.add(pygit2.IndexEntry(root, after.id, after.filemode))
         elif after is None and before is not None and before.type == pygit2.GIT_OBJECT_BLOB:
             (workdir / root).unlink(missing_ok=True)
@@ -357,15 +356,8 @@ def _apply_delta(repo: pygit2.Repository, index: pygit2.Index, workdir: Path, ro
     if target.parent not in made:
         target.parent.mkdir(parents=True, exist_ok=True)
         made.add(target.parent)
-    _write_file(target, blob_data(repo, delta.new_file.id))
+    write_file(target, blob_data(repo, delta.new_file.id))
     index.add(pygit2.IndexEntry(path, delta.new_file.id, delta.new_file.mode))
-
-
-def _write_file(target: Path, data: bytes) -> None:
-    """Replace one file atomically (written beside it, then renamed)."""
-    tmp = target.with_name(f".{target.name}.ksgitops-tmp")
-    tmp.write_bytes(data)
-    os.replace(tmp, target)
 
 
 def blobs(repo: pygit2.Repository, tree: pygit2.Tree, prefix: str = ""):  # type: ignore[no-untyped-def]

@@ -43,7 +43,7 @@ from ..core.spaces import (CREATE_SPACE, DELETE_OBJECT, DELETE_SPACE, MANAGED_MA
                            SpaceObj, is_managed_marker, is_space, plan, space_body, space_from)
 from ..model import KsgitopsError, Obj, Origin, Problem
 from ..names import dns1123_label_error
-from .fs import WorkTreeSnapshot
+from .fs import WorkTreeSnapshot, write_file
 
 ADDED, MODIFIED, DELETED = "ADDED", "MODIFIED", "DELETED"
 
@@ -680,9 +680,7 @@ def _write_atomic(path: Path, data: bytes) -> bool:
     if _read_file(path) == data:
         return False
     path.parent.mkdir(parents=True, exist_ok=True)
-    staging = path.with_name(f".{path.name}.ksgitops-new")
-    staging.write_bytes(data)
-    staging.replace(path)
+    write_file(path, data)
     return True
 
 

@@ -6,7 +6,6 @@ hashed (git blob ids too), which is what a folder allows.
 """
 from __future__ import annotations
 
-import os
 import pickle
 from pathlib import Path
 
@@ -14,7 +13,7 @@ import pygit2
 
 from ..core.status import MailboxListing, StatusMemo
 from .cache import code_fingerprint
-from .fs import walk_files
+from .fs import walk_files, write_file
 from .git import TreeIndex, blobs, tree_at
 
 PARTS = ("objects", "patches", "reported")
@@ -99,10 +98,7 @@ def save_memo(path: Path | None, memo: StatusMemo) -> None:
     memo.changed = False
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(f".tmp{os.getpid()}")
-        with open(tmp, "wb") as f:
-            pickle.dump({"format": code_fingerprint(), "memo": memo}, f, protocol=pickle.HIGHEST_PROTOCOL)
-        os.replace(tmp, path)
+        write_file(path, pickle.dumps({"format": code_fingerprint(), "memo": memo}, protocol=pickle.HIGHEST_PROTOCOL))
     except OSError:
         pass  # a memo that cannot be written only costs time next run
 
