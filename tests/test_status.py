@@ -14,7 +14,7 @@ import yaml
 
 from conftest import EXAMPLE
 from ksgitops import app
-from ksgitops.core.reported import parse_reports
+from ksgitops.core.reported import parse_report
 from ksgitops.core.schemas import validate_document
 from ksgitops.core.serialize import dump_yaml, load_yaml
 from ksgitops.core.status import STATUS_MD, MemorySource, StatusMemo, summarize as summarize_source, with_reports
@@ -276,7 +276,9 @@ def test_malformed_reports_are_warnings_with_file_line_and_skipped() -> None:
         "apps/replicasets/commonstuff/other.yaml": ("spaces/x/reported/apps/replicasets/commonstuff/other.yaml", good),
         "notes.txt": ("spaces/x/reported/notes.txt", b"hello"),
     }
-    reports, problems = parse_reports(files)
+    results = {name: parse_report(name, path, data) for name, (path, data) in files.items()}
+    reports = {r[0]: (r[1], r[2]) for r in results.values() if isinstance(r, tuple)}
+    problems = [p for r in results.values() if isinstance(r, list) for p in r]
     assert list(reports) == [COMMOND]
     assert reports[COMMOND][1] == rs(1)
     assert all(p.severity == "warning" for p in problems)

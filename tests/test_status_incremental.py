@@ -18,6 +18,7 @@ from ksgitops import app
 from ksgitops.core.serialize import dump_yaml, load_yaml
 from ksgitops.core.status import STATUS_MD, MemorySource, StatusMemo, summarize, with_reports
 from ksgitops.core.repoconfig import SOURCE_TRAILER
+from ksgitops.core.reported import dump_report
 
 FLORIN, GUILDER = "imw1-mb-florin", "imw1-mb-guilder"
 COMMOND = "apps/replicasets/commonstuff/commond"
@@ -210,3 +211,14 @@ def test_a_memo_pickled_by_other_code_is_never_used(tmp_path: Path, result: Any)
     data["format"] = "0.0.1-somebody-else"
     path.write_bytes(pickle.dumps(data))
     assert ss.load_memo(path).mailboxes == {}
+
+
+def test_two_files_reporting_one_object_keep_the_first_and_warn(result: Any) -> None:
+    """name.json and name.yaml for one object: the first by name counts, the other is a warning."""
+    reports = {FLORIN: {f"{COMMOND}.json": dump_report(load_yaml(rs_report(0, "2026-01-01T00:00:00Z"))),
+                        f"{COMMOND}.yaml": rs_report(1, "2026-01-02T00:00:00Z")}}
+    out = summarize(result, MemorySource(with_reports(result.generated, reports)), StatusMemo())
+    florin = [w for w in out.status("wmw-c", COMMOND)["wecs"] if w["mailbox"] == FLORIN][0]
+    assert florin["reportedAt"] == "2026-01-01T00:00:00Z"
+    assert [str(p) for p in out.problems if "second report" in p.message] == \
+        [f"spaces/{FLORIN}/reported/{COMMOND}.yaml: warning: reported state: a second report for {COMMOND}, skipped"]

@@ -9,7 +9,7 @@ file is skipped: a broken report must never stop the summary of the others. Pure
 from __future__ import annotations
 
 import re
-from typing import Any, Mapping
+from typing import Any
 
 import orjson
 
@@ -19,25 +19,6 @@ from .schemas import validate_reported
 
 REPORT_SUFFIXES = (".yaml", ".yml", ".json")
 
-Reports = dict[str, tuple[Origin, dict[str, Any]]]
-
-
-def parse_reports(files: Mapping[str, tuple[str, bytes]]) -> tuple[Reports, list[Problem]]:
-    """`files` maps a path relative to `reported/` (`apps/deployments/ns/name.yaml`) to (its
-    repo-relative path, its bytes). Returns {rel: (origin, document)} for the valid reports, `rel`
-    being the object's mailbox path without suffix, and a warning per skipped file."""
-    reports: Reports = {}
-    problems: list[Problem] = []
-    for name in sorted(files):
-        path, data = files[name]
-        found = parse_report(name, path, data)
-        if isinstance(found, list):
-            problems.extend(found)
-        elif found[0] in reports:  # e.g. name.yaml and name.json: keep the first (sorted), report the other
-            problems.append(_warn(found[1], f"reported state: a second report for {found[0]}, skipped"))
-        else:
-            reports[found[0]] = (found[1], found[2])
-    return reports, problems
 
 
 def parse_report(name: str, path: str, data: bytes) -> tuple[str, Origin, dict[str, Any]] | list[Problem]:
@@ -138,4 +119,4 @@ def _warn(origin: Origin, message: str) -> Problem:
     return Problem(origin, message, "warning")
 
 
-__all__ = ["parse_reports", "parse_report", "dump_report", "load_report", "read_document", "Reports"]
+__all__ = ["parse_report", "dump_report", "load_report", "read_document"]
