@@ -76,7 +76,9 @@ def reconcile_worktree(path: Path, progress: Callable[[int, int], None] | None =
     (`source` a REF); previous copies always come from the work tree, which is what is written."""
     src = open_source(path, source)
     previous = src.snapshot if source == WORKTREE else WorkTreeSnapshot(path)
-    result = reconcile(src.snapshot, previous.read, None, progress)
+    disk = _worktree_cache(path)
+    result = reconcile(src.snapshot, previous.read, disk.content, progress)
+    disk.save_content()
     changed = write_generated(path, result.generated)
     return ReconcileOutcome(result, changed)
 
@@ -183,7 +185,7 @@ def compute_for_wec(path: Path, name: str) -> tuple[Result, str]:
     """The pipeline for one WEC (render, explain): other mailboxes are not built."""
     src = open_source(path, WORKTREE)
     disk = _worktree_cache(path)
-    mailbox = find_wec(compute(src, disk.content, reuse=lambda mb, digest: True), name)
+    mailbox = find_wec(placements_only(src, disk.content), name)
     result = compute(src, disk.content, reuse=lambda mb, digest: mb != mailbox)
     disk.save_content()
     return result, mailbox
