@@ -247,7 +247,7 @@ def collect(path: Path, kubeconfig: str | None = None, timeout: float = 10.0, wo
     from .io import kube
     from .io.fs import swap_in
     src = app.open_source(Path(path), app.WORKTREE)
-    result = app.compute(src)
+    result = app.placements_only(src)  # the WECs; their mailboxes are read as they are
     try:
         contexts, _current = kube.kubeconfig_contexts(kubeconfig)
     except kube.KubeError as e:
@@ -270,7 +270,8 @@ def collect(path: Path, kubeconfig: str | None = None, timeout: float = 10.0, wo
         except Exception as e:  # noqa: BLE001 - a broken patch in the work tree: that WEC only
             outcome.problems.append(f"{name}: spaces/{mailbox}: cannot render the mailbox ({type(e).__name__})")
             continue
-        targets.append(_Target(name, mailbox, context, objects, src.snapshot.read_tree(f"spaces/{mailbox}/reported")))
+        previous = files.get("reported")
+        targets.append(_Target(name, mailbox, context, objects, previous if isinstance(previous, dict) else None))
     stamp = now or utc_now()
     root = Path(path)
 
