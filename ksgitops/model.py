@@ -102,12 +102,14 @@ class Obj:
 
 @dataclass(frozen=True, order=True, slots=True)
 class Problem:
-    """One finding, always with provenance. `wec` is set for per-(object, WEC) errors."""
+    """One finding, always with provenance. `wec` is set for per-(object, WEC) errors, `obj`
+    (an ObjRef's text) when the finding concerns one object."""
 
     origin: Origin
     message: str
     severity: Severity = "error"
     wec: str = ""
+    obj: str = ""
 
     def __str__(self) -> str:
         prefix = "warning: " if self.severity == "warning" else ""
@@ -117,6 +119,12 @@ class Problem:
     @property
     def is_error(self) -> bool:
         return self.severity == "error"
+
+    @property
+    def space(self) -> str:
+        """The space the finding is in (`spaces/<space>/...`), "" when it is repo-wide."""
+        parts = self.origin.path.split("/")
+        return parts[1] if len(parts) > 2 and parts[0] == "spaces" else ""
 
 
 class KsgitopsError(Exception):
