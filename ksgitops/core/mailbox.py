@@ -17,7 +17,7 @@ from .params import referenced_keys
 from .patchdiff import make_patch
 from .selectors import label_key_error, label_value_error
 from .serialize import canonical_json, dump_json
-from .what import Placed
+from .what import ALONG, Placed
 from .where import Destination, Wec, location_params
 
 Reader = Callable[[str], "bytes | None"]
@@ -42,8 +42,8 @@ class PlacementPlan:
 class Via:
     wds: str
     placement: str
-    clause: int
-    singleton: bool = False  # the placement's wantSingletonReportedState
+    clause: int  # what.ALONG: a CustomResourceDefinition that came along with its custom resources
+    singleton: bool = False  # the placement's wantSingletonReportedState (never for a CRD along)
 
 
 @dataclass(frozen=True, slots=True)
@@ -153,7 +153,8 @@ class MailboxBuilder:
         assert base.obj is not None
         kept = self._previous(plan.wec.mailbox, entry)
         outcome = "keeping the previous copy" if kept else "not placed (no previous copy)"
-        plan.problems.append(Problem(base.obj.origin, f"{base.ref}: {message}; {outcome}", wec=plan.wec.mailbox))
+        plan.problems.append(Problem(base.obj.origin, f"{base.ref}: {message}; {outcome}", wec=plan.wec.mailbox,
+                                     obj=str(base.ref)))
         entries = self._own(plan)
         plan.altered = True
         if kept is None:
@@ -224,8 +225,8 @@ def _merge(plans: list[PlacementPlan], base_of: Callable[[Obj], Base]
     conflicts: dict[ObjRef, str] = {}
     for plan in plans:
         for placed in plan.placed:
-            via = Via(plan.obj.space, plan.obj.name, placed.clause,
-                      plan.spec.get("wantSingletonReportedState") is True)
+            wish = placed.clause != ALONG and plan.spec.get("wantSingletonReportedState") is True
+            via = Via(plan.obj.space, plan.obj.name, placed.clause, wish)
             ref = placed.obj.ref
             if ref in chosen and chosen[ref][0] is not placed.obj:
                 other = chosen[ref][0]
