@@ -302,6 +302,9 @@ def _with_annotation(namespace: str, value: Any | None) -> Obj:
     ],
 )
 def test_find_customizer(namespace: str, value: Any, found: tuple[str, str] | None, error: str | None) -> None:
+    """KubeStellar v0.14.2 pkg/placement/workload-projector.go `customizeOrCopy`: `<ns>/<name>` for any
+    object; a plain name is looked up in the object's own namespace (none for a cluster-scoped
+    object); an empty reference names no Customizer."""
     customizer, message = find_customizer(_with_annotation(namespace, value), CUSTOMIZERS)
     assert customizer is (CUSTOMIZERS[found] if found else None)
     if error is None:

@@ -14,39 +14,18 @@ from ksgitops.core.explain import explain_object_on, explain_wec
 from ksgitops.core.pipeline import reconcile
 from ksgitops.core.serialize import load_yaml
 from ksgitops.io.fs import WorkTreeSnapshot
+from test_mailbox import INVENTORY as ONE_WEC
+from test_mailbox import placement as _placement
 
-INVENTORY = """\
-apiVersion: edge.kubestellar.io/v2alpha1
-kind: SyncTarget
-metadata: {name: one, labels: {id: one}}
----
-apiVersion: edge.kubestellar.io/v2alpha1
-kind: Location
-metadata: {name: one, labels: {env: prod, zone: z1}}
-spec: {instanceSelector: {matchLabels: {id: one}}}
-"""
 
-EVERYTHING = """\
-apiVersion: edge.kubestellar.io/v2alpha1
-kind: EdgePlacement
-metadata: {name: everything}
-spec:
-  locationSelectors: [{matchLabels: {env: prod}}]
-  downsync: [{resources: ["*"], namespaces: ["*"], objectNames: ["*"]}]
-"""
 
 
 def placement(name: str, downsync: str, singleton: bool = False) -> str:
-    return f"""\
-apiVersion: edge.kubestellar.io/v2alpha1
-kind: EdgePlacement
-metadata: {{name: {name}}}
-spec:
-  locationSelectors: [{{matchLabels: {{env: prod}}}}]
-  downsync: {downsync}
-  wantSingletonReportedState: {str(singleton).lower()}
-"""
+    return _placement(name, singleton, [], downsync)
 
+
+INVENTORY = ONE_WEC.replace("labels: {env: prod}", "labels: {env: prod, zone: z1}")
+EVERYTHING = placement("everything", '[{resources: ["*"], namespaces: ["*"], objectNames: ["*"]}]')
 
 CRD = """\
 apiVersion: apiextensions.k8s.io/v1

@@ -20,14 +20,16 @@ spec: {instanceSelector: {matchLabels: {id: one}}}
 """
 
 
-def placement(name: str, singleton: bool, names: list[str]) -> str:
+def placement(name: str, singleton: bool, names: list[str], downsync: str = "") -> str:
+    """An EdgePlacement reaching every prod WEC: ConfigMaps by name, or the given downsync list."""
+    downsync = downsync or f'[{{apiGroup: "", resources: [configmaps], objectNames: {names}}}]'
     return f"""\
 apiVersion: edge.kubestellar.io/v2alpha1
 kind: EdgePlacement
 metadata: {{name: {name}}}
 spec:
   locationSelectors: [{{matchLabels: {{env: prod}}}}]
-  downsync: [{{apiGroup: "", resources: [configmaps], objectNames: {names}}}]
+  downsync: {downsync}
   wantSingletonReportedState: {str(singleton).lower()}
 """
 

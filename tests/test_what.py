@@ -419,6 +419,8 @@ V1 = "edge.kubestellar.io/v1alpha1"
 
 
 def test_v1alpha1_conversion_shape() -> None:
+    """KubeStellar v0.7.0 pkg/placement/what-resolver.go `whatMatches`: nonNamespacedObjects match by
+    exact apiGroup ("" when absent), resources, then a listed name OR a matching label selector."""
     body = {
         "locationSelectors": [{"matchLabels": {"env": "prod"}}],
         "namespaceSelector": {"matchLabels": {"team": "a"}},
