@@ -56,11 +56,11 @@ EXPECTED = {
 CRD_REL = CRONTAB[0]
 
 
-def _reconciled(version: str, tmp_path: Path) -> Any:
-    source = CORPUS / f"example1-{version}-quoted"
+def _reconciled(version: str, tmp_path: Path, variant: str = "quoted") -> Any:
+    source = CORPUS / f"example1-{version}-{variant}"
     if not source.is_dir():
         pytest.skip(f"the KubeStellar YAML corpus is not here ({source})")
-    repo = tmp_path / version
+    repo = tmp_path / f"{version}-{variant}"
     shutil.copytree(source, repo)
     result = reconcile(WorkTreeSnapshot(repo))
     assert [str(p) for p in result.problems if p.is_error] == []
@@ -125,3 +125,17 @@ def test_namespace_specialstuff_content_follows_each_release(results: dict[str, 
     assert _rendered(results["v0.14.2"], "guilder")[rel]["metadata"] == {
         "name": "specialstuff", "labels": {"special": "yes", "edge.kubestellar.io/projected": "yes"},
         "annotations": {"just-for": "fun"}}
+
+
+def test_v0_7_v1alpha1_placements_place_the_same_objects(tmp_path: Path) -> None:
+    """v0.7.0's example1 with its v1alpha1 EdgePlacements (`namespaceSelector` on the Namespaces'
+    labels, converted as pkg/placement/what-resolver.go v0.7.0 `whatMatches` has it; the corpus
+    variant has v2alpha1 inventory): the same objects as v0.8.0 but the APIService, which v0.7.0's
+    docs do not define."""
+    result = _reconciled("v0.7.0", tmp_path, "v2inventory")
+    assert sorted(_rendered(result, "florin")) == FLORIN
+    assert sorted(_rendered(result, "guilder")) == [
+        rel for rel in GUILDER_WITHOUT_CRONTAB if not rel.startswith("apiregistration.k8s.io/")]
+    entries = result.mailboxes["imw1-mb-guilder"].entries
+    assert [(v.placement, v.clause) for v in entries["apps/deployments/specialstuff/speciald"].via] == [
+        ("edge-placement-s", 0)]
