@@ -422,13 +422,15 @@ def test_unknown_customizer_keeps_previous_copy(example: Path, cli) -> None:
                                (HTTPD_C, "apiVersion: apps/v1", "unknown Customizer commonstuff/nope"))
 
 
-def test_unresolvable_replacement_path_keeps_previous_copy(example: Path, cli) -> None:
+def test_unparsable_replacement_path_keeps_previous_copy(example: Path, cli) -> None:
+    """A path that does not parse is an error; one that selects nothing is only a warning
+    (test_mailbox.py), as KubeStellar's jsonpath.Apply changes nothing there."""
     def breakage(repo: Path) -> None:
-        edit(repo, HTTPD_C, "$.spec.template.spec.containers.0.env.0.value", "$.spec.template.spec.nothere.value")
+        edit(repo, HTTPD_C, "$.spec.template.spec.containers.0.env.0.value", "$.spec.template.spec[nothere")
         edit(repo, HTTPD_C, "replicas: 1", "replicas: 3")  # would change commond's base copy
         edit(repo, HTTPD_C, "This is a common web site.", "This is THE common web site.")
     break_after_good_reconcile(example, cli, breakage, RS_REL, MAILBOXES, CM_REL,
-                               (HTTPD_C, "apiVersion: apps/v1", r"nothere"))
+                               (HTTPD_C, "apiVersion: apps/v1", r"invalid path .*nothere"))
 
 
 @pytest.mark.parametrize("op, phrase", [

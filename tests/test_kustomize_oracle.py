@@ -239,6 +239,11 @@ replacements:
   value: '"%(region)"'
 - path: "$.rules.0.resourceNames.0"
   value: '"%(answer)"'
+# every match: both rules, and every apiGroups list anywhere in the object
+- path: "$.rules[*].verbs"
+  value: '["get", "list"]'
+- path: "$..apiGroups"
+  value: '["", "%(region)"]'
 ---
 apiVersion: rbac.authorization.k8s.io/v1
 kind: ClusterRole
@@ -251,6 +256,9 @@ rules:
   resources: [configmaps]
   resourceNames: [placeholder]
   verbs: [get]
+- apiGroups: [apps]
+  resources: [deployments]
+  verbs: [watch]
 ---
 apiVersion: apiextensions.k8s.io/v1
 kind: CustomResourceDefinition
@@ -326,6 +334,11 @@ def test_tricky_names_and_values_match_kustomize(cli: Any, tree: Any) -> None:
         role = _find(objects, "ClusterRole", "reader.example.com")
         assert role["metadata"]["labels"]["region"] == region
         assert role["rules"][0]["resourceNames"] == [answer]
+        assert [r["verbs"] for r in role["rules"]] == [["get", "list"], ["get", "list"]]
+        assert [r["apiGroups"] for r in role["rules"]] == [["", region], ["", region]]
+        # the Widget's CRD is named by no clause: it came along with the Widget (KubeStellar v0.13+)
+        crd = _find(objects, "CustomResourceDefinition", "widgets.example.com")
+        assert crd["spec"]["names"]["kind"] == "Widget"
         assert "namespace" not in role["metadata"]
         secret = _find(objects, "Secret", "creds.v1")
         assert secret["stringData"] == {"where": region} and secret["data"] == {"token": "c2VjcmV0"}

@@ -20,14 +20,16 @@ spec: {instanceSelector: {matchLabels: {id: one}}}
 """
 
 
-def placement(name: str, singleton: bool, names: list[str]) -> str:
+def placement(name: str, singleton: bool, names: list[str], downsync: str = "") -> str:
+    """An EdgePlacement reaching every prod WEC: ConfigMaps by name, or the given downsync list."""
+    downsync = downsync or f'[{{apiGroup: "", resources: [configmaps], objectNames: {names}}}]'
     return f"""\
 apiVersion: edge.kubestellar.io/v2alpha1
 kind: EdgePlacement
 metadata: {{name: {name}}}
 spec:
   locationSelectors: [{{matchLabels: {{env: prod}}}}]
-  downsync: [{{apiGroup: "", resources: [configmaps], objectNames: {names}}}]
+  downsync: {downsync}
   wantSingletonReportedState: {str(singleton).lower()}
 """
 
@@ -97,4 +99,50 @@ metadata:
     result = reconcile(WorkTreeSnapshot(repo))
     [problem] = [p for p in result.problems if p.is_error]
     assert problem.wec == "inv-mb-one" and "customized metadata.labels" in problem.message
+    assert "core/configmaps/ns/a" not in result.mailboxes["inv-mb-one"].entries
+
+
+CUSTOMIZED = """\
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: a
+  namespace: ns
+  annotations: {edge.kubestellar.io/customizer: custom}
+data: {zone: none}
+---
+apiVersion: edge.kubestellar.io/v2alpha1
+kind: Customizer
+metadata:
+  name: custom
+  namespace: ns
+  annotations: {edge.kubestellar.io/expand-parameters: "true"}
+replacements:
+- {path: "$.data.missing.deeper", value: '"x"'}
+- {path: "$.data.zone", value: '"%(env)"'}
+"""
+
+
+def test_path_selecting_nothing_is_a_per_wec_warning_and_the_object_is_delivered(tree) -> None:
+    """KubeStellar v0.14.2 pkg/jsonpath/eval.go `Apply` changes nothing where a path selects nothing
+    and the other replacements still apply (pkg/customize/customize.go)."""
+    repo: Path = tree({"spaces/inv/wec.yaml": INVENTORY, "spaces/wds/cms.yaml": CUSTOMIZED,
+                       "spaces/wds/p.yaml": placement("p", False, ["a"])})
+    result = reconcile(WorkTreeSnapshot(repo))
+    [problem] = result.problems
+    assert problem.severity == "warning" and problem.wec == "inv-mb-one"
+    assert problem.obj == "ConfigMap ns/a" and problem.origin.path == "spaces/wds/cms.yaml"
+    assert "replacements[0]" in problem.message and "selects nothing" in problem.message
+    entry = result.mailboxes["inv-mb-one"].entries["core/configmaps/ns/a"]
+    assert entry.patch is not None and b'"prod"' in entry.patch and not entry.kept
+
+
+def test_customization_error_names_the_object(tree) -> None:
+    cms = CUSTOMIZED.replace("$.data.missing.deeper", "$.data[")
+    repo: Path = tree({"spaces/inv/wec.yaml": INVENTORY, "spaces/wds/cms.yaml": cms,
+                       "spaces/wds/p.yaml": placement("p", False, ["a"])})
+    result = reconcile(WorkTreeSnapshot(repo))
+    [problem] = result.problems
+    assert problem.is_error and problem.obj == "ConfigMap ns/a"
+    assert "invalid path '$.data['" in problem.message
     assert "core/configmaps/ns/a" not in result.mailboxes["inv-mb-one"].entries

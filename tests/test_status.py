@@ -169,6 +169,36 @@ def test_singleton_status_when_one_wec_reports_and_placement_wants_it(example: P
     assert special_cm["singletonStatus"] == {}
 
 
+def test_no_singleton_status_for_a_crd_that_came_along(example: Path) -> None:
+    """KubeStellar v0.13+ pkg/placement/what-resolver.go adds a placed resource's CRD with
+    ReturnSingletonState false, whatever the placement wants."""
+    (example / "spaces/wmw-s/gadgets.yaml").write_text("""\
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: gadgets.example.com}
+spec:
+  group: example.com
+  names: {kind: Gadget, plural: gadgets}
+  scope: Namespaced
+  versions: [{name: v1, served: true, storage: true}]
+---
+apiVersion: example.com/v1
+kind: Gadget
+metadata: {name: g1, namespace: specialstuff}
+""")
+    edit(example, "spaces/wmw-s/edge-placement-s.yaml", "  wantSingletonReportedState: true",
+         "  - {apiGroup: example.com, resources: [gadgets]}\n  wantSingletonReportedState: true")
+    crd_rel = "apiextensions.k8s.io/customresourcedefinitions/_cluster/gadgets.example.com"
+    gadget_rel = "example.com/gadgets/specialstuff/g1"
+    reports = {GUILDER: {crd_rel: report("apiextensions.k8s.io/v1", "CustomResourceDefinition", "",
+                                         "gadgets.example.com", {"acceptedNames": {"kind": "Gadget"}}),
+                         gadget_rel: report("example.com/v1", "Gadget", "specialstuff", "g1", {"ok": True})}}
+    out = summarize(compute(example), as_reports(reports), 20)
+    crd = status_of(out, "wmw-s", crd_rel)
+    assert crd["executingCount"] == 1 and "singletonStatus" not in crd
+    assert status_of(out, "wmw-s", gadget_rel)["singletonStatus"] == {"ok": True}
+
+
 def test_singleton_status_absent_when_two_wecs_execute(example: Path) -> None:
     reports = as_reports({FLORIN: {COMMOND: rs(1)}, GUILDER: {COMMOND: rs(1)}})
     commond = status_of(summarize(compute(example), reports, 20), "wmw-c", COMMOND)

@@ -7,7 +7,9 @@ from typing import Any
 import pytest
 
 from ksgitops.core.what import (
+    ALONG,
     Placed,
+    along_line,
     clause_matches,
     clause_mismatch,
     explain_object,
@@ -91,8 +93,13 @@ CRITERIA = [
      "no namespaceSelector matches the labels {'team': 'a', 'env': 'prod'} of Namespace 'ns1'"),
     ("nssel-other-namespace", {"namespaceSelectors": [{"matchLabels": {"team": "a"}}]}, CM_NS2,
      "of Namespace 'ns2'"),
-    ("nssel-undefined-namespace-has-no-labels", {"namespaceSelectors": [{"matchLabels": {"team": "a"}}]},
-     CM_NS_UNDEFINED, "the labels {} of Namespace 'ghost'"),
+    # the API server labels every Namespace with its name (kubernetes.io/metadata.name), so a
+    # Namespace missing from the WDS has that label only
+    ("nssel-undefined-namespace-has-only-its-name-label",
+     {"namespaceSelectors": [{"matchLabels": {"team": "a"}}]},
+     CM_NS_UNDEFINED, "the labels {'kubernetes.io/metadata.name': 'ghost'} of Namespace 'ghost'"),
+    ("nssel-undefined-namespace-by-name-label",
+     {"namespaceSelectors": [{"matchLabels": {"kubernetes.io/metadata.name": "ghost"}}]}, CM_NS_UNDEFINED, None),
     ("nssel-undefined-namespace-empty-selector", {"namespaceSelectors": [{}]}, CM_NS_UNDEFINED, None),
     ("nssel-cluster-empty-selector", {"namespaceSelectors": [{}]}, CROLE, None),
     ("nssel-cluster-doesnotexist", {"namespaceSelectors": [{"matchExpressions": [
@@ -228,7 +235,71 @@ NEVER = [
 
 @pytest.mark.parametrize("obj,expected", NEVER, ids=[f"{o.api_version}-{o.kind}-{o.name}" for o, _ in NEVER])
 def test_never_downsynced(obj: Obj, expected: bool) -> None:
+    """The system objects: KubeStellar v0.14.2 pkg/placement/workload-projector.go `ObjectIsSystem`
+    (apiVersion exactly v1), which what-resolver.go `whatMatches` applies before any clause."""
     assert never_downsynced(obj) is expected
+
+
+# KubeStellar v0.14.2 pkg/placement/what-resolver.go: `GRsNotForEdge`, `GroupsNotForEdge` and
+# `GRsNotSupported` are never watched, so never downsynced; APIBindings (`NaturedInCenterGoToMailbox`)
+# stop at the mailbox: workload-projector.go leaves them out of the SyncerConfig.
+OFF_EDGE = [
+    ("v1", "Event", "e", "ns1", "Event of the core group never reaches a WEC"),
+    ("events.k8s.io/v1", "Event", "e", "ns1", "Event of events.k8s.io never reaches a WEC"),
+    ("v1", "Node", "n", None, "Node of the core group"),
+    ("v1", "Binding", "b", "ns1", "Binding of the core group"),
+    ("v1", "ComponentStatus", "etcd-0", None, "ComponentStatus"),
+    ("apps/v1", "ControllerRevision", "r", "ns1", "ControllerRevision of apps"),
+    ("certificates.k8s.io/v1", "CertificateSigningRequest", "c", None, "CertificateSigningRequest"),
+    ("authentication.k8s.io/v1", "TokenReview", "t", None, "a request to the API server"),
+    ("authorization.k8s.io/v1", "SubjectAccessReview", "s", None, "SubjectAccessReview"),
+    ("authorization.k8s.io/v1", "SelfSubjectRulesReview", "s", None, "SelfSubjectRulesReview"),
+    ("authorization.k8s.io/v1", "LocalSubjectAccessReview", "s", "ns1", "LocalSubjectAccessReview"),
+    ("authorization.k8s.io/v1", "SelfSubjectAccessReview", "s", None, "SelfSubjectAccessReview"),
+    ("apis.kcp.io/v1alpha1", "APIExport", "x", None, "APIExport of apis.kcp.io"),
+    ("apis.kcp.io/v1alpha1", "APIResourceSchema", "x", None, "APIResourceSchema"),
+    ("apis.kcp.io/v1alpha1", "APIExportEndpointSlice", "x", None, "APIExportEndpointSlice"),
+    ("apis.kcp.io/v1alpha1", "APIBinding", "bind-kube", None, "keeps it in the mailbox"),
+    ("apis.kcp.io/v1alpha1", "APIConversion", "x", None, "does not support"),
+    ("apiresource.kcp.io/v1alpha1", "APIResourceImport", "x", None, "does not support"),
+    ("apiresource.kcp.io/v1alpha1", "NegotiatedAPIResource", "x", None, "does not support"),
+    ("core.kcp.io/v1alpha1", "LogicalCluster", "cluster", None, "LogicalCluster"),
+    ("core.kcp.io/v1alpha1", "Shard", "root", None, "Shard"),
+    ("edge.kubestellar.io/v2alpha1", "EdgeSyncConfig", "x", None, "no edge.kubestellar.io object"),
+    ("edge.kubestellar.io/v1alpha1", "SinglePlacementSlice", "x", None, "control kind"),
+    ("workload.kcp.io/v1alpha1", "SyncTarget", "x", None, "no workload.kcp.io object"),
+    ("scheduling.kcp.io/v1alpha1", "Placement", "x", None, "no scheduling.kcp.io object"),
+    ("tenancy.kcp.io/v1alpha1", "Workspace", "x", None, "no tenancy.kcp.io object"),
+    ("topology.kcp.io/v1alpha1", "Partition", "x", None, "no topology.kcp.io object"),
+]
+OFF_KINDS = KindTable({(api.rpartition("/")[0], kind): KindInfo(kind.lower() + "s", ns is not None)
+                       for api, kind, _, ns, _ in OFF_EDGE if api.rpartition("/")[0] != "edge.kubestellar.io"})
+
+
+@pytest.mark.parametrize("api,kind,name,ns,fragment", OFF_EDGE, ids=[f"{c[0]}-{c[1]}" for c in OFF_EDGE])
+def test_kinds_kept_off_the_edge_even_under_star(api: str, kind: str, name: str, ns: str | None,
+                                                 fragment: str) -> None:
+    obj = mk(api, kind, name, ns)
+    assert never_downsynced(obj) and never_downsynced(obj, OFF_KINDS)
+    spec = placement_spec(placement({"downsync": [{"resources": ["*"], "namespaces": ["*"], "objectNames": ["*"]}]}))
+    assert select(spec, [obj], OFF_KINDS, {}) == []
+    lines = explain_object(spec, obj, OFF_KINDS, {})
+    assert lines[-1].startswith("never downsynced: ") and fragment in lines[-1], lines
+
+
+@pytest.mark.parametrize("api,kind", [("example.com/v1", "Event"), ("apps/v1", "Deployment"),
+                                      ("apiregistration.k8s.io/v1", "APIService"), ("v1", "Namespace"),
+                                      ("apiextensions.k8s.io/v1", "CustomResourceDefinition"),
+                                      ("example.kcp.io/v1", "Widget")])
+def test_kinds_that_do_reach_the_edge(api: str, kind: str) -> None:
+    assert not never_downsynced(mk(api, kind, "x"))
+
+
+def test_off_edge_rule_also_matches_by_resource() -> None:
+    """A RepoConfig may map a kind of its own to one of the resources kept off the edge."""
+    kinds = KindTable({("apps", "Revision"): KindInfo("controllerrevisions", True)})
+    obj = mk("apps/v1", "Revision", "r", "ns1")
+    assert never_downsynced(obj, kinds) and not never_downsynced(obj)
 
 
 # --- select ---------------------------------------------------------------------------------
@@ -284,12 +355,72 @@ def test_select_no_clauses_selects_nothing() -> None:
     assert select(placement_spec(placement({})), WORKLOAD, KINDS, {}) == []
 
 
+# --- CustomResourceDefinitions come along ---------------------------------------------------
+# KubeStellar v0.13.0+ pkg/placement/what-resolver.go `getPartsLocked`: for every resource with an
+# object the placement places, the resource's definers (the CRDs of the WDS that define it) are added
+# to the placement's parts unless already there, with ReturnSingletonState false.
+
+def crd(group: str, kind: str, plural: str, name: str | None = None) -> Obj:
+    return mk("apiextensions.k8s.io/v1", "CustomResourceDefinition", name or f"{plural}.{group}",
+              spec={"group": group, "names": {"kind": kind, "plural": plural}, "scope": "Namespaced",
+                    "versions": [{"name": "v1", "served": True, "storage": True}]})
+
+
+GADGET_CRD = crd("example.com", "Gadget", "gadgets")
+SPROCKET_CRD = crd("example.com", "Sprocket", "sprockets")
+GADGETS = [mk("example.com/v1", "Gadget", "g1", "ns1"), mk("example.com/v1", "Gadget", "g2", "ns1")]
+CR_KINDS = KindTable({("example.com", "Gadget"): KindInfo("gadgets", True),
+                      ("example.com", "Sprocket"): KindInfo("sprockets", True)})
+CR_WORKLOAD = [GADGET_CRD, SPROCKET_CRD, *GADGETS, mk("example.com/v1", "Sprocket", "s1", "ns2"), CM]
+
+
+def test_crd_comes_along_with_its_custom_resources_once() -> None:
+    spec = placement_spec(placement({"downsync": [{"apiGroup": "example.com", "resources": ["gadgets"]}]}))
+    placed = select(spec, CR_WORKLOAD, CR_KINDS, {})
+    assert refs(placed) == [("CustomResourceDefinition", "gadgets.example.com", ALONG),
+                            ("Gadget", "g1", 0), ("Gadget", "g2", 0)]
+
+
+def test_crd_placed_by_a_clause_is_not_also_along() -> None:
+    spec = placement_spec(placement({"downsync": [
+        {"apiGroup": "example.com", "resources": ["gadgets"], "objectNames": ["g1"]},
+        {"apiGroup": "apiextensions.k8s.io", "objectNames": ["gadgets.example.com"]}]}))
+    placed = select(spec, CR_WORKLOAD, CR_KINDS, {})
+    assert refs(placed) == [("CustomResourceDefinition", "gadgets.example.com", 1), ("Gadget", "g1", 0)]
+
+
+@pytest.mark.parametrize("downsync", [[{"resources": ["configmaps"]}],
+                                      [{"apiGroup": "example.com", "resources": ["gadgets"]}]],
+                         ids=["no-custom-resource-matched", "custom-resources-upsynced-instead"])
+def test_no_crd_without_a_placed_custom_resource(downsync: list) -> None:
+    body = {"downsync": downsync,
+            "upsync": [{"apiGroup": "example.com", "resources": ["gadgets"], "namespaces": ["*"], "names": ["*"]}]}
+    placed = select(placement_spec(placement(body)), CR_WORKLOAD, CR_KINDS, {})
+    assert "CustomResourceDefinition" not in {p.obj.kind for p in placed}
+
+
+def test_crd_of_another_wds_does_not_come_along() -> None:
+    spec = placement_spec(placement({"downsync": [{"apiGroup": "example.com"}]}))
+    placed = select(spec, [*GADGETS], CR_KINDS, {})  # the Gadget CRD lives elsewhere
+    assert refs(placed) == [("Gadget", "g1", 0), ("Gadget", "g2", 0)]
+
+
+def test_each_placed_resource_brings_its_own_crd() -> None:
+    spec = placement_spec(placement({"downsync": [{"apiGroup": "example.com"}]}))
+    placed = select(spec, CR_WORKLOAD, CR_KINDS, {})
+    assert [(kind, name) for kind, name, clause in refs(placed) if clause == ALONG] == [
+        ("CustomResourceDefinition", "gadgets.example.com"), ("CustomResourceDefinition", "sprockets.example.com")]
+    assert along_line(GADGET_CRD).startswith("comes along: it defines the Gadget objects")
+
+
 # --- v1alpha1 -------------------------------------------------------------------------------
 
 V1 = "edge.kubestellar.io/v1alpha1"
 
 
 def test_v1alpha1_conversion_shape() -> None:
+    """KubeStellar v0.7.0 pkg/placement/what-resolver.go `whatMatches`: nonNamespacedObjects match by
+    exact apiGroup ("" when absent), resources, then a listed name OR a matching label selector."""
     body = {
         "locationSelectors": [{"matchLabels": {"env": "prod"}}],
         "namespaceSelector": {"matchLabels": {"team": "a"}},
@@ -298,6 +429,7 @@ def test_v1alpha1_conversion_shape() -> None:
             {"resources": ["namespaces"], "resourceNames": ["*"], "labelSelectors": [{}]},
             {"resources": [], "resourceNames": ["x"]},  # nothing
             {"resources": ["persistentvolumes"], "resourceNames": []},  # nothing
+            {"resources": ["*"], "resourceNames": ["*"], "apiGroup": None},  # null group is the core group
         ],
         "upsync": [{"apiGroup": "", "resources": ["configmaps"], "namespaces": ["*"], "names": ["*"]}],
     }
@@ -313,6 +445,8 @@ def test_v1alpha1_conversion_shape() -> None:
              "_scope": "Cluster", "_source": "spec.nonNamespacedObjects[1].resourceNames"},
             {"apiGroup": "", "resources": ["namespaces"], "labelSelectors": [{}],
              "_scope": "Cluster", "_source": "spec.nonNamespacedObjects[1].labelSelectors"},
+            {"apiGroup": "", "resources": ["*"], "objectNames": ["*"],
+             "_scope": "Cluster", "_source": "spec.nonNamespacedObjects[4].resourceNames"},
         ],
         "upsync": [{"apiGroup": "", "resources": ["configmaps"], "namespaces": ["*"], "names": ["*"]}],
         "wantSingletonReportedState": False,
@@ -320,31 +454,44 @@ def test_v1alpha1_conversion_shape() -> None:
     }
 
 
+# KubeStellar v0.7.0 pkg/apis/edge/v1alpha1/edge-placement.go holds `namespaceSelector` by value,
+# so absent or null is the empty LabelSelector, which pkg/placement/what-resolver.go (`whatMatches`,
+# metav1.LabelSelectorAsSelector) turns into "everything": every namespace is selected.
+NO_NS = {"namespaceSelector": {"matchLabels": {"selects": "no-namespace"}}}
+ALL_NAMESPACED = {("ConfigMap", "cfg@ns1"), ("ConfigMap", "cfg@ns2"), ("Deployment", "web@ns1"),
+                  ("Role", "reader@ns9x")}
+
 V1_SELECT = [
     # (id, v1alpha1 spec, objects expected to be selected (by kind/name) from V1_WORKLOAD)
-    ("empty-ns-selector-namespaced-only", {"namespaceSelector": {}},
-     {("ConfigMap", "cfg@ns1"), ("ConfigMap", "cfg@ns2"), ("Deployment", "web@ns1"), ("Role", "reader@ns9x")}),
+    ("empty-ns-selector-namespaced-only", {"namespaceSelector": {}}, ALL_NAMESPACED),
+    ("absent-ns-selector-is-empty-selects-all", {}, ALL_NAMESPACED),
+    ("null-ns-selector-is-empty-selects-all", {"namespaceSelector": None}, ALL_NAMESPACED),
     ("labelled-ns-selector", {"namespaceSelector": {"matchLabels": {"team": "a"}}},
      {("ConfigMap", "cfg@ns1"), ("Deployment", "web@ns1")}),
     ("doesnotexist-ns-selector-not-cluster", {"namespaceSelector": {"matchExpressions": [
         {"key": "team", "operator": "DoesNotExist"}]}}, set()),
-    ("absent-ns-selector-nothing", {}, set()),
-    ("null-ns-selector-nothing", {"namespaceSelector": None}, set()),
-    ("non-namespaced-core-default", {"nonNamespacedObjects": [{"resources": ["namespaces"],
-                                                              "resourceNames": ["ns1"]}]},
+    ("non-namespaced-core-default", {**NO_NS, "nonNamespacedObjects": [{"resources": ["namespaces"],
+                                                                       "resourceNames": ["ns1"]}]},
      {("Namespace", "ns1@")}),
-    ("non-namespaced-star", {"nonNamespacedObjects": [{"apiGroup": "rbac.authorization.k8s.io",
-                                                      "resources": ["*"], "resourceNames": ["*"]}]},
+    ("non-namespaced-star", {**NO_NS, "nonNamespacedObjects": [{"apiGroup": "rbac.authorization.k8s.io",
+                                                               "resources": ["*"], "resourceNames": ["*"]}]},
      {("ClusterRole", "reader@")}),  # the namespaced Role of the same group is not admitted
-    ("non-namespaced-wrong-group", {"nonNamespacedObjects": [{"resources": ["clusterroles"],
-                                                             "resourceNames": ["*"]}]}, set()),
-    ("non-namespaced-namespaced-resource", {"nonNamespacedObjects": [{"resources": ["configmaps"],
-                                                                     "resourceNames": ["*"]}]}, set()),
-    ("non-namespaced-empty-names", {"nonNamespacedObjects": [{"resources": ["namespaces"],
-                                                             "resourceNames": []}]}, set()),
-    ("non-namespaced-empty-resources", {"nonNamespacedObjects": [{"resources": [],
-                                                                 "resourceNames": ["*"]}]}, set()),
-    ("non-namespaced-names-or-labels", {"nonNamespacedObjects": [{
+    # v0.7 `whatMatches`: "*" means all only as the single entry; among others it is a literal name
+    ("non-namespaced-star-among-resources-is-literal", {**NO_NS, "nonNamespacedObjects": [
+        {"resources": ["*", "namespaces"], "resourceNames": ["*"]}]}, {("Namespace", "ns1@"), ("Namespace", "ns2@")}),
+    ("non-namespaced-star-among-names-is-literal", {**NO_NS, "nonNamespacedObjects": [
+        {"resources": ["namespaces"], "resourceNames": ["*", "ns2"]}]}, {("Namespace", "ns2@")}),
+    ("non-namespaced-only-literal-stars", {**NO_NS, "nonNamespacedObjects": [
+        {"apiGroup": "rbac.authorization.k8s.io", "resources": ["*", "*"], "resourceNames": ["*"]}]}, set()),
+    ("non-namespaced-wrong-group", {**NO_NS, "nonNamespacedObjects": [{"resources": ["clusterroles"],
+                                                                      "resourceNames": ["*"]}]}, set()),
+    ("non-namespaced-namespaced-resource", {**NO_NS, "nonNamespacedObjects": [{"resources": ["configmaps"],
+                                                                              "resourceNames": ["*"]}]}, set()),
+    ("non-namespaced-empty-names", {**NO_NS, "nonNamespacedObjects": [{"resources": ["namespaces"],
+                                                                      "resourceNames": []}]}, set()),
+    ("non-namespaced-empty-resources", {**NO_NS, "nonNamespacedObjects": [{"resources": [],
+                                                                          "resourceNames": ["*"]}]}, set()),
+    ("non-namespaced-names-or-labels", {**NO_NS, "nonNamespacedObjects": [{
         "resources": ["namespaces"], "resourceNames": ["ns2"],
         "labelSelectors": [{"matchLabels": {"team": "a"}}]}]}, {("Namespace", "ns1@"), ("Namespace", "ns2@")}),
     ("both", {"namespaceSelector": {"matchLabels": {"team": "b"}},
@@ -366,6 +513,14 @@ V1_NS_LABELS = {"ns1": {"team": "a"}, "ns2": {"team": "b"}, "ns9x": {"team": "c"
 def test_v1alpha1_selection(body: dict, expected: set) -> None:
     placed = select(placement_spec(placement(body, V1)), V1_WORKLOAD, KINDS, V1_NS_LABELS)
     assert {(p.obj.kind, f"{p.obj.name}@{p.obj.namespace}") for p in placed} == expected
+
+
+def test_v1alpha1_absent_namespace_selector_converts_to_the_empty_selector() -> None:
+    spec = placement_spec(placement({"nonNamespacedObjects": []}, V1))
+    assert spec["downsync"] == [{"namespaceSelectors": [{}], "_scope": "Namespaced",
+                                 "_source": "spec.namespaceSelector"}]
+    lines = explain_object(spec, CM, KINDS, NS_LABELS)
+    assert lines == ["spec.namespaceSelector (v1alpha1): matches"]
 
 
 def test_v1alpha1_empty_selector_admits_namespaced_role_but_not_cluster_role() -> None:
@@ -455,9 +610,21 @@ def test_explain_names_v1alpha1_sources() -> None:
 # --- namespace labels and selector problems -------------------------------------------------
 
 def test_namespace_labels() -> None:
+    """As the WDS's API server has them: with the kubernetes.io/metadata.name label it puts on
+    every Namespace (Kubernetes 1.21+, so in the kcp that KubeStellar v0.14 runs on)."""
     workload = [NS1, mk("v1", "Namespace", "bare"), mk("example.com/v1", "Namespace", "fake", labels={"a": "b"}),
                 CM, mk("v1", "Namespace", "odd", labels=["not", "a", "map"])]
-    assert namespace_labels(workload) == {"ns1": {"team": "a"}, "bare": {}, "odd": {}}
+    name = "kubernetes.io/metadata.name"
+    assert namespace_labels(workload) == {"ns1": {"team": "a", name: "ns1"}, "bare": {name: "bare"},
+                                          "odd": {name: "odd"}}
+
+
+def test_namespace_object_is_matched_by_its_name_label() -> None:
+    clause = {"resources": ["namespaces"], "labelSelectors": [{"matchLabels": {"kubernetes.io/metadata.name": "ns1"}}]}
+    assert clause_matches(clause, NS1, info(NS1), {})
+    other = mk("v1", "Namespace", "ns2")
+    assert "no labelSelector matches the object's labels {'kubernetes.io/metadata.name': 'ns2'}" in (
+        clause_mismatch(clause, other, info(other), {}) or "")
 
 
 def test_selector_problems_name_field_paths() -> None:

@@ -1,7 +1,8 @@
 """The uncustomized base copy of a workload object, as it is written into every mailbox.
 
-Computed once per object (not per WEC): server-set fields dropped, the projected label added, an
-empty annotations map omitted (kustomize drops it, so we never write it).
+Computed once per object (not per WEC): what KubeStellar does not transport is cleared (`status`,
+the server-set metadata fields and kcp's label and annotation keys: see `delivery.py`), the
+projected label added, an empty annotations map omitted (kustomize drops it, so we never write it).
 """
 from __future__ import annotations
 
@@ -12,10 +13,10 @@ from ..kinds import KindInfo
 from ..model import Obj, ObjRef
 from .params import referenced_keys
 from .customize import CUSTOMIZER_ANNOTATION, EXPAND_ANNOTATION, wants_expansion
+from .delivery import CLEARED_METADATA, is_kcp_key
 from .serialize import deep_copy, dump_yaml
 
 PROJECTED_LABEL = "edge.kubestellar.io/projected"
-DROPPED_METADATA = ("uid", "resourceVersion", "managedFields", "generation")
 
 
 def rel_path(group: str, resource: str, namespace: str, name: str) -> str:
@@ -47,17 +48,26 @@ class Base:
         return self.expand or bool(self.customizer)
 
 
+def _without_kcp_keys(values: Any) -> dict[str, Any]:
+    if not isinstance(values, dict):
+        return {}
+    return {k: v for k, v in values.items() if not is_kcp_key(k)}
+
+
 def base_body(body: dict[str, Any]) -> dict[str, Any]:
-    """A copy of `body` as it goes into a mailbox's objects/."""
+    """A copy of `body` as it goes into a mailbox's objects/ (see the module doc)."""
     copy = deep_copy(body)
     copy.pop("status", None)
     md = copy.setdefault("metadata", {})
-    for key in DROPPED_METADATA:
+    for key in CLEARED_METADATA:
         md.pop(key, None)
-    labels = md.get("labels") or {}
+    labels = _without_kcp_keys(md.get("labels"))
     labels[PROJECTED_LABEL] = "yes"
     md["labels"] = labels
-    if not md.get("annotations"):
+    annotations = _without_kcp_keys(md.get("annotations"))
+    if annotations:
+        md["annotations"] = annotations
+    else:
         md.pop("annotations", None)
     return copy
 

@@ -19,7 +19,7 @@ import jsonpointer
 import orjson
 
 from ..model import Obj
-from .jsonpath import PathError, parse_path, set_path
+from .jsonpath import PathError, parse_path, replace_all
 from .params import ParamError, expand_leaves, expand_shared, expand_string, referenced_keys
 from .patchdiff import copy_json
 
@@ -37,11 +37,13 @@ _PATCH_ERRORS = (jsonpatch.JsonPatchException, jsonpointer.JsonPointerException,
 
 @dataclass(frozen=True)
 class CustomizeResult:
-    """The customized body (None on error), the error message, and the parameters looked up."""
+    """The customized body (None on error), the error message, the parameters looked up, and
+    warnings (replacement paths that selected nothing)."""
 
     body: dict[str, Any] | None
     error: str | None
     params_used: dict[str, str] = field(default_factory=dict)
+    warnings: tuple[str, ...] = ()
 
 
 class _Failure(Exception):
@@ -74,8 +76,8 @@ def wants_expansion(annotations: Mapping[str, Any] | None) -> bool:
 
 def _customizer_key(obj: Obj, raw: Any) -> tuple[tuple[str, str] | None, str | None]:
     """(namespace, name) named by the customizer annotation value `raw`, or an error."""
-    if not isinstance(raw, str) or not raw:
-        return None, f"annotation {CUSTOMIZER_ANNOTATION} must be a non-empty string"
+    if not isinstance(raw, str):
+        return None, f"annotation {CUSTOMIZER_ANNOTATION} must be a string"
     parts = raw.split("/")
     if len(parts) == 1:
         if not obj.namespace:
@@ -92,9 +94,9 @@ def find_customizer(obj: Obj, customizers: Mapping[tuple[str, str], Obj]
                     ) -> tuple[Obj | None, str | None]:
     """The Customizer chosen by `obj` (keyed by (namespace, name)) and an error, one of them None.
 
-    No annotation gives (None, None).
+    No annotation (or an empty one) gives (None, None).
     """
-    if CUSTOMIZER_ANNOTATION not in obj.annotations:
+    if obj.annotations.get(CUSTOMIZER_ANNOTATION) in (None, ""):  # KubeStellar: "" names none
         return None, None
     key, error = _customizer_key(obj, obj.annotations[CUSTOMIZER_ANNOTATION])
     if key is None:
@@ -113,8 +115,8 @@ def _decode(text: str, where: str) -> Any:
         raise _Failure(f"{where}: value {text!r} is not valid JSON ({exc})") from None
 
 
-def _replace(body: Any, item: Any, where: str, expand: bool, params: Mapping[str, str]) -> None:
-    """Apply one replacement {path, value} to `body` in place."""
+def _replace(body: Any, item: Any, where: str, expand: bool, params: Mapping[str, str]) -> str | None:
+    """Apply one replacement {path, value} to `body` in place; a warning when it selects nothing."""
     if not isinstance(item, dict) or not isinstance(item.get("path"), str):
         raise _Failure(f"{where}: must be a map with a string 'path'")
     path, text = item["path"], item.get("value")
@@ -124,9 +126,10 @@ def _replace(body: Any, item: Any, where: str, expand: bool, params: Mapping[str
     try:
         if expand:
             path, text = expand_string(path, params), expand_string(text, params)
-        set_path(body, parse_path(path), _decode(text, where))
+        count = replace_all(body, parse_path(path), _decode(text, where))
     except (ParamError, PathError) as exc:
         raise _Failure(f"{where}: {exc}") from None
+    return None if count else f"{where}: the path selects nothing in the object, so it changes nothing"
 
 
 def _apply_op(body: Any, op: Any, where: str, expand: bool, params: Mapping[str, str]) -> Any:
@@ -160,12 +163,14 @@ def _list_field(customizer: Obj, name: str, who: str) -> list[Any]:
     return value
 
 
-def _apply_customizer(body: Any, customizer: Obj, params: Mapping[str, str]) -> Any:
+def _apply_customizer(body: Any, customizer: Obj, params: Mapping[str, str], warnings: list[str]) -> Any:
     """Apply the Customizer's replacements then its jsonPatch; returns the new body."""
     who = f"Customizer {customizer.namespace}/{customizer.name}"
     expand = wants_expansion(customizer.annotations)
     for i, item in enumerate(_list_field(customizer, "replacements", who)):
-        _replace(body, item, f"{who}: replacements[{i}]", expand, params)
+        warning = _replace(body, item, f"{who}: replacements[{i}]", expand, params)
+        if warning:
+            warnings.append(warning)
     for i, op in enumerate(_list_field(customizer, "jsonPatch", who)):
         body = _apply_op(body, op, f"{who}: jsonPatch[{i}]", expand, params)
     if not isinstance(body, dict):
@@ -196,13 +201,14 @@ def customize(base: dict[str, Any], obj_expand: bool, customizer: Obj | None,
     the replacement index or jsonPatch op, and the path.
     """
     recorder = _Recorder(params)
+    warnings: list[str] = []
     try:
         if obj_expand:
             body = _expand_object(base, recorder, shared=customizer is None)
         else:
             body = copy_json(base)
         if customizer is not None:
-            body = _apply_customizer(body, customizer, recorder)
+            body = _apply_customizer(body, customizer, recorder, warnings)
     except _Failure as exc:
         return CustomizeResult(None, str(exc), dict(sorted(recorder.used.items())))
-    return CustomizeResult(body, None, dict(sorted(recorder.used.items())))
+    return CustomizeResult(body, None, dict(sorted(recorder.used.items())), tuple(warnings))

@@ -5,9 +5,9 @@ from typing import Any
 
 from ..kinds import is_control
 from ..model import Obj
-from .mailbox import MailboxPlan, PlacementPlan
+from .mailbox import MailboxPlan, PlacementPlan, Via
 from .pipeline import Result
-from .what import explain_object, namespace_labels
+from .what import ALONG, along_line, explain_object, namespace_labels
 
 
 def object_matches(obj: Obj, spec: str) -> bool:
@@ -40,6 +40,19 @@ def _placement_line(p: PlacementPlan, mailbox: str) -> dict[str, str]:
     return {"space": p.obj.space, "name": p.obj.name, "location": p.mailboxes[mailbox], "source": str(p.obj.origin)}
 
 
+def _via_text(via: Via) -> str:
+    if via.clause == ALONG:
+        return f"{via.wds}/{via.placement} (came along: the CustomResourceDefinition of placed custom resources)"
+    return f"{via.wds}/{via.placement} downsync[{via.clause}]"
+
+
+def _verdict_lines(p: PlacementPlan, obj: Obj, result: Result, ns_labels: Any) -> list[str]:
+    lines = explain_object(p.spec, obj, result.kinds, ns_labels)
+    if any(placed.obj is obj and placed.clause == ALONG for placed in p.placed):
+        lines.append(along_line(obj))
+    return lines
+
+
 def _entry_info(rel: str, plan: MailboxPlan) -> dict[str, Any]:
     entry = plan.entries[rel]
     base = entry.base
@@ -48,7 +61,7 @@ def _entry_info(rel: str, plan: MailboxPlan) -> dict[str, Any]:
         info["implied"] = "namespace of placed objects"
     else:
         info["source"] = str(base.obj.origin)
-        info["placedBy"] = [f"{v.wds}/{v.placement} downsync[{v.clause}]" for v in entry.via]
+        info["placedBy"] = [_via_text(v) for v in entry.via]
         info["wantSingletonReportedState"] = entry.wants_singleton
     if base.customizer:
         info["customizer"] = base.customizer
@@ -73,7 +86,7 @@ def explain_object_on(result: Result, mailbox: str, spec: str) -> dict[str, Any]
         verdicts = []
         for p in result.placements.get(wds, []):
             reaches = mailbox in p.mailboxes
-            lines = explain_object(p.spec, obj, result.kinds, ns_labels)
+            lines = _verdict_lines(p, obj, result, ns_labels)
             verdicts.append({"placement": p.obj.name, "reachesWec": reaches,
                              "location": p.mailboxes.get(mailbox), "clauses": lines})
         entry = next((e for e in plan.entries.values() if e.base.obj is obj), None)

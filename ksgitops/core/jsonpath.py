@@ -1,127 +1,352 @@
-"""The JSONPath subset used by Customizer replacement paths, and KubeStellar's "definite" set.
+"""Customizer replacement paths: KubeStellar's JSONPath grammar, and replacement at every match.
 
-Accepted syntax: `$` followed by any mix of
-- `.key`   a dotted segment (any text without `.`, `[`, `]` or quotes; `*` is rejected);
-- `[N]`    a list index (non-negative decimal);
-- `['key']` / `["key"]`  a quoted map key (may hold dots, slashes...; `\\` escapes a quote or `\\`).
+Grammar (KubeStellar v0.14.2 pkg/jsonpath/parser.go and lexer.go): `$` followed by selectors:
+- `.name`     a map key (see below for which characters a dotted name may hold);
+- `.N`        a list index (decimal), the same as `[N]`;
+- `.*`, `[*]` every child of a map or a list;
+- `['k']`, `["k"]`, `['a','b']`  one or several map keys, as JavaScript string literals;
+- `[N]`, `[1,3]`  one or several list indices;
+- `[start:end:step]`  a slice of a list, every part optional (`[:2]`, `[1:]`, `[::2]`);
+- `..`        the node itself and every descendant, then the rest of the path (`$...name`,
+  `$..['name']`, `$..*`, and, as an extension, `$..name`).
 
-`parse_path` keeps dotted segments as `str` (even numeric ones) and bracket indices as `int`:
-`set_path` treats a decimal `str` as an index when the container is a list and as a key when it
-is a map; an `int` step only indexes lists.
+Differences from KubeStellar, each where KubeStellar would fail or misbehave: a dotted name may
+hold any character but `.`, `[`, `]`, quotes, `*`, `,`, `:` and white space (KubeStellar takes
+only JavaScript identifiers, so `.app-name` fails to parse there); `..` must be followed by a
+selector (a bare `..` would select the whole object); a slice step must be positive (0 loops
+forever in KubeStellar); octal escapes in strings are rejected. A path of `$` alone is rejected.
+
+Replacement (pkg/jsonpath/eval.go `Apply` with `definite` true, as pkg/customize/customize.go
+calls it): the value is put at every place the path selects. A path is *definite* up to a step when
+every selector before it is a name, a list of names, or a single index; then its last step may add
+a new map key. Every other step selects only what exists: an index beyond the end, a key missing
+before the last step, or a name applied to a list or a scalar selects nothing. (KubeStellar would
+add such a missing intermediate key with a null value; here it selects nothing.) The places are
+found in the object as it was before the replacement, so a replacement never selects inside a
+value it has just put.
 """
 from __future__ import annotations
 
 import re
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Iterator, Union
 
-__all__ = ["PathError", "Step", "parse_path", "format_path", "set_path"]
+from .patchdiff import copy_json
 
-Step = str | int
-
-_DOTTED = re.compile(r"\.([^.\[\]'\"]+)")
-_INDEX = re.compile(r"\[(\d+)\]")
-_QUOTED = re.compile(r"""\[(?:'((?:[^'\\]|\\.)*)'|"((?:[^"\\]|\\.)*)")\]""")
-_UNESCAPE = re.compile(r"\\(.)")
+__all__ = ["PathError", "Name", "Slice", "Every", "Recurse", "Choice", "Path",
+           "parse_path", "format_path", "replace_all"]
 
 
 class PathError(ValueError):
-    """A path that does not parse, or that does not resolve in a document."""
+    """A path that does not parse."""
 
 
-def _next_step(path: str, pos: int) -> tuple[Step, int]:
-    """Parse the step starting at `pos`; returns it and the position after it."""
-    if m := _DOTTED.match(path, pos):
-        if m.group(1) == "*":
-            raise PathError(f"invalid path {path!r}: wildcards are not supported")
-        return m.group(1), m.end()
-    if m := _INDEX.match(path, pos):
-        return int(m.group(1)), m.end()
-    if m := _QUOTED.match(path, pos):
-        raw = m.group(1) if m.group(1) is not None else m.group(2)
-        return _UNESCAPE.sub(r"\1", raw), m.end()
-    raise PathError(f"invalid path {path!r} at offset {pos}: expected .key, [index] or ['key']")
+@dataclass(frozen=True, slots=True)
+class Name:
+    key: str
 
 
-def parse_path(path: str) -> tuple[Step, ...]:
-    """Parse `$.a.b.0.c`, `$.a[0]`, `$['k']`, `$["k.with.dots"]` (mixed) into steps."""
-    if not path.startswith("$"):
-        raise PathError(f"invalid path {path!r}: must start with '$'")
-    steps: list[Step] = []
-    pos = 1
-    while pos < len(path):
-        step, pos = _next_step(path, pos)
-        steps.append(step)
-    if not steps:
-        raise PathError(f"invalid path {path!r}: it selects the whole object")
-    return tuple(steps)
+@dataclass(frozen=True, slots=True)
+class Slice:
+    start: int
+    stop: int | None
+    step: int = 1
+
+    @property
+    def single(self) -> bool:
+        return self.stop == self.start + 1 and self.step == 1
 
 
-def _format_step(step: Step) -> str:
-    """One step in path syntax, such that parse_path gives it back."""
-    if isinstance(step, int):
-        return f"[{step}]"
-    if step != "*" and _DOTTED.fullmatch("." + step):
-        return "." + step
-    return "['" + step.replace("\\", "\\\\").replace("'", "\\'") + "']"
+@dataclass(frozen=True, slots=True)
+class Every:
+    pass
 
 
-def format_path(steps: tuple[Step, ...] | list[Step]) -> str:
-    """The canonical path text for `steps` (inverse of parse_path)."""
-    return "$" + "".join(_format_step(s) for s in steps)
+@dataclass(frozen=True, slots=True)
+class Recurse:
+    pass
 
 
-def _describe(node: Any) -> str:
-    """A short name for what a step was applied to, for error messages."""
-    if node is None:
-        return "null"
-    return {dict: "a map", list: "a list", str: "a string", bool: "a boolean"}.get(
-        type(node), "a number" if isinstance(node, (int, float)) else type(node).__name__)
+@dataclass(frozen=True, slots=True)
+class Choice:
+    """`[a, b, ...]`: several names or several indices."""
+
+    items: tuple[Union[Name, Slice], ...]
 
 
-def _fail(steps: tuple[Step, ...], i: int, why: str) -> PathError:
-    """A PathError naming the failing step (1-based) of the path."""
-    return PathError(f"{format_path(steps)}: step {i + 1} ({_format_step(steps[i])}): {why}")
+Selector = Union[Name, Slice, Every, Recurse, Choice]
+Path = tuple[Selector, ...]
+
+_PLAIN = re.compile(r"[^.\[\]'\"*,:\s]+")
+_DIGITS = re.compile(r"[0-9]+")
+_ESCAPES = {"n": "\n", "r": "\r", "t": "\t", "b": "\b", "f": "\f", "v": "\v", "0": "\0"}
 
 
-def _list_index(node: list[Any], steps: tuple[Step, ...], i: int) -> int:
-    """The in-range list index that step `i` denotes on `node`."""
-    step = steps[i]
-    if isinstance(step, str) and not (step.isascii() and step.isdigit()):
-        raise _fail(steps, i, f"{step!r} is not an index, but the value here is a list")
-    index = int(step)
-    if index >= len(node):
-        raise _fail(steps, i, f"index {index} out of range (list has {len(node)} items)")
-    return index
+# --- parsing --------------------------------------------------------------------------------
+
+class _Parser:
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.pos = 0
+
+    def fail(self, expected: str) -> PathError:
+        return PathError(f"invalid path {self.text!r} at offset {self.pos}: expected {expected}")
+
+    def peek(self, ahead: int = 0) -> str:
+        i = self.pos + ahead
+        return self.text[i] if i < len(self.text) else ""
+
+    def take(self, char: str, expected: str) -> None:
+        if self.peek() != char:
+            raise self.fail(expected)
+        self.pos += 1
+
+    def path(self) -> Path:
+        if not self.text.startswith("$"):
+            raise PathError(f"invalid path {self.text!r}: must start with '$'")
+        self.pos = 1
+        steps: list[Selector] = []
+        while self.pos < len(self.text):
+            steps.extend(self.selector())
+        if not steps:
+            raise PathError(f"invalid path {self.text!r}: it selects the whole object")
+        return tuple(steps)
+
+    def selector(self) -> list[Selector]:
+        if self.peek() == "[":
+            return [self.bracket()]
+        if self.peek() != ".":
+            raise self.fail("'.' or '['")
+        self.pos += 1
+        if self.peek() != ".":
+            return [self.dotted()]
+        self.pos += 1
+        if self.peek() == "":
+            raise self.fail("a selector after '..' (a bare '..' would select the whole object)")
+        if self.peek() in ".[":
+            return [Recurse()]
+        return [Recurse(), self.dotted()]
+
+    def dotted(self) -> Selector:
+        if self.peek() == "*":
+            self.pos += 1
+            return Every()
+        m = _PLAIN.match(self.text, self.pos)
+        if m is None:
+            raise self.fail("a name, an index or '*' after '.'")
+        self.pos = m.end()
+        word = m.group()
+        return Slice(int(word), int(word) + 1) if _DIGITS.fullmatch(word) else Name(word)
+
+    def bracket(self) -> Selector:
+        self.take("[", "'['")
+        if self.peek() == "*":
+            self.pos += 1
+            self.take("]", "']'")
+            return Every()
+        if self.peek() in ("'", '"'):
+            return self.names()
+        return self.numbers()
+
+    def names(self) -> Selector:
+        items: list[Name | Slice] = [Name(self.string())]
+        while self.peek() == ",":
+            self.pos += 1
+            if self.peek() not in ("'", '"'):
+                raise self.fail("a quoted name after ','")
+            items.append(Name(self.string()))
+        self.take("]", "',' or ']'")
+        return items[0] if len(items) == 1 else Choice(tuple(items))
+
+    def string(self) -> str:
+        quote = self.peek()
+        self.pos += 1
+        out: list[str] = []
+        while True:
+            char = self.peek()
+            if char == "":
+                raise self.fail(f"a closing {quote}")
+            self.pos += 1
+            if char == quote:
+                return "".join(out)
+            out.append(self.escape() if char == "\\" else char)
+
+    def escape(self) -> str:
+        """The character(s) a JavaScript escape sequence stands for (the backslash is consumed)."""
+        char = self.peek()
+        self.pos += 1
+        if char in _ESCAPES and not (char == "0" and self.peek().isdigit()):
+            return _ESCAPES[char]
+        if char == "x":
+            return chr(self.hex_digits(2))
+        if char == "u":
+            return self.unicode_escape()
+        if char in "\n\u2028\u2029":
+            return ""  # a line continuation
+        if char == "" or char.isdigit():
+            self.pos -= 1
+            raise self.fail("an escape sequence (octal escapes are not supported)")
+        return char
+
+    def unicode_escape(self) -> str:
+        if self.peek() != "{":
+            return chr(self.hex_digits(4))
+        end = self.text.find("}", self.pos)
+        digits = self.text[self.pos + 1:end] if end > 0 else ""
+        if not re.fullmatch(r"[0-9a-fA-F]{1,6}", digits) or int(digits, 16) > 0x10FFFF:
+            raise self.fail("a code point in \\u{...}")
+        self.pos = end + 1
+        return chr(int(digits, 16))
+
+    def hex_digits(self, count: int) -> int:
+        digits = self.text[self.pos:self.pos + count]
+        if not re.fullmatch(f"[0-9a-fA-F]{{{count}}}", digits):
+            raise self.fail(f"{count} hexadecimal digits")
+        self.pos += count
+        return int(digits, 16)
+
+    def integer(self) -> int | None:
+        m = _DIGITS.match(self.text, self.pos)
+        if m is None:
+            return None
+        self.pos = m.end()
+        return int(m.group())
+
+    def numbers(self) -> Selector:
+        first = self.integer()
+        if self.peek() == ":":
+            return self.slice(first or 0)
+        if first is None:
+            raise self.fail("'*', a quoted name, an index or a slice")
+        items: list[Name | Slice] = [Slice(first, first + 1)]
+        while self.peek() == ",":
+            self.pos += 1
+            index = self.integer()
+            if index is None:
+                raise self.fail("an index after ','")
+            items.append(Slice(index, index + 1))
+        self.take("]", "',' or ']'")
+        return items[0] if len(items) == 1 else Choice(tuple(items))
+
+    def slice(self, start: int) -> Selector:
+        self.take(":", "':'")
+        stop = self.integer()
+        step = 1
+        if self.peek() == ":":
+            self.pos += 1
+            given = self.integer()
+            if given == 0:
+                raise self.fail("a positive step")
+            step = 1 if given is None else given
+        self.take("]", "']'")
+        return Slice(start, stop, step)
 
 
-def _map_key(node: Any, steps: tuple[Step, ...], i: int, must_exist: bool) -> str:
-    """The map key that step `i` denotes on `node` (which must be a map)."""
-    step = steps[i]
-    if not isinstance(node, dict):
-        raise _fail(steps, i, f"cannot step into {_describe(node)}")
-    if isinstance(step, int):
-        raise _fail(steps, i, "list index applied to a map (use .key or ['key'])")
-    if must_exist and step not in node:
-        raise _fail(steps, i, f"no key {step!r} (the path must exist up to its last step)")
-    return step
+def parse_path(text: str) -> Path:
+    """Parse a replacement path (see the module doc); PathError when it does not parse."""
+    return _Parser(text).path()
 
 
-def set_path(doc: Any, steps: tuple[Step, ...], value: Any) -> None:
-    """Set `value` at `steps` in `doc`, in place, with KubeStellar's "definite" semantics.
+# --- formatting -----------------------------------------------------------------------------
 
-    Every step but the last must resolve to an existing map or list; the last step may add a
-    new map key or replace an existing map value or list element (an out-of-range index fails).
-    """
-    if not steps:
-        raise PathError("empty path: cannot replace the whole object")
-    node = doc
-    last = len(steps) - 1
-    for i in range(last):
+def _quote(key: str) -> str:
+    return "'" + key.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+def _format(sel: Selector) -> str:
+    if isinstance(sel, Name):
+        plain = _PLAIN.fullmatch(sel.key) and not _DIGITS.fullmatch(sel.key)
+        return f".{sel.key}" if plain else f"[{_quote(sel.key)}]"
+    if isinstance(sel, Slice):
+        if sel.single:
+            return f"[{sel.start}]"
+        stop = "" if sel.stop is None else str(sel.stop)
+        return f"[{sel.start}:{stop}:{sel.step}]"
+    if isinstance(sel, Every):
+        return ".*"
+    if isinstance(sel, Recurse):
+        return ".."
+    inner = [_quote(i.key) if isinstance(i, Name) else str(i.start) for i in sel.items]
+    return "[" + ",".join(inner) + "]"
+
+
+def format_path(path: Path) -> str:
+    """The canonical text of a parsed path (parse_path gives it back)."""
+    return "$" + "".join(_format(sel) for sel in path)
+
+
+# --- replacement ----------------------------------------------------------------------------
+
+Place = tuple[Any, Any]  # (container, key or index)
+
+
+def _children(node: Any) -> Iterator[Place]:
+    if isinstance(node, dict):
+        yield from ((node, k) for k in node)
+    elif isinstance(node, list):
+        yield from ((node, i) for i in range(len(node)))
+
+
+def _descendants(node: Any) -> Iterator[Any]:
+    """`node` and every node below it, parents first (iterative: objects may nest deeply)."""
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        yield current
+        stack.extend(reversed([c[k] for c, k in _children(current)]))
+
+
+def _step(node: Any, sel: Selector, definite: bool) -> Iterator[Place]:
+    """The places one selector picks in `node`: (container, key) pairs."""
+    if isinstance(sel, Name):
+        if isinstance(node, dict) and (definite or sel.key in node):
+            yield node, sel.key
+    elif isinstance(sel, Slice):
         if isinstance(node, list):
-            node = node[_list_index(node, steps, i)]
-        else:
-            node = node[_map_key(node, steps, i, must_exist=True)]
-    if isinstance(node, list):
-        node[_list_index(node, steps, last)] = value
-    else:
-        node[_map_key(node, steps, last, must_exist=False)] = value
+            stop = len(node) if sel.stop is None else min(sel.stop, len(node))
+            yield from ((node, i) for i in range(sel.start, stop, sel.step))
+    elif isinstance(sel, Every):
+        yield from _children(node)
+    elif isinstance(sel, Choice):
+        for item in sel.items:
+            yield from _step(node, item, definite)
+
+
+def _keeps_definite(sel: Selector) -> bool:
+    """Whether the path stays definite after this selector (eval.go's rule)."""
+    if isinstance(sel, Name):
+        return True
+    if isinstance(sel, Slice):
+        return sel.single
+    if isinstance(sel, Choice):
+        return all(_keeps_definite(item) for item in sel.items)
+    return False
+
+
+def _places(node: Any, path: Path, definite: bool, out: list[Place]) -> None:
+    """Append to `out` the places `path` selects below `node`. Only the last step may name a map
+    key that does not exist yet, and only while the path is definite."""
+    sel, rest = path[0], path[1:]
+    if isinstance(sel, Recurse):
+        for below in _descendants(node):
+            if rest:
+                _places(below, rest, False, out)
+        return
+    if not rest:
+        out.extend(_step(node, sel, definite))
+        return
+    definite = definite and _keeps_definite(sel)
+    for container, key in _step(node, sel, False):
+        _places(container[key], rest, definite, out)
+
+
+def replace_all(doc: Any, path: Path, value: Any) -> int:
+    """Put a copy of `value` at every place `path` selects in `doc` (in place, see the module
+    doc); returns how many places that was (0: the path selects nothing)."""
+    if not path:
+        raise PathError("an empty path would replace the whole object")
+    places: list[Place] = []
+    _places(doc, path, True, places)
+    for container, key in places:
+        container[key] = copy_json(value)
+    return len(places)

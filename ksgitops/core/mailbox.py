@@ -7,7 +7,7 @@ reads). A per-(object, WEC) error keeps the mailbox's previous copy of that obje
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Any, Callable, Mapping, MutableMapping
+from typing import Any, Callable, Mapping, MutableMapping, NamedTuple
 
 from ..model import Obj, ObjRef, Problem
 from ..kinds import KindTable
@@ -17,7 +17,7 @@ from .params import referenced_keys
 from .patchdiff import make_patch
 from .selectors import label_key_error, label_value_error
 from .serialize import canonical_json, dump_json
-from .what import Placed
+from .what import ALONG, Placed
 from .where import Destination, Wec, location_params
 
 Reader = Callable[[str], "bytes | None"]
@@ -42,8 +42,8 @@ class PlacementPlan:
 class Via:
     wds: str
     placement: str
-    clause: int
-    singleton: bool = False  # the placement's wantSingletonReportedState
+    clause: int  # what.ALONG: a CustomResourceDefinition that came along with its custom resources
+    singleton: bool = False  # the placement's wantSingletonReportedState (never for a CRD along)
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,7 +90,7 @@ class MailboxBuilder:
         self._customizers = customizers
         self._read_previous = read_previous
         self._groups: dict[tuple[tuple[str, str], ...], tuple[dict[str, Entry], list[tuple[Base, str]]]] = {}
-        self._custom: dict[tuple[int, tuple[tuple[str, str | None], ...]], tuple[bytes | None, str | None]] = {}
+        self._custom: dict[tuple[int, tuple[tuple[str, str | None], ...]], _Customized] = {}
         self._customizer_keys: dict[int, frozenset[str]] = {}
 
     def build(self, wec: Wec, plans: list[PlacementPlan]) -> MailboxPlan:
@@ -116,8 +116,11 @@ class MailboxBuilder:
         values = tuple(sorted((k, params.get(k)) for k in needed))
         cache_key = (id(base), values)
         if cache_key not in self._custom:
-            self._custom[cache_key] = (None, error) if error else _patch(base, customizer, params, needed)
-        patch, error = self._custom[cache_key]
+            self._custom[cache_key] = _Customized(None, error) if error else _patch(base, customizer, params, needed)
+        patch, error, warnings = self._custom[cache_key]
+        for warning in warnings:
+            plan.problems.append(Problem(base.obj.origin, f"{base.ref}: {warning}", "warning",
+                                         plan.wec.mailbox, str(base.ref)))
         if error:
             self._fail(plan, entry, error)
             return
@@ -153,7 +156,8 @@ class MailboxBuilder:
         assert base.obj is not None
         kept = self._previous(plan.wec.mailbox, entry)
         outcome = "keeping the previous copy" if kept else "not placed (no previous copy)"
-        plan.problems.append(Problem(base.obj.origin, f"{base.ref}: {message}; {outcome}", wec=plan.wec.mailbox))
+        plan.problems.append(Problem(base.obj.origin, f"{base.ref}: {message}; {outcome}", wec=plan.wec.mailbox,
+                                     obj=str(base.ref)))
         entries = self._own(plan)
         plan.altered = True
         if kept is None:
@@ -176,19 +180,29 @@ class MailboxBuilder:
         return plan.entries
 
 
+class _Customized(NamedTuple):
+    """One customization's outcome: the patch (None: none needed or an error), the error, and
+    the warnings (replacement paths that selected nothing)."""
+
+    patch: bytes | None
+    error: str | None
+    warnings: tuple[str, ...] = ()
+
+
 def _patch(base: Base, customizer: Obj | None, params: Mapping[str, str],
-           needed: frozenset[str]) -> tuple[bytes | None, str | None]:
+           needed: frozenset[str]) -> _Customized:
     subset = {k: params[k] for k in needed if k in params}
     result = customize(base.body, base.expand, customizer, subset)
     if result.error or result.body is None:
-        return None, result.error or "customization failed"
+        return _Customized(None, result.error or "customization failed")
     if _identity(result.body) != _identity(base.body):
-        return None, "customization must not change apiVersion, kind, metadata.name or metadata.namespace"
+        return _Customized(None, "customization must not change apiVersion, kind, metadata.name or "
+                                 "metadata.namespace", result.warnings)
     error = _label_error(result.body)
     if error:
-        return None, error
+        return _Customized(None, error, result.warnings)
     ops = make_patch(base.body, result.body)
-    return (dump_json(ops) if ops else None), None
+    return _Customized(dump_json(ops) if ops else None, None, result.warnings)
 
 
 def _map(value: Any) -> dict[str, Any]:
@@ -224,8 +238,8 @@ def _merge(plans: list[PlacementPlan], base_of: Callable[[Obj], Base]
     conflicts: dict[ObjRef, str] = {}
     for plan in plans:
         for placed in plan.placed:
-            via = Via(plan.obj.space, plan.obj.name, placed.clause,
-                      plan.spec.get("wantSingletonReportedState") is True)
+            wish = placed.clause != ALONG and plan.spec.get("wantSingletonReportedState") is True
+            via = Via(plan.obj.space, plan.obj.name, placed.clause, wish)
             ref = placed.obj.ref
             if ref in chosen and chosen[ref][0] is not placed.obj:
                 other = chosen[ref][0]

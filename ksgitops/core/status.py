@@ -37,6 +37,7 @@ from .serialize import dump_yaml, load_yaml
 from .snapshot import GENERATED_DIR
 from .status_md import MailboxSummary, markdown, time_key, total_counts
 from .tree import FileTree, Generated, put, walk
+from .what import ALONG
 
 STATUS_DIR = "status"
 STATUS_MD = "STATUS.md"
@@ -196,6 +197,10 @@ class _PlanView:
     mailboxes: Mapping[str, str]
     objects: dict[str, str]  # rel -> object text ("ConfigMap ns/name")
     digest: str
+    along: frozenset[str] = frozenset()  # rels of CRDs that came along: never a singleton wish
+
+    def wants_singleton(self, rel: str) -> bool:
+        return self.singleton and rel not in self.along
 
 
 class _Contexts:
@@ -213,6 +218,7 @@ def _contexts(result: Any) -> _Contexts:
     for wds in sorted(result.placements):
         for plan in result.placements[wds]:
             rels: dict[str, str] = {}
+            along: set[str] = set()
             for placed in plan.placed:
                 obj = placed.obj
                 info = result.kinds.lookup(obj.group, obj.kind)
@@ -220,11 +226,13 @@ def _contexts(result: Any) -> _Contexts:
                     continue
                 rel = rel_path(obj.group, info.resource, obj.namespace, obj.name)
                 rels[rel] = str(obj.ref)
+                if placed.clause == ALONG:
+                    along.add(rel)
                 context = objects.setdefault((wds, rel), ObjectContext(wds, rel, obj))
                 context.placements.add(plan.obj.name)
             singleton = plan.spec.get("wantSingletonReportedState") is True
-            digest = _digest(wds, plan.obj.name, str(singleton), repr(sorted(rels.items())))
-            plans.append(_PlanView(wds, plan.obj.name, singleton, plan.mailboxes, rels, digest))
+            digest = _digest(wds, plan.obj.name, str(singleton), repr(sorted(rels.items())), repr(sorted(along)))
+            plans.append(_PlanView(wds, plan.obj.name, singleton, plan.mailboxes, rels, digest, frozenset(along)))
     return _Contexts(plans, objects)
 
 
@@ -237,12 +245,12 @@ def _infos(reaching: list[_PlanView]) -> dict[str, Info]:
         for rel, text in plan.objects.items():
             item = found.get(rel)
             if item is None:
-                found[rel] = (plan.wds, [plan.name], plan.singleton, text)
+                found[rel] = (plan.wds, [plan.name], plan.wants_singleton(rel), text)
             elif item[0] != plan.wds:
                 conflicts.add(rel)
             else:
                 item[1].append(plan.name)
-                found[rel] = (item[0], item[1], item[2] or plan.singleton, text)
+                found[rel] = (item[0], item[1], item[2] or plan.wants_singleton(rel), text)
     return {rel: (w, tuple(sorted(ps)), s, t) for rel, (w, ps, s, t) in found.items() if rel not in conflicts}
 
 

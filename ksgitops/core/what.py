@@ -1,122 +1,47 @@
-"""What an EdgePlacement selects: downsync clauses, upsync sets, and the never-downsynced objects.
+"""What an EdgePlacement selects: downsync clauses, upsync sets, what never reaches a WEC, and the
+CustomResourceDefinitions that come along.
 
-Downsync (DESIGN §2): a clause matches an object when all six criteria hold: `apiGroup` (absent or
-null matches any group), `resources`, `namespaces`, `namespaceSelectors`, `objectNames` and
-`labelSelectors` (each: empty matches all). A cluster-scoped object has namespace "": `namespaces`
-admits it only when empty or containing "*" (a "" entry does not count, as DESIGN and KubeStellar's
-API doc say), and `namespaceSelectors` test it against empty labels. Scope comes from the kind table,
-so a stray `metadata.namespace` on a cluster-scoped object is ignored. Clauses combine by OR. An
-object matching any upsync set of the placement is not downsynced (upsync wins), and some objects
-are never downsynced at all.
+Downsync (KubeStellar v0.14.2 pkg/placement/what-resolver.go `downsyncMatches`): a clause matches
+an object when all six criteria hold: `apiGroup` (absent or null matches any group), `resources`,
+`namespaces`, `namespaceSelectors`, `objectNames` and `labelSelectors` (each: empty matches all).
+A cluster-scoped object has namespace "": `namespaces` admits it only when empty or containing "*"
+(a "" entry does not count, as KubeStellar's API doc says), and `namespaceSelectors` test it
+against empty labels. Scope comes from the kind table, so a stray `metadata.namespace` on a
+cluster-scoped object is ignored. A Namespace's labels are those of the Namespace object in the
+same WDS, plus `kubernetes.io/metadata.name: <name>`, which the API server puts on every Namespace
+(so a Namespace missing from the WDS has that label only). Clauses combine by OR. An object
+matching any upsync set of the placement is not downsynced (upsync wins).
 
 Upsync sets (KubeStellar's UpsyncSet): `apiGroup` is a plain string ("" = core) compared exactly;
 for `resources`, `namespaces` and `names`, `"*"` matches all and an empty list matches nothing;
 `namespaces` is ignored for cluster-scoped objects. (KubeStellar v0.14's `upsyncMatches` looked up
 the namespace and the name in `resources`; here each is looked up in its own list.)
 
-`placement_spec` returns a normalized v2alpha1 spec with exactly these keys:
-`locationSelectors`, `downsync`, `upsync` (lists), `wantSingletonReportedState` (bool) and
-`statusCollectors` (list). It is a deep copy; malformed (non-list) values become empty lists, which
-validation reports separately.
+Never downsynced, whatever the clauses say: control kinds, the kinds and groups KubeStellar keeps
+off the edge and the objects every cluster makes for itself (`delivery.py`).
 
-v1alpha1 conversion (`apiVersion: edge.kubestellar.io/v1alpha1`):
-- `locationSelectors` and `upsync` are carried over unchanged (same types in both versions).
-- `namespaceSelector` (one LabelSelector) becomes one clause
-  `{namespaceSelectors: [sel], _scope: "Namespaced"}`: every namespaced object whose Namespace's
-  labels match `sel`. The `_scope` marker keeps cluster-scoped objects out: they are tested against
-  empty labels, so a `{}` selector would otherwise admit them all. The Namespace objects themselves
-  are cluster-scoped, so they are not matched; the mailbox still gets them as implied Namespaces.
-  An absent or null `namespaceSelector` selects no namespaced objects (a nil selector matches
-  nothing), while `{}` selects all namespaces (Kubernetes semantics for an empty selector).
-- each `nonNamespacedObjects[i]` entry (`apiGroup` plain string, "" = core; `resources`;
-  `resourceNames`; optionally `labelSelectors`; for v1alpha1 an object is in the set when its name is
-  listed OR its labels match) becomes up to two clauses, both with `apiGroup` set (default "") and
-  `_scope: "Cluster"` (only cluster-scoped objects): one with `objectNames` = `resourceNames` and one
-  with `labelSelectors`. In v1alpha1 empty `resources`/`resourceNames` lists match nothing, whereas an
-  empty v2alpha1 list matches everything, so an entry with no resources yields no clause and an empty
-  name list (or selector list) yields no clause for that half.
-- Converted clauses carry `_source`, the field path they came from (e.g.
-  `spec.nonNamespacedObjects[0].resourceNames`), used by `explain` instead of `spec.downsync[i]`.
-The private keys `_scope` and `_source` are never taken from user input: they are stripped from
-v2alpha1 clauses.
+Comes along (what-resolver.go v0.13+, `getPartsLocked` and its `definers`): when a placement
+places custom resources whose CustomResourceDefinition is in the same WDS, that CRD goes with them
+to the same WECs, even if no clause names it; it is recorded as placed by the pseudo-clause
+`ALONG`. A CRD a clause places is placed by that clause only.
+
+The spec's normalization and the v1alpha1 conversion are in `edgeplacement.py`.
 """
 from __future__ import annotations
 
-import copy
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
 
 from ..kinds import KindInfo, KindTable, is_control
 from ..model import Obj
+from .delivery import kind_off_edge, system_object
+from .edgeplacement import CLUSTER, NAMESPACED, SCOPE, SOURCE, V1ALPHA1, as_list, clause_label, placement_spec
 from .selectors import any_matches, selector_error
 
-V1ALPHA1 = "edge.kubestellar.io/v1alpha1"
-SCOPE = "_scope"
-SOURCE = "_source"
-NAMESPACED = "Namespaced"
-CLUSTER = "Cluster"
-_PRIVATE = (SCOPE, SOURCE)
-
 NsLabels = Mapping[str, Mapping[str, str]]
-
-
-# --- normalization --------------------------------------------------------------------------
-
-def _list(value: Any) -> list[Any]:
-    return list(value) if isinstance(value, list) else []
-
-
-def _v2_clause(clause: Any) -> Any:
-    if not isinstance(clause, dict):
-        return copy.deepcopy(clause)
-    return {k: copy.deepcopy(v) for k, v in clause.items() if k not in _PRIVATE}
-
-
-def _namespace_clause(spec: Mapping[str, Any]) -> list[dict[str, Any]]:
-    sel = spec.get("namespaceSelector")
-    if sel is None:
-        return []
-    return [{"namespaceSelectors": [copy.deepcopy(sel)], SCOPE: NAMESPACED, SOURCE: "spec.namespaceSelector"}]
-
-
-def _non_namespaced_clauses(i: int, entry: Any) -> list[dict[str, Any]]:
-    if not isinstance(entry, dict) or not _list(entry.get("resources")):
-        return []
-    group = entry.get("apiGroup") or ""
-    base = {"apiGroup": group, "resources": copy.deepcopy(entry["resources"]), SCOPE: CLUSTER}
-    path = f"spec.nonNamespacedObjects[{i}]"
-    out = []
-    names = _list(entry.get("resourceNames"))
-    if names:
-        out.append({**base, "objectNames": copy.deepcopy(names), SOURCE: f"{path}.resourceNames"})
-    selectors = _list(entry.get("labelSelectors"))
-    if selectors:
-        out.append({**copy.deepcopy(base), "labelSelectors": copy.deepcopy(selectors),
-                    SOURCE: f"{path}.labelSelectors"})
-    return out
-
-
-def _v1alpha1_downsync(spec: Mapping[str, Any]) -> list[dict[str, Any]]:
-    clauses = _namespace_clause(spec)
-    for i, entry in enumerate(_list(spec.get("nonNamespacedObjects"))):
-        clauses.extend(_non_namespaced_clauses(i, entry))
-    return clauses
-
-
-def placement_spec(placement: Obj) -> dict[str, Any]:
-    """The normalized v2alpha1 spec of an EdgePlacement (v1alpha1 converted; see the module doc)."""
-    spec = placement.spec
-    if placement.api_version == V1ALPHA1:
-        downsync = _v1alpha1_downsync(spec)
-    else:
-        downsync = [_v2_clause(c) for c in _list(spec.get("downsync"))]
-    return {
-        "locationSelectors": copy.deepcopy(_list(spec.get("locationSelectors"))),
-        "downsync": downsync,
-        "upsync": copy.deepcopy(_list(spec.get("upsync"))),
-        "wantSingletonReportedState": spec.get("wantSingletonReportedState") is True,
-        "statusCollectors": copy.deepcopy(_list(spec.get("statusCollectors"))),
-    }
+NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
+ALONG = -1  # Placed.clause of a CustomResourceDefinition that came along with its custom resources
+_list = as_list
 
 
 # --- the six downsync criteria --------------------------------------------------------------
@@ -134,11 +59,24 @@ class _Subject:
     ns_labels: Mapping[str, str]
 
 
+def _is_namespace(obj: Obj) -> bool:
+    return obj.group == "" and obj.kind == "Namespace"
+
+
+def _own_labels(obj: Obj) -> Mapping[str, str]:
+    """The labels an object has in the WDS's API server: a Namespace also has its name label."""
+    labels = obj.labels if isinstance(obj.labels, Mapping) else {}
+    if _is_namespace(obj) and obj.name:
+        return {**labels, NAMESPACE_NAME_LABEL: obj.name}
+    return labels
+
+
 def _subject(obj: Obj, info: KindInfo, ns_labels: NsLabels) -> _Subject:
     namespace = obj.namespace if info.namespaced else ""
-    labels = obj.labels if isinstance(obj.labels, Mapping) else {}
-    nsl = (ns_labels.get(namespace) or {}) if namespace else {}
-    return _Subject(obj.group, info.resource, info.namespaced, namespace, obj.name, labels, nsl)
+    nsl: Mapping[str, str] = {}
+    if namespace:
+        nsl = ns_labels.get(namespace) or {NAMESPACE_NAME_LABEL: namespace}
+    return _Subject(obj.group, info.resource, info.namespaced, namespace, obj.name, _own_labels(obj), nsl)
 
 
 def _empty_or_contains(values: Any, item: str) -> bool:
@@ -285,33 +223,26 @@ def upsync_matches(upsync_sets: list[Any], obj: Obj, info: KindInfo) -> bool:
     return _upsync_index(upsync_sets, obj, info) is not None
 
 
-_NEVER_SECRET_TYPES = frozenset({"kubernetes.io/service-account-token", "bootstrap.kubernetes.io/token"})
-
-
-def _never_reason(obj: Obj) -> str | None:
+def never_reason(obj: Obj, info: KindInfo | None) -> str | None:
+    """Why `obj` never reaches a WEC whatever the clauses say, or None (see the module doc)."""
     if is_control(obj):
         return f"{obj.kind} is a control kind"
-    if obj.group != "":
-        return None
-    if obj.kind == "ServiceAccount" and obj.name == "default":
-        return "the ServiceAccount named default is created by every namespace"
-    if obj.kind == "ConfigMap" and obj.name == "kube-root-ca.crt":
-        return "the ConfigMap kube-root-ca.crt is created by every cluster"
-    if obj.kind == "Secret" and obj.body.get("type") in _NEVER_SECRET_TYPES:
-        return f"a Secret of type {obj.body.get('type')} is created by its cluster"
-    return None
+    return (kind_off_edge(obj.group, obj.kind, info.resource if info is not None else None)
+            or system_object(obj.group, obj.kind, obj.name, obj.body))
 
 
-def never_downsynced(obj: Obj) -> bool:
-    """System objects every cluster makes for itself, and control kinds: never downsynced."""
-    return _never_reason(obj) is not None
+def never_downsynced(obj: Obj, kinds: KindTable | None = None) -> bool:
+    """Control kinds, kinds kept off the edge, objects every cluster makes: never downsynced."""
+    info = kinds.lookup(obj.group, obj.kind) if kinds is not None else None
+    return never_reason(obj, info) is not None
 
 
 # --- selection ------------------------------------------------------------------------------
 
 @dataclass(frozen=True)
 class Placed:
-    """An object a placement downsyncs, and the index of the first clause that matched it."""
+    """An object a placement downsyncs, and the index of the first clause that matched it
+    (`ALONG` for a CustomResourceDefinition that came along with its custom resources)."""
 
     obj: Obj
     clause: int
@@ -325,30 +256,58 @@ def _first_clause(clauses: Sequence[Any], obj: Obj, info: KindInfo, ns_labels: N
 
 
 def _placed(spec: Mapping[str, Any], obj: Obj, kinds: KindTable, ns_labels: NsLabels) -> Placed | None:
-    if never_downsynced(obj):
-        return None
     info = kinds.lookup(obj.group, obj.kind)
-    if info is None or upsync_matches(spec.get("upsync") or [], obj, info):
+    if info is None or never_reason(obj, info) is not None:
+        return None
+    if upsync_matches(spec.get("upsync") or [], obj, info):
         return None
     index = _first_clause(_list(spec.get("downsync")), obj, info, ns_labels)
     return None if index is None else Placed(obj, index)
 
 
+def _is_crd(obj: Obj) -> bool:
+    return obj.group == "apiextensions.k8s.io" and obj.kind == "CustomResourceDefinition"
+
+
+def defined_kind(crd: Obj) -> tuple[str, str] | None:
+    """(group, kind) of the custom resources a CustomResourceDefinition defines."""
+    names = crd.spec.get("names")
+    group, kind = crd.spec.get("group"), names.get("kind") if isinstance(names, dict) else None
+    return (group, kind) if isinstance(group, str) and isinstance(kind, str) else None
+
+
+def crd_definers(workload: Sequence[Obj]) -> dict[tuple[str, str], Obj]:
+    """The CustomResourceDefinitions of a WDS by the (group, kind) they define."""
+    found: dict[tuple[str, str], Obj] = {}
+    for obj in workload:
+        defined = defined_kind(obj) if _is_crd(obj) else None
+        if defined is not None:
+            found.setdefault(defined, obj)
+    return found
+
+
+def _along(placed: list[Placed], workload: Sequence[Obj]) -> list[Placed]:
+    """The CRDs (of the WDS) of the placed custom resources that no clause placed."""
+    definers = crd_definers(workload)
+    if not definers:
+        return []
+    chosen = {id(p.obj) for p in placed}
+    along: dict[int, Placed] = {}
+    for p in placed:
+        crd = definers.get((p.obj.group, p.obj.kind))
+        if crd is not None and id(crd) not in chosen:
+            along.setdefault(id(crd), Placed(crd, ALONG))
+    return list(along.values())
+
+
 def select(spec: Mapping[str, Any], workload: Sequence[Obj], kinds: KindTable,
            ns_labels: NsLabels) -> list[Placed]:
-    """The objects of `workload` that the (normalized) spec downsyncs, sorted by identity.
-
-    Skips never-downsynced objects, upsync-matched objects and unknown kinds (reported elsewhere).
-    """
-    placed = (_placed(spec, obj, kinds, ns_labels) for obj in workload)
-    return sorted((p for p in placed if p is not None), key=lambda p: p.obj.ref)
-
-
-def clause_label(clause: Any, index: int) -> str:
-    """How `explain` names a clause: its v1alpha1 source field, else `spec.downsync[index]`."""
-    if isinstance(clause, dict) and isinstance(clause.get(SOURCE), str):
-        return f"{clause[SOURCE]} (v1alpha1)"
-    return f"spec.downsync[{index}]"
+    """The objects of `workload` that the (normalized) spec downsyncs, plus the CRDs that come
+    along, sorted by identity. Skips never-downsynced objects, upsync-matched objects and unknown
+    kinds (reported elsewhere)."""
+    placed = [p for p in (_placed(spec, obj, kinds, ns_labels) for obj in workload) if p is not None]
+    placed += _along(placed, workload)
+    return sorted(placed, key=lambda p: p.obj.ref)
 
 
 def _clause_lines(clauses: list[Any], obj: Obj, info: KindInfo, ns_labels: NsLabels) -> list[str]:
@@ -361,14 +320,23 @@ def _clause_lines(clauses: list[Any], obj: Obj, info: KindInfo, ns_labels: NsLab
     return lines
 
 
+def along_line(crd: Obj) -> str:
+    """The explain sentence for a CustomResourceDefinition that came along."""
+    defined = defined_kind(crd)
+    kind = defined[1] if defined else "custom resource"
+    return (f"comes along: it defines the {kind} objects this placement places, and a placed custom "
+            "resource brings its CustomResourceDefinition from the same WDS")
+
+
 def explain_object(spec: Mapping[str, Any], obj: Obj, kinds: KindTable, ns_labels: NsLabels) -> list[str]:
     """Why the placement does (not) downsync `obj`: one line per clause, then what overrides them."""
     info = kinds.lookup(obj.group, obj.kind)
+    reason = never_reason(obj, info)
     if info is None:
-        return [f"kind {obj.kind!r} of apiVersion {obj.api_version!r} is unknown (no built-in entry, CRD "
-                "or RepoConfig kinds entry), so no clause can select it"]
+        lines = [f"kind {obj.kind!r} of apiVersion {obj.api_version!r} is unknown (no built-in entry, CRD "
+                 "or RepoConfig kinds entry), so no clause can select it"]
+        return lines + ([f"never downsynced: {reason}"] if reason else [])
     lines = _clause_lines(_list(spec.get("downsync")), obj, info, ns_labels)
-    reason = _never_reason(obj)
     if reason:
         lines.append(f"never downsynced: {reason}")
     index = _upsync_index(spec.get("upsync"), obj, info)
@@ -377,14 +345,10 @@ def explain_object(spec: Mapping[str, Any], obj: Obj, kinds: KindTable, ns_label
     return lines
 
 
-def namespace_labels(workload: Sequence[Obj]) -> dict[str, dict[str, str]]:
-    """Labels of the core/v1 Namespace objects of a WDS, by Namespace name."""
-    out: dict[str, dict[str, str]] = {}
-    for obj in workload:
-        if obj.group == "" and obj.kind == "Namespace" and obj.name:
-            labels = obj.labels
-            out[obj.name] = dict(labels) if isinstance(labels, Mapping) else {}
-    return out
+def namespace_labels(workload: Sequence[Obj]) -> dict[str, Mapping[str, str]]:
+    """Labels of the core/v1 Namespace objects of a WDS, by Namespace name, as its API server has
+    them (with `kubernetes.io/metadata.name`)."""
+    return {obj.name: _own_labels(obj) for obj in workload if _is_namespace(obj) and obj.name}
 
 
 # --- selector validation --------------------------------------------------------------------
@@ -426,3 +390,11 @@ def selector_problems(placement: Obj) -> list[str]:
         problems.append(f"spec.namespaceSelector: {err}")
     problems += _list_field_problems(spec, "nonNamespacedObjects")
     return problems
+
+
+__all__ = [
+    "ALONG", "CLUSTER", "NAMESPACED", "NAMESPACE_NAME_LABEL", "SCOPE", "SOURCE", "V1ALPHA1", "Placed",
+    "along_line", "clause_label", "clause_matches", "clause_mismatch", "crd_definers", "defined_kind",
+    "explain_object", "namespace_labels", "never_downsynced", "never_reason", "placement_spec", "select",
+    "selector_problems", "upsync_matches",
+]

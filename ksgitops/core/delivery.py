@@ -1,0 +1,110 @@
+"""What KubeStellar never delivers to a WEC, and what it clears from what it does deliver.
+
+Three rules, each as KubeStellar v0.14 applies it:
+
+1. **Kinds kept off the edge** (KubeStellar v0.14.2 pkg/placement/what-resolver.go: `GRsNotForEdge`,
+   `GroupsNotForEdge`, `GRsNotSupported`, and `NaturedInCenterGoToMailbox` with
+   workload-projector.go, whose SyncerConfig lists only resources that go to the edge). The
+   what-resolver does not even watch these resources, so no clause can select them, `"*"` included.
+   The table below names each (group, resource) with its kind, so that an object is recognised
+   whether its resource comes from the kind table or not.
+2. **Objects every cluster makes for itself** (workload-projector.go `ObjectIsSystem`, applied by
+   the what-resolver before any clause): in the core group only, the ServiceAccount `default`, the
+   ConfigMap `kube-root-ca.crt`, and Secrets of type `kubernetes.io/service-account-token` or
+   `bootstrap.kubernetes.io/token`.
+3. **Fields not transported** (workload-projector.go `xformForDestination` clears managedFields,
+   ownerReferences, resourceVersion, selfLink, uid and clusterName; `genericObjectMerge` copies
+   neither `status` nor labels/annotations whose key `kvIsSystem`: the key contains `.kcp.io/` or
+   starts with `kcp.io/`; the API server sets creationTimestamp, generation and the deletion fields
+   itself when the object is created).
+"""
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+# group -> why no resource of that group ever reaches a WEC
+_GROUPS_OFF_EDGE: dict[str, str] = {
+    "edge.kubestellar.io": "KubeStellar's own control objects",
+    "scheduling.kcp.io": "kcp's scheduling objects",
+    "tenancy.kcp.io": "kcp's workspace objects",
+    "topology.kcp.io": "kcp's topology objects",
+    "workload.kcp.io": "kcp's workload (SyncTarget) objects",
+}
+
+_API_OBJECTS = "the hub's own API machinery, meaningless on a WEC"
+_REVIEWS = "a request to the API server, not a stored object"
+_CLUSTER_STATE = "state a cluster keeps about itself"
+_UNSUPPORTED = "a kcp resource KubeStellar does not support in a workload"
+_MAILBOX_ONLY = "KubeStellar keeps it in the mailbox and never sends it on to the WEC"
+
+# (group, resource, kind, why): kinds that never reach a WEC, even under resources: ["*"]
+_KINDS_OFF_EDGE: tuple[tuple[str, str, str, str], ...] = (
+    ("", "bindings", "Binding", _REVIEWS),
+    ("", "componentstatuses", "ComponentStatus", _CLUSTER_STATE),
+    ("", "events", "Event", _CLUSTER_STATE),
+    ("", "nodes", "Node", _CLUSTER_STATE),
+    ("events.k8s.io", "events", "Event", _CLUSTER_STATE),
+    ("apps", "controllerrevisions", "ControllerRevision", _CLUSTER_STATE),
+    ("certificates.k8s.io", "certificatesigningrequests", "CertificateSigningRequest", _CLUSTER_STATE),
+    ("authentication.k8s.io", "tokenreviews", "TokenReview", _REVIEWS),
+    ("authorization.k8s.io", "localsubjectaccessreviews", "LocalSubjectAccessReview", _REVIEWS),
+    ("authorization.k8s.io", "selfsubjectaccessreviews", "SelfSubjectAccessReview", _REVIEWS),
+    ("authorization.k8s.io", "selfsubjectrulesreviews", "SelfSubjectRulesReview", _REVIEWS),
+    ("authorization.k8s.io", "subjectaccessreviews", "SubjectAccessReview", _REVIEWS),
+    ("apis.kcp.io", "apiexports", "APIExport", _API_OBJECTS),
+    ("apis.kcp.io", "apiexportendpointslices", "APIExportEndpointSlice", _API_OBJECTS),
+    ("apis.kcp.io", "apiresourceschemas", "APIResourceSchema", _API_OBJECTS),
+    ("apis.kcp.io", "apiconversions", "APIConversion", _UNSUPPORTED),
+    ("apis.kcp.io", "apibindings", "APIBinding", _MAILBOX_ONLY),
+    ("apiresource.kcp.io", "apiresourceimports", "APIResourceImport", _UNSUPPORTED),
+    ("apiresource.kcp.io", "negotiatedapiresources", "NegotiatedAPIResource", _UNSUPPORTED),
+    ("core.kcp.io", "logicalclusters", "LogicalCluster", _API_OBJECTS),
+    ("core.kcp.io", "shards", "Shard", _API_OBJECTS),
+)
+_BY_RESOURCE = {(g, r): (k, why) for g, r, k, why in _KINDS_OFF_EDGE}
+_BY_KIND = {(g, k): (k, why) for g, _, k, why in _KINDS_OFF_EDGE}
+
+_SYSTEM_SECRET_TYPES = frozenset({"kubernetes.io/service-account-token", "bootstrap.kubernetes.io/token"})
+
+# metadata fields KubeStellar does not transport (or the WEC's API server sets itself)
+CLEARED_METADATA = ("uid", "resourceVersion", "selfLink", "managedFields", "ownerReferences",
+                    "creationTimestamp", "generation", "deletionTimestamp", "deletionGracePeriodSeconds",
+                    "clusterName")
+
+
+def _group_text(group: str) -> str:
+    return f"{group}" if group else "the core group"
+
+
+def kind_off_edge(group: str, kind: str, resource: str | None) -> str | None:
+    """Why objects of this kind never reach a WEC, or None when they may."""
+    if group in _GROUPS_OFF_EDGE:
+        return (f"no {group} object ever reaches a WEC ({_GROUPS_OFF_EDGE[group]}; "
+                "KubeStellar's what-resolver ignores the whole group)")
+    found = _BY_RESOURCE.get((group, resource or "")) or _BY_KIND.get((group, kind))
+    if found is None:
+        return None
+    return (f"{found[0]} of {_group_text(group)} never reaches a WEC ({found[1]}; "
+            "KubeStellar's what-resolver ignores the resource)")
+
+
+def system_object(group: str, kind: str, name: str, body: Mapping[str, Any]) -> str | None:
+    """Why this object is one that every cluster makes for itself, or None."""
+    if group != "":
+        return None
+    if kind == "ServiceAccount" and name == "default":
+        return "the ServiceAccount named default is made by every namespace of every cluster"
+    if kind == "ConfigMap" and name == "kube-root-ca.crt":
+        return "the ConfigMap kube-root-ca.crt is made by every namespace of every cluster"
+    secret_type = body.get("type")
+    if kind == "Secret" and secret_type in _SYSTEM_SECRET_TYPES:
+        return f"a Secret of type {secret_type} is made by the cluster that uses it"
+    return None
+
+
+def is_kcp_key(key: str) -> bool:
+    """A kcp label or annotation key, which KubeStellar does not transport."""
+    return ".kcp.io/" in key or key.startswith("kcp.io/")
+
+
+__all__ = ["CLEARED_METADATA", "kind_off_edge", "system_object", "is_kcp_key"]
