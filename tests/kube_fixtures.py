@@ -1,11 +1,26 @@
-"""pytest plugin: workload execution clusters (WECs) for tests, as loopback KubeServers.
+"""pytest plugin: workload execution clusters (WECs) for tests.
 
-Set KSGITOPS_TEST_KUBECONFIG to a kubeconfig to run against a real cluster instead (its current
-context); `Wec.server` is then None and tests needing server-side handles skip via `require_server()`.
+By default each WEC is a fresh in-memory KubeServer (tests/kubeserver.py). With
+KSGITOPS_TEST_KUBECONFIG the same tests run against real API servers instead: a comma-separated
+list of `PATH` (that kubeconfig's current context) or `PATH#CONTEXT` entries, one per cluster, each
+a different cluster (`kube_wecs(n)` takes the first n; a test needing more than listed skips).
+`--kubeservers N` starts N KubeServers in processes of their own and sets the variable to them, so
+that a test reaches them only as it would reach a real cluster.
+
+Tests never look inside a server. The program under test reaches a WEC through its `wire`
+(tests/kubewire.py: what crossed it, and failures on demand); the test's own reads and writes go
+straight to the API server (`Wec.api()`, tests/kubeapi.py). Everything a test creates on a cluster
+carries its `kube_names` token in its name (namespaces, CRD groups) and is deleted afterwards.
 """
 from __future__ import annotations
 
+import dataclasses
 import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
 import uuid
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -13,22 +28,65 @@ from pathlib import Path
 
 import pytest
 import yaml
+from kubeapi import KubeApi
 from kubeserver import KubeServer
+from kubewire import KubeWire, write_kubeconfig
 
 ENV = "KSGITOPS_TEST_KUBECONFIG"
+HERE = Path(__file__).resolve().parent
+
+
+@dataclass(frozen=True)
+class Upstream:
+    """An API server: a kubeconfig file and a context in it."""
+    kubeconfig: Path
+    context: str
+
+
+@dataclass(frozen=True)
+class KubeNames:
+    """Names of what one test creates on a cluster: each holds the test's token."""
+    token: str
+
+    def ns(self, base: str = "ksg") -> str:
+        return f"{base}-{self.token}"
+
+    def group(self, base: str) -> str:
+        """An API group of the test's own: `group1.test` -> `group1-<token>.test`."""
+        first, _, rest = base.partition(".")
+        return f"{first}-{self.token}.{rest}"
+
+
+# Cluster-level names in the example's sources (namespaces and the API groups its placements upsync)
+_EXAMPLE_NAMES = re.compile(r"(?<![\w.-])(commonstuff|specialstuff|orbital|group\d\.test)(?![\w-])")
+
+
+def isolate(repo: Path, names: KubeNames) -> Path:
+    """Rename the cluster-level names of a copy of the example (before it is reconciled) to the test's own."""
+    def rename(m: re.Match[str]) -> str:
+        return names.group(m[1]) if m[1].endswith(".test") else names.ns(m[1])
+    for file in (repo / "spaces").rglob("*.yaml"):
+        file.write_text(_EXAMPLE_NAMES.sub(rename, file.read_text()))
+    return repo
 
 
 @dataclass
 class Wec:
-    kubeconfig: Path
+    kubeconfig: Path            # the program under test reaches the WEC here: through the wire
     context: str
-    server: KubeServer | None
+    wire: KubeWire
+    upstream: Upstream
+    server: KubeServer | None = None    # the in-memory server, for the tests of KubeServer itself
     cache_dir: Path | None = None
 
+    def api(self) -> KubeApi:
+        """The test's own hands on the API server (not through the wire)."""
+        return KubeApi(self.upstream.kubeconfig, self.upstream.context)
+
     def api_client(self):
-        """A kubernetes.client.ApiClient for this WEC."""
+        """A kubernetes.client.ApiClient for the API server (not through the wire)."""
         from kubernetes import config
-        return config.new_client_from_config(config_file=str(self.kubeconfig), context=self.context)
+        return config.new_client_from_config(config_file=str(self.upstream.kubeconfig), context=self.upstream.context)
 
     def dynamic_client(self):
         """A DynamicClient whose discovery cache is private to the test (the default cache file is
@@ -37,87 +95,182 @@ class Wec:
         cache = (self.cache_dir or self.kubeconfig.parent) / f"discovery-{uuid.uuid4().hex}.json"
         return DynamicClient(self.api_client(), cache_file=str(cache))
 
+    def direct(self) -> Wec:
+        """The same WEC, the program under test reaching the API server itself (TLS, real credentials)."""
+        return dataclasses.replace(self, kubeconfig=self.upstream.kubeconfig, context=self.upstream.context)
+
     def require_server(self) -> KubeServer:
         if self.server is None:
-            pytest.skip("needs the in-memory KubeServer (KSGITOPS_TEST_KUBECONFIG is set)")
+            pytest.skip("tests of the in-memory KubeServer itself (KSGITOPS_TEST_KUBECONFIG is set)")
         return self.server
 
 
 @dataclass
 class Wecs:
-    kubeconfig: Path                    # merged: one context per server, named as the caller asked
-    servers: dict[str, KubeServer]
-    kubeconfigs: dict[str, Path] = field(default_factory=dict)   # one file per server
+    kubeconfig: Path                                     # one context per WEC, named as the test asked
+    wecs: dict[str, Wec] = field(default_factory=dict)
 
-    def wec(self, name: str) -> Wec:
-        return Wec(self.kubeconfigs[name], name, self.servers[name])
-
-
-def real_kubeconfig() -> tuple[Path, str] | None:
-    path = os.environ.get(ENV)
-    if not path:
-        return None
-    doc = yaml.safe_load(Path(path).expanduser().read_text()) or {}
-    return Path(path).expanduser(), doc.get("current-context", "")
+    def __getitem__(self, name: str) -> Wec:
+        return self.wecs[name]
 
 
-@pytest.fixture
-def kube_wec(tmp_path: Path) -> Iterator[Wec]:
-    """One WEC: the real cluster of KSGITOPS_TEST_KUBECONFIG, else a fresh KubeServer."""
-    real = real_kubeconfig()
-    if real:
-        yield Wec(real[0], real[1], None, tmp_path)
-        return
-    with KubeServer() as server:
-        yield Wec(server.write_kubeconfig(tmp_path / "kubeconfig", "loopback"), "loopback", server, tmp_path)
+def _entry(text: str) -> Upstream:
+    path, _, context = text.strip().partition("#")
+    kubeconfig = Path(path).expanduser()
+    try:
+        doc = yaml.safe_load(kubeconfig.read_text()) or {}
+    except (OSError, yaml.YAMLError) as e:
+        raise pytest.UsageError(f"{ENV}: cannot read {kubeconfig}: {e}") from None
+    context = context or doc.get("current-context") or ""
+    if context not in {c.get("name") for c in doc.get("contexts") or []}:
+        raise pytest.UsageError(f"{ENV}: no context {context!r} in {kubeconfig}")
+    return Upstream(kubeconfig, context)
 
 
-@pytest.fixture
-def unique_ns(kube_wec: Wec) -> Iterator[str]:
-    """A fresh namespace in kube_wec, deleted afterwards."""
-    from kubernetes import client
-    name = f"ksg-test-{uuid.uuid4().hex[:10]}"
-    with kube_wec.api_client() as api_client:
-        core = client.CoreV1Api(api_client)
-        core.create_namespace({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
+def real_clusters() -> list[Upstream]:
+    """The clusters of KSGITOPS_TEST_KUBECONFIG, in order ([] when unset)."""
+    text = os.environ.get(ENV, "")
+    found = [_entry(part) for part in text.split(",") if part.strip()]
+    if len(set(found)) != len(found):
+        raise pytest.UsageError(f"{ENV}: a cluster is listed twice; each entry must be a different cluster")
+    return found
+
+
+class _Provisioner:
+    """Makes WECs for one test and cleans up after it."""
+
+    def __init__(self, folder: Path, names: KubeNames) -> None:
+        self.folder, self.names = folder, names
+        self.real = real_clusters()
+        self.servers: list[KubeServer] = []
+        self.wires: list[KubeWire] = []
+        self.upstreams: dict[Upstream, None] = {}
+        self.counter = 0
+
+    def make(self, names: Sequence[str]) -> list[Wec]:
+        if self.real and len(names) > len(self.real):
+            pytest.skip(f"needs {len(names)} clusters, {ENV} lists {len(self.real)}")
+        self.counter += 1
+        folder = self.folder / f"wecs{self.counter}"
+        folder.mkdir(parents=True, exist_ok=True)
+        made = []
+        for i, name in enumerate(names):
+            server = None
+            if self.real:
+                upstream = self.real[i]
+            else:
+                server = KubeServer().start()
+                self.servers.append(server)
+                upstream = Upstream(server.write_kubeconfig(folder / f"{name}.upstream.kubeconfig", name), name)
+            self.upstreams[upstream] = None
+            wire = KubeWire(upstream.kubeconfig, upstream.context).start()
+            self.wires.append(wire)
+            kubeconfig = write_kubeconfig(folder / f"{name}.kubeconfig", {name: wire})
+            made.append(Wec(kubeconfig, name, wire, upstream, server, self.folder))
+        return made
+
+    def close(self) -> None:
         try:
-            yield name
+            for upstream in self.upstreams:
+                with KubeApi(upstream.kubeconfig, upstream.context) as api:
+                    api.sweep(self.names.token)
         finally:
-            try:
-                core.delete_namespace(name)
-            except client.ApiException as e:
-                if e.status != 404:
-                    raise
+            for wire in self.wires:
+                wire.stop()
+            for server in self.servers:
+                server.stop()
 
 
 @pytest.fixture
-def kube_wecs(tmp_path: Path) -> Iterator[Callable[[int | Sequence[str]], Wecs]]:
-    """kube_wecs(["florin", "guilder"]) or kube_wecs(2): independent KubeServers plus a merged kubeconfig."""
-    if real_kubeconfig():
-        pytest.skip("multi-WEC tests need in-memory KubeServers (KSGITOPS_TEST_KUBECONFIG is set)")
-    started: list[KubeServer] = []
-    counter = iter(range(1_000_000))
+def kube_names() -> KubeNames:
+    return KubeNames(f"t{uuid.uuid4().hex[:8]}")
+
+
+@pytest.fixture
+def kube_wec(tmp_path: Path, kube_names: KubeNames) -> Iterator[Wec]:
+    """One WEC: the first cluster of KSGITOPS_TEST_KUBECONFIG, else a fresh KubeServer."""
+    provisioner = _Provisioner(tmp_path, kube_names)
+    try:
+        yield provisioner.make(["wec"])[0]
+    finally:
+        provisioner.close()
+
+
+@pytest.fixture
+def unique_ns(kube_wec: Wec, kube_names: KubeNames) -> str:
+    """A fresh namespace in kube_wec (deleted with everything else the test made)."""
+    with kube_wec.api() as api:
+        api.namespace(kube_names.ns())
+    return kube_names.ns()
+
+
+@pytest.fixture
+def kube_wecs(tmp_path: Path, kube_names: KubeNames) -> Iterator[Callable[[int | Sequence[str]], Wecs]]:
+    """kube_wecs(["florin", "guilder"]) or kube_wecs(2): independent clusters, one kubeconfig with a
+    context per WEC (each through its wire)."""
+    provisioner = _Provisioner(tmp_path, kube_names)
 
     def make(names: int | Sequence[str]) -> Wecs:
         names = [f"wec{i + 1}" for i in range(names)] if isinstance(names, int) else list(names)
-        folder = tmp_path / f"wecs{next(counter)}"
-        merged: dict = {"apiVersion": "v1", "kind": "Config", "preferences": {},
-                        "clusters": [], "users": [], "contexts": [], "current-context": names[0] if names else ""}
-        wecs = Wecs(folder / "kubeconfig", {})
-        for name in names:
-            server = KubeServer().start()
-            started.append(server)
-            wecs.servers[name] = server
-            wecs.kubeconfigs[name] = server.write_kubeconfig(folder / f"{name}.kubeconfig", name)
-            single = server.kubeconfig(name)
-            for section in ("clusters", "users", "contexts"):
-                merged[section] += single[section]
-        folder.mkdir(parents=True, exist_ok=True)
-        wecs.kubeconfig.write_text(yaml.safe_dump(merged, sort_keys=False))
-        return wecs
+        made = dict(zip(names, provisioner.make(names)))
+        path = write_kubeconfig(tmp_path / f"wecs{provisioner.counter}" / "kubeconfig",
+                                {name: wec.wire for name, wec in made.items()})
+        return Wecs(path, made)
 
     try:
         yield make
     finally:
-        for server in started:
-            server.stop()
+        provisioner.close()
+
+
+# ---- --kubeservers N: loopback API servers in processes of their own
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--kubeservers", type=int, default=0, metavar="N",
+                     help=f"start N KubeServers in processes of their own and run the Kubernetes tests "
+                          f"against them as against real clusters (sets {ENV})")
+
+
+def start_kubeservers(count: int, folder: Path) -> tuple[list[subprocess.Popen[bytes]], list[Path]]:
+    """Start `count` `tests/kubeserver.py` processes; their kubeconfigs once they listen."""
+    processes, paths = [], []
+    for i in range(count):
+        path = folder / f"kubeserver{i + 1}.kubeconfig"
+        processes.append(subprocess.Popen([sys.executable, str(HERE / "kubeserver.py"), "--kubeconfig", str(path),
+                                           "--context", f"kubeserver{i + 1}"], stdout=subprocess.DEVNULL))
+        paths.append(path)
+    deadline = time.monotonic() + 30
+    while not all(p.exists() for p in paths):
+        if time.monotonic() > deadline or any(p.poll() is not None for p in processes):
+            stop_kubeservers(processes)
+            raise RuntimeError("the KubeServer processes did not start")
+        time.sleep(0.05)
+    return processes, paths
+
+
+def stop_kubeservers(processes: Sequence[subprocess.Popen[bytes]]) -> None:
+    for process in processes:
+        process.terminate()
+    for process in processes:
+        try:
+            process.wait(10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+
+
+_started: list[subprocess.Popen[bytes]] = []
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    count = config.getoption("--kubeservers", 0)
+    if count and not hasattr(config, "workerinput"):  # xdist workers inherit the variable
+        folder = Path(tempfile.mkdtemp(prefix="ksgitops-kubeservers-"))
+        processes, paths = start_kubeservers(count, folder)
+        _started.extend(processes)
+        os.environ[ENV] = ",".join(str(p) for p in paths)
+    real_clusters()  # a bad KSGITOPS_TEST_KUBECONFIG is a usage error, before any test
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    stop_kubeservers(_started)
+    _started.clear()

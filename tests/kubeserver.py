@@ -17,15 +17,20 @@ aggregated discovery (the plain format is always served, clients fall back to it
 validation against OpenAPI schemas, defaulting, controllers (nothing ever sets Deployment status
 unless a test does), graceful deletion and propagation policies, bookmarks, watch of a single
 object by URL (use fieldSelector=metadata.name=...), and lists inside server-side apply are atomic.
+Deleting a Namespace removes it and its contents at once (a real server marks it Terminating until
+its namespace controller has emptied it: tests accept both). `python tests/kubeserver.py
+--kubeconfig FILE` serves one in a process of its own (see `main`).
 """
 from __future__ import annotations
 
+import argparse
 import base64
 import bisect
 import copy
 import json
 import re
 import secrets
+import signal
 import threading
 import time
 import uuid
@@ -395,6 +400,30 @@ def owners_of(obj: dict) -> dict[Owner, set[Path_]]:
 
 
 # ---------------------------------------------------------------------------------------------
+# Status validation the API server does for workload kinds (Kubernetes pkg/apis/apps/validation:
+# ValidateReplicaSetStatus, ValidateDeploymentStatus): counts are never negative, none exceeds
+# `replicas`, and no more replicas are available than ready.
+
+_REPLICA_COUNTS = {("apps", "replicasets"): ("fullyLabeledReplicas", "readyReplicas", "availableReplicas"),
+                   ("apps", "deployments"): ("updatedReplicas", "readyReplicas", "availableReplicas")}
+
+
+def _check_replica_counts(rt: ResourceType, name: str, status: dict) -> None:
+    counts = _REPLICA_COUNTS.get(rt.gr)
+    if counts is None:
+        return
+    value = lambda key: status.get(key) or 0
+    problems = [(key, "must be greater than or equal to 0") for key in ("replicas", "observedGeneration", *counts)
+                if value(key) < 0]
+    problems += [(key, "cannot be greater than status.replicas") for key in counts if value(key) > value("replicas")]
+    if value("availableReplicas") > value("readyReplicas"):
+        problems.append(("availableReplicas", "cannot be greater than readyReplicas"))
+    if problems:
+        detail = ", ".join(f"status.{key}: Invalid value: {value(key)}: {why}" for key, why in problems)
+        raise ApiError(422, "Invalid", f'{rt.kind}.{rt.group} "{name}" is invalid: [{detail}]')
+
+
+# ---------------------------------------------------------------------------------------------
 # Storage and semantics
 
 @dataclass
@@ -500,6 +529,7 @@ class Store:
                                "and try again", details(rt, name))
             if sub == "status":
                 new = {**copy.deepcopy(old), "status": new.get("status")}
+                _check_replica_counts(rt, name, new.get("status") or {})
             elif rt.status and sub != "raw":
                 new["status"] = copy.deepcopy(old.get("status"))
             if new.get("status") is None:
@@ -610,6 +640,10 @@ class Store:
             raise bad_request(f"the API version and kind in the data ({obj.get('apiVersion')}, {obj.get('kind')}) "
                               f"do not match the expected ({rt.api_version}, {rt.kind})")
         obj["apiVersion"], obj["kind"] = rt.api_version, rt.kind
+        if not (rt.status or rt.custom):
+            # ConfigMap, Secret, RBAC kinds...: no status field in their schema, and the API server
+            # drops fields its schema does not know (field validation "Warn", the default since 1.27)
+            obj.pop("status", None)
 
     def _check_namespace(self, rt: ResourceType, ns: str | None, obj: dict) -> str | None:
         meta = obj["metadata"]
@@ -630,6 +664,10 @@ class Store:
         if not (spec.get("group") and names.get("plural") and names.get("kind") and spec.get("versions")):
             raise ApiError(422, "Invalid", "CustomResourceDefinition is invalid: spec.group, spec.names.plural, "
                                            "spec.names.kind and spec.versions are required")
+        for i, v in enumerate(spec["versions"]):
+            if not ((v.get("schema") or {}).get("openAPIV3Schema")):
+                raise ApiError(422, "Invalid", f"CustomResourceDefinition is invalid: spec.versions[{i}].schema."
+                                               "openAPIV3Schema: Required value: schemas are required")
         if crd["metadata"]["name"] != f"{names['plural']}.{spec['group']}":
             raise ApiError(422, "Invalid", "CustomResourceDefinition is invalid: metadata.name: must be "
                                            "spec.names.plural+\".\"+spec.group")
@@ -925,6 +963,29 @@ class LoggedRequest:
         return Api.parse(self.body, yaml_ok=True)
 
 
+def take_request(handler: BaseHTTPRequestHandler, knobs: Any) -> LoggedRequest | None:
+    """Read one request and log it with `knobs.log`, after `knobs.delay` seconds; None when
+    `knobs.unreachable`: the connection is then closed without an answer (the client sees a
+    dropped connection)."""
+    body = handler.rfile.read(int(handler.headers.get("Content-Length") or 0))
+    if knobs.unreachable:
+        handler.close_connection = True
+        return None
+    if knobs.delay:
+        time.sleep(knobs.delay)
+    url = urlsplit(handler.path)
+    request = LoggedRequest(handler.command, url.path, dict(parse_qsl(url.query, keep_blank_values=True)),
+                            handler.headers.get("Content-Type", ""), body)
+    knobs.log(request)
+    return request
+
+
+def write_chunk(out: Any, data: bytes) -> None:
+    """One chunk of a chunked HTTP/1.1 body, sent at once (watch events must not wait in a buffer)."""
+    out.write(b"%x\r\n%s\r\n" % (len(data), data))
+    out.flush()
+
+
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     disable_nagle_algorithm = True  # else Nagle + delayed ACK cost ~40 ms per request
@@ -935,21 +996,15 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _serve(self) -> None:
         kube = self.server.kube
-        body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-        if kube.unreachable:
-            self.close_connection = True     # no answer at all: the client sees a dropped connection
+        request = take_request(self, kube)
+        if request is None:
             return
-        if kube.delay:
-            time.sleep(kube.delay)
-        url = urlsplit(self.path)
-        query = dict(parse_qsl(url.query, keep_blank_values=True))
         headers = {k.lower(): v for k, v in self.headers.items()}
-        kube.log(LoggedRequest(self.command, url.path, query, headers.get("content-type", ""), body))
         if kube.fail_status:
             code, doc = kube.fail_status, ApiError(kube.fail_status, "ServiceUnavailable" if kube.fail_status == 503
                                                    else "InternalError", "injected failure").status()
         else:
-            code, doc = kube.api.handle(self.command, url.path, query, headers, body)
+            code, doc = kube.api.handle(self.command, request.path, request.query, headers, request.body)
         try:
             self.send_response(code)
             self.send_header("Content-Type", "application/json")
@@ -962,9 +1017,7 @@ class _Handler(BaseHTTPRequestHandler):
             self.send_header("Transfer-Encoding", "chunked")
             self.end_headers()
             for event in doc:
-                line = json.dumps(event).encode() + b"\n"
-                self.wfile.write(b"%x\r\n%s\r\n" % (len(line), line))
-                self.wfile.flush()
+                write_chunk(self.wfile, json.dumps(event).encode() + b"\n")
             self.wfile.write(b"0\r\n\r\n")
         except (BrokenPipeError, ConnectionResetError):
             self.close_connection = True
@@ -995,8 +1048,8 @@ class KubeServer:
 
     # ----- lifecycle
 
-    def start(self) -> Self:
-        self._httpd = _HttpServer(("127.0.0.1", 0), _Handler)
+    def start(self, port: int = 0) -> Self:
+        self._httpd = _HttpServer(("127.0.0.1", port), _Handler)
         self._httpd.kube = self
         threading.Thread(target=self._httpd.serve_forever, name=f"kubeserver-{self.port}", daemon=True).start()
         return self
@@ -1086,3 +1139,33 @@ class KubeServer:
     @property
     def resource_version(self) -> int:
         return self.store.rv
+
+
+# ---------------------------------------------------------------------------------------------
+# A server of its own: `python tests/kubeserver.py --kubeconfig FILE`
+
+def main(argv: list[str] | None = None) -> None:
+    """Serve one KubeServer in this process until SIGTERM or SIGINT; write a kubeconfig for it
+    (atomically, once it listens) and print its URL. Tests then reach it only through the API, as
+    they would a real cluster (KSGITOPS_TEST_KUBECONFIG=FILE)."""
+    parser = argparse.ArgumentParser(prog="kubeserver", description=main.__doc__)
+    parser.add_argument("--kubeconfig", type=Path, required=True, help="where to write its kubeconfig")
+    parser.add_argument("--port", type=int, default=0, help="port on 127.0.0.1 (default: any free one)")
+    parser.add_argument("--context", default="kubeserver", help="context name in the kubeconfig")
+    args = parser.parse_args(argv)
+    stop = threading.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: stop.set())
+    server = KubeServer().start(args.port)
+    try:
+        partial = args.kubeconfig.with_name(args.kubeconfig.name + ".partial")
+        server.write_kubeconfig(partial, args.context).replace(args.kubeconfig)
+        print(server.url, flush=True)
+        while not stop.wait(0.5):
+            pass
+    finally:
+        server.stop()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,5 +1,7 @@
-"""`ksgitops collect`: the real `kubernetes` client reading WECs (loopback KubeServers, or a real
-cluster with KSGITOPS_TEST_KUBECONFIG) into the mailboxes' reported/ folders."""
+"""`ksgitops collect`: the real `kubernetes` client reading WECs (loopback KubeServers, or real
+clusters with KSGITOPS_TEST_KUBECONFIG, see tests/kube_fixtures.py) into the mailboxes' reported/
+folders. The tests put the objects on the WECs and set their status through the API, as an agent
+and the clusters' controllers would have."""
 from __future__ import annotations
 
 import copy
@@ -11,15 +13,15 @@ import orjson
 import pytest
 import yaml
 
-from conftest import write_tree
-from kube_fixtures import Wec
-from ksgitops.agent import CONTEXT_ANNOTATION, Desired, desired_objects
+from conftest import git_init, write_tree
+from kube_fixtures import KubeNames, Wec, isolate
+from kubewire import WIRE_TOKEN
+from ksgitops.agent import CONTEXT_ANNOTATION, Desired, desired_objects, report_document
 from ksgitops.core.reported import dump_report
 from ksgitops.io.fs import WorkTreeSnapshot
 from minimal_fleet import minimal_fleet
 
 FLORIN, GUILDER = "imw1-mb-florin", "imw1-mb-guilder"
-TOKEN = "kubeserver-dummy-token"
 
 
 def mailbox_objects(repo: Path, mailbox: str) -> list[Desired]:
@@ -52,30 +54,38 @@ def healthy_status(d: Desired) -> dict | None:
     return None
 
 
-def seed(server, objects: list[Desired], skip: tuple[str, ...] = ()) -> None:
-    """Put the mailbox's objects on the server as an agent would have (Namespaces first), healthy."""
-    for d in sorted(objects, key=lambda d: (d.phase, d.rel)):
-        if d.rel in skip:
-            continue
-        body = copy.deepcopy(d.body)
-        status = healthy_status(d)
-        if status:
-            body["status"] = status
-        server.put(body)
+def seed(wec: Wec, objects: list[Desired], skip: tuple[str, ...] = ()) -> None:
+    """Put the mailbox's objects on the WEC as an agent would have (Namespaces first), healthy, as
+    their controllers would have made them."""
+    with wec.api() as api:
+        for d in sorted(objects, key=lambda d: (d.phase, d.rel)):
+            if d.rel in skip:
+                continue
+            api.apply(copy.deepcopy(d.body), d.resource)
+            status = healthy_status(d)
+            if status:
+                api.set_status(d.api_version, d.resource, d.namespace, d.name, status)
 
 
-def group_version(d: Desired) -> tuple[str, str]:
-    group, _, version = d.api_version.rpartition("/")
-    return group, version
+def set_status(wec: Wec, d: Desired, status: dict) -> None:
+    with wec.api() as api:
+        api.set_status(d.api_version, d.resource, d.namespace, d.name, status)
+
+
+def live(wec: Wec, d: Desired) -> dict | None:
+    with wec.api() as api:
+        return api.get(d.api_version, d.resource, d.namespace, d.name)
 
 
 @pytest.fixture
-def fleet(example_git: Path, cli) -> Path:
-    """The example, reconciled and committed: mailboxes imw1-mb-florin and imw1-mb-guilder."""
-    result = cli("reconcile", str(example_git), "--commit")
+def fleet(example: Path, cli, kube_names: KubeNames) -> Path:
+    """The example (its namespaces the test's own), reconciled and committed: mailboxes
+    imw1-mb-florin and imw1-mb-guilder."""
+    repo = git_init(isolate(example, kube_names))
+    result = cli("reconcile", str(repo), "--commit")
     assert result.code == 0, result
-    assert {FLORIN, GUILDER} <= {p.name for p in (example_git / "spaces").iterdir()}
-    return example_git
+    assert {FLORIN, GUILDER} <= {p.name for p in (repo / "spaces").iterdir()}
+    return repo
 
 
 def collect(cli, repo: Path, kubeconfig: Path, *extra: str):
@@ -86,11 +96,10 @@ def test_collect_writes_the_servers_status_for_every_object_present(fleet: Path,
     wecs = kube_wecs(["florin", "guilder"])
     florin, guilder = mailbox_objects(fleet, FLORIN), mailbox_objects(fleet, GUILDER)
     absent = next(d.rel for d in guilder if d.kind == "ConfigMap")
-    seed(wecs.servers["florin"], florin)
-    seed(wecs.servers["guilder"], guilder, skip=(absent,))
+    seed(wecs["florin"], florin)
+    seed(wecs["guilder"], guilder, skip=(absent,))
     rs = next(d for d in florin if d.kind == "ReplicaSet")
-    wecs.servers["florin"].set_status("apps", "v1", "replicasets", rs.namespace, rs.name,
-                                      {"observedGeneration": 1, "replicas": 1, "availableReplicas": 0})
+    set_status(wecs["florin"], rs, {"observedGeneration": 1, "replicas": 1, "availableReplicas": 0})
 
     result = collect(cli, fleet, wecs.kubeconfig, "-o", "json")
     assert result.code == 0, result
@@ -98,8 +107,8 @@ def test_collect_writes_the_servers_status_for_every_object_present(fleet: Path,
     assert out["collected"] == ["florin", "guilder"] and out["unreachable"] == {} and out["skipped"] == {}
     assert sorted(out["changed"]) == [FLORIN, GUILDER]
 
-    for mailbox, objects, server, missing in ((FLORIN, florin, wecs.servers["florin"], set()),
-                                              (GUILDER, guilder, wecs.servers["guilder"], {absent})):
+    for mailbox, objects, wec, missing in ((FLORIN, florin, wecs["florin"], set()),
+                                           (GUILDER, guilder, wecs["guilder"], {absent})):
         found = reports(fleet, mailbox)
         expected = {d.rel for d in objects} - missing
         assert set(found) == expected  # an object absent on the WEC gets no report
@@ -107,11 +116,12 @@ def test_collect_writes_the_servers_status_for_every_object_present(fleet: Path,
             if d.rel not in expected:
                 continue
             doc = found[d.rel]
-            live = server.get(*group_version(d), d.resource, d.namespace or None, d.name)
+            current = live(wec, d)
             identity = {"apiVersion": d.api_version, "kind": d.kind, "name": d.name,
-                        "generation": live["metadata"]["generation"], **({"namespace": d.namespace} if d.namespace else {})}
+                        "generation": current["metadata"]["generation"],
+                        **({"namespace": d.namespace} if d.namespace else {})}
             assert doc["object"] == identity
-            assert doc.get("status") == live.get("status")
+            assert doc.get("status") == current.get("status")
             assert isinstance(doc["reportedAt"], str) and doc["reportedAt"].endswith("Z")
     assert reports(fleet, FLORIN)[rs.rel]["status"]["availableReplicas"] == 0
     # written as ksgitops' transports write reports: JSON (which is YAML), what status reads fastest
@@ -122,8 +132,8 @@ def test_collect_writes_the_servers_status_for_every_object_present(fleet: Path,
 def test_a_second_collect_of_unchanged_state_rewrites_nothing(fleet: Path, cli, kube_wecs) -> None:
     wecs = kube_wecs(["florin", "guilder"])
     florin = mailbox_objects(fleet, FLORIN)
-    seed(wecs.servers["florin"], florin)
-    seed(wecs.servers["guilder"], mailbox_objects(fleet, GUILDER))
+    seed(wecs["florin"], florin)
+    seed(wecs["guilder"], mailbox_objects(fleet, GUILDER))
     assert collect(cli, fleet, wecs.kubeconfig).code == 0
     before = report_bytes(fleet, FLORIN)
     stamps = {p: p.stat().st_mtime_ns for p in (fleet / "spaces" / FLORIN / "reported").rglob("*.yaml")}
@@ -137,8 +147,8 @@ def test_a_second_collect_of_unchanged_state_rewrites_nothing(fleet: Path, cli, 
 
     # one status changes: only that report is rewritten, with a newer reportedAt
     rs = next(d for d in florin if d.kind == "ReplicaSet")
-    wecs.servers["florin"].set_status("apps", "v1", "replicasets", rs.namespace, rs.name,
-                                      {"observedGeneration": 1, "replicas": 2, "availableReplicas": 1})
+    set_status(wecs["florin"], rs, {"observedGeneration": 1, "replicas": 2, "readyReplicas": 1,
+                                    "availableReplicas": 1})
     result = collect(cli, fleet, wecs.kubeconfig, "-o", "json")
     assert json.loads(result.out)["changed"] == [FLORIN]
     after = report_bytes(fleet, FLORIN)
@@ -150,41 +160,42 @@ def test_a_second_collect_of_unchanged_state_rewrites_nothing(fleet: Path, cli, 
 def test_stale_reports_go_when_the_object_leaves_the_mailbox_or_the_wec(fleet: Path, cli, kube_wecs) -> None:
     wecs = kube_wecs(["florin", "guilder"])
     florin = mailbox_objects(fleet, FLORIN)
-    seed(wecs.servers["florin"], florin)
-    stale = "core/configmaps/commonstuff/not-sent-any-more"
+    seed(wecs["florin"], florin)
+    cm = next(d for d in florin if d.kind == "ConfigMap")
+    stale = f"core/configmaps/{cm.namespace}/not-sent-any-more"
     write_tree(fleet / "spaces" / FLORIN / "reported", {
-        f"{stale}.yaml": yaml.safe_dump({"object": {"apiVersion": "v1", "kind": "ConfigMap", "namespace": "commonstuff",
+        f"{stale}.yaml": yaml.safe_dump({"object": {"apiVersion": "v1", "kind": "ConfigMap", "namespace": cm.namespace,
                                                     "name": "not-sent-any-more"}, "reportedAt": "2020-01-01T00:00:00Z"}),
-        "core/configmaps/commonstuff/httpd-htdocs.yml": "object: {}\n",  # not a name collect writes
+        f"core/configmaps/{cm.namespace}/httpd-htdocs.yml": "object: {}\n",  # not a name collect writes
     })
     assert collect(cli, fleet, wecs.kubeconfig).code == 0
     assert set(reports(fleet, FLORIN)) == {d.rel for d in florin}
-    assert not (fleet / "spaces" / FLORIN / "reported" / "core/configmaps/commonstuff/httpd-htdocs.yml").exists()
+    assert not (fleet / "spaces" / FLORIN / "reported" / f"core/configmaps/{cm.namespace}/httpd-htdocs.yml").exists()
 
-    cm = next(d for d in florin if d.kind == "ConfigMap")
-    wecs.servers["florin"].delete("", "v1", "configmaps", cm.namespace, cm.name)
+    with wecs["florin"].api() as api:
+        assert api.delete(cm.api_version, cm.resource, cm.namespace, cm.name)
     assert collect(cli, fleet, wecs.kubeconfig).code == 0
     assert set(reports(fleet, FLORIN)) == {d.rel for d in florin} - {cm.rel}
 
 
 def test_an_unreachable_wec_is_one_line_exit_3_and_the_others_are_collected(fleet: Path, cli, kube_wecs) -> None:
     wecs = kube_wecs(["florin", "guilder"])
-    seed(wecs.servers["florin"], mailbox_objects(fleet, FLORIN))
-    wecs.servers["guilder"].unreachable = True
+    seed(wecs["florin"], mailbox_objects(fleet, FLORIN))
+    wecs["guilder"].wire.unreachable = True
 
     result = collect(cli, fleet, wecs.kubeconfig, "--timeout", "3")
     assert result.code == 3, result
     lines = [line for line in result.err.splitlines() if line.strip()]
     assert len(lines) == 1 and lines[0].startswith("guilder: unreachable: "), result.err
-    assert "Traceback" not in result.err and TOKEN not in result.err + result.out
+    assert "Traceback" not in result.err and WIRE_TOKEN not in result.err + result.out
     assert set(reports(fleet, FLORIN)) == {d.rel for d in mailbox_objects(fleet, FLORIN)}
     assert reports(fleet, GUILDER) == {}
 
 
 def test_a_slow_wec_times_out_without_holding_up_the_others(fleet: Path, cli, kube_wecs) -> None:
     wecs = kube_wecs(["florin", "guilder"])
-    seed(wecs.servers["florin"], mailbox_objects(fleet, FLORIN))
-    wecs.servers["guilder"].delay = 5.0
+    seed(wecs["florin"], mailbox_objects(fleet, FLORIN))
+    wecs["guilder"].wire.delay = 5.0
     started = time.monotonic()
     result = collect(cli, fleet, wecs.kubeconfig, "--timeout", "0.5", "-o", "json")
     assert time.monotonic() - started < 4
@@ -195,7 +206,7 @@ def test_a_slow_wec_times_out_without_holding_up_the_others(fleet: Path, cli, ku
 
 def test_a_wec_without_a_kubeconfig_context_is_skipped_and_counted(fleet: Path, cli, kube_wecs) -> None:
     wecs = kube_wecs(["florin", "elsewhere"])
-    seed(wecs.servers["florin"], mailbox_objects(fleet, FLORIN))
+    seed(wecs["florin"], mailbox_objects(fleet, FLORIN))
     result = collect(cli, fleet, wecs.kubeconfig, "-o", "json")
     assert result.code == 0, result
     out = json.loads(result.out)
@@ -211,15 +222,19 @@ def test_the_synctarget_annotation_names_the_context(fleet: Path, cli, kube_wecs
     inventory.write_text(yaml.safe_dump_all(docs))
     assert cli("reconcile", str(fleet)).code == 0
     wecs = kube_wecs(["prod-eu-1", "florin"])  # a context named florin exists too: the annotation wins
-    seed(wecs.servers["prod-eu-1"], mailbox_objects(fleet, FLORIN))
+    seed(wecs["prod-eu-1"], mailbox_objects(fleet, FLORIN))
     result = collect(cli, fleet, wecs.kubeconfig, "-o", "json")
     assert result.code == 0, result
     assert json.loads(result.out)["collected"] == ["florin"]
     assert set(reports(fleet, FLORIN)) == {d.rel for d in mailbox_objects(fleet, FLORIN)}
-    assert wecs.servers["florin"].requests == []  # the server of the context named like the SyncTarget is not read
+    assert wecs["florin"].wire.requests == []  # the WEC of the context named like the SyncTarget is not read
 
 
-SECRET_WDS = {
+def secret_wds(names: KubeNames) -> dict[str, str]:
+    return {path: text.replace("secretstuff", names.ns("secretstuff")) for path, text in _SECRET_WDS.items()}
+
+
+_SECRET_WDS = {
     "spaces/wmw-t/placement.yaml": """
 apiVersion: edge.kubestellar.io/v2alpha1
 kind: EdgePlacement
@@ -241,38 +256,47 @@ data: {password: c3VwZXJzZWNyZXQtdmFsdWU=}
 }
 
 
-def test_a_secrets_report_carries_no_data(example_git: Path, cli, kube_wecs) -> None:
-    write_tree(example_git, SECRET_WDS)
-    assert cli("reconcile", str(example_git)).code == 0
+def test_a_secrets_report_carries_no_data(example: Path, cli, kube_wecs, kube_names: KubeNames) -> None:
+    repo = write_tree(isolate(example, kube_names), secret_wds(kube_names))
+    assert cli("reconcile", str(repo)).code == 0
     wecs = kube_wecs(["florin", "guilder"])
-    objects = mailbox_objects(example_git, FLORIN)
+    objects = mailbox_objects(repo, FLORIN)
     secret = next(d for d in objects if d.kind == "Secret")
-    seed(wecs.servers["florin"], objects)
-    odd = copy.deepcopy(secret.body)
-    odd["status"] = {"echo": odd["data"]["password"]}  # even a Secret that has a status: never reported
-    wecs.servers["florin"].put(odd)
-    result = collect(cli, example_git, wecs.kubeconfig)
+    seed(wecs["florin"], objects)
+    assert live(wecs["florin"], secret)["data"] == secret.body["data"]  # it is there, data and all
+    result = collect(cli, repo, wecs.kubeconfig)
     assert result.code == 0, result
-    doc = reports(example_git, FLORIN)[secret.rel]
+    doc = reports(repo, FLORIN)[secret.rel]
     assert doc["object"]["kind"] == "Secret" and "status" not in doc
-    text = (example_git / "spaces" / FLORIN / "reported" / f"{secret.rel}.yaml").read_text()
+    text = (repo / "spaces" / FLORIN / "reported" / f"{secret.rel}.yaml").read_text()
     for leak in ("c3VwZXJzZWNyZXQtdmFsdWU=", "supersecret", "password"):
         assert leak not in text and leak not in result.out + result.err
+
+
+def test_a_secrets_status_is_never_reported_whatever_the_server_returns() -> None:
+    """No real API server gives a Secret a status (its schema has none), but a report never
+    carries one even if a server, an aggregated API or a proxy did."""
+    secret = Desired("core/secrets/ns/creds", {"apiVersion": "v1", "kind": "Secret",
+                                                "metadata": {"name": "creds", "namespace": "ns"}})
+    returned = {**secret.body, "data": {"password": "c2VjcmV0"}, "status": {"echo": "c2VjcmV0"}}
+    assert report_document(secret, returned) == {"object": {"apiVersion": "v1", "kind": "Secret", "name": "creds",
+                                                            "namespace": "ns"}}
+    config_map = Desired("core/configmaps/ns/cm", {"apiVersion": "v1", "kind": "ConfigMap"})
+    assert report_document(config_map, {"status": {"echo": "x"}})["status"] == {"echo": "x"}
 
 
 def test_status_reflects_the_collected_health(fleet: Path, cli, kube_wecs) -> None:
     before = json.loads(cli("status", str(fleet), "-o", "json").out)
     assert before["health"].get("Missing", 0) == sum(before["health"].values()) > 0  # nothing reported yet
     wecs = kube_wecs(["florin", "guilder"])
-    seed(wecs.servers["florin"], mailbox_objects(fleet, FLORIN))
-    seed(wecs.servers["guilder"], mailbox_objects(fleet, GUILDER))
+    seed(wecs["florin"], mailbox_objects(fleet, FLORIN))
+    seed(wecs["guilder"], mailbox_objects(fleet, GUILDER))
     assert collect(cli, fleet, wecs.kubeconfig).code == 0
     after = json.loads(cli("status", str(fleet), "-o", "json").out)
     assert after["health"] == {"Healthy": sum(before["health"].values())}, after
 
     rs = next(d for d in mailbox_objects(fleet, GUILDER) if d.kind == "ReplicaSet")
-    wecs.servers["guilder"].set_status("apps", "v1", "replicasets", rs.namespace, rs.name,
-                                       {"observedGeneration": 1, "replicas": 1, "availableReplicas": 0})
+    set_status(wecs["guilder"], rs, {"observedGeneration": 1, "replicas": 1, "availableReplicas": 0})
     assert collect(cli, fleet, wecs.kubeconfig).code == 0
     after = json.loads(cli("status", str(fleet), "-o", "json").out)
     assert after["health"].get("Progressing") == 1
@@ -288,16 +312,18 @@ def test_an_unreadable_kubeconfig_is_one_line(fleet: Path, cli, tmp_path: Path) 
 
 
 def test_collect_from_any_cluster(tree, cli, kube_wec: Wec, unique_ns: str) -> None:
-    """Runs against the loopback server, or a real cluster with KSGITOPS_TEST_KUBECONFIG."""
-    repo = tree(minimal_fleet(unique_ns, kube_wec.context))
+    """collect reaching the API server itself (with a real cluster: its TLS and credentials)."""
+    direct = kube_wec.direct()
+    repo = tree(minimal_fleet(unique_ns, direct.context))
     assert cli("reconcile", str(repo)).code == 0
     from kubernetes import client
     with kube_wec.api_client() as api:
         client.CoreV1Api(api).create_namespaced_config_map(unique_ns, {
             "apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "settings", "namespace": unique_ns},
             "data": {"color": "blue"}})
-    result = collect(cli, repo, kube_wec.kubeconfig, "-o", "json")
+    result = collect(cli, repo, direct.kubeconfig, "-o", "json")
     assert result.code == 0, result
+    assert kube_wec.wire.requests == []  # not one request went through the wire
     found = reports(repo, "inv-mb-edge1")
     assert f"core/configmaps/{unique_ns}/settings" in found
     assert found[f"core/namespaces/_cluster/{unique_ns}"]["status"]["phase"] == "Active"

@@ -1,8 +1,8 @@
 """Fold-in of the WECs' report refs, and the whole loop end to end (issue 5 items 4 and 5).
 
 End to end: the central runtime reconciles a 3-WEC fleet served by a real `git daemon`; one
-`ksgitops sync` agent per WEC applies its mailbox to its own loopback API server (the real
-`kubernetes` client) and pushes reports to its own ref; the runtime's next cycle folds them in and
+`ksgitops sync` agent per WEC applies its mailbox to its own API server (a loopback KubeServer or a
+real cluster, see tests/kube_fixtures.py; the real `kubernetes` client) and pushes reports to its own ref; the runtime's next cycle folds them in and
 STATUS.md shows every WEC healthy.
 """
 from __future__ import annotations
@@ -16,6 +16,7 @@ import pytest
 
 from conftest import copy_example_sources, git, git_init
 from gitdaemon import GitDaemon, git_daemon  # noqa: F401 - the fixture
+from kube_fixtures import KubeNames, isolate
 from ksgitops import app, runtime
 from ksgitops.core.reported import dump_report
 from ksgitops.io.git import TreeIndex, TreeWriter
@@ -41,8 +42,10 @@ spec:
 """
 
 
-def three_wec_sources(tmp_path: Path) -> Path:
+def three_wec_sources(tmp_path: Path, names: KubeNames | None = None) -> Path:
     repo = copy_example_sources(tmp_path / "sources")
+    if names:
+        isolate(repo, names)  # the example's namespaces, the test's own
     (repo / "spaces/imw1/ducat.yaml").write_text(DUCAT)
     return git_init(repo)
 
@@ -50,30 +53,34 @@ def three_wec_sources(tmp_path: Path) -> Path:
 # --- end to end -----------------------------------------------------------------------------------
 
 def test_reconcile_sync_three_wecs_fold_in_status_healthy(git_daemon: GitDaemon, tmp_path: Path,  # noqa: F811
-                                                          kube_wecs: Any, cli) -> None:
-    bare = git_daemon.bare("fleet.git", three_wec_sources(tmp_path))
+                                                          kube_wecs: Any, cli, kube_names: KubeNames) -> None:
+    bare = git_daemon.bare("fleet.git", three_wec_sources(tmp_path, kube_names))
     central = runtime.RemoteRuntime(git_daemon.url("fleet.git"), BRANCH, tmp_path / "central", Observer())
     assert central.cycle().action == "reconciled"
     wecs = kube_wecs(list(WECS))
+    inventory = kube_names.ns()
+    for wec in WECS:
+        with wecs[wec].api() as api:
+            api.namespace(inventory)
 
     def sync(wec: str) -> None:
         found = cli("sync", "--mailbox", f"imw1-mb-{wec}", "--kubeconfig", str(wecs.kubeconfig), "--context", wec,
-                    "--repo", git_daemon.url("fleet.git"), "--once", "--cache-dir", str(tmp_path / f"agent-{wec}"))
+                    "--repo", git_daemon.url("fleet.git"), "--once", "--cache-dir", str(tmp_path / f"agent-{wec}"),
+                    "--inventory-namespace", inventory)
         assert found.code == 0, found.err
 
     for wec in WECS:
         sync(wec)
     # the clusters' controllers: replica sets and deployments become available
+    available = {"replicasets": {"observedGeneration": 1, "replicas": 1, "readyReplicas": 1, "availableReplicas": 1},
+                 "deployments": {"observedGeneration": 1, "replicas": 1, "updatedReplicas": 1, "readyReplicas": 1,
+                                 "availableReplicas": 1, "conditions": [{"type": "Available", "status": "True"}]}}
     for wec in WECS:
-        server = wecs.servers[wec]
-        for rs in server.objects("apps", "v1", "replicasets"):
-            server.set_status("apps", "v1", "replicasets", rs["metadata"]["namespace"], rs["metadata"]["name"],
-                              {"observedGeneration": 1, "replicas": 1, "readyReplicas": 1, "availableReplicas": 1})
-        for d in server.objects("apps", "v1", "deployments"):
-            server.set_status("apps", "v1", "deployments", d["metadata"]["namespace"], d["metadata"]["name"],
-                              {"observedGeneration": 1, "replicas": 1, "updatedReplicas": 1, "readyReplicas": 1,
-                               "availableReplicas": 1,
-                               "conditions": [{"type": "Available", "status": "True"}]})
+        with wecs[wec].api() as api:
+            for ns in (kube_names.ns("commonstuff"), kube_names.ns("specialstuff")):
+                for plural, status in available.items():
+                    for obj in api.list("apps/v1", plural, ns):
+                        api.set_status("apps/v1", plural, ns, obj["metadata"]["name"], status)
         sync(wec)
     refs = git(bare, "for-each-ref", "--format=%(refname)", "refs/heads/ksgitops/reported")
     assert refs.split() == [f"refs/heads/ksgitops/reported/imw1-mb-{w}" for w in sorted(WECS)]
@@ -89,7 +96,7 @@ def test_reconcile_sync_three_wecs_fold_in_status_healthy(git_daemon: GitDaemon,
         assert "| never |" not in row
     assert "Nothing is broken." in status_md
     reported = git(bare, "ls-tree", "-r", "--name-only", BRANCH, "spaces/imw1-mb-ducat/reported")
-    assert "apps/replicasets/commonstuff/commond.yaml" in reported
+    assert f"apps/replicasets/{kube_names.ns('commonstuff')}/commond.yaml" in reported
     assert central.cycle().action == "idle"  # folded refs are not news twice
 
 

@@ -439,17 +439,64 @@ def test_deleting_a_namespace_deletes_its_contents(kube_wec: Wec, core):
     assert e.value.status == 404
 
 
-def test_kube_wecs_are_independent_with_a_merged_kubeconfig(kube_wecs):
+def test_kube_wecs_are_independent_with_a_merged_kubeconfig(kube_wecs, kube_names):
     wecs = kube_wecs(["florin", "guilder"])
+    ns = kube_names.ns()
+    for wec in wecs.wecs.values():
+        with wec.api() as api:
+            api.namespace(ns)
     merged = yaml.safe_load(wecs.kubeconfig.read_text())
     assert [c["name"] for c in merged["contexts"]] == ["florin", "guilder"]
-    assert wecs.servers["florin"].url != wecs.servers["guilder"].url
+    assert wecs["florin"].wire.url != wecs["guilder"].wire.url
     with config.new_client_from_config(config_file=str(wecs.kubeconfig), context="florin") as florin:
-        client.CoreV1Api(florin).create_namespaced_config_map("default", cm("only-florin"))
+        client.CoreV1Api(florin).create_namespaced_config_map(ns, cm("only-florin"))
     with config.new_client_from_config(config_file=str(wecs.kubeconfig), context="guilder") as guilder:
-        names = [c.metadata.name for c in client.CoreV1Api(guilder).list_namespaced_config_map("default").items]
+        names = [c.metadata.name for c in client.CoreV1Api(guilder).list_namespaced_config_map(ns).items]
     assert "only-florin" not in names
-    assert wecs.servers["florin"].get("", "v1", "configmaps", "default", "only-florin") is not None
-    with config.new_client_from_config(config_file=str(wecs.kubeconfigs["guilder"])) as single:
-        assert client.CoreV1Api(single).api_client.configuration.host == wecs.servers["guilder"].url
-    assert len(kube_wecs(3).servers) == 3
+    with wecs["florin"].api() as api:
+        assert api.get("v1", "configmaps", ns, "only-florin") is not None
+    assert [(r.method, r.path) for r in wecs["florin"].wire.writes()] == [("POST", f"/api/v1/namespaces/{ns}/configmaps")]
+    assert wecs["guilder"].wire.writes() == []  # the test's own writes go straight to the server
+    with config.new_client_from_config(config_file=str(wecs["guilder"].kubeconfig)) as single:
+        assert client.CoreV1Api(single).api_client.configuration.host == wecs["guilder"].wire.url
+    assert len(kube_wecs(3).wecs) == 3
+
+
+def test_kinds_without_a_status_field_drop_one(kube_wec: Wec, unique_ns):
+    """The API server drops fields a built-in kind's schema does not have (field validation "Warn",
+    the default since Kubernetes 1.27): a ConfigMap or a Secret never holds a status."""
+    with kube_wec.api() as kube:
+        for body in ({**cm("plain", a="1"), "status": {"phase": "x"}},
+                     {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s"}, "data": {"k": "dg=="},
+                      "status": {"x": 1}}):
+            plural = f"{body['kind'].lower()}s"
+            made = kube.request("POST", f"/api/v1/namespaces/{unique_ns}/{plural}", body)
+            assert "status" not in made and made["metadata"]["name"] == body["metadata"]["name"]
+            assert "status" not in kube.apply({**body, "metadata": {**body["metadata"], "namespace": unique_ns}})
+            assert "status" not in kube.get("v1", plural, unique_ns, body["metadata"]["name"])
+
+
+def test_a_v1_crd_needs_a_schema_for_every_version(api, kube_names):
+    crds = client.ApiextensionsV1Api(api)
+    group = kube_names.group("noschema.example.com")
+    body = {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+            "metadata": {"name": f"things.{group}"},
+            "spec": {"group": group, "scope": "Namespaced", "names": {"plural": "things", "kind": "Thing"},
+                     "versions": [{"name": "v1", "served": True, "storage": True}]}}
+    with pytest.raises(client.ApiException) as e:
+        crds.create_custom_resource_definition(body)
+    assert e.value.status == 422 and "schema" in json.loads(e.value.body)["message"]
+
+
+def test_replica_counts_in_a_status_are_validated(kube_wec: Wec, api, unique_ns):
+    """As the API server validates a Deployment's or ReplicaSet's status: no count negative or above
+    `replicas`, and never more available than ready."""
+    client.AppsV1Api(api).create_namespaced_deployment(unique_ns, deployment("counted", unique_ns))
+    with kube_wec.api() as kube:
+        for bad in ({"replicas": 1, "readyReplicas": 2}, {"replicas": 2, "readyReplicas": 1, "availableReplicas": 2},
+                    {"replicas": -1}):
+            with pytest.raises(client.ApiException) as e:
+                kube.set_status("apps/v1", "deployments", unique_ns, "counted", bad)
+            assert e.value.status == 422 and "status." in json.loads(e.value.body)["message"], bad
+        fine = {"replicas": 2, "readyReplicas": 2, "availableReplicas": 1}
+        assert kube.set_status("apps/v1", "deployments", unique_ns, "counted", fine)["status"] == fine

@@ -1,8 +1,9 @@
 """Space providers (git folders, kubeconfig contexts), the space manager applying core plans, and
 the space-aware client (list and watch across spaces, with the space-name annotation).
 
-Kubeconfig spaces are loopback KubeServers (tests/kubeserver.py; fixture kube_wecs from
-tests/kube_fixtures.py, registered in conftest), reached with the real `kubernetes` client."""
+Kubeconfig spaces are loopback KubeServers, or real clusters with KSGITOPS_TEST_KUBECONFIG (fixture
+kube_wecs from tests/kube_fixtures.py, registered in conftest), reached with the real `kubernetes`
+client; the tests put objects there and take them away through the API."""
 from __future__ import annotations
 
 import shutil
@@ -10,6 +11,7 @@ import subprocess
 import sys
 import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
@@ -17,6 +19,7 @@ import pytest
 import yaml
 
 from conftest import EXAMPLE
+from kube_fixtures import KubeNames, Wec, Wecs
 from ksgitops.core.spaces import (CREATE_SPACE, SET_PHASE, Observed, ProviderDesc, SpaceObj,
                                   SPACE_NAME_ANNOTATION)
 from ksgitops.io.spaceproviders import (ADDED, DELETED, MODIFIED, FolderStore, GitFolderProvider, GitSpaceClient,
@@ -243,24 +246,38 @@ def test_kubernetes_is_imported_lazily() -> None:
     assert out.strip() == "False"
 
 
-# ---- kubeconfig provider against loopback API servers
+# ---- kubeconfig provider against API servers (loopback KubeServers, or real clusters)
 
-def put_cm(server: Any, name: str, labels: dict[str, str] | None = None, ns: str = "default") -> None:
-    server.put({**CM, "metadata": {"name": name, "namespace": ns, "labels": labels or {}}, "data": {"k": name}})
+MADE = "ksgitops.test/made-here"  # on what the tests put: what a cluster makes itself (kube-root-ca.crt) stays out
+
+
+def put_cm(wec: Wec, ns: str, name: str, labels: dict[str, str] | None = None) -> None:
+    with wec.api() as api:
+        api.apply({**CM, "metadata": {"name": name, "namespace": ns, "labels": {MADE: "yes", **(labels or {})}},
+                   "data": {"k": name}})
+
+
+@dataclass
+class Two:
+    wecs: Wecs
+    provider: KubeconfigProvider
+    ns: str  # a namespace of the test's own, on both
 
 
 @pytest.fixture
-def two(kube_wecs: Callable[[list[str]], Any], tmp_path: Path) -> tuple[Any, KubeconfigProvider]:
+def two(kube_wecs: Callable[[list[str]], Wecs], tmp_path: Path, kube_names: KubeNames) -> Two:
     wecs = kube_wecs(["wec-florin", "wec-guilder"])
-    for server in wecs.servers.values():
-        server.put({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "default"}})
-    return wecs, KubeconfigProvider(wecs.kubeconfig, "clusters", "wec-", probe_timeout=1.0, cache_dir=tmp_path)
+    for wec in wecs.wecs.values():
+        with wec.api() as api:
+            api.namespace(kube_names.ns())
+    return Two(wecs, KubeconfigProvider(wecs.kubeconfig, "clusters", "wec-", probe_timeout=1.0, cache_dir=tmp_path),
+               kube_names.ns())
 
 
-def test_probe_reports_ready_and_not_ready(two: tuple[Any, KubeconfigProvider]) -> None:
-    wecs, provider = two
+def test_probe_reports_ready_and_not_ready(two: Two) -> None:
+    provider = two.provider
     assert provider.list() == [Observed("wec-florin"), Observed("wec-guilder")]
-    wecs.servers["wec-guilder"].unreachable = True
+    two.wecs["wec-guilder"].wire.unreachable = True
     assert provider.get("wec-guilder") == Observed("wec-guilder", "NotReady")
     store = MemoryStore([SpaceObj("wec-guilder", "imported", "clusters", "Ready")])
     applied = SpaceManager([provider], store).reconcile()
@@ -268,50 +285,53 @@ def test_probe_reports_ready_and_not_ready(two: tuple[Any, KubeconfigProvider]) 
                                               "SetPhase wec-guilder (clusters) -> NotReady"]
 
 
-def test_space_client_is_a_kubernetes_client(two: tuple[Any, KubeconfigProvider]) -> None:
+def test_space_client_is_a_kubernetes_client(two: Two) -> None:
     from kubernetes import client as kclient
-    wecs, provider = two
-    put_cm(wecs.servers["wec-florin"], "one")
-    sc = space_client("wec-florin", [provider])
+    put_cm(two.wecs["wec-florin"], two.ns, "one")
+    sc = space_client("wec-florin", [two.provider])
     assert isinstance(sc, KubeSpaceClient) and isinstance(sc.api_client, kclient.ApiClient)
-    names = [i.metadata.name for i in kclient.CoreV1Api(sc.api_client).list_namespaced_config_map("default").items]
-    assert names == ["one"]
-    assert sc.dynamic.resources.get(api_version="v1", kind="ConfigMap").get(namespace="default").items[0].data.k == "one"
+    found = kclient.CoreV1Api(sc.api_client).list_namespaced_config_map(two.ns, label_selector=MADE).items
+    assert [i.metadata.name for i in found] == ["one"]
+    configmaps = sc.dynamic.resources.get(api_version="v1", kind="ConfigMap")
+    assert configmaps.get(namespace=two.ns, label_selector=MADE).items[0].data.k == "one"
     with pytest.raises(KsgitopsError, match="needs apiVersion and kind"):
         sc.list()
     sc.close()
 
 
-def test_list_across_spaces(two: tuple[Any, KubeconfigProvider], repo: Path) -> None:
-    wecs, provider = two
-    put_cm(wecs.servers["wec-florin"], "a", {"app": "web"})
-    put_cm(wecs.servers["wec-florin"], "b", {"app": "db"})
-    put_cm(wecs.servers["wec-guilder"], "a", {"app": "web"})
-    clients = SpaceClients([GitFolderProvider(repo), provider])
-    got = clients.list_objects(["wec-guilder", "wec-florin"], "v1", "ConfigMap", "default",
+def test_list_across_spaces(two: Two, repo: Path) -> None:
+    florin, guilder = two.wecs["wec-florin"], two.wecs["wec-guilder"]
+    put_cm(florin, two.ns, "a", {"app": "web"})
+    put_cm(florin, two.ns, "b", {"app": "db"})
+    put_cm(guilder, two.ns, "a", {"app": "web"})
+    clients = SpaceClients([GitFolderProvider(repo), two.provider])
+    got = clients.list_objects(["wec-guilder", "wec-florin"], "v1", "ConfigMap", two.ns,
                                {"matchLabels": {"app": "web"}})
     assert [(o["metadata"]["annotations"][SPACE_NAME_ANNOTATION], o["metadata"]["name"], o["kind"]) for o in got] == [
         ("wec-florin", "a", "ConfigMap"), ("wec-guilder", "a", "ConfigMap")]
     # git and kubeconfig spaces together: the same call, the same annotation
-    mixed = clients.list_objects(["wmw-c", "wec-florin"], "v1", "ConfigMap")
+    (repo / "spaces" / "wmw-c" / "here.yaml").write_text(yaml.safe_dump(
+        {**CM, "metadata": {"name": "here", "namespace": two.ns, "labels": {MADE: "yes"}}}))
+    mixed = clients.list_objects(["wmw-c", "wec-florin"], "v1", "ConfigMap", two.ns, {"matchLabels": {MADE: "yes"}})
     assert [(o["metadata"]["annotations"][SPACE_NAME_ANNOTATION], o["metadata"]["name"]) for o in mixed] == [
-        ("wec-florin", "a"), ("wec-florin", "b"), ("wmw-c", "httpd-htdocs")]
+        ("wec-florin", "a"), ("wec-florin", "b"), ("wmw-c", "here")]
     assert "wec-florin" in clients.spaces() and "wmw-c" in clients.spaces()
 
 
-def test_watch_across_spaces(two: tuple[Any, KubeconfigProvider]) -> None:
-    wecs, provider = two
-    put_cm(wecs.servers["wec-florin"], "before")
-    clients = SpaceClients([provider])
+def test_watch_across_spaces(two: Two) -> None:
+    florin, guilder = two.wecs["wec-florin"], two.wecs["wec-guilder"]
+    put_cm(florin, two.ns, "before")
+    clients = SpaceClients([two.provider])
     stop = threading.Event()
     events: list[Any] = []
-    thread = collect(clients.watch(["wec-florin", "wec-guilder"], "v1", "ConfigMap", "default",
-                                   stop=stop, timeout=30), events)
+    thread = collect(clients.watch(["wec-florin", "wec-guilder"], "v1", "ConfigMap", two.ns,
+                                   {"matchLabels": {MADE: "yes"}}, stop=stop, timeout=30), events)
     wait_for(lambda: len(events) == 1)
-    put_cm(wecs.servers["wec-guilder"], "g1")
-    put_cm(wecs.servers["wec-florin"], "f1")
+    put_cm(guilder, two.ns, "g1")
+    put_cm(florin, two.ns, "f1")
     wait_for(lambda: len(events) == 3)
-    wecs.servers["wec-guilder"].delete("", "v1", "ConfigMap", "default", "g1")
+    with guilder.api() as api:
+        assert api.delete("v1", "configmaps", two.ns, "g1")
     wait_for(lambda: len(events) == 4)
     stop.set()
     thread.join(10)

@@ -204,8 +204,8 @@ def test_kubeconfig_provider_phases(tree: Tree, cli: Cli, kube_wecs: Callable[[l
     assert load(found / "wec-florin.yaml")["spec"] == {"SpaceProviderDescName": "clusters", "Type": "unmanaged"}
     assert load(repo / "spaces/ctl/.ksgitops/space-status/admin.yaml")["status"] == {"Phase": "Ready"}
     # one cluster stops answering: NotReady (its object stays: the context is still there)
-    wecs.servers["wec-guilder"].stop()
-    wecs.servers["admin"].stop()
+    wecs["wec-guilder"].wire.unreachable = True
+    wecs["admin"].wire.unreachable = True
     out = ok(cli("spaces", str(repo), "--kubeconfig", str(wecs.kubeconfig), "--apply", "-o", "json")).out
     data = json.loads(out)
     phases = {r["name"]: (r["type"], r["phase"], r["observed"]) for r in data["spaces"] if r["provider"] == "clusters"}
