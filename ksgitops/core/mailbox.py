@@ -153,7 +153,8 @@ class MailboxBuilder:
         assert base.obj is not None
         kept = self._previous(plan.wec.mailbox, entry)
         outcome = "keeping the previous copy" if kept else "not placed (no previous copy)"
-        plan.problems.append(Problem(base.obj.origin, f"{base.ref}: {message}; {outcome}", wec=plan.wec.mailbox))
+        plan.problems.append(Problem(base.obj.origin, f"{base.ref}: {message}; {outcome}", wec=plan.wec.mailbox,
+                                     obj=str(base.ref)))
         entries = self._own(plan)
         plan.altered = True
         if kept is None:
