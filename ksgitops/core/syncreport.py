@@ -245,8 +245,9 @@ def _file(files: Mapping[str, Any], *path: str) -> bytes | None:
 
 # --- drift: which fields differ -----------------------------------------------------------------------
 
-_IGNORED = {("metadata", "managedFields"), ("metadata", "resourceVersion"), ("metadata", "generation"),
-            ("status",)}
+# Set by the API server, or absent from LIST items (apiVersion, kind): never the agent's fields.
+_IGNORED = {("apiVersion",), ("kind",), ("metadata", "managedFields"), ("metadata", "resourceVersion"),
+            ("metadata", "generation"), ("status",)}
 _PLAIN = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*$")
 
 
