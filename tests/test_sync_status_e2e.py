@@ -149,3 +149,30 @@ def test_drift_out_of_sync_and_failed_reach_status(tree, cli, kube_wec: Wec, uni
     widget = fleet.combined(f"example.com/widgets/{unique_ns}/gizmo")
     assert [(p["source"], p["wec"]) for p in widget["problems"]] == [("sync", "edge1")]
     assert live_color(kube_wec, unique_ns) == "green"  # the rest was applied
+
+
+def test_collect_reads_state_but_never_claims_synced(tree, cli, kube_wec: Wec, unique_ns: str) -> None:
+    """collect applies nothing: its WEC stays Unknown, and an agent's sync report survives it."""
+    work = tree(minimal_fleet(unique_ns, context=kube_wec.context))
+    assert cli("reconcile", str(work)).code == 0
+    from kubernetes import client
+    with kube_wec.api_client() as api:
+        client.CoreV1Api(api).create_namespaced_config_map(unique_ns, {
+            "metadata": {"name": "settings", "namespace": unique_ns}, "data": {"color": "blue"}})
+    result = cli("collect", str(work), "--kubeconfig", str(kube_wec.kubeconfig))
+    assert result.code == 0 and "collected 1 WECs, 2 reports" in result.out, result  # the ConfigMap, its Namespace
+    assert cli("status", str(work)).code == 0
+    row = wec_row((work / "STATUS.md").read_text())
+    assert row[2] == "Unknown" and row[3] == "never" and row[-1] == "1/1"
+
+    sync = work / "spaces" / MAILBOX / "reported" / "sync.yaml"
+    sync.write_text('{"apiVersion": "ksgitops.kubestellar.io/v1alpha1", "kind": "SyncReport", '
+                    f'"metadata": {{"name": "{MAILBOX}"}}, "revision": "{"0" * 40}", "appliedAt": "2026-01-01T00:00:00Z"}}\n')
+    kept = sync.read_bytes()
+    with kube_wec.api_client() as api:  # gone: collect rewrites reported/ without its report
+        client.CoreV1Api(api).delete_namespaced_config_map("settings", unique_ns)
+    assert cli("collect", str(work), "--kubeconfig", str(kube_wec.kubeconfig)).code == 0
+    assert not (work / "spaces" / MAILBOX / "reported" / "core" / "configmaps").exists()
+    assert sync.read_bytes() == kept
+    assert cli("status", str(work)).code == 0
+    assert wec_row((work / "STATUS.md").read_text())[2] == "OutOfSync"  # the agent's claim, judged; not collect's

@@ -221,6 +221,8 @@ def _contexts(result: Any, reconcile: Mapping[str, ParsedProblems]) -> _Contexts
 
 def _attach_errors(objects: dict[tuple[str, str], ObjectContext], reconcile: Mapping[str, ParsedProblems]) -> None:
     """Each placed object's reconcile errors (its WDS's problems file names the object)."""
+    if not any(e.is_error and e.object for parsed in reconcile.values() for e in parsed.entries):
+        return
     by_text = {(wds, str(c.obj.ref)): c for (wds, _rel), c in objects.items()}
     for space, parsed in reconcile.items():
         for found in parsed.entries:
