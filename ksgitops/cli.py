@@ -312,7 +312,7 @@ def fold_in_cmd(repo: Path, source: str, output: str) -> None:
     outcome = app.fold_in(repo, source)
     if output == "json":
         _dump({"commit": outcome.commit, "folded": outcome.folded,
-               "problems": [_problem_json(p) for p in outcome.problems], **outcome.output.facts()})
+               "problems": [_problem_json(p) for p in outcome.problems]})
         return
     _print_problems(outcome.problems)
     what = f"committed {outcome.commit[:12]}" if outcome.commit else "no commit (nothing new)"
