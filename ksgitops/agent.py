@@ -776,8 +776,9 @@ class CycleOutcome:
         a = self.applied
         parts = [f"{self.mailbox} @ {head}"]
         if a is not None:
+            drifted = f", drift corrected {len(a.drift)}" if a.drift else ""
             parts.append(f"applied {len(a.applied)}, created {len(a.created)}, unchanged {a.unchanged}, "
-                         f"kept {len(a.kept)}, pruned {len(a.pruned)}; {self.reports} reports, "
+                         f"kept {len(a.kept)}, pruned {len(a.pruned)}{drifted}; {self.reports} reports, "
                          f"{self.upsynced} upsynced")
         if self.commit:
             parts.append(f"committed {self.commit[:12]}")

@@ -107,7 +107,7 @@ def test_drift_out_of_sync_and_failed_reach_status(tree, cli, kube_wec: Wec, uni
 
     # someone edits a managed field on the WEC: the next sync corrects it and reports it
     edit_live(kube_wec, unique_ns, "red")
-    fleet.sync()
+    assert "drift corrected 1" in fleet.sync().out
     assert live_color(kube_wec, unique_ns) == "blue"
     report = fleet.sync_report()
     assert report["revision"] == first["revision"] and report["appliedAt"] == first["appliedAt"]
