@@ -187,3 +187,13 @@ def test_memory_source_reads_problems_from_a_reconcile_result(example: Path) -> 
     out = summarize(result, MemorySource(with_reports(result.generated, {}), problems_in(result.generated)))
     assert out.status(WDS, SPECIAL_CM)["problemCount"] == 1
     assert "problems" not in summarize(result, MemorySource(with_reports(result.generated, {}))).status(WDS, SPECIAL_CM)
+
+
+def test_findings_of_no_space_are_counted_under_the_repository(example: Path) -> None:
+    """Status's own run finds them again (no problems file holds them)."""
+    result = app.compute(app.open_source(example, app.WORKTREE))
+    result.problems.append(Problem(Origin("spaceprovider git"), "space x is discovered twice", "warning"))
+    out = summarize(result, MemorySource(with_reports(result.generated, {})))
+    assert "| (repository) | - | 0 | 1 |" in out.markdown.decode()
+    assert {"space": "", "severity": "warning", "file": "spaceprovider git",
+            "message": "space x is discovered twice"} in out.facts()["reconcileProblems"]
