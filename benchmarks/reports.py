@@ -5,7 +5,9 @@ from the commit: works on bare clones) as one commit, built in memory with ksgit
 writer; `change_one_report(repo)` rewrites one report (a Deployment of the first mailbox turns
 unavailable). Reports are written as ksgitops' transports write them (`dump_report`: JSON, which is YAML).
 Report times differ per WEC, so every report is a distinct blob, as in a real fleet;
-about 1 in 50 objects reports a problem, so STATUS.md has a broken list.
+about 1 in 50 objects reports a problem, so STATUS.md has a broken list. Every mailbox also gets
+the sync report an agent writes (`reported/sync.yaml`): most WECs Synced, 1 in 10 OutOfSync, 1 in
+25 with an apply error, 1 in 50 with a drifted object, so the sync columns and lists are exercised.
 """
 from __future__ import annotations
 
@@ -15,6 +17,8 @@ import pygit2
 import yaml
 
 from ksgitops.core.reported import dump_report
+from ksgitops.core.syncreport import (REVISION_FILES, REVISION_FOLDERS, SYNC_FILE, Drift, ObjectId, SyncError,
+                                      SyncReport, dump_sync_report, revision_of)
 from ksgitops.core.tree import FileTree, put
 from ksgitops.io.git import TreeIndex, TreeWriter, blobs, tree_at
 
@@ -42,6 +46,16 @@ def _report(identity: dict[str, Any], at: str, healthy: bool) -> bytes:
     if status is not None:
         doc["status"] = status
     return dump_report(doc)
+
+
+def _sync_report(mailbox: str, index: TreeIndex, n: int, rel: str, identity: dict[str, Any], at: str,
+                 commit: str) -> bytes:
+    latest = revision_of({name: index.entry_id(f"spaces/{mailbox}/{name}") for name in REVISION_FILES + REVISION_FOLDERS})
+    obj = ObjectId(identity["apiVersion"], identity["kind"], identity.get("namespace", ""), identity["name"])
+    errors = (SyncError(rel, "HTTP 422 Invalid: spec: rejected by an admission webhook", obj, at),) if n % 25 == 3 else ()
+    drifted = (Drift(rel, obj, "Modified", ("spec.replicas",), at),) if n % 50 == 5 else ()
+    revision = "0" * 40 if n % 10 == 1 else latest
+    return dump_sync_report(SyncReport(mailbox, revision, commit, at, errors, drifted))
 
 
 def _commit(repo: pygit2.Repository, generated: dict[str, Any], message: str) -> str:
@@ -76,6 +90,9 @@ def commit_reports(path: str, at_day: str = "2026-11-22") -> int:
             healthy = count % 50 != 7
             put(tree, rel, _report(identity, at, healthy))
             count += 1
+        first = next(iter(blobs(repo, tree_at(repo, objects.id))))
+        put(tree, SYNC_FILE, _sync_report(entry.name, index, n, first[0].rsplit(".", 1)[0],
+                                          identities[first[1]], at, str(head.id)))
         generated[f"spaces/{entry.name}/reported"] = tree
     _commit(repo, generated, "bench: reported state from every WEC")
     return count
@@ -96,6 +113,9 @@ def commit_report_refs(path: str, at_day: str = "2026-11-23") -> int:
             continue
         tree: FileTree = {}
         for rel, oid, _ in blobs(repo, tree_at(repo, reported.id)):
+            if rel == SYNC_FILE:  # the agent's sync report: unchanged while its outcome is
+                put(tree, rel, repo[oid].data)
+                continue
             doc = yaml.load(repo[oid].data, Loader=yaml.CSafeLoader)  # JSON is YAML
             doc["reportedAt"] = f"{at_day}T{(n // 3600) % 24:02d}:{(n // 60) % 60:02d}:{n % 60:02d}Z"
             put(tree, rel, dump_report(doc))

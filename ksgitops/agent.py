@@ -29,6 +29,8 @@ from .core.base import rel_path
 from .core.render import is_secret, render_mailbox
 from .core.reported import dump_report, read_document
 from .core.serialize import dump_yaml, load_yaml
+from .core.syncreport import (SYNC_FILE, Drift, ObjectId, SyncError, SyncReport, applied_report, changed_fields,
+                              dump_sync_report, failed_report, mailbox_revision, parse_sync_report, steady_objects)
 from .core.tree import FileTree, put, walk
 from .model import KsgitopsError
 from .names import dns1123_label_error
@@ -98,10 +100,12 @@ class Desired:
         """Apply order: Namespaces, then CRDs, then everything else."""
         return 0 if self.rel.startswith(NAMESPACES) else 1 if self.rel.startswith(CRDS) else 2
 
+    @property
+    def identity(self) -> ObjectId:
+        return ObjectId(self.api_version, self.kind, self.namespace, self.name)
+
     def __str__(self) -> str:
-        group = self.api_version.rpartition("/")[0]
-        kind = f"{self.kind}.{group}" if group else self.kind
-        return f"{kind} {self.namespace}/{self.name}" if self.namespace else f"{kind} {self.name}"
+        return str(self.identity)
 
 
 def desired_objects(files: FileTree) -> list[Desired]:
@@ -167,6 +171,9 @@ def report_tree(objects: Iterable[Desired], live: dict[str, dict[str, Any] | Non
     previous = previous or {}
     kept = set(keep)
     tree: FileTree = {}
+    sync = previous.get(SYNC_FILE)
+    if isinstance(sync, bytes):  # the agent's sync report: only `sync` writes it
+        tree[SYNC_FILE] = sync
     for d in objects:
         name = f"{d.rel}.yaml"
         old = _file(previous, name)
@@ -203,7 +210,8 @@ def _same_report(data: bytes, doc: dict[str, Any]) -> bool:
 
 
 def count_files(tree: FileTree | None) -> int:
-    return sum(1 for _, v in walk(tree or {}) if isinstance(v, bytes))
+    """Object reports (or upsynced objects) in a folder; the sync report is not one."""
+    return sum(1 for path, v in walk(tree or {}) if isinstance(v, bytes) and path != SYNC_FILE)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -454,19 +462,34 @@ class ApplyOutcome:
     unread: set[str] = field(default_factory=set)  # objects whose state is unknown (errors)
     errors: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)  # decisions worth a line (e.g. a namespace kept)
+    failures: list[SyncError] = field(default_factory=list)  # the errors again, per object (sync report)
+    drift: dict[str, tuple[ObjectId, str, tuple[str, ...]]] = field(default_factory=dict)  # rel -> what changed
+
+    def fail(self, rel: str, identity: ObjectId, message: str, line: str = "") -> None:
+        """One object's error: a line for the log (`line`, else `<object>: <message>`), and an entry."""
+        self.errors.append(line or f"{identity}: {message}")
+        self.failures.append(SyncError(rel, message, identity))
 
 
 def apply_mailbox(cluster: Any, mailbox: str, objects: list[Desired], inventory_namespace: str = INVENTORY_NAMESPACE,
-                  crd_timeout: float = 60.0, sleep: Callable[[float], None] = time.sleep) -> ApplyOutcome:
+                  crd_timeout: float = 60.0, sleep: Callable[[float], None] = time.sleep,
+                  steady: set[str] | frozenset[str] = frozenset()) -> ApplyOutcome:
     """Bring the WEC to the mailbox: Namespaces, then CRDs (until discovery serves them), then the
     rest, with server-side apply (field manager `ksgitops`, forced) — skipped when the live object
     already holds every field sent and the set of fields sent is the one last applied; create-only
     objects are created when absent and never touched otherwise. Then prune what the agent applied
-    earlier and the mailbox no longer holds. Raises kube.Unreachable and InventoryError."""
+    earlier and the mailbox no longer holds. Raises kube.Unreachable and InventoryError.
+
+    Drift: for the `steady` objects (sent as the agent last applied them) that the agent applied
+    before, an apply that changes the live object means someone changed it on the WEC. As Flux
+    compares a server-side apply dry run with the live object, the apply's result is compared with
+    the object read just before (server-maintained fields aside): the fields that differ are the
+    drift, and the apply has already corrected them. A deleted object is drift too (recreated)."""
     from .io.kube import ApiFailure
     out = ApplyOutcome()
     inventory, _exists = load_inventory(cluster, inventory_namespace, mailbox)
     stored = dict(inventory)
+    watched = {rel for rel in steady if rel in inventory}  # applied by the agent before, sent unchanged
     wanted = {d.rel for d in objects}
     for phase in (0, 1, 2):
         batch = sorted((d for d in objects if d.phase == phase), key=lambda d: d.rel)
@@ -477,7 +500,7 @@ def apply_mailbox(cluster: Any, mailbox: str, objects: list[Desired], inventory_
         for d in batch:
             current, entry = live.get(d.rel), inventory.get(d.rel)
             if d.rel in errors:
-                out.errors.append(errors[d.rel])
+                out.fail(d.rel, d.identity, errors[d.rel].removeprefix(f"{d}: "))
                 out.unread.add(d.rel)
             elif d.create_only:
                 plan.append((d, "create" if current is None else "keep"))
@@ -519,23 +542,35 @@ def apply_mailbox(cluster: Any, mailbox: str, objects: list[Desired], inventory_
                                            force=True, quiet=d.secret)
                     out.applied.append(str(d))
                     out.live[d.rel] = result
+                    if d.rel in watched:
+                        _note_drift(out, d, current, result)
                     created = current is None or (entry is not None and entry.created and entry.uid == _uid(current))
                     inventory[d.rel] = Entry(d.api_version, d.kind, _uid(result), shape(d.body), created)
                     if d.phase == 1:
                         crds.append(d)
             except ApiFailure as e:
-                out.errors.append(f"{d}: {e}")
+                out.fail(d.rel, d.identity, str(e))
                 out.unread.add(d.rel)
                 if d.rel in fresh:
                     inventory.pop(d.rel, None)  # nothing was written: nothing to prune later
         for crd in crds:
             problem = _wait_for_crd(cluster, crd.body, crd_timeout, sleep)
             if problem:
-                out.errors.append(f"{crd}: {problem}")
+                out.fail(crd.rel, crd.identity, problem)
     _prune(cluster, inventory, wanted, out)
     if inventory != stored:
         save_inventory(cluster, inventory_namespace, mailbox, inventory)
     return out
+
+
+def _note_drift(out: ApplyOutcome, d: Desired, before: dict[str, Any] | None, after: dict[str, Any]) -> None:
+    """Record what the apply of a steady object changed on the WEC (field paths, never values)."""
+    if before is None:
+        out.drift[d.rel] = (d.identity, "Deleted", ())
+        return
+    fields = changed_fields(before, after)
+    if fields:
+        out.drift[d.rel] = (d.identity, "Modified", tuple(fields))
 
 
 def _wait_for_crd(cluster: Any, crd: dict[str, Any], timeout: float, sleep: Callable[[float], None]) -> str:
@@ -591,7 +626,8 @@ def _prune(cluster: Any, inventory: Inventory, wanted: set[str], out: ApplyOutco
                 out.pruned.append(label)
             del inventory[rel]
         except ApiFailure as e:
-            out.errors.append(f"prune {label}: {e}")  # kept in the inventory: retried next cycle
+            # kept in the inventory: retried next cycle
+            out.fail(rel, ObjectId(entry.api_version, entry.kind, namespace, name), f"prune: {e}", f"prune {label}: {e}")
 
 
 # Objects every namespace gets from the cluster itself, and kinds that are only records: they never
@@ -740,8 +776,9 @@ class CycleOutcome:
         a = self.applied
         parts = [f"{self.mailbox} @ {head}"]
         if a is not None:
+            drifted = f", drift corrected {len(a.drift)}" if a.drift else ""
             parts.append(f"applied {len(a.applied)}, created {len(a.created)}, unchanged {a.unchanged}, "
-                         f"kept {len(a.kept)}, pruned {len(a.pruned)}; {self.reports} reports, "
+                         f"kept {len(a.kept)}, pruned {len(a.pruned)}{drifted}; {self.reports} reports, "
                          f"{self.upsynced} upsynced")
         if self.commit:
             parts.append(f"committed {self.commit[:12]}")
@@ -750,6 +787,19 @@ class CycleOutcome:
         if a is not None and not self.commit and not self.pushed:
             parts.append("reports unchanged")
         return "; ".join(parts)
+
+
+def _sync_report_in(reported: FileTree | None) -> SyncReport | None:
+    """The agent's own last sync report (None: none yet, or unreadable: start afresh)."""
+    data = (reported or {}).get(SYNC_FILE)
+    found = parse_sync_report(SYNC_FILE, data) if isinstance(data, bytes) else None
+    return found if isinstance(found, SyncReport) else None
+
+
+def _author() -> Any:
+    import pygit2
+    from .core.repoconfig import DEFAULT_AUTHOR_EMAIL, DEFAULT_AUTHOR_NAME
+    return pygit2.Signature(DEFAULT_AUTHOR_NAME, DEFAULT_AUTHOR_EMAIL)
 
 
 def check_mailbox_name(name: str) -> None:
@@ -769,8 +819,6 @@ class Agent:
 
     def cycle(self, now: str | None = None) -> CycleOutcome:
         from .io import kube
-        from .core.repoconfig import DEFAULT_AUTHOR_EMAIL, DEFAULT_AUTHOR_NAME
-        import pygit2
         o = self.options
         out = CycleOutcome(o.mailbox)
         fetch_error = self.git.fetch()
@@ -785,34 +833,47 @@ class Agent:
             out.errors.append(f"no mailbox spaces/{o.mailbox} on {o.branch} at {str(head.id)[:12]}: nothing applied")
             self._push(out)
             return out
+        stamp = now or utc_now()
+        previous = self.git.previous(head, "reported")
+        last = _sync_report_in(previous)
+        revision = mailbox_revision(files)
         try:
             objects = desired_objects(files)
         except Exception as e:  # noqa: BLE001 - a patch that does not apply: the whole mailbox waits
-            out.errors.append(f"spaces/{o.mailbox}: cannot render the mailbox ({type(e).__name__}): nothing applied")
-            self._push(out)
-            return out
+            message = f"cannot render the mailbox ({type(e).__name__}): nothing applied"
+            out.errors.append(f"spaces/{o.mailbox}: {message}")
+            return self._failed(out, head, previous, failed_report(last, o.mailbox, message, stamp))
+        old = self.git.files_at(last.commit) if last is not None and last.commit and last.revision != revision else None
+        steady = steady_objects(last, revision, old, files, [d.rel for d in objects])
         try:
             with kube.Cluster(o.kubeconfig, o.context, o.timeout) as cluster:
                 cluster.probe()
-                applied = out.applied = apply_mailbox(cluster, o.mailbox, objects, o.inventory_namespace, o.crd_timeout)
+                applied = out.applied = apply_mailbox(cluster, o.mailbox, objects, o.inventory_namespace, o.crd_timeout,
+                                                      steady=steady)
                 out.errors.extend(applied.errors)
                 out.notes.extend(applied.notes)
                 upsynced, problems = upsync_tree(cluster, files.get("syncerconfig.yaml")  # type: ignore[arg-type]
                                                  if isinstance(files.get("syncerconfig.yaml"), bytes) else None)
                 out.errors.extend(problems)
-        except kube.KubeError as e:
-            out.errors.append(f"{o.mailbox}: unreachable: {e}" if isinstance(e, kube.Unreachable) else f"{o.mailbox}: {e}")
-            self._push(out)
-            return out
-        except InventoryError as e:
-            out.errors.append(f"{o.mailbox}: {e}")
-            self._push(out)
-            return out
-        previous = self.git.previous(head, "reported")
-        reported = report_tree(objects, applied.live, previous, now or utc_now(), applied.unread)
+        except (kube.KubeError, InventoryError) as e:
+            message = f"unreachable: {e}" if isinstance(e, kube.Unreachable) else str(e)
+            out.errors.append(f"{o.mailbox}: {message}")
+            return self._failed(out, head, previous, failed_report(last, o.mailbox, message, stamp))
+        reported = report_tree(objects, applied.live, previous, stamp, applied.unread)
         out.reports, out.upsynced = count_files(reported), count_files(upsynced)
-        author = pygit2.Signature(DEFAULT_AUTHOR_NAME, DEFAULT_AUTHOR_EMAIL)
-        out.commit = self.git.commit(head, reported, upsynced, author).commit
+        drifted = [Drift(rel, identity, change, fields, stamp) for rel, (identity, change, fields) in applied.drift.items()]
+        sync = applied_report(last, o.mailbox, revision, str(head.id), stamp, applied.failures, drifted,
+                              {d.rel for d in objects})
+        reported[SYNC_FILE] = dump_sync_report(sync)
+        out.commit = self.git.commit(head, reported, upsynced, _author()).commit
+        self._push(out)
+        return out
+
+    def _failed(self, out: CycleOutcome, head: Any, previous: FileTree | None, sync: SyncReport) -> CycleOutcome:
+        """Nothing could be applied: the reports stay, the sync report says why."""
+        reported = dict(previous or {})
+        reported[SYNC_FILE] = dump_sync_report(sync)
+        out.commit = self.git.commit(head, reported, self.git.previous(head, "upsynced"), _author()).commit
         self._push(out)
         return out
 

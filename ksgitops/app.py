@@ -148,8 +148,12 @@ def plan_diff(path: Path, against: str | None) -> tuple[Result, diffs.DiffResult
     changed = False
     wecs = []
     for root in new.generated:
-        old_tree = old_src.snapshot.read_tree(root)
         new_tree = new.generated[root]
+        old_file = old_src.snapshot.read(root)
+        if isinstance(new_tree, bytes) or old_file is not None:  # a file root (a problems file)
+            changed = changed or old_file != new_tree
+            continue
+        old_tree = old_src.snapshot.read_tree(root)
         if same_files(old_tree, new_tree):
             continue
         changed = True
@@ -174,11 +178,8 @@ def _old_wec_name(old: FileTree | None, mailbox: str) -> str:
 
 def wec_display_names(result: Result) -> dict[str, str]:
     """mailbox -> the SyncTarget name, or `<space>/<name>` when the name is not unique."""
-    counts: dict[str, int] = {}
-    for wec in result.wecs.values():
-        counts[wec.name] = counts.get(wec.name, 0) + 1
-    return {mb: wec.name if counts[wec.name] == 1 else f"{wec.space}/{wec.name}"
-            for mb, wec in result.wecs.items()}
+    from .core.where import wec_names
+    return wec_names(result.wecs)
 
 
 def compute_for_wec(path: Path, name: str) -> tuple[Result, str]:

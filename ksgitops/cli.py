@@ -214,7 +214,7 @@ def status_cmd(repo: Path, do_commit: bool, source: str, do_push: bool, remote: 
     if output == "json":
         _dump({"changed": outcome.changed, "commit": outcome.commit, "objects": len(outcome.output.combined),
                "wecs": len(outcome.result.wecs), "health": counts,
-               "problems": [_problem_json(p) for p in outcome.problems]})
+               "problems": [_problem_json(p) for p in outcome.problems], **outcome.output.facts()})
         return
     _print_problems(outcome.problems)
     others = "".join(f", {n} {h}" for h, n in counts.items() if h != "Healthy")

@@ -12,7 +12,7 @@ from jsonschema import Draft202012Validator
 
 from ksgitops.core import schemas
 from ksgitops.core.schemas import (
-    SCHEMA_FILES, format_path, load_schema, schema_for, schema_names, validate_document,
+    GENERATED_SCHEMAS, SCHEMA_FILES, format_path, load_schema, schema_for, schema_names, validate_document,
     validate_reported, validate_schema, validator_for,
 )
 from ksgitops.model import Obj, Origin
@@ -272,9 +272,9 @@ def test_every_schema_file_is_a_valid_draft_2020_12_schema(name: str) -> None:
 
 
 def test_the_schema_folder_holds_exactly_the_expected_files() -> None:
-    expected = set(SCHEMA_FILES.values()) | {"common.json", "reported.json"}
+    expected = set(SCHEMA_FILES.values()) | {"common.json", "reported.json"} | set(GENERATED_SCHEMAS.values())
     assert set(schema_names()) == expected
-    assert len(expected) == 14
+    assert len(expected) == 16
 
 
 def _refs(node: Any) -> list[str]:

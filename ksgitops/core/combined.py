@@ -15,8 +15,10 @@ from typing import Any, Protocol, Sequence
 from ..model import Obj, Problem
 from .collect import Collector, compile_collector
 from .health import Health
+from .problems import SpaceProblem
 from .render import is_secret
 from .serialize import deep_copy
+from .syncreport import Drift
 
 API_VERSION = "control.kubestellar.io/v1alpha1"
 HEALTH_ORDER = (Health.HEALTHY, Health.PROGRESSING, Health.DEGRADED, Health.MISSING, Health.UNKNOWN)
@@ -41,6 +43,10 @@ class RowLike(Protocol):
     def patch(self) -> str: ...
     @property
     def report(self) -> str: ...
+    @property
+    def apply_error(self) -> str: ...
+    @property
+    def drift(self) -> Drift | None: ...
 
 
 class Contents(Protocol):
@@ -59,12 +65,13 @@ class ObjectContext:
     placements: set[str] = field(default_factory=set)
     collectors: list[Collector] = field(default_factory=list)
     fingerprints: list[str] = field(default_factory=list)
+    problems: list[SpaceProblem] = field(default_factory=list)  # reconcile errors naming the object
 
     def key(self, limit: int) -> str:
         """Everything but the rows that the CombinedStatus depends on."""
         obj = self.obj
         text = repr((obj.api_version, obj.kind, obj.namespace, obj.name, sorted(self.placements),
-                     self.fingerprints, limit))
+                     self.fingerprints, limit, sorted(self.problems)))
         return hashlib.blake2b(text.encode(), digest_size=20).hexdigest()
 
 
@@ -91,6 +98,7 @@ def combined_status(context: ObjectContext, rows: Sequence[tuple[str, RowLike]],
         "health": counts(r.health for _, r in rows),
         "wecs": [_wec_item(mb, names.get(mb, mb), r) for mb, r in ordered[:max(limit, 0)]],
     }
+    _sync_facts(status, context, rows, names, limit)
     if len(rows) == 1 and rows[0][1].report and rows[0][1].singleton:
         status["singletonStatus"] = _reported_status(contents, rows[0][1])
     if context.collectors:
@@ -103,6 +111,29 @@ def combined_status(context: ObjectContext, rows: Sequence[tuple[str, RowLike]],
             results.append(out)
         status["results"] = results
     return status
+
+
+def _sync_facts(status: dict[str, Any], context: ObjectContext, rows: Sequence[tuple[str, RowLike]],
+                names: dict[str, str], limit: int) -> None:
+    """`problems`: the object's reconcile errors and its apply errors per WEC; `drifted`: the WECs
+    where the agent found it changed. Each at most `limit` long, with its full count."""
+    problems = [{"source": "reconcile", **_problem_item(p)} for p in sorted(context.problems)]
+    problems += [{"source": "sync", "wec": names.get(mb, mb), "mailbox": mb, "message": r.apply_error}
+                 for mb, r in sorted(rows, key=lambda r: names.get(r[0], r[0])) if r.apply_error]
+    drifted = [{"wec": names.get(mb, mb), "mailbox": mb, "change": r.drift.change, "fields": list(r.drift.fields),
+                "detectedAt": r.drift.detected_at}
+               for mb, r in sorted(rows, key=lambda r: names.get(r[0], r[0])) if r.drift is not None]
+    if problems:
+        status["problemCount"], status["problems"] = len(problems), problems[:max(limit, 0)]
+    if drifted:
+        status["driftedCount"], status["drifted"] = len(drifted), drifted[:max(limit, 0)]
+
+
+def _problem_item(problem: SpaceProblem) -> dict[str, Any]:
+    item: dict[str, Any] = {"file": problem.where, "message": problem.message}
+    if problem.wec:
+        item["wec"], item["mailbox"] = problem.wec, problem.mailbox
+    return item
 
 
 def _reported_status(contents: Contents, row: RowLike) -> dict[str, Any]:

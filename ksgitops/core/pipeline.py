@@ -16,6 +16,7 @@ from ..model import KsgitopsError, Obj, Problem
 from .emit import INVENTORY_ANNOTATION, Emitter, sps_yaml
 from .load import Loaded, ParseCache, load
 from .mailbox import MailboxBuilder, MailboxPlan, PlacementPlan
+from .problems import problem_files
 from .repoconfig import RepoConfig, parse_repo_config
 from .snapshot import GENERATED_DIR, Snapshot
 from .spaces import Plan, space_step
@@ -23,7 +24,7 @@ from .serialize import canonical_json
 from .tree import REUSE, Generated
 from .validate import validate
 from .what import Placed, namespace_labels, placement_spec, select
-from .where import Wec, destinations, inventory
+from .where import Wec, destinations, inventory, wec_names
 
 SPS_DIR = "singleplacementslices"
 OUTPUT_FORMAT = 1  # bump when generated files change shape: invalidates every reuse digest
@@ -86,6 +87,8 @@ def reconcile(snapshot: Snapshot, read_previous: Callable[[str], bytes | None] =
     generated = _generated(loaded, config.skip_spaces, placements, mailboxes, wecs)
     generated = dict(sorted({**generated, **space_out.generated}.items()))  # space step: discovered Spaces
     problems = warnings + [p for plan in mailboxes.values() for p in plan.problems]
+    owned = [s for s in loaded.spaces if s not in config.skip_spaces]
+    generated = dict(sorted({**generated, **problem_files(owned, problems, wec_names(wecs))}.items()))
     return Result(loaded, config, kinds, wecs, placements, mailboxes, generated, sorted(problems), digests,
                   space_out.plan)
 

@@ -46,6 +46,11 @@ SCHEMA_FILES: dict[tuple[str, str], str] = {
     ("control.kubestellar.io/v1alpha1", "CombinedStatus"): "combinedstatus.json",
     ("ksgitops.kubestellar.io/v1alpha1", "RepoConfig"): "repoconfig.json",
 }
+# Kinds ksgitops writes but never reads as input (so not in SCHEMA_FILES, which validate uses):
+GENERATED_SCHEMAS: dict[tuple[str, str], str] = {
+    ("ksgitops.kubestellar.io/v1alpha1", "SpaceProblems"): "problems.json",  # reconcile: .ksgitops/problems.yaml
+    ("ksgitops.kubestellar.io/v1alpha1", "SyncReport"): "syncreport.json",  # `ksgitops sync`: reported/sync.yaml
+}
 REPORTED_SCHEMA = "reported.json"  # mailbox reported/ files: no apiVersion/kind, see validate_reported
 
 _PLAIN_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*$")

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass
-from typing import Any, Iterable
+from typing import Any, Iterable, Mapping
 
 from ..model import Obj
 from .selectors import any_matches, matches
@@ -26,6 +26,14 @@ def sync_target_uid(st: Obj) -> str:
     if isinstance(uid, str) and uid:
         return uid
     return str(uuid.uuid5(uuid.NAMESPACE_URL, f"{st.space}/{st.name}"))
+
+
+def wec_names(wecs: "Mapping[str, Wec]") -> dict[str, str]:
+    """mailbox -> the SyncTarget name, or `<space>/<name>` when the name is not unique."""
+    counts: dict[str, int] = {}
+    for wec in wecs.values():
+        counts[wec.name] = counts.get(wec.name, 0) + 1
+    return {mb: wec.name if counts[wec.name] == 1 else f"{wec.space}/{wec.name}" for mb, wec in wecs.items()}
 
 
 @dataclass(frozen=True, slots=True)

@@ -105,11 +105,15 @@ def write_generated(root: Path, generated: Generated) -> list[str]:
             continue
         if isinstance(tree, bytes):  # a file root (STATUS.md)
             if target.is_symlink() or not target.is_file() or target.read_bytes() != tree:
+                target.parent.mkdir(parents=True, exist_ok=True)
                 write_file(target, tree)
                 changed.append(rel)
             continue
         if tree is None or not has_files(tree):  # type: ignore[arg-type]
-            if target.exists():
+            if target.is_file() and not target.is_symlink():  # a file root that must go (problems.yaml)
+                target.unlink()
+                changed.append(rel)
+            elif target.exists():
                 shutil.rmtree(target)
                 changed.append(rel)
             continue

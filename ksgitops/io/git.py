@@ -321,7 +321,8 @@ def _checkout(repo: pygit2.Repository, tree: pygit2.Tree, old: pygit2.Tree, gene
     made: set[Path] = set()
     for root in changed_roots(old_index, new_index, list(generated)):
         before, after = old_index.get(root), new_index.get(root)
-        if after is not None and after.type == pygit2.GIT_OBJECT_BLOB:  # a file root (STATUS.md)
+        if after is not None and after.type == pygit2.GIT_OBJECT_BLOB:  # a file root (STATUS.md, problems.yaml)
+            (workdir / root).parent.mkdir(parents=True, exist_ok=True)
             write_file(workdir / root, blob_data(repo, after.id))
             index.add(pygit2.IndexEntry(root, after.id, after.filemode))
         elif after is None and before is not None and before.type == pygit2.GIT_OBJECT_BLOB:

@@ -12,24 +12,11 @@ import os
 import struct
 import zlib
 from pathlib import Path
-from typing import Iterable
+
+from ..core.gitobjects import TREE_MODE, object_id, tree_content  # noqa: F401 - re-exported (git.py, tests)
 
 TYPE_CODES = {b"commit": 1, b"tree": 2, b"blob": 3, b"tag": 4}
 KINDS = {code: kind for kind, code in TYPE_CODES.items()}
-TREE_MODE = 0o040000
-
-
-def object_id(kind: bytes, content: bytes) -> bytes:
-    """The raw 20-byte id git gives an object of `kind` with `content`."""
-    return hashlib.sha1(b"%s %d\0" % (kind, len(content)) + content).digest()
-
-
-def tree_content(entries: Iterable[tuple[str, int, bytes]]) -> bytes:
-    """Serialize (name, mode, raw id) entries in git's order (a folder sorts as `name/`)."""
-    def order(entry: tuple[str, int, bytes]) -> bytes:
-        name, mode, _ = entry
-        return name.encode() + (b"/" if mode == TREE_MODE else b"")
-    return b"".join(b"%o %s\0%s" % (mode, name.encode(), raw) for name, mode, raw in sorted(entries, key=order))
 
 
 def _entry_header(type_code: int, size: int) -> bytes:

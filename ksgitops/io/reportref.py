@@ -98,6 +98,14 @@ class MailboxRepo:
     def mailbox_files(self, commit: pygit2.Commit) -> FileTree | None:
         return TreeSnapshot(self.repo, commit.tree).read_tree(f"spaces/{self.mailbox}")
 
+    def files_at(self, commit: str) -> FileTree | None:
+        """The mailbox as it was in an earlier commit (None when the cache does not hold it)."""
+        try:
+            found = self.repo.get(commit)
+            return self.mailbox_files(found.peel(pygit2.Commit)) if found is not None else None
+        except (ValueError, pygit2.GitError):
+            return None
+
     # --- commit
 
     def _target(self, name: str) -> pygit2.Oid | None:

@@ -1,17 +1,25 @@
-"""StatusSources (core/status.py) over a git tree and over a work tree, and the status memo on disk.
+"""StatusSources (core/status_source.py) over a git tree and over a work tree, and the status memo on disk.
 
-Over git, a mailbox's key is the ids of its objects/, patches/ and reported/ subtrees: an unchanged
-mailbox costs three lookups, and content keys are blob ids. Over a work tree every file is read and
-hashed (git blob ids too), which is what a folder allows.
+Over git, a mailbox's key is the ids of its objects/, patches/ and reported/ subtrees and of its
+kustomization.yaml and syncerconfig.yaml: an unchanged mailbox costs five lookups, content keys
+are blob ids, and the mailbox revision is computed from the same ids. Over a work tree every file
+is read and hashed (git blob ids too, so the revision is the one git would give), which is what a
+folder allows.
 """
 from __future__ import annotations
 
 import pickle
 from pathlib import Path
+from typing import Any
 
 import pygit2
 
-from ..core.status import MailboxListing, StatusMemo
+from ..core.gitobjects import files_tree_id
+from ..core.problems import problems_root
+from ..core.status import StatusMemo
+from ..core.status_source import MailboxListing
+from ..core.tree import put
+from ..core.syncreport import REVISION_FILES, REVISION_FOLDERS, revision_of
 from .cache import code_fingerprint
 from .fs import walk_files, write_file
 from .git import TreeIndex, blobs, tree_at
@@ -25,7 +33,15 @@ class GitStatusSource:
         self.index = index
 
     def mailbox_key(self, mailbox: str) -> str:
-        return "git:" + ":".join(self.index.entry_id(f"spaces/{mailbox}/{part}") for part in PARTS)
+        names = PARTS + REVISION_FILES
+        return "git:" + ":".join(self.index.entry_id(f"spaces/{mailbox}/{name}") for name in names)
+
+    def revision(self, mailbox: str) -> str:
+        return revision_of({name: self.index.entry_id(f"spaces/{mailbox}/{name}")
+                            for name in REVISION_FILES + REVISION_FOLDERS})
+
+    def problems_file(self, space: str) -> str:
+        return self.index.entry_id(problems_root(space))
 
     def listing(self, mailbox: str) -> MailboxListing:
         listing = MailboxListing()
@@ -49,33 +65,54 @@ class WorkTreeStatusSource:
     def __init__(self, root: Path) -> None:
         self.root = Path(root)
         self._listings: dict[str, MailboxListing] = {}
+        self._revisions: dict[str, str] = {}
         self._blobs: dict[str, bytes] = {}
 
     def mailbox_key(self, mailbox: str) -> str:
         listing = self.listing(mailbox)
         return "worktree:" + repr((sorted(listing.objects.items()), sorted(listing.patches.items()),
-                                   sorted(listing.reports.items())))
+                                   sorted(listing.reports.items()), self._revisions[mailbox]))
 
     def listing(self, mailbox: str) -> MailboxListing:
         found = self._listings.get(mailbox)
         if found is not None:
             return found
         listing = MailboxListing()
+        ids: dict[str, str] = {}
         for part in PARTS:
             base = self.root / "spaces" / mailbox / part
+            tree: dict[str, Any] = {}
             for rel in walk_files(base):
-                data = (base / rel).read_bytes()
-                key = str(pygit2.hash(data))
-                self._blobs[key] = data
+                key = self._read(base / rel)
                 if part == "reported":
                     listing.reports[rel] = (f"spaces/{mailbox}/reported/{rel}", key)
-                else:
-                    (listing.objects if part == "objects" else listing.patches)[rel.rsplit(".", 1)[0]] = key
+                    continue
+                (listing.objects if part == "objects" else listing.patches)[rel.rsplit(".", 1)[0]] = key
+                put(tree, rel, key)  # type: ignore[arg-type]
+            ids[part] = files_tree_id(tree)
+        for name in REVISION_FILES:
+            path = self.root / "spaces" / mailbox / name
+            ids[name] = self._read(path) if path.is_file() and not path.is_symlink() else ""
         self._listings[mailbox] = listing
+        self._revisions[mailbox] = revision_of(ids)
         return listing
+
+    def _read(self, path: Path) -> str:
+        data = path.read_bytes()
+        key = str(pygit2.hash(data))
+        self._blobs[key] = data
+        return key
 
     def blob(self, key: str) -> bytes:
         return self._blobs[key]
+
+    def revision(self, mailbox: str) -> str:
+        self.listing(mailbox)
+        return self._revisions[mailbox]
+
+    def problems_file(self, space: str) -> str:
+        path = self.root / problems_root(space)
+        return self._read(path) if path.is_file() and not path.is_symlink() else ""
 
 
 def load_memo(path: Path | None) -> StatusMemo:
