@@ -98,69 +98,93 @@ def commit_cycle(path: Path, ref: str, do_reconcile: bool = True, do_status: boo
                  guard: Shutdown | None = None) -> CycleCommit:
     """Reconcile, fold in and summarize the branch head of a bare clone, then commit it all once."""
     from . import app
-    from .core.status import STATUS_MD, StatusMemo
+    from .core.status import StatusMemo
     from .io import git
     from .io.cache import DiskCache
-    guard = guard or Shutdown()
     src = app.open_branch(path, ref)
-    repo: Any = src.repo
-    base: Any = src.commit
-    ref_name = str(src.ref_name)
-    if git.is_checked_out(repo, ref_name):
-        raise KsgitopsError(f"{ref_name} is checked out here: one commit per cycle needs a bare clone")
-    cache = cache or DiskCache.for_git_dir(repo.path)
-    steps = _Trees(repo, base.tree, guard)
-    result = None
+    if git.is_checked_out(src.repo, str(src.ref_name)):  # type: ignore[arg-type]
+        raise KsgitopsError(f"{src.ref_name} is checked out here: one commit per cycle needs a bare clone")
+    cycle = _OneCommit(src, cache or DiskCache.for_git_dir(src.repo.path), guard or Shutdown())  # type: ignore[attr-defined]
     if do_reconcile:
-        with guard.computing():
-            result = app.reconcile_reusing(src, cache, progress)
-        steps.apply(result.generated)
-    reconciled_index = git.TreeIndex(repo, steps.tree)
-    folded = status_result = output = None
+        cycle.reconcile(progress)
     if do_status:
-        with guard.computing():
-            folded, _ = app.plan_fold_in(_at(src, steps.tree), cache.content)
-        steps.apply(folded.generated)
-        with guard.computing():
-            status_result, output = app.summarize_commit(_at(src, steps.tree), cache.content,
-                                                         StatusMemo() if memo is None else memo)
-        steps.apply({**output.generated, STATUS_MD: output.markdown})
-    old, new = git.TreeIndex(repo, base.tree), git.TreeIndex(repo, steps.tree)
-    reconciled_roots = git.changed_roots(old, reconciled_index, list(result.generated)) if result else []
-    config = (result or status_result).config  # type: ignore[union-attr]
-    made = CycleCommit(app.source_of(base), None, None, None,
-                       [root.split("/")[1] for root in reconciled_roots if root.count("/") == 1],
-                       folded.folded if folded else [],
-                       git.changed_roots(old, new, [*output.generated, STATUS_MD]) if output else [])
-    if reconciled_roots:
-        made.source = str(base.id)
-    guard.checkpoint()
-    committed = git.commit_generated(repo, ref_name, base, _changed_entries(repo, old, new, steps.roots),
-                                     git.signature(config.author_name, config.author_email),
-                                     _message(config, made, bool(reconciled_roots)))
-    made.commit = committed.commit
-    if result is not None:
-        cache.save(app.clean_mailboxes(result, new))
-        made.reconciled = app.ReconcileOutcome(result, reconciled_roots, committed.commit)
-    else:
-        cache.save_content()
-    if status_result is not None and folded is not None:
-        problems = sorted(set(status_result.problems + output.problems + folded.problems))  # type: ignore[union-attr]
-        fold = app.FoldOutcome(committed.commit if folded.folded else None, folded.folded, folded.problems)
-        made.status = app.StatusOutcome(status_result, output, made.status_files, problems, committed.commit, fold)
-    return made
+        cycle.summarize(StatusMemo() if memo is None else memo)
+    return cycle.commit()
 
 
-class _Trees:
-    """The tree a cycle builds, step by step, in memory: objects are written, no ref moves."""
+class _OneCommit:
+    """One cycle's tree, built step by step in memory (objects are written, no ref moves), then
+    committed once on top of the source commit."""
 
-    def __init__(self, repo: Any, tree: Any, guard: Shutdown) -> None:
+    def __init__(self, src: Source, cache: Any, guard: Shutdown) -> None:
         from .io import git
-        self.repo, self.tree, self.guard = repo, tree, guard
+        repo: Any = src.repo
+        base: Any = src.commit
+        self.src, self.cache, self.guard, self.repo, self.base = src, cache, guard, repo, base
         self.writer = git.TreeWriter(repo)
+        self.tree = self.reconciled_tree = base.tree
         self.roots: list[str] = []  # the owned roots written, outermost first where they nest
+        self.result: Any = None  # the reconcile's core.pipeline.Result
+        self.folded: Any = None  # io.foldin.FoldIn
+        self.status: Any = None  # (Result, core.status.StatusOutput)
 
-    def apply(self, generated: dict[str, Any]) -> None:
+    def reconcile(self, progress: Callable[[int, int], None] | None) -> None:
+        from . import app
+        with self.guard.computing():
+            self.result = app.reconcile_reusing(self.src, self.cache, progress)
+        self._apply(self.result.generated)
+        self.reconciled_tree = self.tree
+
+    def summarize(self, memo: Any) -> None:
+        from . import app
+        from .core.status import STATUS_MD
+        with self.guard.computing():
+            self.folded, _ = app.plan_fold_in(self._source(), self.cache.content)
+        self._apply(self.folded.generated)
+        with self.guard.computing():
+            self.status = app.summarize_commit(self._source(), self.cache.content, memo)
+        output = self.status[1]
+        self._apply({**output.generated, STATUS_MD: output.markdown})
+
+    def commit(self) -> CycleCommit:
+        from . import app
+        from .io import git
+        old, new = git.TreeIndex(self.repo, self.base.tree), git.TreeIndex(self.repo, self.tree)
+        made, reconciled_roots = self._describe(old, new)
+        config = (self.result or self.status[0]).config
+        self.guard.checkpoint()
+        committed = git.commit_generated(self.repo, str(self.src.ref_name), self.base,
+                                         _changed_entries(self.repo, old, new, self.roots),
+                                         git.signature(config.author_name, config.author_email),
+                                         _message(config, made, bool(reconciled_roots)))
+        made.commit = committed.commit
+        if self.result is not None:
+            self.cache.save(app.clean_mailboxes(self.result, new))
+            made.reconciled = app.ReconcileOutcome(self.result, reconciled_roots, committed.commit)
+        else:
+            self.cache.save_content()
+        if self.status is not None:
+            result, output = self.status
+            problems = sorted(set(result.problems + output.problems + self.folded.problems))
+            fold = app.FoldOutcome(committed.commit if self.folded.folded else None, self.folded.folded,
+                                   self.folded.problems)
+            made.status = app.StatusOutcome(result, output, made.status_files, problems, committed.commit, fold)
+        return made
+
+    def _describe(self, old: Any, new: Any) -> tuple[CycleCommit, list[str]]:
+        """What the commit will hold, and the reconcile's roots that changed."""
+        from . import app
+        from .core.status import STATUS_MD
+        from .io import git
+        reconciled_roots = git.changed_roots(old, git.TreeIndex(self.repo, self.reconciled_tree),
+                                             list(self.result.generated)) if self.result else []
+        status_roots = [*self.status[1].generated, STATUS_MD] if self.status else []
+        made = CycleCommit(str(self.base.id) if reconciled_roots else app.source_of(self.base), None, None, None,
+                           [root.split("/")[1] for root in reconciled_roots if root.count("/") == 1],
+                           self.folded.folded if self.folded else [], git.changed_roots(old, new, status_roots))
+        return made, reconciled_roots
+
+    def _apply(self, generated: dict[str, Any]) -> None:
         from .io import git
         if not generated:
             return
@@ -168,12 +192,12 @@ class _Trees:
         self.tree = git.tree_at(self.repo, self.writer.apply(self.tree, generated))
         self.roots += [r for r in generated if not any(r.startswith(f"{outer}/") for outer in self.roots)]
 
-
-def _at(src: Source, tree: Any) -> Source:
-    """`src` with its snapshot on `tree` (a tree of the cycle, not committed yet)."""
-    from . import app
-    from .io import git
-    return app.Source(src.path, git.TreeSnapshot(src.repo, tree), src.repo, src.commit, src.ref_name)  # type: ignore[arg-type]
+    def _source(self) -> Source:
+        """The source commit, read through the tree built so far."""
+        from . import app
+        from .io import git
+        return app.Source(self.src.path, git.TreeSnapshot(self.repo, self.tree), self.repo, self.base,
+                          self.src.ref_name)
 
 
 def _changed_entries(repo: Any, old: Any, new: Any, roots: list[str]) -> dict[str, Any]:

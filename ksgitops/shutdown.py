@@ -33,9 +33,12 @@ class Shutdown:
         self._computing = 0
 
     def install(self) -> None:
-        """Handle SIGTERM and SIGINT in this (the main) thread."""
+        """Handle SIGTERM and SIGINT in this (the main) thread. System calls a signal interrupts
+        are restarted (SA_RESTART): libgit2 does not retry an interrupted socket read, so without
+        it a signal would make a fetch or push under way fail."""
         for sig in (signal.SIGTERM, signal.SIGINT):
             signal.signal(sig, self.on_signal)
+            signal.siginterrupt(sig, False)
 
     def on_signal(self, signum: int = signal.SIGTERM, frame: FrameType | None = None) -> None:
         if not self.requested.is_set():

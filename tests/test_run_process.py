@@ -118,21 +118,30 @@ def test_the_git_directory_of_a_work_tree_is_refused(tmp_path: Path) -> None:
 
 # --- signals -----------------------------------------------------------------------------------------
 
-def test_sigterm_finishes_the_cycle_under_way_then_exits_0(git_daemon: GitDaemon, tmp_path: Path) -> None:  # noqa: F811
-    bare = served_example(git_daemon, tmp_path)
-    seed = remote_head(bare)
-    proc = start("--repo", git_daemon.url("fleet.git"), "--interval", "60", "--workdir", str(tmp_path / "work"))
+def run_until_signalled(url: str, workdir: Path, signals: int) -> tuple[int, str, list[dict]]:
+    """`ksgitops run` on `url`, sent `signals` SIGTERMs once its first cycle is under way (its
+    clone is ready): (exit code, stderr, the JSON log events)."""
+    proc = start("--repo", url, "--interval", "60", "--workdir", str(workdir))
     try:
-        wait_for_event(proc, "clone")  # the first cycle is under way
-        proc.send_signal(signal.SIGTERM)
+        seen = wait_for_event(proc, "clone")
+        for i in range(signals):
+            if i:
+                time.sleep(0.2)  # two signals at once would be one (the kernel does not queue them)
+            proc.send_signal(signal.SIGTERM)
         _, err = proc.communicate(timeout=60)
     finally:
         if proc.poll() is None:
             proc.kill()
-    assert proc.returncode == 0, err
-    logged = [json.loads(line) for line in err.splitlines() if line.startswith("{")]
-    cycle = [e for e in logged if e.get("event") == "cycle"]
-    assert [(e["action"], e["pushed"]) for e in cycle] == [("reconciled", True)]  # finished, and no other
+    return proc.returncode, err, seen + [json.loads(line) for line in err.splitlines() if line.startswith("{")]
+
+
+def test_sigterm_finishes_the_cycle_under_way_then_exits_0(git_daemon: GitDaemon, tmp_path: Path) -> None:  # noqa: F811
+    bare = served_example(git_daemon, tmp_path)
+    seed = remote_head(bare)
+    code, err, logged = run_until_signalled(git_daemon.url("fleet.git"), tmp_path / "work", 1)
+    assert code == 0, err
+    cycle = [e for e in logged if e.get("event") in ("cycle", "cycle-failed")]
+    assert [(e["action"], e["pushed"]) for e in cycle] == [("reconciled", True)], err  # finished, and no other
     assert logged[-1]["event"] == "stop" and logged[-1]["abandoned"] is False
     assert git(bare, "rev-parse", f"{BRANCH}^") == seed and remote_head(bare) == cycle[0]["commit"]
 
@@ -146,21 +155,11 @@ def test_a_second_sigterm_abandons_a_long_reconcile_between_write_steps(git_daem
     fleet.generate(tmp_path / "big", 600, 100)  # a reconcile of some seconds
     bare = git_daemon.bare("fleet.git", git_init(tmp_path / "big"))
     seed = remote_head(bare)
-    proc = start("--repo", git_daemon.url("fleet.git"), "--interval", "60", "--workdir", str(tmp_path / "work"))
-    try:
-        wait_for_event(proc, "clone")
-        proc.send_signal(signal.SIGTERM)
-        time.sleep(0.2)  # two signals at once would be one (the kernel does not queue them)
-        proc.send_signal(signal.SIGTERM)
-        _, err = proc.communicate(timeout=60)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-    assert proc.returncode == 0, err
-    assert "Traceback" not in err
-    logged = [json.loads(line) for line in err.splitlines() if line.startswith("{")]
-    assert not [e for e in logged if e.get("event") == "cycle"]  # the rest of the cycle was skipped
-    assert logged[-1]["event"] == "stop" and logged[-1]["abandoned"] is True
+    code, err, logged = run_until_signalled(git_daemon.url("fleet.git"), tmp_path / "work", 2)
+    assert code == 0 and "Traceback" not in err, err
+    messages = [e["message"] for e in logged]
+    assert not [e for e in logged if e.get("event") in ("cycle", "cycle-failed")], messages  # the rest was skipped
+    assert logged[-1]["event"] == "stop" and logged[-1]["abandoned"] is True, messages
     assert remote_head(bare) == seed
     for repo in [bare, *(tmp_path / "work").glob("*.git")]:
         check = subprocess.run(["git", "-C", str(repo), "fsck", "--no-dangling"], capture_output=True, text=True)
