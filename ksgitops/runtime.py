@@ -76,18 +76,18 @@ class CycleResult:
             return f"cycle: idle, nothing new at {self.head[:12]} {took}"
         if self.action == "generated-only":
             return f"cycle: {self.head[:12]} touched only generated files, nothing to do {took}"
-        what = ", ".join(text for n, text in ((self.changed_wecs, f"{_n(self.changed_wecs, 'WEC')} changed"),
-                                              (self.folded_wecs, f"reports of {_n(self.folded_wecs, 'WEC')} folded in"),
-                                              (self.status_files, f"{_n(self.status_files, 'status file')} changed"))
-                         if n)
-        source = "the work tree" if self.action == "local" else f"source {self.source[:12]}"
+        what = f" ({self.changes()})" if self.changes() else ""
         if self.action == "local":
-            done = f"written ({what})" if what else "nothing changed"
-        elif self.commit:
-            done = f"committed {self.commit[:12]} ({what}), {'pushed' if self.pushed else 'not pushed'}"
-        else:
-            done = "nothing changed, no commit"
-        return f"cycle: {self.action} {source}: {done} {took}"
+            return f"cycle: local, the work tree: {f'written{what}' if what else 'nothing changed'} {took}"
+        done = f"committed {self.commit[:12]}{what}, {'pushed' if self.pushed else 'not pushed'}" if self.commit \
+            else "nothing changed, no commit"
+        return f"cycle: {self.action} source {self.source[:12]}: {done} {took}"
+
+    def changes(self) -> str:
+        counted = ((self.changed_wecs, f"{_n(self.changed_wecs, 'WEC')} changed"),
+                   (self.folded_wecs, f"reports of {_n(self.folded_wecs, 'WEC')} folded in"),
+                   (self.status_files, f"{_n(self.status_files, 'status file')} changed"))
+        return ", ".join(text for n, text in counted if n)
 
     def fields(self) -> dict[str, Any]:
         """The same facts for the JSON log."""

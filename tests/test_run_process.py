@@ -118,12 +118,12 @@ def test_the_git_directory_of_a_work_tree_is_refused(tmp_path: Path) -> None:
 
 # --- signals -----------------------------------------------------------------------------------------
 
-def run_until_signalled(url: str, workdir: Path, signals: int) -> tuple[int, str, list[dict]]:
-    """`ksgitops run` on `url`, sent `signals` SIGTERMs once its first cycle is under way (its
-    clone is ready): (exit code, stderr, the JSON log events)."""
+def run_until_signalled(url: str, workdir: Path, signals: int, after: str = "clone") -> tuple[int, str, list[dict]]:
+    """`ksgitops run` on `url` (polling every 60 s), sent `signals` SIGTERMs once it logged `after`
+    (its clone is ready: the first cycle is under way): (exit code, stderr, the JSON log events)."""
     proc = start("--repo", url, "--interval", "60", "--workdir", str(workdir))
     try:
-        seen = wait_for_event(proc, "clone")
+        seen = wait_for_event(proc, after)
         for i in range(signals):
             if i:
                 time.sleep(0.2)  # two signals at once would be one (the kernel does not queue them)
@@ -144,6 +144,15 @@ def test_sigterm_finishes_the_cycle_under_way_then_exits_0(git_daemon: GitDaemon
     assert [(e["action"], e["pushed"]) for e in cycle] == [("reconciled", True)], err  # finished, and no other
     assert logged[-1]["event"] == "stop" and logged[-1]["abandoned"] is False
     assert git(bare, "rev-parse", f"{BRANCH}^") == seed and remote_head(bare) == cycle[0]["commit"]
+
+
+def test_sigterm_while_waiting_for_the_next_poll_exits_at_once(git_daemon: GitDaemon, tmp_path: Path) -> None:  # noqa: F811
+    served_example(git_daemon, tmp_path)
+    started = time.monotonic()
+    code, err, logged = run_until_signalled(git_daemon.url("fleet.git"), tmp_path / "work", 1, after="cycle")
+    assert code == 0, err
+    assert time.monotonic() - started < 30  # not the 60 s interval
+    assert [e["event"] for e in logged][-2:] == ["cycle", "stop"]
 
 
 def test_a_second_sigterm_abandons_a_long_reconcile_between_write_steps(git_daemon: GitDaemon, tmp_path: Path) -> None:  # noqa: F811

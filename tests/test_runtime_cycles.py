@@ -242,3 +242,16 @@ def test_failure_reasons_are_scrubbed_one_line_and_bounded() -> None:
     assert len(runtime.failure_reason(KsgitopsError("x" * 5000))) == runtime.MAX_REASON
     assert runtime.failure_reason(ZeroDivisionError("secret detail")) == (
         "internal error (ZeroDivisionError); the next cycle starts afresh")
+
+
+def test_local_mode_logs_what_it_wrote(example: Path, log_lines: tuple[io.StringIO, io.StringIO]) -> None:
+    rt = runtime.LocalRuntime(example, Observer())
+    assert runtime.loop(rt, 0.1, threading.Event(), once=True) == 0
+    assert runtime.loop(rt, 0.1, threading.Event(), once=True) == 0
+    text, data = log_lines
+    lines = [line for line in text.getvalue().splitlines() if line.startswith("cycle: ")]
+    assert re.fullmatch(r"cycle: local, the work tree: written \(2 WECs changed, \d+ status files changed\) "
+                        r"in \d+\.\d+s", lines[0]), lines
+    assert re.fullmatch(r"cycle: local, the work tree: nothing changed in \d+\.\d+s", lines[1]), lines
+    first = events(data, "cycle")[0]
+    assert (first["source"], first["commit"], first["changedWecs"], first["pushed"]) == ("worktree", None, 2, False)
