@@ -237,9 +237,15 @@ def test_reconcile_push_recomputes_when_the_remote_moved(git_daemon: GitDaemon, 
     fast_forward_only(bare)
 
 
-def test_push_gives_up_loudly_after_the_bound(git_daemon: GitDaemon, tmp_path: Path) -> None:
+@pytest.mark.parametrize("one_commit", [False, True], ids=["reconcile-push", "run-cycle"])
+def test_push_gives_up_loudly_after_the_bound(git_daemon: GitDaemon, tmp_path: Path, one_commit: bool) -> None:
+    """`reconcile --push` in a checkout, and a `run` cycle (reconcile + status, one commit) in a bare clone."""
     bare = served_example(git_daemon, tmp_path)
-    mine = human_clone(git_daemon, tmp_path, who="ci")
+    mine = tmp_path / "ci.git"
+    if one_commit:
+        subprocess.run(["git", "clone", "-q", "--bare", git_daemon.url("fleet.git"), str(mine)], check=True)
+    else:
+        mine = human_clone(git_daemon, tmp_path, who="ci")
     other = human_clone(git_daemon, tmp_path, who="other")
     retries: list[str] = []
 
@@ -248,8 +254,8 @@ def test_push_gives_up_loudly_after_the_bound(git_daemon: GitDaemon, tmp_path: P
             flip_env(other, "spaces/imw1/florin.yaml", f"race {len(retries)}")
 
     with pytest.raises(GitError) as info:
-        app.publish(mine, BRANCH, retries=2, sleep=lambda s: None, progress=meanwhile,
-                    on_retry=lambda attempt, reason: retries.append(reason))
+        app.publish(mine, BRANCH, retries=2, sleep=lambda s: None, progress=meanwhile, do_status=one_commit,
+                    one_commit=one_commit, on_retry=lambda attempt, reason: retries.append(reason))
     assert "gave up after 3 attempts" in str(info.value.problems[0]) and len(retries) == 2
     assert trailer(bare) is None  # the remote holds only the other's commits
     fast_forward_only(bare)

@@ -20,12 +20,12 @@ import pytest
 
 from conftest import git
 from gitdaemon import GitDaemon, git_daemon  # noqa: F401 - the fixture
-from ksgitops import app, runtime
+from ksgitops import runtime
 from ksgitops.core.repoconfig import SOURCE_TRAILER
 from ksgitops.io.serve import JsonFormatter, Observer
 from ksgitops.model import GitError, KsgitopsError, Origin, Problem
-from test_runtime import (BRANCH, fast_forward_only, flip_env, fresh_generated, generated_ids, human_clone,
-                          human_edit, remote_head, remote_runtime, served_example, trailer)
+from test_runtime import (BRANCH, fast_forward_only, fresh_generated, generated_ids, human_clone, human_edit,
+                          remote_head, remote_runtime, served_example)
 
 REPORT = ('{"object": {"apiVersion": "v1", "kind": "ConfigMap", "namespace": "commonstuff", "name": "httpd-htdocs"},'
           ' "reportedAt": "2030-01-01T00:00:00Z"}\n')
@@ -114,30 +114,6 @@ def test_each_cycle_is_one_commit_on_the_remote(git_daemon: GitDaemon, tmp_path:
     assert len(commits) == 4  # three cycles, one commit each, and the human's
     fast_forward_only(bare)
     assert generated_ids(bare) == fresh_generated(bare, tmp_path, "two-step")
-
-
-def test_one_commit_cycles_recompute_on_a_moved_remote_and_give_up_loudly_after_the_bound(
-        git_daemon: GitDaemon, tmp_path: Path) -> None:  # noqa: F811
-    bare = served_example(git_daemon, tmp_path)
-    clone = tmp_path / "clone.git"
-    subprocess.run(["git", "clone", "-q", "--bare", git_daemon.url("fleet.git"), str(clone)], check=True)
-    other = human_clone(git_daemon, tmp_path, who="other")
-    retries: list[str] = []
-
-    def meanwhile(done: int, total: int) -> None:  # someone pushes while every attempt reconciles
-        if done == 1:
-            flip_env(other, "spaces/imw1/florin.yaml", f"race {len(retries)}")
-
-    with pytest.raises(GitError) as info:
-        app.publish(clone, BRANCH, retries=2, do_status=True, one_commit=True, sleep=lambda s: None,
-                    progress=meanwhile, on_retry=lambda attempt, reason: retries.append(reason))
-    assert "gave up after 3 attempts" in str(info.value.problems[0]) and len(retries) == 2
-    assert trailer(bare) is None  # the remote holds only the other's commits
-    fast_forward_only(bare)
-    published = app.publish(clone, BRANCH, do_status=True, one_commit=True, sleep=lambda s: None)
-    assert published.pushed and published.cycle is not None and published.cycle.commit == remote_head(bare)
-    assert trailer(bare) == git(bare, "rev-parse", f"{BRANCH}^") == git(other, "rev-parse", "HEAD")
-    fast_forward_only(bare)
 
 
 def test_a_cycle_with_nothing_to_change_commits_nothing(git_daemon: GitDaemon, tmp_path: Path,  # noqa: F811
