@@ -6,8 +6,8 @@ A synthetic fleet (fleet.py) is committed and served with `git daemon` on 127.0.
 polls it (its own bare clone, JSON logs, probes on a free port). After the first cycle:
 - idle cycles: the `seconds` of cycles that found nothing new (fetch + compare), from its logs;
 - latency: a "human" pushes one Location label change with the git CLI; the clock runs from the
-  push's return until `git ls-remote` shows the branch moved past it (the reconciled commits
-  pushed), polled every 20 ms. Repeated `--rounds` times.
+  push's return until `git ls-remote` shows the branch moved past it (the cycle's one
+  commit pushed), polled every 20 ms. Repeated `--rounds` times.
 Target: latency ≤ 2 s + the poll interval; an idle cycle ≤ 0.2 s.
 """
 from __future__ import annotations

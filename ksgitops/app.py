@@ -93,19 +93,26 @@ def reconcile_commit(path: Path, source: str, progress: Callable[[int, int], Non
     src = open_branch(path, source)
     cache = cache or DiskCache.for_git_dir(src.repo.path)  # type: ignore[attr-defined]
     base = src.snapshot.index  # type: ignore[attr-defined]
-
-    def reuse(mailbox: str, digest: str) -> bool:
-        cached = cache.mailboxes.get(mailbox)
-        return cached is not None and cached == (digest, base.entry_id(f"spaces/{mailbox}"))
-
-    result = compute(src, cache.content, progress, reuse)
+    result = reconcile_reusing(src, cache, progress)
     _warn_uncommitted(src, result)
     config = result.config
     committed = _commit_on_branch(src, result.generated, config, config.commit_message(str(src.commit.id)))  # type: ignore[attr-defined]
     new = git.TreeIndex(src.repo, src.repo[committed.tree])  # type: ignore[arg-type, index]
     roots = git.changed_roots(base, new, list(result.generated))
-    cache.save(_clean_mailboxes(result, new))
+    cache.save(clean_mailboxes(result, new))
     return ReconcileOutcome(result, roots, committed.commit)
+
+
+def reconcile_reusing(src: Source, cache: Any, progress: Callable[[int, int], None] | None = None) -> Result:
+    """The pipeline over a commit, reusing each mailbox whose input digest and committed tree are
+    both as `cache` (a DiskCache) recorded."""
+    base = src.snapshot.index  # type: ignore[attr-defined]
+
+    def reuse(mailbox: str, digest: str) -> bool:
+        cached = cache.mailboxes.get(mailbox)
+        return cached is not None and cached == (digest, base.entry_id(f"spaces/{mailbox}"))
+
+    return compute(src, cache.content, progress, reuse)
 
 
 def open_branch(path: Path, source: str) -> Source:
@@ -125,7 +132,7 @@ def _commit_on_branch(src: Source, generated: Any, config: Any, message: str) ->
                                 checkout=git.is_checked_out(src.repo, src.ref_name))  # type: ignore[arg-type]
 
 
-def _clean_mailboxes(result: Result, tree: Any) -> dict[str, tuple[str, str]]:
+def clean_mailboxes(result: Result, tree: Any) -> dict[str, tuple[str, str]]:
     """(digest, tree id) of every mailbox without problems: safe to reuse next time."""
     troubled = {p.wec for p in result.problems if p.wec}
     return {mb: (digest, tree.entry_id(f"spaces/{mb}")) for mb, digest in result.digests.items()
@@ -255,19 +262,25 @@ FOLD_SUBJECT = "ksgitops: fold in reports of {affected} WECs"
 
 def fold_in(path: Path, source: str = "HEAD", cache: Any = None) -> FoldOutcome:
     """Commit the per-WEC report refs' reported/ and upsynced/ into their mailboxes (io/foldin.py)."""
-    from .core.load import load
-    from .io import foldin
     from .io.cache import DiskCache
     src = open_branch(path, source)
     cache = cache or DiskCache.for_git_dir(src.repo.path)  # type: ignore[attr-defined]
-    loaded = load(src.snapshot, cache.content)
-    planned = foldin.plan(src.repo, src.snapshot.index, set(loaded.mailboxes))  # type: ignore[arg-type, attr-defined]
+    planned, loaded = plan_fold_in(src, cache.content)
     if not planned.generated:
         return FoldOutcome(None, [], planned.problems)
     config, _ = parse_repo_config(loaded.config)
-    message = config.commit_message(_source_of(src.commit), len(planned.folded), subject=FOLD_SUBJECT)
+    message = config.commit_message(source_of(src.commit), len(planned.folded), subject=FOLD_SUBJECT)
     committed = _commit_on_branch(src, planned.generated, config, message)
     return FoldOutcome(committed.commit, planned.folded, planned.problems)
+
+
+def plan_fold_in(src: Source, content: MutableMapping[Any, Any]) -> tuple[Any, Any]:
+    """What folding the report refs into the commit's mailboxes writes (io/foldin.FoldIn), and the
+    commit's loaded sources."""
+    from .core.load import load
+    from .io import foldin
+    loaded = load(src.snapshot, content)
+    return foldin.plan(src.repo, src.snapshot.index, set(loaded.mailboxes)), loaded  # type: ignore[arg-type, attr-defined]
 
 
 def status_commit(path: Path, source: str = "HEAD", memo: Any = None, cache: Any = None,
@@ -276,7 +289,7 @@ def status_commit(path: Path, source: str = "HEAD", memo: Any = None, cache: Any
     commit the summary on that branch, only when a summary changed. Reads commits, not the work
     tree (bare repositories work). A long-running caller keeps `memo` (StatusMemo) and `cache`
     (DiskCache) in memory."""
-    from .core.status import STATUS_MD, summarize
+    from .core.status import STATUS_MD
     from .io import git
     from .io import status_sources as ss
     from .io.cache import DiskCache
@@ -286,15 +299,14 @@ def status_commit(path: Path, source: str = "HEAD", memo: Any = None, cache: Any
     if folded.commit:
         src = open_branch(path, source)  # the branch moved
     repo, commit = src.repo, src.commit
-    result = placements_only(src, cache.content)
-    cache.save_content()
     memo_file = ss.memo_path(repo.path, "git") if memo is None else None  # type: ignore[attr-defined]
     memo = ss.load_memo(memo_file) if memo is None else memo
+    result, output = summarize_commit(src, cache.content, memo)
+    cache.save_content()
     base = src.snapshot.index  # type: ignore[attr-defined]
-    output = summarize(result, ss.GitStatusSource(repo, base), memo, result.config.status_limit)  # type: ignore[arg-type]
     generated = {**output.generated, STATUS_MD: output.markdown}
     config = result.config
-    committed = _commit_on_branch(src, generated, config, config.commit_message(_source_of(commit), subject=STATUS_SUBJECT))
+    committed = _commit_on_branch(src, generated, config, config.commit_message(source_of(commit), subject=STATUS_SUBJECT))
     new = git.TreeIndex(repo, repo[committed.tree])  # type: ignore[arg-type, index]
     ss.save_memo(memo_file, memo)
     return StatusOutcome(result, output, git.changed_roots(base, new, list(generated)),
@@ -302,83 +314,21 @@ def status_commit(path: Path, source: str = "HEAD", memo: Any = None, cache: Any
                          folded)
 
 
-def _source_of(commit: Any) -> str:
+def summarize_commit(src: Source, content: MutableMapping[Any, Any], memo: Any) -> tuple[Result, Any]:
+    """The placements and the status summary (core.status.StatusOutput) of a commit's mailboxes."""
+    from .core.status import summarize
+    from .io import status_sources as ss
+    result = placements_only(src, content)
+    source = ss.GitStatusSource(src.repo, src.snapshot.index)  # type: ignore[arg-type, attr-defined]
+    return result, summarize(result, source, memo, result.config.status_limit)
+
+
+def source_of(commit: Any) -> str:
     """The source commit a commit stands for: its Ksgitops-Source trailer, else itself."""
     from .core.repoconfig import SOURCE_TRAILER, trailers
     return trailers(str(commit.message)).get(SOURCE_TRAILER) or str(commit.id)
 
 
-# --- publishing: commit, then push without force, recomputing on a moved remote ----------------------
-
-@dataclass
-class PublishOutcome:
-    reconciled: ReconcileOutcome | None
-    status: StatusOutcome | None
-    head: str  # the branch head after the run (pushed when `pushed`)
-    pushed: bool
-    attempts: int
-
-
-def publish(path: Path, branch: str, remote: str = "origin", retries: int | None = None,
-            do_reconcile: bool = True, do_status: bool = False,
-            sleep: Callable[[float], None] | None = None, on_retry: Callable[[int, str], None] | None = None,
-            progress: Callable[[int, int], None] | None = None, cache: Any = None, memo: Any = None
-            ) -> PublishOutcome:
-    """Reconcile (and/or summarize) the branch head, commit, push. A refused push means the remote
-    moved: fetch, put the branch on the new upstream head (our commits are dropped: generated files
-    are recomputed, never merged), recompute, push again, with jittered backoff, `retries` times
-    (default RepoConfig pushRetries); then fail loudly (GitError, exit 3). Never a forced push."""
-    import random
-    import time
-
-    from .io import git, remote as remotes
-    repo = git.open_repo(path)
-    ref = f"refs/heads/{branch}"
-    wait = sleep or time.sleep
-    attempt = 0
-    while True:
-        attempt += 1
-        reconciled = reconcile_commit(path, ref, progress, cache) if do_reconcile else None
-        status = status_commit(path, ref, memo, cache) if do_status else None
-        limit = (reconciled or status).result.config.push_retries if retries is None else retries  # type: ignore[union-attr]
-        head = repo.references[ref].target
-        tracking = repo.references.get(f"refs/remotes/{remote}/{branch}")
-        if tracking is not None and tracking.target == head:
-            return PublishOutcome(reconciled, status, str(head), False, attempt)
-        try:
-            remotes.push(repo, branch, remote)
-            return PublishOutcome(reconciled, status, str(head), True, attempt)
-        except remotes.PushRejected as rejected:
-            if attempt > limit:
-                raise git.GitError(f"{rejected.problems[0].message}; gave up after {attempt} attempts "
-                                   f"(nothing was forced; run again)") from None
-            if on_retry is not None:
-                on_retry(attempt, rejected.problems[0].message)
-            wait(min(30.0, 0.25 * 2 ** (attempt - 1)) * (0.5 + random.random()))
-            upstream = remotes.fetch(repo, branch, remote)
-            move_branch(repo, ref, upstream)
-
-
-def branch_of(path: Path, source: str) -> str:
-    """The branch name a --source names (HEAD: the checked-out branch)."""
-    from .io import git
-    ref = git.branch_ref(git.open_repo(path), source)
-    if ref is None:
-        raise KsgitopsError(f"--push needs a branch, not {source!r}")
-    return ref[len("refs/heads/"):]
-
-
-def move_branch(repo: Any, ref: str, target: Any) -> None:
-    """Put a branch on `target`. In a checkout of that branch, the work tree and index follow, and
-    uncommitted changes to tracked files stop it (they would be lost)."""
-    from .io import git
-    if git.is_checked_out(repo, ref):
-        import pygit2
-        dirty = [p for p, flags in repo.status(untracked_files="no").items()
-                 if flags not in (pygit2.GIT_STATUS_CURRENT, pygit2.GIT_STATUS_IGNORED)]
-        if dirty:
-            raise git.GitError(f"the remote moved and the work tree has uncommitted changes "
-                               f"({', '.join(sorted(dirty)[:3])}); commit or stash them and run again")
-        repo.reset(target, pygit2.enums.ResetMode.HARD)
-    else:
-        repo.references.create(ref, target, force=True)
+# --- publishing (publish.py): commit, then push without force, recomputing on a moved remote --------
+# Imported last: publish.py reaches back into this module, at call time only.
+from .publish import PublishOutcome, branch_of, move_branch, publish  # noqa: E402

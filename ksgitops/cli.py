@@ -319,44 +319,55 @@ def fold_in_cmd(repo: Path, source: str, output: str) -> None:
     click.echo(f"{len(outcome.folded)} WECs' reports folded in, {what}")
 
 
+SECONDS = click.FloatRange(min=0, max=7 * 86400, min_open=True)  # more than 0, at most a week
+
+
+def _seconds(ctx: click.Context, param: click.Parameter, value: float) -> float:
+    if value != value:  # NaN passes every range check
+        raise click.BadParameter(f"{value} is not a number of seconds.", ctx, param)
+    return value
+
+
 @cli.command(name="run")
-@click.option("--repo", "repo_arg", required=True, help="A git URL (cloned bare into --workdir) or a local work tree.")
+@click.option("--repo", "repo_arg", required=True, help="A git URL or bare repository (cloned), or a work tree.")
 @click.option("--branch", default="main", show_default=True)
-@click.option("--interval", type=float, default=60.0, show_default=True, help="Seconds between polls.")
+@click.option("--interval", type=SECONDS, callback=_seconds, default=60.0, show_default=True,
+              help="Seconds between polls (> 0).")
 @click.option("--workdir", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Where clones live (default $KSGITOPS_WORKDIR, else ~/.cache/ksgitops).")
-@click.option("--port", type=int, default=8080, show_default=True, envvar="KSGITOPS_PORT",
+@click.option("--port", type=click.IntRange(0, 65535), default=8080, show_default=True, envvar="KSGITOPS_PORT",
               help="/healthz, /readyz, /metrics; 0: none (env KSGITOPS_PORT).")
 @click.option("--log-format", type=click.Choice(["text", "json"]), default="text", show_default=True)
-@click.option("--push-retries", type=int, default=None, help="Refused pushes to retry (default RepoConfig pushRetries).")
+@click.option("--push-retries", type=click.IntRange(min=0), help="Refused pushes to retry (default RepoConfig pushRetries).")
+@click.option("--max-backoff", type=SECONDS, callback=_seconds, default=300.0, show_default=True,
+              help="Longest wait after failed cycles (doubling from --interval, jittered).")
+@click.option("--unready-after", type=click.IntRange(min=1), default=3, show_default=True,
+              help="/readyz fails after this many failed cycles in a row.")
 @click.option("--no-status", is_flag=True, help="Reconcile only; do not summarize reported state.")
 @click.option("--watch", is_flag=True, help="Local work tree: react to file changes (debounced).")
 @click.option("--once", is_flag=True, help="Run one cycle and exit (0, or the failure's exit code).")
 def run_cmd(repo_arg: str, branch: str, interval: float, workdir: Path | None, port: int, log_format: str,
-            push_retries: int | None, no_status: bool, watch: bool, once: bool) -> None:
+            push_retries: int | None, max_backoff: float, unready_after: int, no_status: bool, watch: bool,
+            once: bool) -> None:
     """The long-running loop: poll (or watch), reconcile, summarize, commit, push."""
     import os
-    import signal
-    import threading
 
     from . import runtime
-    from .io.remote import is_url, redact
+    from .io.remote import redact
     from .io.serve import Observer, serve, setup_logging
+    from .shutdown import Shutdown
     logger = setup_logging(log_format)
-    observer = Observer(stall_after=max(300.0, 10 * interval))
-    stop = threading.Event()
-    signal.signal(signal.SIGTERM, lambda *_: stop.set())
-    signal.signal(signal.SIGINT, lambda *_: stop.set())
+    observer = Observer(stall_after=max(300.0, 10 * interval, 2 * max_backoff), unready_after=unready_after)
+    shutdown = Shutdown()
+    shutdown.install()
     server = serve(port, observer) if port else None
     try:
-        if is_url(repo_arg):
-            base = workdir or Path(os.environ.get("KSGITOPS_WORKDIR") or Path.home() / ".cache" / "ksgitops")
-            rt: Any = runtime.RemoteRuntime(repo_arg, branch, base, observer, push_retries, not no_status)
-        else:
-            rt = runtime.LocalRuntime(Path(repo_arg), observer, not no_status)
+        base = workdir or Path(os.environ.get("KSGITOPS_WORKDIR") or Path.home() / ".cache" / "ksgitops")
+        rt = runtime.open_runtime(repo_arg, branch, base, observer, push_retries, not no_status)
         logger.info(f"ksgitops {__version__} running on {redact(repo_arg)} (branch {branch})",
-                    extra={"fields": {"event": "start", "interval": interval}})
-        code = runtime.loop(rt, interval, stop, once=once, watch=watch)
+                    extra={"fields": {"event": "start", "interval": interval, "maxBackoff": max_backoff,
+                                      "port": server.port if server else None}})
+        code = runtime.loop(rt, interval, shutdown, once=once, watch=watch, max_backoff=max_backoff)
     finally:
         if server is not None:
             server.shutdown()

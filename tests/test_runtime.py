@@ -131,9 +131,9 @@ def test_cycles_reconcile_summarize_push_and_ignore_their_own_commits(git_daemon
     rt = remote_runtime(git_daemon, tmp_path)
     assert rt.repo.is_bare
     first = rt.cycle()
-    assert first.action == "reconciled" and first.pushed and len(first.commits) == 2  # reconcile + status
-    assert remote_head(bare) == first.head
-    assert trailer(bare) == sources and trailer(bare, f"{BRANCH}~1") == sources
+    assert first.action == "reconciled" and first.pushed and first.commit == first.head  # reconcile + status: one commit
+    assert remote_head(bare) == first.head and git(bare, "rev-parse", f"{BRANCH}~1") == sources
+    assert trailer(bare) == sources
     assert "[skip ci]" in git(bare, "log", "-1", "--format=%B")
     tree = git(bare, "ls-tree", "--name-only", BRANCH).split()
     assert "STATUS.md" in tree
@@ -178,7 +178,7 @@ def test_new_reports_are_summarized_without_reconciling(git_daemon: GitDaemon, t
     git(human, "commit", "-qm", "florin reports")
     git(human, "push", "-q", "origin", BRANCH)
     result = rt.cycle()
-    assert result.action == "summarized" and result.pushed and len(result.commits) == 1
+    assert result.action == "summarized" and result.pushed and result.commit == remote_head(bare)
     assert "2030-01-01T00:00:00Z" in git(bare, "show", f"{BRANCH}:STATUS.md")
 
 
@@ -237,9 +237,15 @@ def test_reconcile_push_recomputes_when_the_remote_moved(git_daemon: GitDaemon, 
     fast_forward_only(bare)
 
 
-def test_push_gives_up_loudly_after_the_bound(git_daemon: GitDaemon, tmp_path: Path) -> None:
+@pytest.mark.parametrize("one_commit", [False, True], ids=["reconcile-push", "run-cycle"])
+def test_push_gives_up_loudly_after_the_bound(git_daemon: GitDaemon, tmp_path: Path, one_commit: bool) -> None:
+    """`reconcile --push` in a checkout, and a `run` cycle (reconcile + status, one commit) in a bare clone."""
     bare = served_example(git_daemon, tmp_path)
-    mine = human_clone(git_daemon, tmp_path, who="ci")
+    mine = tmp_path / "ci.git"
+    if one_commit:
+        subprocess.run(["git", "clone", "-q", "--bare", git_daemon.url("fleet.git"), str(mine)], check=True)
+    else:
+        mine = human_clone(git_daemon, tmp_path, who="ci")
     other = human_clone(git_daemon, tmp_path, who="other")
     retries: list[str] = []
 
@@ -248,8 +254,8 @@ def test_push_gives_up_loudly_after_the_bound(git_daemon: GitDaemon, tmp_path: P
             flip_env(other, "spaces/imw1/florin.yaml", f"race {len(retries)}")
 
     with pytest.raises(GitError) as info:
-        app.publish(mine, BRANCH, retries=2, sleep=lambda s: None, progress=meanwhile,
-                    on_retry=lambda attempt, reason: retries.append(reason))
+        app.publish(mine, BRANCH, retries=2, sleep=lambda s: None, progress=meanwhile, do_status=one_commit,
+                    one_commit=one_commit, on_retry=lambda attempt, reason: retries.append(reason))
     assert "gave up after 3 attempts" in str(info.value.problems[0]) and len(retries) == 2
     assert trailer(bare) is None  # the remote holds only the other's commits
     fast_forward_only(bare)
@@ -293,7 +299,7 @@ def test_probes_and_metrics(git_daemon: GitDaemon, tmp_path: Path) -> None:
     served_example(git_daemon, tmp_path)
     observer = Observer()
     server = serve(0, observer, host="127.0.0.1")
-    port = server.server_address[1]
+    port = server.port
 
     def get(path: str) -> tuple[int, str]:
         try:
@@ -312,7 +318,7 @@ def test_probes_and_metrics(git_daemon: GitDaemon, tmp_path: Path) -> None:
         values = {line.split(" ")[0]: float(line.split(" ")[1]) for line in text.splitlines()
                   if line and not line.startswith("#")}
         assert values["ksgitops_cycles_total"] == 1 and values["ksgitops_cycle_failures_total"] == 0
-        assert values["ksgitops_wecs"] == 2 and values["ksgitops_commits_total"] == 2
+        assert values["ksgitops_wecs"] == 2 and values["ksgitops_commits_total"] == 1
         assert values["ksgitops_reconcile_seconds_count"] == 1 and values["ksgitops_last_success_timestamp_seconds"] > 0
         assert get("/nope")[0] == 404
     finally:
@@ -356,7 +362,7 @@ def test_run_process_serves_probes_logs_json_and_exits_0_on_sigterm(git_daemon: 
 def test_credentials_never_appear_in_errors(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("KSGITOPS_GIT_TOKEN", "tok-123-secret")
     with pytest.raises(GitError) as info:
-        runtime.RemoteRuntime("http://user:pa55word@127.0.0.1:9/none.git", BRANCH, tmp_path, Observer())
+        runtime.RemoteRuntime("http://user:pa55word@127.0.0.1:9/none.git", BRANCH, tmp_path, Observer()).cycle()
     text = str(info.value.problems[0])
     assert "127.0.0.1:9" in text and "pa55word" not in text and "tok-123-secret" not in text
 
@@ -395,9 +401,9 @@ def test_an_unreachable_remote_fails_cycles_without_ending_the_loop(tmp_path: Pa
         assert runtime.loop(rt, 0.05, threading.Event(), once=True) == 0 and observer.ready
     # the daemon is gone: every fetch fails
     assert runtime.loop(rt, 0.05, threading.Event(), once=True) == 3
-    assert not observer.ready
+    assert observer.ready  # one failed cycle is not enough to be taken out of service
     stop = threading.Event()
-    thread = threading.Thread(target=runtime.loop, args=(rt, 0.05, stop))
+    thread = threading.Thread(target=runtime.loop, args=(rt, 0.05, stop), kwargs={"max_backoff": 0.1})
     thread.start()
     time.sleep(0.5)
     stop.set()
@@ -405,3 +411,4 @@ def test_an_unreachable_remote_fails_cycles_without_ending_the_loop(tmp_path: Pa
     assert not thread.is_alive()
     failures = observer.failures._value.get()  # noqa: SLF001 - the counter's own value
     assert failures >= 3, failures
+    assert not observer.ready and "fetch of main" in observer.readiness()[1]
