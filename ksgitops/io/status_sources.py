@@ -13,7 +13,7 @@ import pygit2
 
 from ..core.status import MailboxListing, StatusMemo
 from .cache import code_fingerprint
-from .fs import walk_files, write_file
+from .fs import check_path, walk_files, write_file
 from .git import TreeIndex, blobs, tree_at
 
 PARTS = ("objects", "patches", "reported")
@@ -63,7 +63,7 @@ class WorkTreeStatusSource:
         listing = MailboxListing()
         for part in PARTS:
             base = self.root / "spaces" / mailbox / part
-            for rel in walk_files(base):
+            for rel in walk_files(self.root, f"spaces/{mailbox}/{part}"):
                 data = (base / rel).read_bytes()
                 key = str(pygit2.hash(data))
                 self._blobs[key] = data
@@ -104,4 +104,8 @@ def save_memo(path: Path | None, memo: StatusMemo) -> None:
 
 
 def memo_path(git_dir: str | None, kind: str) -> Path | None:
-    return Path(git_dir) / "ksgitops" / f"status-{kind}.pickle" if git_dir else None
+    """Where the memo lives (a link on the way is a LinkError: it is never read or written through)."""
+    if not git_dir:
+        return None
+    check_path(Path(git_dir), f"ksgitops/status-{kind}.pickle", shown=git_dir.rstrip("/"))
+    return Path(git_dir) / "ksgitops" / f"status-{kind}.pickle"
