@@ -172,6 +172,8 @@ def write_new(path: str, data: bytes) -> None:
         view = memoryview(data)
         while view:  # a short write (a full disk, a file size limit) continues or raises
             view = view[os.write(fd, view):]
+    except OSError as e:
+        raise OSError(e.errno, e.strerror, path) from None  # os.write names no file
     finally:
         os.close(fd)
 
