@@ -332,10 +332,7 @@ def check_recovered(run: Run, old: State, new: State, old_head: str, tally: Tall
         if dirty:
             tally.torn += 1
             tally.failures.append(f"trial {tally.trials}: work tree or index off HEAD after recovery: {dirty[:200]}")
-    left = leftovers(run.repo)
-    if left:
-        tally.leftovers += len(left)
-        tally.failures.append(f"trial {tally.trials}: left over after recovery: {left[:3]}")
+    _check_leftovers(run, tally, "after recovery")
 
 
 def _check_kept(run: Run, now: Files, tally: Tally, when: str) -> None:
@@ -360,10 +357,14 @@ def check_rerun(run: Run, new: State, tally: Tally) -> None:
     if differs:
         tally.divergent += 1
         tally.failures.append(f"trial {tally.trials}: the rerun differs from a clean run: {differs[:3]}")
+    _check_leftovers(run, tally, "after the rerun")
+
+
+def _check_leftovers(run: Run, tally: Tally, when: str) -> None:
     left = leftovers(run.repo)
     if left:
         tally.leftovers += len(left)
-        tally.failures.append(f"trial {tally.trials}: left over after the rerun: {left[:3]}")
+        tally.failures.append(f"trial {tally.trials}: left over {when}: {left[:3]}")
 
 
 def run_mode(name: str, base: Path, wecs: int, objects: int, kills: int, seed: int,

@@ -20,21 +20,11 @@ from typing import Iterator
 import pygit2
 import pytest
 
-from conftest import git, git_init
+from conftest import git, work_tree_files as files
 
 ROOT = Path(__file__).resolve().parents[1]
 FLORIN = "imw1-mb-florin"
 BIG = random.Random(1).randbytes(6000).hex()  # 12 kB that no compression brings under the limits
-
-
-def files(root: Path) -> dict[str, bytes]:
-    out = {}
-    for folder, dirs, names in os.walk(root):
-        dirs[:] = [d for d in dirs if d != ".git"]
-        for name in names:
-            path = Path(folder) / name
-            out[path.relative_to(root).as_posix()] = path.read_bytes()
-    return out
 
 
 def ksgitops(*args: str, limit: int | None = None) -> subprocess.CompletedProcess[str]:
@@ -60,6 +50,14 @@ def big_configmap(repo: Path) -> None:
                     f"data: {{blob: {BIG}}}\n")
 
 
+def commit_big_configmap(repo: Path) -> None:
+    """The example reconciled and committed, then the big ConfigMap committed as a source change."""
+    assert ksgitops("reconcile", str(repo), "--commit").returncode == 0
+    big_configmap(repo)
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "big")
+
+
 def test_a_file_size_limit_while_writing_is_exit_3_and_nothing_is_half_written(example: Path, tmp_path: Path) -> None:
     assert ksgitops("reconcile", str(example)).returncode == 0
     big_configmap(example)
@@ -76,10 +74,7 @@ def test_a_file_size_limit_while_writing_is_exit_3_and_nothing_is_half_written(e
 
 
 def test_a_file_size_limit_on_commit_leaves_branch_and_work_tree_as_they_were(example_git: Path) -> None:
-    assert ksgitops("reconcile", str(example_git), "--commit").returncode == 0
-    big_configmap(example_git)
-    git(example_git, "add", "-A")
-    git(example_git, "commit", "-qm", "big")
+    commit_big_configmap(example_git)
     head, before = git(example_git, "rev-parse", "HEAD"), files(example_git)
     result = ksgitops("reconcile", str(example_git), "--commit", limit=4096)
     one_clean_line(result, "File too large")
@@ -134,10 +129,7 @@ def test_a_read_only_file_system_is_exit_3(tmpfs: Path, example: Path) -> None:
 
 def test_a_commit_that_fails_leaves_the_work_tree_untouched(example_git: Path) -> None:
     """The ref cannot move (another writer's lock): the commit fails, and the checkout had not begun."""
-    assert ksgitops("reconcile", str(example_git), "--commit").returncode == 0
-    big_configmap(example_git)
-    git(example_git, "add", "-A")
-    git(example_git, "commit", "-qm", "big")
+    commit_big_configmap(example_git)
     head, before = git(example_git, "rev-parse", "HEAD"), files(example_git)
     lock = example_git / ".git" / "refs" / "heads" / "main.lock"
     lock.write_text("")
@@ -164,10 +156,7 @@ def _thaw(folder: Path) -> None:
 
 
 def test_a_work_tree_that_cannot_follow_is_finished_by_the_next_run(example_git: Path) -> None:
-    assert ksgitops("reconcile", str(example_git), "--commit").returncode == 0
-    big_configmap(example_git)
-    git(example_git, "add", "-A")
-    git(example_git, "commit", "-qm", "big")
+    commit_big_configmap(example_git)
     folder = example_git / "spaces" / FLORIN / "objects" / "core" / "configmaps" / "commonstuff"
     if not _freeze(folder):
         pytest.skip("cannot make a folder unwritable here")

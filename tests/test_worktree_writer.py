@@ -18,7 +18,7 @@ from typing import Callable, Iterator
 import pygit2
 import pytest
 
-from conftest import git, git_init, write_tree
+from conftest import git, git_init, work_tree_files as tree_files, write_tree
 from ksgitops import app
 from ksgitops.io import checkout, durable, fs, worktree
 from minimal_fleet import minimal_fleet
@@ -56,16 +56,6 @@ def crash_before_step(monkeypatch: pytest.MonkeyPatch, at: int) -> Iterator[list
                              (worktree, "sync_filesystem"), (checkout, "sync_filesystem")):
             m.setattr(module, name, counted(getattr(module, name)))
         yield steps
-
-
-def tree_files(root: Path) -> dict[str, bytes]:
-    out = {}
-    for folder, dirs, names in os.walk(root):
-        dirs[:] = [d for d in dirs if d != ".git"]
-        for name in names:
-            path = Path(folder) / name
-            out[path.relative_to(root).as_posix()] = path.read_bytes()
-    return out
 
 
 def generated_roots(files: dict[str, bytes]) -> dict[str, dict[str, bytes]]:

@@ -48,6 +48,7 @@ class Plan:
     old: str  # tree ids, hex
     new: str
     steps: list[Step]
+    deltas: dict[str, list[tuple[str, Any]]] = field(default_factory=dict)  # per root, once computed
 
 
 def journal_path(repo: pygit2.Repository) -> Path:
@@ -153,10 +154,13 @@ def _whole(repo: pygit2.Repository, planned: Plan, step: Step) -> FileTree | Non
 
 
 def _deltas(repo: pygit2.Repository, planned: Plan, root: str) -> list[tuple[str, Any]]:
-    before, after = _entry(repo, planned.old, root), _entry(repo, planned.new, root)
-    diff = repo[after.id].peel(pygit2.Tree).diff_to_tree(repo[before.id].peel(pygit2.Tree), swap=True)
-    return [(f"{root}/{(d.old_file if d.status == pygit2.GIT_DELTA_DELETED else d.new_file).path}", d)
-            for d in diff.deltas]
+    """(path, delta) of every file that differs in `root` between the old and the new tree."""
+    if root not in planned.deltas:
+        before, after = _entry(repo, planned.old, root), _entry(repo, planned.new, root)
+        diff = repo[after.id].peel(pygit2.Tree).diff_to_tree(repo[before.id].peel(pygit2.Tree), swap=True)
+        planned.deltas[root] = [(f"{root}/{(d.old_file if d.status == pygit2.GIT_DELTA_DELETED else d.new_file).path}", d)
+                                for d in diff.deltas]
+    return planned.deltas[root]
 
 
 def _apply_delta(repo: pygit2.Repository, index: pygit2.Index, workdir: Path, path: str, delta: Any,
