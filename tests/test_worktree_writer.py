@@ -193,6 +193,8 @@ def test_a_mailbox_keeps_what_reconcile_does_not_own(reconciled: Path) -> None:
     files = tree_files(reconciled)
     assert all(files.get(path) == data for path, data in KEPT.items())
     assert b"This is the common web site." in files[f"spaces/{FLORIN}/objects/core/configmaps/commonstuff/httpd-htdocs.yaml"]
+    assert not app.plan_diff(reconciled, None)[1].changed  # nor does diff see the kept files as changes
+    assert app.reconcile_worktree(reconciled).changed_roots == []
 
 
 def test_a_stale_patches_folder_still_goes(tree, tmp_path: Path) -> None:
