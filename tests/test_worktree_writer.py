@@ -233,3 +233,31 @@ def test_a_journal_from_a_run_that_finished_its_renames_rolls_forward(reconciled
                           f'[{{"path": "{root}", "existed": true, "keep": []}}]}}'.encode())
     assert worktree.recover(reconciled)
     assert not trash.exists() and not (reconciled / worktree.JOURNAL).exists()
+
+
+def test_recovery_waits_for_a_write_another_live_process_is_doing(reconciled: Path) -> None:
+    """A journal in flight belongs to a live writer while it holds the work tree's lock: a command
+    started meanwhile (`diff` beside `run --watch`) waits for it instead of rolling its write back."""
+    import subprocess
+    import sys
+    import time
+    root = f"spaces/{FLORIN}"
+    trash = worktree.sibling(reconciled / root, "trash")
+    os.rename(reconciled / root, trash)  # the live writer is between its renames
+    journal = reconciled / worktree.JOURNAL
+    durable.write_durably(journal, f'{{"format": "{worktree.FORMAT}", "state": "started", "roots": '
+                                   f'[{{"path": "{root}", "existed": true, "keep": []}}]}}'.encode())
+    writer = subprocess.Popen([sys.executable, "-c", f"""
+import fcntl, os, sys, time
+fd = os.open({str(reconciled)!r}, os.O_RDONLY)
+fcntl.flock(fd, fcntl.LOCK_EX)
+print("locked", flush=True)
+time.sleep(1.0)
+os.rename({str(trash)!r}, {str(reconciled / root)!r})  # it finishes its own way
+os.unlink({str(journal)!r})
+"""], stdout=subprocess.PIPE, text=True)
+    assert writer.stdout is not None and writer.stdout.readline() == "locked\n"
+    started = time.monotonic()
+    assert not worktree.recover(reconciled)  # nothing left to recover once the writer is done
+    assert time.monotonic() - started > 0.5
+    assert writer.wait() == 0 and (reconciled / root / "NOTES.md").exists() and not trash.exists()

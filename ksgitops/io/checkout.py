@@ -28,7 +28,7 @@ import pygit2
 
 from ..core.tree import KEEP, FileTree, Generated
 from ..model import EnvError, KsgitopsError
-from .durable import sync_filesystem, write_durably
+from .durable import exclusive, sync_filesystem, write_durably
 from .fs import check_path, write_file
 from .worktree import plan_root, write_generated
 
@@ -211,9 +211,17 @@ def pending(workdir: Path) -> bool:
 
 
 def recover(repo: pygit2.Repository) -> bool:
-    """Finish a checkout a kill or failure interrupted after its branch moved; True when there was one."""
+    """Finish a checkout a kill or failure interrupted after its branch moved; True when there was
+    one. Waits for a commit another live process is doing (it holds the git directory's lock)."""
+    if repo.is_bare or repo.workdir is None or not os.path.lexists(journal_path(repo)):
+        return False
+    with exclusive(repo.path):
+        return _recover(repo)
+
+
+def _recover(repo: pygit2.Repository) -> bool:
     path = journal_path(repo)
-    if repo.is_bare or repo.workdir is None or not os.path.lexists(path):
+    if not os.path.lexists(path):
         return False
     check_path(Path(repo.path), "ksgitops/checkout.json", shown=repo.path.rstrip("/"))
     try:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import fcntl
 import os
 from contextlib import contextmanager
 from pathlib import Path
@@ -79,3 +80,32 @@ def libgit2_fsync() -> Iterator[None]:
         yield
     finally:
         pygit2.settings.enable_fsync_gitdir(False)  # libgit2's default
+
+
+_held: dict[str, list[int]] = {}  # folder -> [fd, depth]: re-entrant within the process
+
+
+@contextmanager
+def exclusive(folder: Path | str) -> Iterator[None]:
+    """Hold an advisory lock (flock) on `folder` for a write and its recovery, so that a command
+    never rolls back a write another live process is doing (it waits for it instead). The kernel
+    drops the lock of a killed process; nothing is written to take it."""
+    key = os.path.realpath(folder)
+    held = _held.get(key)
+    if held is not None:
+        held[1] += 1
+        try:
+            yield
+        finally:
+            held[1] -= 1
+        return
+    fd = os.open(key, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        _held[key] = [fd, 1]
+        try:
+            yield
+        finally:
+            del _held[key]
+    finally:
+        os.close(fd)

@@ -18,7 +18,7 @@ from ..core.snapshot import SourceFile, is_source_path
 from ..core.tree import KEEP, OTHERS, REUSE, FileTree, Generated, Subtree
 from ..model import EnvError, GitError, KsgitopsError
 from . import checkout as checkouts
-from .durable import libgit2_fsync
+from .durable import exclusive, libgit2_fsync
 from .fs import WorkTreeSnapshot
 from .pack import KINDS, index_ids, object_id, tree_content, write_pack
 
@@ -313,7 +313,7 @@ def commit_generated(repo: pygit2.Repository, ref_name: str, source: pygit2.Comm
         new_index = TreeIndex(repo, tree_at(repo, tree))
         roots = changed_roots(TreeIndex(repo, source.tree), new_index, list(generated))
         planned = checkouts.plan(repo, source.tree, tree_at(repo, tree), roots, generated)
-    with libgit2_fsync():
+    with libgit2_fsync(), exclusive(repo.path):  # a concurrent recovery waits for this commit and checkout
         try:
             oid = repo.create_commit(None, author, author, message, tree, [source.id])
             _check_unmoved(repo, ref_name, source)

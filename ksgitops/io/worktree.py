@@ -30,7 +30,9 @@ next command that reads or writes the work tree (`recover`), before it reads any
                   kept file in them (a kill never loses one: each is in D or in T, never elsewhere).
     J done        roll forward: remove what is left of every T and S.
 
-Each recovery step is idempotent, so a kill during recovery is recovered by the next run. A
+Each recovery step is idempotent, so a kill during recovery is recovered by the next run. Writes
+and recoveries hold a lock on the work tree's folder (durable.exclusive): a journal in flight
+belongs to a live writer while its lock is held, and is only recovered once it is not. A
 failure while writing (a full disk, EIO, a read-only folder) rolls back at once and is an EnvError
 (exit 3) naming the path; nothing is left half-written. Before step 4 a power loss rolls back to
 the old roots, which were on disk before the run began; from step 5 on, everything new is.
@@ -50,7 +52,7 @@ from typing import Any
 
 from ..core.tree import KEEP, OTHERS, REUSE, FileTree, Generated, has_files
 from ..model import EnvError, KsgitopsError
-from .durable import sync_filesystem, write_durably
+from .durable import exclusive, sync_filesystem, write_durably
 from .fs import LinkError, check_path, write_new
 
 JOURNAL = ".ksgitops-journal"
@@ -73,20 +75,21 @@ def sibling(target: Path, role: str) -> Path:
 def write_generated(root: Path, generated: Generated) -> list[str]:
     """Bring every owned root to its generated content; returns the roots that changed."""
     root = Path(root)
-    recover(root)
-    verified: set[str] = set()
-    changes = []
-    for rel, tree in generated.items():
-        if tree is REUSE:
-            continue
-        check_path(root, rel, verified)
-        content: Any = tree
-        _resolve_legacy(root, rel, content)
-        change = plan_root(root, rel, content)
-        if change is not None:
-            changes.append(change)
-    for start in range(0, len(changes), BATCH):
-        transact(root, changes[start:start + BATCH])
+    with exclusive(root):
+        recover(root)
+        verified: set[str] = set()
+        changes = []
+        for rel, tree in generated.items():
+            if tree is REUSE:
+                continue
+            check_path(root, rel, verified)
+            content: Any = tree
+            _resolve_legacy(root, rel, content)
+            change = plan_root(root, rel, content)
+            if change is not None:
+                changes.append(change)
+        for start in range(0, len(changes), BATCH):
+            transact(root, changes[start:start + BATCH])
     return [c.path for c in changes]
 
 
@@ -230,8 +233,14 @@ def _lstat_mode(path: Path) -> int:
 # --- recovery -------------------------------------------------------------------------------------
 
 def recover(root: Path) -> bool:
-    """Finish or undo an interrupted transaction (see the module docstring); True when there was one."""
-    journal = _Journal(Path(root))
+    """Finish or undo an interrupted transaction (see the module docstring); True when there was one.
+    Waits for a write another live process is doing (it holds the work tree's lock)."""
+    with exclusive(root):
+        return _recover(Path(root))
+
+
+def _recover(root: Path) -> bool:
+    journal = _Journal(root)
     _remove(sibling(journal.path, "tmp"))  # a kill while the journal was being rewritten
     data = journal.read()
     if data is None:
