@@ -285,6 +285,7 @@ def _fail(root: Path, journal: "_Journal", error: OSError) -> None:
     """Undo a batch that failed before it was done, then raise the failure as an EnvError."""
     where = _shown(root, error)
     try:
+        _remove(sibling(journal.path, "tmp"))  # the journal itself may be what could not be written
         data = journal.read()
         if data is not None:
             _roll_back(root, [Change(r["path"], None, bool(r["existed"]), list(r["keep"])) for r in data["roots"]])
