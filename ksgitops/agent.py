@@ -14,7 +14,6 @@ fleet change nothing in git.
 from __future__ import annotations
 
 import hashlib
-import shutil
 import threading
 import time
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
@@ -250,10 +249,10 @@ def wec_context(sync_target_annotations: dict[str, Any], name: str) -> str:
 def collect(path: Path, kubeconfig: str | None = None, timeout: float = 10.0, workers: int = 8,
             now: str | None = None) -> CollectOutcome:
     """Read the live state of every mailbox's objects from the WECs reachable through `kubeconfig`
-    and rewrite each changed `spaces/<mailbox>/reported/` folder (atomically, by rename)."""
+    and rewrite each changed `spaces/<mailbox>/reported/` folder (one crash-safe transaction)."""
     from . import app
     from .io import kube
-    from .io.fs import swap_in
+    from .io.worktree import write_generated
     src = app.open_source(Path(path), app.WORKTREE)
     result = app.placements_only(src)  # the WECs; their mailboxes are read as they are
     try:
@@ -282,6 +281,7 @@ def collect(path: Path, kubeconfig: str | None = None, timeout: float = 10.0, wo
         targets.append(_Target(name, mailbox, context, objects, previous if isinstance(previous, dict) else None))
     stamp = now or utc_now()
     root = Path(path)
+    reports: dict[str, Any] = {}
 
     def read(target: _Target) -> tuple[dict[str, dict[str, Any] | None], dict[str, str]]:
         deadline = time.monotonic() + timeout
@@ -311,16 +311,13 @@ def collect(path: Path, kubeconfig: str | None = None, timeout: float = 10.0, wo
                 outcome.collected.append(target.name)
                 outcome.reports += count_files(tree)
                 if tree != (target.previous or {}):
-                    folder = root / "spaces" / target.mailbox / "reported"
-                    if tree:
-                        swap_in(folder, tree)
-                    elif folder.exists():
-                        shutil.rmtree(folder)
+                    reports[f"spaces/{target.mailbox}/reported"] = tree or None
                     outcome.changed.append(target.mailbox)
         for future in pending:
             outcome.unreachable[futures[future].name] = f"timed out after {timeout:g}s"
     finally:
         pool.shutdown(wait=False, cancel_futures=True)
+    write_generated(root, reports)  # one crash-safe transaction for every changed reported/
     outcome.collected.sort()
     outcome.changed.sort()
     return outcome

@@ -33,14 +33,31 @@ class Source:
 
 
 def open_source(path: Path, source: str) -> Source:
+    """Open what a command reads, after refusing links in the paths ksgitops owns and recovering
+    what an interrupted run left (io/worktree.py, io/checkout.py)."""
     if source == WORKTREE:
         if not path.is_dir():
             raise KsgitopsError(f"{path}: no such directory")
+        _recover(path, None)
         return Source(path, WorkTreeSnapshot(path))
     from .io import git
     repo = git.open_repo(path)
+    _recover(Path(repo.workdir) if repo.workdir else None, repo)
     commit = git.resolve_commit(repo, source)
     return Source(path, git.TreeSnapshot(repo, commit.tree), repo, commit, git.branch_ref(repo, source))
+
+
+def _recover(workdir: Path | None, repo: Any) -> None:
+    from .io import checkout, worktree
+    from .io.fs import check_layout
+    if workdir is not None:
+        check_layout(workdir)
+        worktree.recover(workdir)
+    if repo is None and workdir is not None and checkout.pending(workdir):
+        from .io import git
+        repo = git.open_repo(workdir)
+    if repo is not None:
+        checkout.recover(repo)
 
 
 def compute(src: Source, cache: MutableMapping[Any, Any] | None = None,
@@ -78,8 +95,8 @@ def reconcile_worktree(path: Path, progress: Callable[[int, int], None] | None =
     previous = src.snapshot if source == WORKTREE else WorkTreeSnapshot(path)
     disk = _worktree_cache(path)
     result = reconcile(src.snapshot, previous.read, disk.content, progress)
-    disk.save_content()
     changed = write_generated(path, result.generated)
+    disk.save_content()
     return ReconcileOutcome(result, changed)
 
 

@@ -1,6 +1,7 @@
 """The command line: the only module that imports click and rich, and maps errors to exit codes.
 
-Exit codes (DESIGN §7): 0 ok; 1 `diff` found changes; 2 invalid input; 3 git failure.
+Exit codes (README): 0 ok; 1 `diff` found changes; 2 invalid input (a refused link too); 3 git,
+push or environment failure (a full disk, no permission, a read-only file system); 4 a bug.
 Errors print one line each (`file:line: message`); a traceback only with --debug.
 """
 from __future__ import annotations
@@ -391,11 +392,27 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(2)
     except click.exceptions.Abort:
         sys.exit(130)
+    except OSError as e:  # the environment failed where no writer caught it: still one line, exit 3
+        if debug:
+            raise
+        click.echo(f"{e.filename or 'ksgitops'}: {e.strerror or e}", err=True)
+        sys.exit(3)
     except Exception as e:  # noqa: BLE001 - the one place that turns surprises into one line
+        if _is_git_error(e):
+            if debug:
+                raise
+            click.echo(f"git: {' '.join(str(e).split())}", err=True)
+            sys.exit(3)
         if debug:
             raise
         click.echo(f"ksgitops: internal error ({type(e).__name__}); run with --debug for a traceback", err=True)
         sys.exit(4)
+
+
+def _is_git_error(error: Exception) -> bool:
+    """libgit2 failed (a corrupt or locked repository): a git failure, exit 3, not a bug."""
+    pygit2 = sys.modules.get("pygit2")
+    return pygit2 is not None and isinstance(error, pygit2.GitError)
 
 
 _: Callable[..., Any] = main

@@ -145,3 +145,11 @@ class GitError(KsgitopsError):
 
     def __init__(self, message: str) -> None:
         super().__init__(message, exit_code=3)
+
+
+class EnvError(KsgitopsError):
+    """The environment failed while ksgitops read or wrote a file: a full disk, a file size limit,
+    no permission, a read-only file system, a name too long, EIO. Exit 3, like git failures."""
+
+    def __init__(self, path: str, message: str) -> None:
+        super().__init__(Problem(Origin(path), message), exit_code=3)

@@ -1,6 +1,7 @@
 """Shared fixtures: a `tree` writer (dict -> files), the bundled example, real git repos, the CLI."""
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
@@ -24,6 +25,17 @@ def write_tree(root: Path, files: dict[str, str | bytes]) -> Path:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(content.encode() if isinstance(content, str) else content)
     return root
+
+
+def work_tree_files(root: Path) -> dict[str, bytes]:
+    """Every file below `root` but in `.git`, by relative path: a work tree to compare byte for byte."""
+    out = {}
+    for folder, dirs, names in os.walk(root):
+        dirs[:] = [d for d in dirs if d != ".git"]
+        for name in names:
+            path = Path(folder) / name
+            out[path.relative_to(root).as_posix()] = path.read_bytes()
+    return out
 
 
 @pytest.fixture

@@ -12,7 +12,7 @@ from .base import Base
 from .load import SPACE_API, SYNC_TARGET_ANNOTATION
 from .mailbox import Entry, MailboxPlan, upsync_sets
 from .serialize import canonical_json, dump_yaml, yaml_str
-from .tree import KEEP, FileTree, put
+from .tree import KEEP, OTHERS, FileTree, put
 from .where import EDGE_API, Destination, Wec
 
 INVENTORY_ANNOTATION = "ksgitops.kubestellar.io/inventory-space"
@@ -112,13 +112,13 @@ class Emitter:
             "objects": self._objects_tree(plan),
             "reported": KEEP,
             "upsynced": KEEP,
+            OTHERS: KEEP,  # reconcile owns the names in this tree (patches too); anything else is kept
         }
         patches: FileTree = {}
         for entry in entries.values():
             if entry.patch is not None:
                 put(patches, f"{entry.rel}.json", entry.patch)
-        if patches:
-            tree["patches"] = patches
+        tree["patches"] = patches  # named even when empty: an old patches/ is reconcile's to remove
         return tree
 
     def _objects_tree(self, plan: MailboxPlan) -> FileTree:

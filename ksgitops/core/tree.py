@@ -2,8 +2,8 @@
 
 `Generated` maps an owned root (e.g. `spaces/inv-mb-florin`) to the tree that must be there (or the
 bytes, for a file root such as `STATUS.md`), or to None when the root must go. Inside a tree, KEEP means "leave what is there" (reported/ and
-upsynced/ of a mailbox, status/ of a WDS), and a whole root may be REUSE ("unchanged, do not
-touch"). Subtrees may be shared between roots; writers exploit that (one git tree per distinct
+upsynced/ of a mailbox), `{OTHERS: KEEP}` keeps every entry the tree does not name (what a person
+or another tool put in a mailbox), and a whole root may be REUSE ("unchanged, do not touch"). Subtrees may be shared between roots; writers exploit that (one git tree per distinct
 subtree object).
 """
 from __future__ import annotations
@@ -29,6 +29,7 @@ class Subtree:
 
 KEEP = _Marker("KEEP")
 REUSE = _Marker("REUSE")
+OTHERS = ""  # a key no file can have: `{OTHERS: KEEP}` keeps every entry the tree does not name
 
 FileTree = dict[str, Union[bytes, "FileTree", _Marker]]
 Generated = dict[str, Union[FileTree, _Marker, bytes, Subtree, None]]
@@ -60,15 +61,17 @@ def has_files(tree: FileTree) -> bool:
 
 
 def same_files(old: FileTree | None, new: object) -> bool:
-    """Equal file content, ignoring KEEP subtrees (reported/, upsynced/); a folder without files
-    is the same as none (neither git nor the writers keep empty folders)."""
+    """Equal file content, ignoring KEEP subtrees (reported/, upsynced/, and with OTHERS every
+    entry `new` does not name); a folder without files is the same as none (neither git nor the
+    writers keep empty folders)."""
     if not isinstance(new, dict):
         return not old
     if old is None:
         return not has_files(new)
+    others = new.get(OTHERS) is KEEP
     for name in set(old) | set(new):
         a, b = old.get(name), new.get(name)
-        if b is KEEP:
+        if b is KEEP or (others and name not in new):
             continue
         if isinstance(b, dict):
             if (a is not None and not isinstance(a, dict)) or not same_files(a, b):

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any, Iterator, MutableMapping
 
 from .. import __version__
-from .fs import write_file
+from .fs import check_path, write_file
 
 def code_fingerprint() -> str:
     """A digest of ksgitops' own source: a cache or memo pickled by other code (whose classes may
@@ -72,6 +72,8 @@ class DiskCache:
 
     @classmethod
     def for_git_dir(cls, git_dir: str) -> "DiskCache":
+        """The repository's cache (a link on the way is a LinkError: never read or written through)."""
+        check_path(Path(git_dir), "ksgitops/cache.pickle", shown=str(git_dir).rstrip("/"))
         return cls(Path(git_dir) / "ksgitops" / "cache.pickle")
 
     def next_run(self) -> None:

@@ -1,36 +1,99 @@
-"""The work tree edge: read a folder as a Snapshot, write Generated trees into it.
+"""The work tree edge: read a folder as a Snapshot, and the guards every work-tree writer uses.
 
-Writes are per owned root: a root whose content is unchanged is not touched; a changed root is
-built beside the old one and swapped in with renames, so a crash leaves either the old or the new
-mailbox, never a mix. Symbolic links are never followed (no path escapes the repo).
+Symbolic links: nothing is ever read, written, moved or deleted through a link on the way to a
+path ksgitops owns (`spaces/`, a space folder, `.ksgitops/`, a mailbox folder or any folder in it,
+`STATUS.md`, the cache folder in the git directory). Such a link is refused with a LinkError
+(exit 2) naming it, before anything is written. Links inside source spaces are skipped, as before.
+
+Writing generated roots crash-safely is `worktree.py`'s job; `write_file` here replaces one file
+whose loss costs nothing but time (caches, memos) or that a journal can redo (a checkout).
 """
 from __future__ import annotations
 
 import os
-import shutil
+import stat
 from pathlib import Path
-
-import pygit2
 from typing import Iterator
 
-from ..core.snapshot import SourceFile, is_source_path
-from ..core.tree import KEEP, REUSE, FileTree, Generated, has_files, put
+import pygit2
+
+from ..core.snapshot import GENERATED_DIR, SourceFile, is_source_path
+from ..core.tree import FileTree, Generated, put
+from ..model import KsgitopsError, Origin, Problem
+
+STATUS_FILE = "STATUS.md"
+
+
+class LinkError(KsgitopsError):
+    """A symbolic link where ksgitops reads or writes what it owns: exit 2, nothing touched."""
+
+    def __init__(self, rel: str) -> None:
+        super().__init__(Problem(Origin(rel), "is a symbolic link; ksgitops never reads or writes through "
+                                              "links in the paths it owns (make it a folder or file of the repository)"),
+                         exit_code=2)
+
+
+def check_path(root: Path, rel: str, verified: set[str] | None = None, last: bool = True, shown: str = "") -> None:
+    """Raise LinkError when a component of `rel` below `root` is a symbolic link (`last`: the
+    final component too), named `shown`/component. `verified` caches folders found to be real."""
+    parts = rel.split("/")
+    upto = parts if last else parts[:-1]
+    for i in range(len(upto)):
+        prefix = "/".join(parts[:i + 1])
+        if verified is not None and prefix in verified:
+            continue
+        try:
+            mode = os.lstat(root / prefix).st_mode
+        except (FileNotFoundError, NotADirectoryError):
+            return  # nothing below a missing component can be a link
+        if stat.S_ISLNK(mode):
+            raise LinkError(f"{shown}/{prefix}" if shown else prefix)
+        if verified is not None and stat.S_ISDIR(mode):
+            verified.add(prefix)
+
+
+def check_layout(root: Path) -> None:
+    """The fixed part of what ksgitops owns, checked once per command before anything is read or
+    written: `spaces/`, every entry directly in it, each space's `.ksgitops/` and its folders,
+    and STATUS.md. Deeper folders are checked where they are read or written."""
+    check_path(root, STATUS_FILE)
+    check_path(root, "spaces")
+    try:
+        entries = list(os.scandir(root / "spaces"))
+    except (FileNotFoundError, NotADirectoryError):
+        return
+    for entry in entries:
+        if entry.is_symlink():
+            raise LinkError(f"spaces/{entry.name}")
+        if entry.name.startswith(".") or not entry.is_dir():
+            continue
+        if os.path.islink(f"{entry.path}/{GENERATED_DIR}"):
+            raise LinkError(f"spaces/{entry.name}/{GENERATED_DIR}")
+        try:
+            generated = list(os.scandir(f"{entry.path}/{GENERATED_DIR}"))
+        except (FileNotFoundError, NotADirectoryError):
+            continue
+        for inner in generated:
+            if inner.is_symlink():
+                raise LinkError(f"spaces/{entry.name}/{GENERATED_DIR}/{inner.name}")
 
 
 class WorkTreeSnapshot:
-    """A Snapshot over a folder (a git work tree or any directory)."""
+    """A Snapshot over a folder (a git work tree or any directory); never reads through a link."""
 
     def __init__(self, root: Path) -> None:
         self.root = Path(root)
+        self._verified: set[str] = set()
 
     def list_spaces(self) -> list[str]:
         spaces = self.root / "spaces"
-        if not spaces.is_dir():
+        if spaces.is_symlink() or not spaces.is_dir():
             return []
         return sorted(e.name for e in os.scandir(spaces)
                       if e.is_dir(follow_symlinks=False) and not e.name.startswith("."))
 
     def space_files(self, space: str) -> list[SourceFile]:
+        check_path(self.root, f"spaces/{space}", self._verified)
         base = self.root / "spaces" / space
         files = []
         for rel in _walk(base):
@@ -38,22 +101,21 @@ class WorkTreeSnapshot:
                 files.append(self._source(f"spaces/{space}/{rel}"))
         return files
 
+    def _regular(self, path: str) -> bool:
+        check_path(self.root, path, self._verified, last=False)
+        return stat.S_ISREG(_lstat_mode(self.root / path))
+
     def file(self, path: str) -> SourceFile | None:
-        full = self.root / path
-        if full.is_symlink() or not full.is_file():
-            return None
-        return self._source(path)
+        return self._source(path) if self._regular(path) else None
 
     def read(self, path: str) -> bytes | None:
-        full = self.root / path
-        if full.is_symlink() or not full.is_file():
-            return None
-        return full.read_bytes()
+        return (self.root / path).read_bytes() if self._regular(path) else None
 
     def read_tree(self, path: str) -> FileTree | None:
         """The files below `path` as a nested tree (None when there is no such folder)."""
+        check_path(self.root, path, self._verified, last=False)
         base = self.root / path
-        if base.is_symlink() or not base.is_dir():
+        if not stat.S_ISDIR(_lstat_mode(base)):
             return None
         tree: FileTree = {}
         for rel in _walk(base):
@@ -66,12 +128,18 @@ class WorkTreeSnapshot:
         return SourceFile(path, key, lambda: data)
 
 
-def walk_files(base: Path) -> Iterator[str]:
-    """Relative paths of the regular files below `base` (none when it is not a folder), in name
-    order, never following links."""
-    if base.is_symlink():
-        return iter(())
-    return _walk(base)
+def _lstat_mode(path: Path) -> int:
+    try:
+        return os.lstat(path).st_mode
+    except (FileNotFoundError, NotADirectoryError):
+        return 0
+
+
+def walk_files(root: Path, rel: str) -> Iterator[str]:
+    """Relative paths of the regular files below `root/rel` (none when it is not a folder), in
+    name order, never following links; a link on the way to `rel` is a LinkError."""
+    check_path(root, rel)
+    return _walk(root / rel)
 
 
 def _walk(base: Path, prefix: str = "") -> Iterator[str]:
@@ -90,96 +158,27 @@ def _walk(base: Path, prefix: str = "") -> Iterator[str]:
 
 
 def write_file(target: Path, data: bytes) -> None:
-    """Replace one file atomically: written beside it (a name of this process's), then renamed over it."""
-    staging = target.with_name(f".{target.name}.ksgitops-{os.getpid()}")
-    staging.write_bytes(data)
+    """Replace one file atomically: written beside it, then renamed over it. A kill leaves the old
+    file (and at worst the sibling `.NAME.ksgitops-tmp`, overwritten by the next write)."""
+    staging = target.with_name(f".{target.name}.ksgitops-tmp")
+    write_new(str(staging), data)
     os.replace(staging, target)
 
 
+def write_new(path: str, data: bytes) -> None:
+    """Create (or truncate) `path` holding `data`: plain os calls, the hot loop of a full write."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        view = memoryview(data)
+        while view:  # a short write (a full disk, a file size limit) continues or raises
+            view = view[os.write(fd, view):]
+    except OSError as e:
+        raise OSError(e.errno, e.strerror, path) from None  # os.write names no file
+    finally:
+        os.close(fd)
+
+
 def write_generated(root: Path, generated: Generated) -> list[str]:
-    """Bring every owned root to its generated content; returns the roots that changed."""
-    changed = []
-    for rel, tree in generated.items():
-        target = Path(root) / rel
-        if tree is REUSE:
-            continue
-        if isinstance(tree, bytes):  # a file root (STATUS.md)
-            if target.is_symlink() or not target.is_file() or target.read_bytes() != tree:
-                target.parent.mkdir(parents=True, exist_ok=True)
-                write_file(target, tree)
-                changed.append(rel)
-            continue
-        if tree is None or not has_files(tree):  # type: ignore[arg-type]
-            if target.is_file() and not target.is_symlink():  # a file root that must go (problems.yaml)
-                target.unlink()
-                changed.append(rel)
-            elif target.exists():
-                shutil.rmtree(target)
-                changed.append(rel)
-            continue
-        if not _same(target, tree):  # type: ignore[arg-type]
-            _swap_in(target, tree)  # type: ignore[arg-type]
-            changed.append(rel)
-    return changed
-
-
-def _same(target: Path, tree: FileTree) -> bool:
-    """True when the folder holds exactly the tree's files (KEEP subtrees are not compared)."""
-    if not target.is_dir():
-        return False
-    existing = {e.name: e for e in os.scandir(target)}
-    keep = {name for name, v in tree.items() if v is KEEP}
-    wanted = {name for name, v in tree.items() if v is not KEEP and (not isinstance(v, dict) or has_files(v))}
-    if set(existing) - keep != wanted:
-        return False
-    for name in wanted:
-        value, entry = tree[name], existing[name]
-        if isinstance(value, dict):
-            if not entry.is_dir(follow_symlinks=False) or not _same(Path(entry.path), value):
-                return False
-        elif not entry.is_file(follow_symlinks=False) or Path(entry.path).read_bytes() != value:
-            return False
-    return True
-
-
-def swap_in(target: Path, tree: FileTree) -> None:
-    """Build `tree` beside `target` and rename it into place (KEEP entries move over)."""
-    _swap_in(target, tree)
-
-
-def _swap_in(target: Path, tree: FileTree) -> None:
-    staging = target.with_name(f".{target.name}.ksgitops-new")
-    trash = target.with_name(f".{target.name}.ksgitops-old")
-    for leftover in (staging, trash):
-        if leftover.exists():
-            shutil.rmtree(leftover)
-    _write_tree(staging, tree, target)
-    if target.exists():
-        os.rename(target, trash)
-    os.rename(staging, target)
-    if trash.exists():
-        shutil.rmtree(trash)
-
-
-def _write_tree(folder: Path, tree: FileTree, old: Path) -> None:
-    folder.mkdir(parents=True, exist_ok=True)
-    _write_files(str(folder), tree, str(old))
-
-
-def _write_files(folder: str, tree: FileTree, old: str) -> None:
-    """The hot loop of a full reconcile into a work tree: plain os calls on str paths."""
-    for name, value in tree.items():
-        path = f"{folder}/{name}"
-        if value is KEEP:
-            if os.path.exists(f"{old}/{name}"):
-                os.rename(f"{old}/{name}", path)
-        elif isinstance(value, dict):
-            if has_files(value):
-                os.mkdir(path)
-                _write_files(path, value, f"{old}/{name}")
-        else:
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-            try:
-                os.write(fd, value)  # type: ignore[arg-type]
-            finally:
-                os.close(fd)
+    """Bring every owned root to its generated content (worktree.py); returns the roots that changed."""
+    from .worktree import write_generated as write
+    return write(root, generated)

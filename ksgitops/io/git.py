@@ -2,11 +2,12 @@
 
 Trees are built bottom-up with TreeBuilder, reusing every unchanged subtree by id; blobs are
 hashed first and written only when the object database lacks them. The branch moves only after
-the whole commit exists, and only if it still points where it did (else GitError, exit 3).
+the whole commit exists on disk (the pack and its index fsynced, the commit object and the ref
+written by libgit2 with fsync on), and only if it still points where it did (else GitError, exit
+3). In a checkout the work tree follows after the branch moved (checkout.py).
 """
 from __future__ import annotations
 
-import shutil
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
@@ -14,9 +15,11 @@ from typing import Any, cast
 import pygit2
 
 from ..core.snapshot import SourceFile, is_source_path
-from ..core.tree import KEEP, REUSE, FileTree, Generated, Subtree
-from ..model import GitError, KsgitopsError
-from .fs import WorkTreeSnapshot, swap_in, write_file
+from ..core.tree import KEEP, OTHERS, REUSE, FileTree, Generated, Subtree
+from ..model import EnvError, GitError, KsgitopsError
+from . import checkout as checkouts
+from .durable import exclusive, libgit2_fsync
+from .fs import WorkTreeSnapshot
 from .pack import KINDS, index_ids, object_id, tree_content, write_pack
 
 TREE_MODE = pygit2.GIT_FILEMODE_TREE
@@ -151,8 +154,13 @@ class TreeSnapshot:
         entry = self._entry(path)
         if entry is None or entry.type != pygit2.GIT_OBJECT_TREE:
             return None
-        return _read(self.repo, tree_at(self.repo, entry.id))
+        return read_tree(self.repo, entry.id)
 
+
+
+def read_tree(repo: pygit2.Repository, oid: Any) -> FileTree:
+    """The files of tree `oid` as a nested tree."""
+    return _read(repo, tree_at(repo, oid))
 
 
 def _read(repo: pygit2.Repository, tree: pygit2.Tree) -> FileTree:
@@ -235,7 +243,9 @@ class TreeWriter:
             return self._trees[key]
         entries: dict[str, tuple[int, bytes]] = {}
         for name, value in tree.items():
-            if value is KEEP:
+            if value is KEEP and name == OTHERS:  # every old entry the tree does not name stays
+                entries.update({str(e.name): (e.filemode, e.id.raw) for e in old or () if str(e.name) not in tree})
+            elif value is KEEP:
                 if old is not None and name in old:
                     entry = old[name]
                     entries[name] = (entry.filemode, entry.id.raw)
@@ -289,18 +299,33 @@ def commit_generated(repo: pygit2.Repository, ref_name: str, source: pygit2.Comm
                      checkout: bool = False) -> CommitResult:
     """Commit `generated` on top of `source` and move `ref_name` (which must still be `source`).
 
-    With `checkout`, the work tree and index follow (changed generated roots only) before the
-    ref moves."""
+    With `checkout`, the work tree and index follow the changed generated roots after the ref
+    moved (checkout.py); links on their way are refused before anything is written."""
     writer = writer or TreeWriter(repo)
-    tree = writer.apply(source.tree, generated)
+    try:
+        tree = writer.apply(source.tree, generated)  # the pack and its index, fsynced
+    except OSError as e:
+        raise EnvError(str(e.filename or repo.path), f"cannot write the new objects: {e.strerror}") from None
     if tree == source.tree.id:
         return CommitResult(None, tree, source.tree.id)
-    oid = repo.create_commit(None, author, author, message, tree, [source.id])
-    _check_unmoved(repo, ref_name, source)
+    planned = None
     if checkout:
-        _checkout(repo, tree_at(repo, tree), source.tree, generated)
-    _check_unmoved(repo, ref_name, source)
-    repo.references[ref_name].resolve().set_target(oid, f"ksgitops: reconcile {str(source.id)[:12]}")
+        new_index = TreeIndex(repo, tree_at(repo, tree))
+        roots = changed_roots(TreeIndex(repo, source.tree), new_index, list(generated))
+        planned = checkouts.plan(repo, source.tree, tree_at(repo, tree), roots, generated)
+    with libgit2_fsync(), exclusive(repo.path):  # a concurrent recovery waits for this commit and checkout
+        try:
+            oid = repo.create_commit(None, author, author, message, tree, [source.id])
+            _check_unmoved(repo, ref_name, source)
+            if planned is not None:
+                checkouts.begin(repo, ref_name, oid, planned)
+            repo.references[ref_name].resolve().set_target(oid, f"ksgitops: reconcile {str(source.id)[:12]}")
+        except pygit2.GitError as e:
+            raise GitError(f"{ref_name}: the commit could not be written ({e}); nothing was changed") from None
+        except OSError as e:
+            raise EnvError(str(e.filename or repo.path), f"{e.strerror}; nothing was changed") from None
+        if planned is not None:
+            checkouts.follow(repo, planned, generated, str(oid))
     return CommitResult(str(oid), tree, source.tree.id)
 
 
@@ -310,57 +335,6 @@ def _check_unmoved(repo: pygit2.Repository, ref_name: str, source: pygit2.Commit
         raise GitError(f"{ref_name} moved while reconciling; nothing was committed (run again)")
 
 
-def _checkout(repo: pygit2.Repository, tree: pygit2.Tree, old: pygit2.Tree, generated: Generated) -> None:
-    """Bring the work tree and index from `old` to `tree` for the generated roots that changed:
-    a new root is written whole beside its place and renamed in; a changed one file by file from
-    the tree diff (work in proportion to the change), each file replaced atomically. Source files
-    are never touched."""
-    old_index, new_index = TreeIndex(repo, old), TreeIndex(repo, tree)
-    index = repo.index
-    workdir = Path(repo.workdir)
-    made: set[Path] = set()
-    for root in changed_roots(old_index, new_index, list(generated)):
-        before, after = old_index.get(root), new_index.get(root)
-        if after is not None and after.type == pygit2.GIT_OBJECT_BLOB:  # a file root (STATUS.md, problems.yaml)
-            (workdir / root).parent.mkdir(parents=True, exist_ok=True)
-            write_file(workdir / root, blob_data(repo, after.id))
-            index.add(pygit2.IndexEntry(root, after.id, after.filemode))
-        elif after is None and before is not None and before.type == pygit2.GIT_OBJECT_BLOB:
-            (workdir / root).unlink(missing_ok=True)
-            index.remove(root)
-        elif after is None:
-            shutil.rmtree(workdir / root, ignore_errors=True)
-            index.remove_directory(root)
-        elif before is None or not (workdir / root).is_dir():  # a new root: write it whole
-            content = generated[root]
-            swap_in(workdir / root, _read(repo, tree_at(repo, after.id)) if isinstance(content, Subtree) else content)  # type: ignore[arg-type]
-            index.remove_directory(root)
-            for path, oid, mode in blobs(repo, tree_at(repo, after.id), f"{root}/"):
-                index.add(pygit2.IndexEntry(path, oid, mode))
-        else:
-            diff = tree_at(repo, after.id).diff_to_tree(tree_at(repo, before.id), swap=True)
-            for delta in diff.deltas:
-                _apply_delta(repo, index, workdir, root, delta, made)
-    index.write()
-
-
-def _apply_delta(repo: pygit2.Repository, index: pygit2.Index, workdir: Path, root: str, delta: Any,
-                 made: set[Path]) -> None:
-    if delta.status == pygit2.GIT_DELTA_DELETED:
-        path = f"{root}/{delta.old_file.path}"
-        (workdir / path).unlink(missing_ok=True)
-        index.remove(path)
-        _prune_empty_dirs(workdir / path, workdir / root)
-        return
-    path = f"{root}/{delta.new_file.path}"
-    target = workdir / path
-    if target.parent not in made:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        made.add(target.parent)
-    write_file(target, blob_data(repo, delta.new_file.id))
-    index.add(pygit2.IndexEntry(path, delta.new_file.id, delta.new_file.mode))
-
-
 def blobs(repo: pygit2.Repository, tree: pygit2.Tree, prefix: str = ""):  # type: ignore[no-untyped-def]
     """(path, id, mode) of every file below `tree` (reads trees, never blobs)."""
     for entry in tree:
@@ -368,13 +342,6 @@ def blobs(repo: pygit2.Repository, tree: pygit2.Tree, prefix: str = ""):  # type
             yield from blobs(repo, tree_at(repo, entry.id), f"{prefix}{entry.name}/")
         else:
             yield f"{prefix}{entry.name}", entry.id, entry.filemode
-
-
-def _prune_empty_dirs(path: Path, stop: Path) -> None:
-    folder = path.parent
-    while folder != stop.parent and folder.is_dir() and not any(folder.iterdir()):
-        folder.rmdir()
-        folder = folder.parent
 
 
 def changed_roots(old: TreeIndex, new: TreeIndex, roots: list[str]) -> list[str]:
@@ -417,16 +384,12 @@ def uncommitted_sources(repo: pygit2.Repository, committed: TreeSnapshot, mailbo
                 continue
             ours = {f.path: f for f in snapshot.space_files(space)}
             theirs = {f.path: f for f in other.space_files(space)}
-            dirty.update(p for p, f in ours.items() if p not in theirs or _blob_id(f) != _blob_id(theirs[p]))
+            dirty.update(p for p, f in ours.items() if p not in theirs or f.key != theirs[p].key)
     config = [snap.file("ksgitops.yaml") for snap in (worktree, committed)]
     if (config[0] is None) != (config[1] is None) or \
-            (config[0] is not None and config[1] is not None and _blob_id(config[0]) != _blob_id(config[1])):
+            (config[0] is not None and config[1] is not None and config[0].key != config[1].key):
         dirty.add("ksgitops.yaml")
     return sorted(dirty)
-
-
-def _blob_id(source: SourceFile) -> str:
-    return source.key  # both snapshots key files by their git blob id
 
 
 def git_dir(path: Path) -> str | None:

@@ -15,6 +15,8 @@ from pathlib import Path
 
 from ..core.gitobjects import TREE_MODE, object_id, tree_content  # noqa: F401 - re-exported (git.py, tests)
 
+from .durable import fsync_dir
+
 TYPE_CODES = {b"commit": 1, b"tree": 2, b"blob": 3, b"tag": 4}
 KINDS = {code: kind for kind, code in TYPE_CODES.items()}
 
@@ -35,7 +37,8 @@ def write_pack(objects_dir: Path, objects: dict[bytes, tuple[bytes, bytes]]) -> 
     """Write {raw id: (kind, content)} as objects/pack/pack-<sha>.{pack,idx}; None when empty.
 
     The .pack is complete before the .idx appears (git only sees a pack through its index), and
-    both are renamed into place, so a crash leaves no half pack that git would read."""
+    both are fsynced and renamed into place, so a crash or power loss leaves no half pack that git
+    would read, and a ref written afterwards never points at objects that are not on disk."""
     if not objects:
         return None
     pack_dir = objects_dir / "pack"
@@ -57,6 +60,7 @@ def write_pack(objects_dir: Path, objects: dict[bytes, tuple[bytes, bytes]]) -> 
     name = pack_sha.hex()
     _write_atomically(pack_dir / f"pack-{name}.pack", chunks + [pack_sha])
     _write_atomically(pack_dir / f"pack-{name}.idx", [_index(ids, crcs, offsets, pack_sha)])
+    fsync_dir(pack_dir)
     return pack_dir / f"pack-{name}.pack"
 
 
@@ -79,10 +83,14 @@ def _index(ids: list[bytes], crcs: list[int], offsets: list[int], pack_sha: byte
 
 
 def _write_atomically(path: Path, chunks: list[bytes]) -> None:
+    """Written under a temporary name, fsynced, then renamed: a ref may point at these objects
+    only once they are on disk (the caller fsyncs the folder after both files)."""
     tmp = path.with_name(f"tmp_{path.name}_{os.getpid()}")
     with open(tmp, "wb") as f:
         for chunk in chunks:
             f.write(chunk)
+        f.flush()
+        os.fsync(f.fileno())
     os.chmod(tmp, 0o444)
     os.replace(tmp, path)
 

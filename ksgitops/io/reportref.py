@@ -20,6 +20,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import shutil
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -28,6 +29,7 @@ import pygit2
 
 from ..core.repoconfig import MAILBOX_TRAILER, SOURCE_TRAILER
 from ..core.tree import FileTree
+from .durable import libgit2_fsync
 from .git import TreeIndex, TreeSnapshot, TreeWriter, consolidate_packs
 from .pack import KINDS, write_pack
 from .remote import Credentials, is_url, scrub
@@ -70,11 +72,7 @@ class MailboxRepo:
         self.tracking_ref = f"refs/remotes/origin/ksgitops/reported/{mailbox}"
         slug = re.sub(r"[^A-Za-z0-9._-]+", "-", self.url.rstrip("/").rsplit("/", 1)[-1])[:40] or "repo"
         digest = hashlib.sha256(self.url.encode()).hexdigest()[:12]
-        path = Path(cache_dir) / f"{slug}-{digest}.git"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        # never discover upwards: a cache folder inside some work tree must not become that repository
-        self.repo = pygit2.Repository(str(path)) if (path / "HEAD").is_file() \
-            else pygit2.init_repository(str(path), bare=True)
+        self.repo = open_cache(Path(cache_dir) / f"{slug}-{digest}.git")
 
     # --- fetch
 
@@ -83,7 +81,8 @@ class MailboxRepo:
         remote = self.repo.remotes.create_anonymous(self.url)
         specs = [f"+refs/heads/{self.branch}:{self.tracking_branch}", f"+{self.ref}:{self.tracking_ref}"]
         try:
-            remote.fetch(specs, prune=pygit2.enums.FetchPrune.PRUNE, callbacks=Credentials())
+            with libgit2_fsync():  # a fetched pack on disk before the tracking refs point into it
+                remote.fetch(specs, prune=pygit2.enums.FetchPrune.PRUNE, callbacks=Credentials())
         except (pygit2.GitError, OSError, ValueError) as e:
             return f"fetch {scrub(self.url)}: {scrub(str(e))}"
         if self.tracking_branch not in self.repo.references:
@@ -144,8 +143,9 @@ class MailboxRepo:
         message = (f"ksgitops sync: reported state of {self.mailbox} [skip ci]\n\n"
                    f"{SOURCE_TRAILER}: {head.id}\n{MAILBOX_TRAILER}: {self.mailbox}\n")
         parent = base if base is not None else head
-        oid = self.repo.create_commit(None, author, author, message, tree, [parent.id])
-        self.repo.references.create(self.ref, oid, force=True)
+        with libgit2_fsync():  # the commit on disk before the ref names it (the pack is fsynced already)
+            oid = self.repo.create_commit(None, author, author, message, tree, [parent.id])
+            self.repo.references.create(self.ref, oid, force=True)
         consolidate_packs(self.repo)  # a pack per report commit: keep their number bounded
         return Committed(str(oid), True)
 
@@ -187,11 +187,12 @@ class MailboxRepo:
             return [f"{self.ref}: non-fast-forward"]
         objects: dict[bytes, tuple[bytes, bytes]] = {}
         self._missing(dest, local, objects)
-        write_pack(Path(dest.path) / "objects", objects)
+        write_pack(Path(dest.path) / "objects", objects)  # fsynced before the ref below names it
         current = dest.references.get(self.ref)
         if (current.target if current is not None else None) != (theirs.target if theirs is not None else None):
             return [f"{self.ref}: moved during the push"]
-        dest.references.create(self.ref, local, force=True)
+        with libgit2_fsync():
+            dest.references.create(self.ref, local, force=True)
         return []
 
     def _missing(self, dest: pygit2.Repository, oid: pygit2.Oid, out: dict[bytes, tuple[bytes, bytes]]) -> None:
@@ -215,4 +216,24 @@ class MailboxRepo:
         return str(target) if target is not None else None
 
 
-__all__ = ["MailboxRepo", "Committed", "report_ref", "default_cache_dir", "REPORT_REF_PREFIX"]
+def open_cache(path: Path) -> pygit2.Repository:
+    """The agent's bare cache repository at `path`, made whole or not at all: it is initialised
+    beside its place and renamed in, so a kill never leaves half a repository there. One that
+    cannot be opened (a power loss in the middle of a fetch) is made afresh: it only caches what
+    the source has, and unpushed reports are recomputed every cycle."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if (path / "HEAD").is_file():
+        try:
+            return pygit2.Repository(str(path))  # never discover upwards from a cache folder
+        except pygit2.GitError:
+            shutil.rmtree(path)
+    elif path.exists():
+        shutil.rmtree(path)
+    staging = path.with_name(f".{path.name}.ksgitops-new")
+    shutil.rmtree(staging, ignore_errors=True)
+    pygit2.init_repository(str(staging), bare=True)
+    os.rename(staging, path)
+    return pygit2.Repository(str(path))
+
+
+__all__ = ["MailboxRepo", "open_cache", "Committed", "report_ref", "default_cache_dir", "REPORT_REF_PREFIX"]

@@ -21,7 +21,7 @@ from ..core.status_source import MailboxListing
 from ..core.tree import put
 from ..core.syncreport import REVISION_FILES, REVISION_FOLDERS, revision_of
 from .cache import code_fingerprint
-from .fs import walk_files, write_file
+from .fs import check_path, walk_files, write_file
 from .git import TreeIndex, blobs, tree_at
 
 PARTS = ("objects", "patches", "reported")
@@ -82,7 +82,7 @@ class WorkTreeStatusSource:
         for part in PARTS:
             base = self.root / "spaces" / mailbox / part
             tree: dict[str, Any] = {}
-            for rel in walk_files(base):
+            for rel in walk_files(self.root, f"spaces/{mailbox}/{part}"):
                 key = self._read(base / rel)
                 if part == "reported":
                     listing.reports[rel] = (f"spaces/{mailbox}/reported/{rel}", key)
@@ -141,4 +141,8 @@ def save_memo(path: Path | None, memo: StatusMemo) -> None:
 
 
 def memo_path(git_dir: str | None, kind: str) -> Path | None:
-    return Path(git_dir) / "ksgitops" / f"status-{kind}.pickle" if git_dir else None
+    """Where the memo lives (a link on the way is a LinkError: it is never read or written through)."""
+    if not git_dir:
+        return None
+    check_path(Path(git_dir), f"ksgitops/status-{kind}.pickle", shown=git_dir.rstrip("/"))
+    return Path(git_dir) / "ksgitops" / f"status-{kind}.pickle"

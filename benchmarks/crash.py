@@ -1,0 +1,431 @@
+"""Kill ksgitops at random points and check that nothing is lost and the rerun equals a clean run.
+
+For each mode, a fleet (benchmarks/fleet.py) whose mailboxes hold files ksgitops did not generate
+(reports, upsynced objects, a NOTES.md a person wrote) goes back and forth between two states; in
+every trial the command that brings it to the other state runs as a real `python -m ksgitops`
+subprocess and gets SIGKILL, half the time at a uniformly random moment of its run, half the time
+at a random moment after it began writing (its journal appeared). Then:
+
+1. recovery runs (what any next command does first), and every generated root (a mailbox's own
+   files, each `.ksgitops/` folder, STATUS.md) must be wholly the old state's or wholly the new
+   one's; in a checkout, the branch must be at the old commit or at a commit with the new tree, and
+   the work tree and index must match it;
+2. no file ksgitops did not generate may be missing or changed, and nothing may be left over
+   (staging, trash, journals, lock files);
+3. the rerun must give, byte for byte, the tree a clean run gave (and in a checkout the same
+   commit tree, with a clean `git status`).
+
+Modes: `worktree` (reconcile), `commit` (reconcile --commit in a checkout), `status` (work tree),
+`status-commit` (status --commit in a checkout), `fold-in` (report refs into a checkout).
+
+    python benchmarks/crash.py --wecs 1000 --objects 200 --kills 60 --workdir /work   # 300 kills (hours)
+    python benchmarks/crash.py --wecs 10 --objects 10 --kills 5                        # a smoke test
+
+Prints one Markdown row per mode; exits 1 when anything was lost, torn, divergent or left over.
+tests/test_crash.py runs the same code on a small fleet.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import pygit2  # noqa: E402
+import yaml  # noqa: E402
+
+from fleet import edit_workload_object, generate  # noqa: E402
+from ksgitops import app  # noqa: E402
+from ksgitops.core.reported import dump_report  # noqa: E402
+
+MODES = ("worktree", "commit", "status", "status-commit", "fold-in")
+LEFTOVER_MARKS = (".ksgitops-stage", ".ksgitops-trash", ".ksgitops-journal", ".ksgitops-tmp", ".ksgitops-new",
+                  ".ksgitops-old")
+GIT_ENV = {"GIT_AUTHOR_NAME": "crash", "GIT_AUTHOR_EMAIL": "crash@example.invalid", "GIT_COMMITTER_NAME": "crash",
+           "GIT_COMMITTER_EMAIL": "crash@example.invalid"}
+
+
+@dataclass
+class Tally:
+    mode: str
+    trials: int = 0
+    kills: int = 0
+    kills_writing: int = 0
+    lost: int = 0  # kept files missing or changed
+    torn: int = 0  # generated roots neither old nor new after recovery (or a checkout off its commit)
+    divergent: int = 0  # reruns whose tree differs from a clean run's
+    leftovers: int = 0
+    failures: list[str] = field(default_factory=list)
+
+    def ok(self) -> bool:
+        return not (self.lost or self.torn or self.divergent or self.leftovers or self.failures)
+
+
+@dataclass
+class State:
+    files: dict[str, bytes]  # the whole work tree (without .git)
+    tree: str = ""  # HEAD's tree id (checkout modes)
+
+
+Files = dict[str, bytes]
+
+
+def snapshot(root: Path) -> Files:
+    out = {}
+    for folder, dirs, names in os.walk(root):
+        dirs[:] = [d for d in dirs if not (folder == str(root) and d == ".git")]
+        for name in names:
+            path = os.path.join(folder, name)
+            with open(path, "rb") as f:
+                out[os.path.relpath(path, root)] = f.read()
+    return out
+
+
+def git(repo: Path, *args: str) -> str:
+    env = {**os.environ, **GIT_ENV}
+    return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True, text=True, env=env).stdout
+
+
+def head_tree(repo: Path) -> str:
+    return str(pygit2.Repository(str(repo)).head.peel(pygit2.Commit).tree_id)
+
+
+def mailboxes(repo: Path) -> list[str]:
+    return sorted(p.name for p in (repo / "spaces").iterdir() if "-mb-" in p.name)
+
+
+def root_of(path: str) -> str | None:
+    """The generated root a path belongs to (None: a source file or a kept one)."""
+    parts = path.split("/")
+    if path == "STATUS.md":
+        return path
+    if len(parts) > 3 and parts[0] == "spaces" and parts[2] == ".ksgitops":
+        return "/".join(parts[:4])
+    if len(parts) > 2 and parts[0] == "spaces" and "-mb-" in parts[1]:
+        owned = parts[2] in ("space.yaml", "syncerconfig.yaml", "kustomization.yaml", "objects", "patches")
+        return "/".join(parts[:2]) if owned else None
+    return None
+
+
+def by_root(files: Files) -> dict[str, Files]:
+    out: dict[str, Files] = {}
+    for path, data in files.items():
+        root = root_of(path)
+        if root is not None:
+            out.setdefault(root, {})[path] = data
+    return out
+
+
+# --- the files ksgitops did not generate ----------------------------------------------------------
+
+def reports_for(repo: Path, mailbox: str, day: int) -> Files:
+    """A report for every object of a mailbox, dated `day` (what collect or sync would write)."""
+    out = {}
+    base = repo / "spaces" / mailbox / "objects"
+    for path in sorted(base.rglob("*.yaml")):
+        body = yaml.safe_load(path.read_bytes())
+        md = body["metadata"]
+        identity = {"apiVersion": body["apiVersion"], "kind": body["kind"], "name": md["name"], "generation": 1}
+        if md.get("namespace"):
+            identity["namespace"] = md["namespace"]
+        rel = path.relative_to(base).as_posix()
+        out[f"spaces/{mailbox}/reported/{rel}"] = dump_report({"object": identity, "reportedAt":
+                                                               f"2026-11-{day:02d}T00:00:00Z", "status": {}})
+    return out
+
+
+def place_kept(repo: Path, day: int) -> Files:
+    """Reports, an upsynced object and a person's note in every mailbox; returns them."""
+    kept: Files = {}
+    for mb in mailboxes(repo):
+        kept.update(reports_for(repo, mb, day))
+        kept[f"spaces/{mb}/upsynced/core/configmaps/default/seen.yaml"] = f"seen by {mb}\n".encode()
+        kept[f"spaces/{mb}/NOTES.md"] = f"# {mb}\nA person wrote this; ksgitops must keep it.\n".encode()
+    for path, data in kept.items():
+        (repo / path).parent.mkdir(parents=True, exist_ok=True)
+        (repo / path).write_bytes(data)
+    return kept
+
+
+# --- the modes --------------------------------------------------------------------------------------
+
+@dataclass
+class Mode:
+    name: str
+    argv: list[str]
+    checkout: bool
+    toggle: Callable[["Run", int], None]
+    rerun: Callable[[Path], Any]
+
+
+class Run:
+    """One mode's fleet and what it takes to move it between its two states."""
+
+    def __init__(self, mode: Mode, repo: Path, wecs: int, objects: int) -> None:
+        self.mode, self.repo = mode, repo
+        generate(repo, wecs=wecs, objects=objects, seed=1)
+        self.sources = {0: snapshot(repo)}
+        edit_workload_object(repo)  # every prod WEC's mailbox changes between the two states
+        self.sources[1] = snapshot(repo)
+        self.write_sources(0)
+        app.reconcile_worktree(repo)
+        self.kept = place_kept(repo, 1)
+        if mode.checkout:
+            git(repo, "init", "-q", "-b", "main")
+            git(repo, "add", "-A")
+            git(repo, "commit", "-q", "-m", "fleet")
+            for mb in mailboxes(repo):  # written by a person after the commit: untracked
+                note = f"{mb}: handed over, not committed\n".encode()
+                (repo / "spaces" / mb / "HANDOFF.txt").write_bytes(note)
+                self.kept[f"spaces/{mb}/HANDOFF.txt"] = note
+
+    def write_sources(self, state: int) -> None:
+        for path, data in self.sources[state].items():
+            if (self.repo / path).read_bytes() != data:
+                (self.repo / path).write_bytes(data)
+
+    def command(self) -> list[str]:
+        return [sys.executable, "-m", "ksgitops", *self.mode.argv, str(self.repo)]
+
+
+def _toggle_sources(run: Run, state: int) -> None:
+    run.write_sources(state)
+    if run.mode.checkout:
+        git(run.repo, "commit", "-qam", f"sources {state}")
+
+
+def _toggle_reports(run: Run, state: int) -> None:
+    for mb in mailboxes(run.repo):
+        for path, data in reports_for(run.repo, mb, 10 + state).items():
+            (run.repo / path).write_bytes(data)
+            run.kept[path] = data
+    if run.mode.checkout:
+        git(run.repo, "add", "-A", "spaces")
+        git(run.repo, "commit", "-qm", f"reports {state}")
+
+
+def _toggle_refs(run: Run, state: int) -> None:
+    """Every WEC's agent pushes a report ref dated by `state` (as `ksgitops sync` does)."""
+    from ksgitops.io.git import TreeWriter
+    run.kept = {p: d for p, d in run.kept.items() if "/reported/" not in p and "/upsynced/" not in p}  # the refs' now
+    repo = pygit2.Repository(str(run.repo))
+    head = repo.head.peel(pygit2.Commit)
+    writer = TreeWriter(repo)
+    for mb in mailboxes(run.repo):
+        files = reports_for(run.repo, mb, 20 + state)
+        tree: dict[str, Any] = {}
+        for path, data in files.items():
+            node = tree
+            *dirs, leaf = path.split("/")[3:]
+            for part in dirs:
+                node = node.setdefault(part, {})
+            node[leaf] = data
+        tree_id = writer.apply(None, {f"spaces/{mb}/reported": tree})
+        ref = f"refs/heads/ksgitops/reported/{mb}"
+        parent = repo.references[ref].target if ref in repo.references else head.id
+        message = f"sync: reports of {mb}\n\nKsgitops-Source: {head.id}\nKsgitops-Mailbox: {mb}\n"
+        oid = repo.create_commit(None, pygit2.Signature("agent", "a@example.invalid", 1_700_000_000 + state, 0),
+                                 pygit2.Signature("agent", "a@example.invalid", 1_700_000_000 + state, 0),
+                                 message, tree_id, [parent])
+        repo.references.create(ref, oid, force=True)
+
+
+def modes() -> dict[str, Mode]:
+    return {m.name: m for m in (
+        Mode("worktree", ["reconcile"], False, _toggle_sources, app.reconcile_worktree),
+        Mode("commit", ["reconcile", "--commit"], True, _toggle_sources, lambda r: app.reconcile_commit(r, "HEAD")),
+        Mode("status", ["status"], False, _toggle_reports, app.status_worktree),
+        Mode("status-commit", ["status", "--commit"], True, _toggle_reports, lambda r: app.status_commit(r, "HEAD")),
+        Mode("fold-in", ["fold-in"], True, _toggle_refs, lambda r: app.fold_in(r, "HEAD")),
+    )}
+
+
+# --- one trial ---------------------------------------------------------------------------------------
+
+def clean_state(run: Run, state: int) -> tuple[State, float, float]:
+    """Bring the fleet to `state` with an uninterrupted subprocess: its result, how long it ran,
+    and how long it wrote (from its journal's appearance to its exit)."""
+    run.mode.toggle(run, state)
+    started = time.monotonic()
+    proc = subprocess.Popen(run.command(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    began = None
+    while proc.poll() is None:
+        if began is None and writing_began(run.repo):
+            began = time.monotonic()
+        time.sleep(0.0005)
+    ended = time.monotonic()
+    if proc.returncode:
+        raise RuntimeError(f"{' '.join(run.command())}: exit {proc.returncode}: {proc.stderr.read().decode()}")
+    state_now = State(snapshot(run.repo), head_tree(run.repo) if run.mode.checkout else "")
+    return state_now, ended - started, ended - began if began is not None else 0.05
+
+
+def writing_began(repo: Path) -> bool:
+    """A journal (or, from the earlier writer, a staging folder in spaces/) exists."""
+    if os.path.exists(repo / ".ksgitops-journal") or os.path.exists(repo / ".git" / "ksgitops" / "checkout.json"):
+        return True
+    try:
+        return any(name.startswith(".") for name in os.listdir(repo / "spaces"))
+    except OSError:
+        return False
+
+
+def kill_at_random(run: Run, rng: random.Random, duration: float, writing: float,
+                   after_write: bool) -> tuple[bool, bool]:
+    """Start the command and SIGKILL it at a random moment of its run, or (`after_write`) of its
+    writing; returns (killed, killed after writing began)."""
+    proc = subprocess.Popen(run.command(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    began = False
+    if after_write:
+        deadline = time.monotonic() + duration * 3 + 5
+        while proc.poll() is None and time.monotonic() < deadline and not began:
+            began = writing_began(run.repo)
+            if not began:
+                time.sleep(0.0005)
+        time.sleep(rng.uniform(0, writing * 1.2))
+    else:
+        time.sleep(rng.uniform(0, duration * 1.1))
+        began = writing_began(run.repo)
+    killed = proc.poll() is None
+    if killed:
+        proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    return killed, killed and began
+
+
+def leftovers(repo: Path) -> list[str]:
+    found = [p for p in snapshot(repo) if any(mark in p for mark in LEFTOVER_MARKS)]
+    for folder, dirs, names in os.walk(repo):
+        found += [os.path.join(folder, d) for d in dirs if any(mark in d for mark in LEFTOVER_MARKS)]
+    git_dir = repo / ".git"
+    found += [str(p) for p in (git_dir / "ksgitops" / "checkout.json", git_dir / "index.lock") if p.exists()]
+    return found
+
+
+def check_recovered(run: Run, old: State, new: State, old_head: str, tally: Tally) -> None:
+    """After a kill and recovery: every root old or new, nothing lost, nothing left over."""
+    now = snapshot(run.repo)
+    roots_now, roots_old, roots_new = by_root(now), by_root(old.files), by_root(new.files)
+    for root in set(roots_old) | set(roots_new) | set(roots_now):
+        mine = roots_now.get(root, {})
+        if mine != roots_old.get(root, {}) and mine != roots_new.get(root, {}):
+            tally.torn += 1
+            tally.failures.append(f"trial {tally.trials}: {root} is neither old nor new after recovery")
+    _check_kept(run, now, tally, "after recovery")
+    if run.mode.checkout:
+        tree = head_tree(run.repo)
+        if tree not in (old_head, new.tree):
+            tally.torn += 1
+            tally.failures.append(f"trial {tally.trials}: HEAD's tree is neither the old nor the new one")
+        dirty = git(run.repo, "status", "--porcelain", "--untracked-files=no")
+        if dirty:
+            tally.torn += 1
+            tally.failures.append(f"trial {tally.trials}: work tree or index off HEAD after recovery: {dirty[:200]}")
+    _check_leftovers(run, tally, "after recovery")
+
+
+def _check_kept(run: Run, now: Files, tally: Tally, when: str) -> None:
+    lost = [p for p, data in run.kept.items() if now.get(p) != data]
+    if lost:
+        tally.lost += len(lost)
+        tally.failures.append(f"trial {tally.trials}: {len(lost)} kept files lost {when}, e.g. {lost[0]}")
+
+
+def check_rerun(run: Run, new: State, tally: Tally) -> None:
+    try:
+        run.mode.rerun(run.repo)
+    except Exception as e:  # noqa: BLE001 - a failed rerun is a finding, reported with the others
+        tally.failures.append(f"trial {tally.trials}: the rerun failed: {type(e).__name__}: {e}")
+        return
+    now = snapshot(run.repo)
+    _check_kept(run, now, tally, "after the rerun")
+    differs = sorted(p for p in set(now) | set(new.files) if now.get(p) != new.files.get(p))
+    if run.mode.checkout and (head_tree(run.repo) != new.tree or git(run.repo, "status", "--porcelain",
+                                                                        "--untracked-files=no")):
+        differs.append("HEAD or the index")
+    if differs:
+        tally.divergent += 1
+        tally.failures.append(f"trial {tally.trials}: the rerun differs from a clean run: {differs[:3]}")
+    _check_leftovers(run, tally, "after the rerun")
+
+
+def _check_leftovers(run: Run, tally: Tally, when: str) -> None:
+    left = leftovers(run.repo)
+    if left:
+        tally.leftovers += len(left)
+        tally.failures.append(f"trial {tally.trials}: left over {when}: {left[:3]}")
+
+
+def run_mode(name: str, base: Path, wecs: int, objects: int, kills: int, seed: int,
+             budget: float | None = None) -> Tally:
+    """`kills` trials (fewer when `budget` seconds run out first) of one mode."""
+    mode = modes()[name]
+    run = Run(mode, base / name, wecs, objects)
+    states: dict[int, State] = {}
+    took: list[tuple[float, float]] = []
+    for state in (1, 0):
+        states[state], seconds, writing = clean_state(run, state)
+        took.append((seconds, writing))
+    duration, writing = max(t[0] for t in took), max(t[1] for t in took)
+    rng = random.Random(f"{seed}/{name}")
+    tally = Tally(name)
+    current = 0
+    stop = time.monotonic() + budget if budget else None
+    while tally.trials < kills and (stop is None or time.monotonic() < stop):
+        tally.trials += 1
+        target = 1 - current
+        mode.toggle(run, target)
+        old_head = head_tree(run.repo) if mode.checkout else ""
+        killed, while_writing = kill_at_random(run, rng, duration, writing, after_write=tally.trials % 2 == 0)
+        tally.kills += killed
+        tally.kills_writing += while_writing
+        app.open_source(run.repo, app.WORKTREE)  # what every command does first: recover
+        check_recovered(run, states[current], states[target], old_head, tally)
+        check_rerun(run, states[target], tally)
+        current = target
+    return tally
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--wecs", type=int, default=1000)
+    parser.add_argument("--objects", type=int, default=200)
+    parser.add_argument("--kills", type=int, default=60, help="trials per mode (about one kill each)")
+    parser.add_argument("--modes", default=",".join(MODES))
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--workdir", type=Path, default=None, help="where the fleets go (default: a temporary folder)")
+    parser.add_argument("--keep", action="store_true", help="keep the fleets")
+    args = parser.parse_args(argv)
+    base = Path(tempfile.mkdtemp(prefix="ksgitops-crash-", dir=args.workdir))
+    print(f"{args.wecs} WECs x {args.objects} objects, {args.kills} trials per mode, seed {args.seed}, in {base}\n")
+    print("| mode | trials | kills | kills while writing | lost files | torn roots | divergent reruns | leftovers | seconds |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    ok = True
+    try:
+        for name in args.modes.split(","):
+            started = time.monotonic()
+            t = run_mode(name, base, args.wecs, args.objects, args.kills, args.seed)
+            print(f"| {name} | {t.trials} | {t.kills} | {t.kills_writing} | {t.lost} | {t.torn} | {t.divergent} | "
+                  f"{t.leftovers} | {time.monotonic() - started:.0f} |", flush=True)
+            for line in t.failures[:10]:
+                print(f"  - {line}", file=sys.stderr)
+            ok = ok and t.ok()
+    finally:
+        if not args.keep:
+            shutil.rmtree(base, ignore_errors=True)
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

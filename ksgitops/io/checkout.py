@@ -1,0 +1,253 @@
+"""A checkout that follows a ksgitops commit: the work tree and index of the generated roots that changed.
+
+`git.commit_generated` runs it in this order: the new tree's objects are written (one pack, fsynced),
+the checkout is planned here (links refused; nothing is written), the commit object is created, a
+journal `<git dir>/ksgitops/checkout.json` naming the commit is written (fsynced), the branch moves,
+and only then does the work tree follow:
+
+- a root that changed is brought along file by file from the tree diff (work in proportion to the
+  change), each file replaced atomically;
+- a root that appears or goes is written whole through worktree.py's transaction (kept folders
+  such as `reported/` carried over);
+- then the index (libgit2 writes it atomically, fsynced); the journal is removed last.
+
+So a failed commit leaves the work tree untouched, and a kill or failure after the branch moved
+leaves every file old or new plus the journal: the next command on the repository finishes the
+checkout (every step is idempotent) before it reads anything. When the branch does not point at
+the journal's commit, the branch never moved for it, nothing was written, and the journal is dropped.
+"""
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pygit2
+
+from ..core.tree import KEEP, FileTree, Generated
+from ..model import EnvError, KsgitopsError
+from .durable import exclusive, sync_filesystem, write_durably
+from .fs import check_path, write_file
+from .worktree import plan_root, write_generated
+
+FORMAT = "ksgitops-checkout-1"
+FILE, DELETE_FILE, TREE, REMOVE, DELTA = "file", "delete-file", "tree", "remove", "delta"
+
+
+@dataclass
+class Step:
+    root: str
+    op: str
+    markers: list[str] = field(default_factory=list)  # top-level KEEP names of a whole root
+
+
+@dataclass
+class Plan:
+    old: str  # tree ids, hex
+    new: str
+    steps: list[Step]
+    deltas: dict[str, list[tuple[str, Any]]] = field(default_factory=dict)  # per root, once computed
+
+
+def journal_path(repo: pygit2.Repository) -> Path:
+    return Path(repo.path) / "ksgitops" / "checkout.json"
+
+
+def plan(repo: pygit2.Repository, old: pygit2.Tree, new: pygit2.Tree, roots: list[str], generated: Generated) -> Plan:
+    """The steps that bring the work tree from `old` to `new`, after refusing any link on the way."""
+    from .git import TreeIndex
+    old_index, new_index = TreeIndex(repo, old), TreeIndex(repo, new)
+    workdir = Path(repo.workdir)
+    steps = []
+    for root in roots:
+        before, after = old_index.get(root), new_index.get(root)
+        if after is not None and after.type == pygit2.GIT_OBJECT_BLOB:
+            step = Step(root, FILE)
+        elif after is None:
+            step = Step(root, DELETE_FILE if before is not None and before.type == pygit2.GIT_OBJECT_BLOB else REMOVE)
+        elif before is None or not (workdir / root).is_dir() or (workdir / root).is_symlink():
+            content = generated.get(root)
+            step = Step(root, TREE, [n for n, v in content.items() if v is KEEP] if isinstance(content, dict) else [])
+        else:
+            step = Step(root, DELTA)
+        steps.append(step)
+    result = Plan(str(old.id), str(new.id), steps)
+    _refuse_links(repo, result)
+    return result
+
+
+def _refuse_links(repo: pygit2.Repository, planned: Plan) -> None:
+    """Every path the checkout will write or delete, checked for links before anything is written."""
+    workdir = Path(repo.workdir)
+    verified: set[str] = set()
+    for step in planned.steps:
+        check_path(workdir, step.root, verified)
+        if step.op in (TREE, REMOVE) and os.path.lexists(workdir / step.root):
+            plan_root(workdir, step.root, None)  # scans the folder there for links
+        elif step.op == DELTA:
+            for path, _ in _deltas(repo, planned, step.root):
+                check_path(workdir, path, verified)
+
+
+def begin(repo: pygit2.Repository, ref: str, commit: pygit2.Oid, planned: Plan) -> None:
+    """Write the journal (durably) before the branch moves."""
+    path = journal_path(repo)
+    check_path(Path(repo.path), "ksgitops", shown=repo.path.rstrip("/"))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    steps = [{"root": s.root, "op": s.op, "markers": s.markers} for s in planned.steps]
+    write_durably(path, json.dumps({"format": FORMAT, "ref": ref, "commit": str(commit), "old": planned.old,
+                                    "new": planned.new, "steps": steps}).encode())
+
+
+def apply(repo: pygit2.Repository, planned: Plan, generated: Generated | None = None) -> None:
+    """Bring the work tree and index along (idempotent), then drop the journal. Whole roots come
+    from `generated` when given (they are in memory already), else from the new tree."""
+    workdir = Path(repo.workdir)
+    index = repo.index
+    whole: dict[str, Any] = {}
+    made: set[Path] = set()
+    for step in planned.steps:
+        if step.op == FILE:
+            entry = _entry(repo, planned.new, step.root)
+            write_file(workdir / step.root, _blob(repo, entry.id))
+            index.add(pygit2.IndexEntry(step.root, entry.id, entry.filemode))
+        elif step.op == DELETE_FILE:
+            (workdir / step.root).unlink(missing_ok=True)
+            _unindex(index, step.root)
+        elif step.op in (TREE, REMOVE):
+            given = (generated or {}).get(step.root)
+            whole[step.root] = given if step.op == TREE and isinstance(given, dict) else _whole(repo, planned, step)
+            index.remove_directory(step.root)
+            if step.op == TREE:
+                _index_tree(repo, index, planned.new, step.root)
+        else:
+            for path, delta in _deltas(repo, planned, step.root):
+                _apply_delta(repo, index, workdir, path, delta, made, step.root)
+    write_generated(workdir, whole)
+    sync_filesystem(workdir)  # the files written one by one, on disk before the journal goes
+    index.write()
+    journal_path(repo).unlink(missing_ok=True)
+
+
+def follow(repo: pygit2.Repository, planned: Plan, generated: Generated, commit: str) -> None:
+    """`apply` right after the branch moved: a failure names the commit that stands and leaves
+    the journal, so that the next run finishes."""
+    try:
+        apply(repo, planned, generated)
+    except EnvError as e:
+        raise EnvError(e.problems[0].origin.path, f"committed {commit[:12]}, but the work tree could not follow: "
+                                                  f"{e.problems[0].message}; run again to finish") from None
+    except OSError as e:
+        raise EnvError(str(e.filename or repo.workdir), f"committed {commit[:12]}, but the work tree could not "
+                                                        f"follow: {e.strerror}; run again to finish") from None
+
+
+def _whole(repo: pygit2.Repository, planned: Plan, step: Step) -> FileTree | None:
+    if step.op == REMOVE:
+        return None
+    from .git import read_tree
+    tree = read_tree(repo, _entry(repo, planned.new, step.root).id)
+    tree.update({name: KEEP for name in step.markers})
+    return tree
+
+
+def _deltas(repo: pygit2.Repository, planned: Plan, root: str) -> list[tuple[str, Any]]:
+    """(path, delta) of every file that differs in `root` between the old and the new tree."""
+    if root not in planned.deltas:
+        before, after = _entry(repo, planned.old, root), _entry(repo, planned.new, root)
+        diff = repo[after.id].peel(pygit2.Tree).diff_to_tree(repo[before.id].peel(pygit2.Tree), swap=True)
+        planned.deltas[root] = [(f"{root}/{(d.old_file if d.status == pygit2.GIT_DELTA_DELETED else d.new_file).path}", d)
+                                for d in diff.deltas]
+    return planned.deltas[root]
+
+
+def _apply_delta(repo: pygit2.Repository, index: pygit2.Index, workdir: Path, path: str, delta: Any,
+                 made: set[Path], root: str) -> None:
+    target = workdir / path
+    if delta.status == pygit2.GIT_DELTA_DELETED:
+        target.unlink(missing_ok=True)
+        _unindex(index, path)
+        _prune_empty_dirs(target, workdir / root)
+        return
+    if target.parent not in made:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        made.add(target.parent)
+    write_file(target, _blob(repo, delta.new_file.id))
+    index.add(pygit2.IndexEntry(path, delta.new_file.id, delta.new_file.mode))
+
+
+def _index_tree(repo: pygit2.Repository, index: pygit2.Index, tree_id: str, root: str) -> None:
+    from .git import blobs, tree_at
+    for path, oid, mode in blobs(repo, tree_at(repo, _entry(repo, tree_id, root).id), f"{root}/"):
+        index.add(pygit2.IndexEntry(path, oid, mode))
+
+
+def _entry(repo: pygit2.Repository, tree_id: str, path: str) -> Any:
+    return repo[tree_id].peel(pygit2.Tree)[path]
+
+
+def _blob(repo: pygit2.Repository, oid: Any) -> bytes:
+    return repo[oid].peel(pygit2.Blob).data
+
+
+def _unindex(index: pygit2.Index, path: str) -> None:
+    if path in index:
+        index.remove(path)
+
+
+def _prune_empty_dirs(path: Path, stop: Path) -> None:
+    folder = path.parent
+    while folder != stop.parent and folder.is_dir() and not any(folder.iterdir()):
+        folder.rmdir()
+        folder = folder.parent
+
+
+def pending(workdir: Path) -> bool:
+    """A checkout journal exists in the repository holding `workdir` (cheap: no repository opened)."""
+    found = pygit2.discover_repository(str(workdir))
+    return found is not None and os.path.lexists(Path(found) / "ksgitops" / "checkout.json")
+
+
+def recover(repo: pygit2.Repository) -> bool:
+    """Finish a checkout a kill or failure interrupted after its branch moved; True when there was
+    one. Waits for a commit another live process is doing (it holds the git directory's lock)."""
+    if repo.is_bare or repo.workdir is None or not os.path.lexists(journal_path(repo)):
+        return False
+    with exclusive(repo.path):
+        return _recover(repo)
+
+
+def _recover(repo: pygit2.Repository) -> bool:
+    path = journal_path(repo)
+    if not os.path.lexists(path):
+        return False
+    check_path(Path(repo.path), "ksgitops/checkout.json", shown=repo.path.rstrip("/"))
+    try:
+        data = json.loads(path.read_bytes())
+        if data.get("format") != FORMAT:
+            raise ValueError("unknown format")
+    except (ValueError, AttributeError) as e:
+        raise KsgitopsError(f"{path}: an interrupted checkout left a journal ksgitops cannot read ({e}); "
+                            f"move it away and run `git checkout -- spaces STATUS.md`", exit_code=3) from None
+    ref = repo.references.get(data["ref"])
+    if ref is None or str(ref.resolve().target) != data["commit"]:
+        path.unlink(missing_ok=True)  # the branch never moved for it: nothing was written
+        return True
+    _drop_stale_lock(Path(repo.path) / "index.lock")
+    planned = Plan(data["old"], data["new"], [Step(s["root"], s["op"], list(s["markers"])) for s in data["steps"]])
+    _refuse_links(repo, planned)
+    try:
+        apply(repo, planned)
+    except OSError as e:
+        raise EnvError(str(e.filename or repo.workdir), f"{e.strerror} while finishing an interrupted checkout "
+                                                        f"of {data['commit'][:12]} (run again)") from None
+    return True
+
+
+def _drop_stale_lock(lock: Path) -> None:
+    """The interrupted run may have been writing the index: its lock file would block every later
+    write. Only called when that run's journal shows it was the one writing."""
+    lock.unlink(missing_ok=True)
+

@@ -1,0 +1,375 @@
+"""Crash-safe writes of generated roots into a work tree: a journalled rename protocol.
+
+An owned root is a folder or file that one writer replaces as a whole: a mailbox folder, a WDS's
+`.ksgitops/status` and `.ksgitops/singleplacementslices`, `STATUS.md`, a mailbox's `reported/`
+(collect). A root whose content is unchanged is not touched. Inside a root, what the generated
+tree marks KEEP (`reported/`, `upsynced/`, and in a mailbox every entry reconcile does not own)
+is carried over from the old root to the new one, by rename, never copied.
+
+For a root D = <parent>/<name>, a batch of roots is written in these steps (S and T are siblings of D):
+
+    S = .<name>.ksgitops-stage     the new content (generated files only, nothing kept)
+    T = .<name>.ksgitops-trash     the old root, once moved aside
+    J = <work tree>/.ksgitops-journal    {"state": "started" | "done", "roots": [{path, existed, keep}]}
+
+    1. J := started, fsynced: every root of the batch, whether it existed, the kept paths in it
+    2. every S written
+    3. per root: D -> T (when it existed), S -> D (unless the root goes), each kept path T/p -> D/p
+    4. syncfs: the new files and every rename are on disk
+    5. J := done, fsynced
+    6. every T removed
+    7. J removed
+
+Every state in between is recognisable from J and which of S, T, D exist, and is recovered by the
+next command that reads or writes the work tree (`recover`), before it reads anything:
+
+    no J          nothing in flight.
+    J started     roll back, per root in reverse order: when T exists, move each kept path that
+                  is in D and not in T back into T, remove D, rename T -> D; when it does not and the
+                  root did not exist before, remove D; remove S. The old roots are back, with every
+                  kept file in them (a kill never loses one: each is in D or in T, never elsewhere).
+    J done        roll forward: remove what is left of every T and S.
+
+Each recovery step is idempotent, so a kill during recovery is recovered by the next run. Writes
+and recoveries hold a lock on the work tree's folder (durable.exclusive): a journal in flight
+belongs to a live writer while its lock is held, and is only recovered once it is not. A
+failure while writing (a full disk, EIO, a read-only folder) rolls back at once and is an EnvError
+(exit 3) naming the path; nothing is left half-written. Before step 4 a power loss rolls back to
+the old roots, which were on disk before the run began; from step 5 on, everything new is.
+
+Leftovers of the earlier protocol (`.NAME.ksgitops-new` holding the kept folders, `.NAME.ksgitops-old`)
+are resolved before a root is planned, without deleting anything that could hold a kept file.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import stat
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..core.tree import KEEP, OTHERS, REUSE, FileTree, Generated, has_files
+from ..model import EnvError, KsgitopsError
+from .durable import exclusive, sync_filesystem, write_durably
+from .fs import LinkError, check_path, write_new
+
+JOURNAL = ".ksgitops-journal"
+FORMAT = "ksgitops-journal-1"
+BATCH = 256  # roots per transaction: bounds the extra disk a full rewrite holds at once
+
+
+@dataclass
+class Change:
+    path: str  # the root, relative to the work tree
+    content: FileTree | bytes | None  # None: the root goes
+    existed: bool
+    keep: list[str] = field(default_factory=list)  # paths inside the old root to carry over
+
+
+def sibling(target: Path, role: str) -> Path:
+    return target.with_name(f".{target.name}.ksgitops-{role}")
+
+
+def write_generated(root: Path, generated: Generated) -> list[str]:
+    """Bring every owned root to its generated content; returns the roots that changed."""
+    root = Path(root)
+    with exclusive(root):
+        recover(root)
+        verified: set[str] = set()
+        changes = []
+        for rel, tree in generated.items():
+            if tree is REUSE:
+                continue
+            check_path(root, rel, verified)
+            content: Any = tree
+            _resolve_legacy(root, rel, content)
+            change = plan_root(root, rel, content)
+            if change is not None:
+                changes.append(change)
+        for start in range(0, len(changes), BATCH):
+            transact(root, changes[start:start + BATCH])
+    return [c.path for c in changes]
+
+
+def plan_root(root: Path, rel: str, tree: FileTree | bytes | None) -> Change | None:
+    """What writing `tree` at `rel` takes (None: it is there already). Raises LinkError for a
+    link inside the old root, before anything is written."""
+    target = root / rel
+    mode = _lstat_mode(target)
+    existed = mode != 0
+    if isinstance(tree, bytes):
+        if stat.S_ISREG(mode) and target.read_bytes() == tree:
+            return None
+        return Change(rel, tree, existed)
+    if tree is None or not has_files(tree):
+        if stat.S_ISDIR(mode):
+            _compare(str(target), {}, "", _Scan(rel))  # links inside are refused
+        return Change(rel, None, True) if existed else None
+    if not stat.S_ISDIR(mode):
+        return Change(rel, tree, existed)
+    scan = _Scan(rel)
+    _compare(str(target), tree, "", scan)
+    return None if scan.same else Change(rel, tree, True, scan.keep)
+
+
+@dataclass
+class _Scan:
+    rel: str
+    same: bool = True
+    keep: list[str] = field(default_factory=list)
+
+
+def _compare(folder: str, tree: FileTree, prefix: str, scan: _Scan) -> None:
+    """Compare a folder with `tree` (reading files only while they are all equal), collect the
+    kept paths, and refuse any link in what the tree owns."""
+    entries = {e.name: e for e in os.scandir(folder)}
+    others = tree.get(OTHERS) is KEEP
+    for name, entry in entries.items():
+        value, path = tree.get(name), f"{prefix}{name}"
+        if entry.is_symlink():
+            raise LinkError(f"{scan.rel}/{path}")
+        if value is KEEP or (value is None and others):
+            scan.keep.append(path)
+        elif entry.is_dir(follow_symlinks=False):
+            if not isinstance(value, dict) or not has_files(value):
+                scan.same = False
+            _compare(entry.path, value if isinstance(value, dict) else {}, f"{path}/", scan)
+        elif not isinstance(value, bytes) or not entry.is_file(follow_symlinks=False):
+            scan.same = False
+        elif scan.same and Path(entry.path).read_bytes() != value:
+            scan.same = False
+    for name, value in tree.items():
+        if name not in entries and (isinstance(value, bytes) or (isinstance(value, dict) and has_files(value))):
+            scan.same = False
+
+
+def transact(root: Path, changes: list[Change]) -> None:
+    """Steps 1-7 of the protocol for one batch; on a failure, roll back and raise EnvError."""
+    if not changes:
+        return
+    journal = _Journal(root)
+    try:
+        journal.write("started", changes)
+        for change in changes:
+            _stage(root, change)
+        for change in changes:
+            _swap(root, change)
+        sync_filesystem(root)
+        journal.write("done", changes)
+    except OSError as e:
+        _fail(root, journal, e)
+    try:
+        for change in changes:
+            _remove(sibling(root / change.path, "trash"))
+        journal.remove()
+    except OSError as e:
+        raise EnvError(_shown(root, e), f"{e.strerror} (the new files are in place; the next run "
+                                        f"removes what is left of the old ones)") from None
+
+
+def _stage(root: Path, change: Change) -> None:
+    target = root / change.path
+    staging = sibling(target, "stage")
+    _remove(staging)
+    if change.content is None:
+        return
+    target.parent.mkdir(parents=True, exist_ok=True)
+    if isinstance(change.content, bytes):
+        write_new(str(staging), change.content)
+    else:
+        os.mkdir(staging)
+        _write_files(str(staging), change.content)
+
+
+def _write_files(folder: str, tree: FileTree) -> None:
+    """The hot loop of a full reconcile into a work tree: plain os calls on str paths."""
+    for name, value in tree.items():
+        if isinstance(value, dict):
+            if has_files(value):
+                os.mkdir(f"{folder}/{name}")
+                _write_files(f"{folder}/{name}", value)
+        elif isinstance(value, bytes):
+            write_new(f"{folder}/{name}", value)
+
+
+def _swap(root: Path, change: Change) -> None:
+    target = root / change.path
+    trash = sibling(target, "trash")
+    if change.existed:
+        _remove(trash)
+        os.rename(target, trash)
+    if change.content is None:
+        return
+    os.rename(sibling(target, "stage"), target)
+    for kept in change.keep:
+        _move(trash / kept, target / kept)
+
+
+def _move(source: Path, dest: Path) -> None:
+    """Rename `source` to `dest` (making `dest`'s folder), unless it is gone or `dest` exists."""
+    if not os.path.lexists(source) or os.path.lexists(dest):
+        return
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    os.rename(source, dest)
+
+
+def _remove(path: Path) -> None:
+    mode = _lstat_mode(path)
+    if stat.S_ISDIR(mode):
+        shutil.rmtree(path)
+    elif mode:
+        os.unlink(path)
+
+
+def _lstat_mode(path: Path) -> int:
+    try:
+        return os.lstat(path).st_mode
+    except (FileNotFoundError, NotADirectoryError):
+        return 0
+
+
+# --- recovery -------------------------------------------------------------------------------------
+
+def recover(root: Path) -> bool:
+    """Finish or undo an interrupted transaction (see the module docstring); True when there was one.
+    Waits for a write another live process is doing (it holds the work tree's lock)."""
+    with exclusive(root):
+        return _recover(Path(root))
+
+
+def _recover(root: Path) -> bool:
+    journal = _Journal(root)
+    _remove(sibling(journal.path, "tmp"))  # a kill while the journal was being rewritten
+    data = journal.read()
+    if data is None:
+        return False
+    changes = [Change(r["path"], None, bool(r["existed"]), list(r["keep"])) for r in data["roots"]]
+    for change in changes:
+        check_path(journal.root, change.path)
+    try:
+        if data["state"] == "done":
+            _roll_forward(journal.root, changes)
+        else:
+            _roll_back(journal.root, changes)
+        journal.remove()
+    except OSError as e:
+        raise EnvError(_shown(journal.root, e), f"{e.strerror} while recovering an interrupted write "
+                                                f"(run again)") from None
+    return True
+
+
+def _roll_back(root: Path, changes: list[Change]) -> None:
+    for change in reversed(changes):
+        target = root / change.path
+        trash = sibling(target, "trash")
+        if os.path.lexists(trash):
+            for kept in change.keep:
+                _move(target / kept, trash / kept)
+            _remove(target)
+            os.rename(trash, target)
+        elif not change.existed:
+            _remove(target)
+        _remove(sibling(target, "stage"))
+
+
+def _roll_forward(root: Path, changes: list[Change]) -> None:
+    for change in changes:
+        target = root / change.path
+        _remove(sibling(target, "trash"))
+        _remove(sibling(target, "stage"))
+
+
+def _fail(root: Path, journal: "_Journal", error: OSError) -> None:
+    """Undo a batch that failed before it was done, then raise the failure as an EnvError."""
+    where = _shown(root, error)
+    try:
+        _remove(sibling(journal.path, "tmp"))  # the journal itself may be what could not be written
+        data = journal.read()
+        if data is not None:
+            _roll_back(root, [Change(r["path"], None, bool(r["existed"]), list(r["keep"])) for r in data["roots"]])
+            journal.remove()
+    except OSError as again:
+        raise EnvError(where, f"{error.strerror}; undoing the write failed too ({again.strerror}): the next "
+                              f"run finishes the recovery") from None
+    raise EnvError(where, f"{error.strerror} (nothing was changed)") from None
+
+
+def _shown(root: Path, error: OSError) -> str:
+    """The path an OSError names, relative to the work tree, staging names shown as their root."""
+    name = error.filename if isinstance(error.filename, str) else str(root)
+    try:
+        rel = os.path.relpath(name, root)
+    except ValueError:
+        rel = name
+    parts = rel.split("/")
+    for i, part in enumerate(parts):
+        for role in ("stage", "trash"):
+            suffix = f".ksgitops-{role}"
+            if part.startswith(".") and part.endswith(suffix):
+                parts[i] = part[1:-len(suffix)]
+    return "/".join(parts)
+
+
+class _Journal:
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.path = root / JOURNAL
+
+    def read(self) -> dict[str, Any] | None:
+        if not os.path.lexists(self.path):
+            return None
+        check_path(self.root, JOURNAL)
+        try:
+            data = json.loads(self.path.read_bytes())
+            if data.get("format") != FORMAT or data.get("state") not in ("started", "done"):
+                raise ValueError("unknown format")
+            return data  # type: ignore[no-any-return]
+        except (ValueError, AttributeError) as e:
+            raise KsgitopsError(f"{JOURNAL}: an interrupted write left a journal ksgitops cannot read ({e}); "
+                                f"move it away and check the generated folders", exit_code=3) from None
+
+    def write(self, state: str, changes: list[Change]) -> None:
+        check_path(self.root, JOURNAL)
+        roots = [{"path": c.path, "existed": c.existed, "keep": c.keep} for c in changes]
+        write_durably(self.path, json.dumps({"format": FORMAT, "state": state, "roots": roots}).encode())
+
+    def remove(self) -> None:
+        try:
+            os.unlink(self.path)
+        except FileNotFoundError:
+            pass
+
+
+# --- leftovers of the earlier protocol ----------------------------------------------------------------
+
+def _resolve_legacy(root: Path, rel: str, tree: FileTree | bytes | None) -> None:
+    """The earlier writer moved the kept folders into `.NAME.ksgitops-new` before renaming it in,
+    and deleted that folder on the next run: put what it holds back, delete only what is generated."""
+    target = root / rel
+    new, old = sibling(target, "new"), sibling(target, "old")
+    has_new, has_old = os.path.lexists(new), os.path.lexists(old)
+    if not (has_new or has_old):
+        return
+    for leftover in (new, old):
+        if os.path.islink(leftover):
+            raise LinkError(str(leftover.relative_to(root)))
+    if not os.path.lexists(target):
+        if has_old and not has_new:
+            os.rename(old, target)  # the old root, never renamed back: restore it
+            return
+        if has_old:
+            os.rename(new, target)  # renamed aside, the new one complete (kept folders inside)
+            shutil.rmtree(old)
+            return
+    if has_new and isinstance(tree, dict) and os.path.isdir(new) and os.path.isdir(target):
+        others = tree.get(OTHERS) is KEEP
+        for entry in os.scandir(new):
+            kept = tree.get(entry.name) is KEEP or (others and entry.name not in tree)
+            if kept and not os.path.lexists(target / entry.name):
+                os.rename(entry.path, target / entry.name)
+    if has_new:
+        _remove(new)
+    if has_old:
+        _remove(old)
