@@ -171,7 +171,7 @@ def test_collect_refuses_a_linked_reported_folder(example_git: Path, cli, tmp_pa
     from test_collect_cmd import mailbox_objects, seed
     _committed_fleet(example_git, cli)
     wecs = kube_wecs(["florin", "guilder"])
-    seed(wecs.servers["florin"], mailbox_objects(example_git, FLORIN))
+    seed(wecs["florin"], mailbox_objects(example_git, FLORIN))
     outside = tmp_path / "outside"
     link_outside(example_git, f"spaces/{FLORIN}/reported", outside)
     before, outside_before = work_tree(example_git), files_below(outside)

@@ -111,6 +111,7 @@ def apply(repo: pygit2.Repository, planned: Plan, generated: Generated | None = 
     for step in planned.steps:
         if step.op == FILE:
             entry = _entry(repo, planned.new, step.root)
+            (workdir / step.root).parent.mkdir(parents=True, exist_ok=True)  # problems.yaml: .ksgitops/ may be new
             write_file(workdir / step.root, _blob(repo, entry.id))
             index.add(pygit2.IndexEntry(step.root, entry.id, entry.filemode))
         elif step.op == DELETE_FILE:
