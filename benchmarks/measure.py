@@ -13,6 +13,7 @@ import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Iterator
 
 HERE = Path(__file__).resolve().parent
 PROJECT = HERE.parent
@@ -162,23 +163,35 @@ def worktree_tree(repo: Path, index: Path) -> str:
 Stamp = tuple[int, int, int]
 
 
-def stamps(root: Path) -> dict[str, Stamp]:
-    """(inode, size, mtime) of every file below root but .git: a file rewritten, replaced,
-    added or removed changes this map, even when its bytes are the same."""
-    out: dict[str, Stamp] = {}
+def _walk_stamps(root: Path) -> Iterator[tuple[str, Stamp]]:
     for folder, dirs, files in os.walk(root):
         if folder == str(root):
             dirs[:] = [d for d in dirs if d != ".git"]
         for name in files:
             path = os.path.join(folder, name)
             st = os.lstat(path)
-            out[os.path.relpath(path, root)] = (st.st_ino, st.st_size, st.st_mtime_ns)
-    return out
+            yield os.path.relpath(path, root), (st.st_ino, st.st_size, st.st_mtime_ns)
 
 
-def stamp_changes(before: dict[str, Stamp], after: dict[str, Stamp]) -> list[str]:
-    """Paths added, removed or rewritten between two stamps() maps, sorted."""
-    return sorted(p for p in before.keys() | after.keys() if before.get(p) != after.get(p))
+def stamps(root: Path) -> dict[str, Stamp]:
+    """(inode, size, mtime) of every file below root but .git: a file rewritten, replaced,
+    added or removed changes this map, even when its bytes are the same."""
+    return dict(_walk_stamps(root))
+
+
+def stamp_changes(root: Path, before: dict[str, Stamp]) -> list[str]:
+    """Paths added, removed or rewritten below root since `before` was taken, sorted. Compares
+    while walking, so that only one map of a large work tree is held at a time."""
+    changed, present = [], 0
+    for rel, stamp in _walk_stamps(root):
+        if rel in before:
+            present += 1
+        if before.get(rel) != stamp:
+            changed.append(rel)
+    if present < len(before):
+        now = {rel for rel, _ in _walk_stamps(root)}
+        changed += [rel for rel in before if rel not in now]
+    return sorted(changed)
 
 
 def generated_files(repo: Path, mailbox: str, folder: str = "objects") -> list[Path]:

@@ -256,7 +256,7 @@ def _untouched(m: ModeRun, name: str, run: Callable[[], Step]) -> None:
     """Run a step that must write nothing: every file keeps its inode, size and mtime."""
     before = stamps(m.repo)
     step = run()
-    changed = stamp_changes(before, stamps(m.repo))
+    changed = stamp_changes(m.repo, before)
     m.check(not changed, f"{name}: no file written ({len(before):,} files)",
             f"{name}: {len(changed)} files written, e.g. {changed[:3]}", step)
 

@@ -76,16 +76,20 @@ def test_a_no_op_that_rewrites_files_is_caught(tmp_path: Path) -> None:
     assert figures["results"][0]["steps"]["worktree.noop"]["ok"] is False
 
 
-def test_stamps_see_a_rewrite_with_the_same_bytes(tmp_path: Path) -> None:
+def test_stamps_see_a_rewrite_with_the_same_bytes_an_addition_and_a_removal(tmp_path: Path) -> None:
     (tmp_path / "a").mkdir()
     (tmp_path / "a" / "f").write_text("x")
     (tmp_path / ".git").mkdir()
     (tmp_path / ".git" / "index").write_text("ignored")
     before = measure.stamps(tmp_path)
     assert list(before) == [os.path.join("a", "f")]
+    assert measure.stamp_changes(tmp_path, before) == []
     (tmp_path / "a" / "g").write_text("x")
     os.replace(tmp_path / "a" / "g", tmp_path / "a" / "f")
-    assert measure.stamp_changes(before, measure.stamps(tmp_path)) == [os.path.join("a", "f")]
+    (tmp_path / "a" / "new").write_text("y")
+    assert measure.stamp_changes(tmp_path, before) == [os.path.join("a", "f"), os.path.join("a", "new")]
+    os.unlink(tmp_path / "a" / "f")
+    assert measure.stamp_changes(tmp_path, before) == [os.path.join("a", "f"), os.path.join("a", "new")]
 
 
 def test_compare_trees_flags_a_difference() -> None:
