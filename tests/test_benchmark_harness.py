@@ -137,3 +137,16 @@ def test_rows_and_fleets_are_checked(tmp_path: Path) -> None:
     for bad in (["--rows", "bare,nope"], ["--fleet", "other"], ["--sizes", "12"]):
         done = subprocess.run([sys.executable, str(RUN), *bad], capture_output=True, text=True, timeout=60)
         assert done.returncode == 2 and "error" in done.stderr, bad
+
+
+def test_large_runs_ten_thousand_wecs_with_its_own_rows() -> None:
+    import run
+    args = run.arguments(["--large"])
+    assert run.sizes_of(args) == [(10000, 200)] and args.rows is None
+    assert run.LARGE_ROWS == ("bare", "worktree", "kustomize", "floor")
+    assert run.arguments(["--large", "--rows", "all"]).rows == list(run.ALL_ROWS)
+    assert run.sizes_of(run.arguments(["--sizes", "100x200,300x200"])) == [(100, 200), (300, 200)]
+    assert run.sizes_of(run.arguments([])) == [(1000, 200)]
+    # the 10,000-WEC memory targets cover bare and work tree, full and no-op
+    large = table.TARGETS[(10000, 200)]
+    assert all(large[key].rss == 4 * measure.GiB for key in ("bare.full", "bare.noop", "worktree.full", "worktree.noop"))
