@@ -150,18 +150,21 @@ def rows_for(res: SizeResult) -> list[list[str]]:
         step = res.steps.get(key)
         if step is None:
             continue
-        target = targets.get(key)
-        met = target.judge(step, kustomize_ratio(res, key)) if target else None
+        target, ratio = targets.get(key), kustomize_ratio(res, key)
+        met = target.judge(step, ratio) if target else None
+        result = verdict(met)
+        if target and target.kustomize_ratio and ratio:
+            result += f" ({ratio:.1f}×)"
         wall = fmt_s(step.seconds) if step.seconds is not None else "not run"
         if step.note and not (step.ok and key.startswith("kustomize.")):
             wall += f" ({step.note})"
         rows.append([size, _title(res, key, title), wall, fmt_rss(step.max_rss), yardsticks(res, key),
-                     target.describe() if target else "—", verdict(met)])
+                     target.describe() if target else "—", result])
     return rows
 
 
 def targets_missed(results: list[SizeResult]) -> bool:
-    return any(row[-1] == verdict(False) for res in results for row in rows_for(res))
+    return any(row[-1].startswith(verdict(False)) for res in results for row in rows_for(res))
 
 
 def table(header: list[str], rows: list[list[str]]) -> str:

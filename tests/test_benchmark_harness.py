@@ -150,3 +150,21 @@ def test_large_runs_ten_thousand_wecs_with_its_own_rows() -> None:
     # the 10,000-WEC memory targets cover bare and work tree, full and no-op
     large = table.TARGETS[(10000, 200)]
     assert all(large[key].rss == 4 * measure.GiB for key in ("bare.full", "bare.noop", "worktree.full", "worktree.noop"))
+
+
+def test_rows_at_a_target_size_show_yardsticks_and_verdicts() -> None:
+    step = scenarios.Step
+    res = scenarios.SizeResult("independent", 1000, 200, counts={"mailboxes": 1000, "kustomize_sampled": 20}, steps={
+        "worktree.full": step(4.0, 150 * measure.MiB, True), "worktree.noop": step(0.2, 70 * measure.MiB, True),
+        "kustomize.one": step(0.08, 50 * measure.MiB, True), "kustomize.all": step(80.0, None, True),
+        "checkout.full": step(8.0, 200 * measure.MiB, True), "checkout.git_checkout": step(4.0, 30 * measure.MiB, True)})
+    rows = {row[1].split(";")[0]: row for row in table.rows_for(res)}
+    full = rows["work-tree `reconcile`, full (no mailboxes yet)"]
+    assert full[4] == "50.0 kustomize builds; kustomize of every overlay ÷ this: 20.0×"
+    assert full[5:] == ["≥ 50× faster than kustomize", "**missed** (20.0×)"]
+    assert rows["work-tree `reconcile`, nothing changed (no file written)"][5:] == ["≤ 0.3 s", "**met**"]
+    checkout = rows["`reconcile --commit` in a checkout, full (checkout written)"]
+    assert checkout[4].endswith("2.0× `git checkout`") and checkout[6] == "**missed** (10.0×)"  # ≥ 20× kustomize
+    assert table.targets_missed([res])
+    res.steps["worktree.full"].seconds, res.steps["checkout.full"].seconds = 1.0, 2.0
+    assert not table.targets_missed([res])
