@@ -252,8 +252,8 @@ def _write_workloads(root: Path, seed: int, objects: int) -> None:
     for i, (ns, app, kind, name) in enumerate(items):
         mode = modes.get(i, "plain")
         api_version, body = _workload_body(seed, kind, ns, app, mode == "expand")
-        metadata = {"name": name, "namespace": ns, "labels": _labels(seed, ns, app),
-                    "annotations": {"example.org/owner": f"{NAMESPACES[ns][1]}-team"}}
+        metadata: dict[str, Any] = {"name": name, "namespace": ns, "labels": _labels(seed, ns, app),
+                                    "annotations": {"example.org/owner": f"{NAMESPACES[ns][1]}-team"}}
         if mode == "expand":
             _expand_marks(kind, metadata)
         elif mode == "customizer":
