@@ -1,8 +1,8 @@
 """DESIGN §5 invariant, with the real kustomize as the oracle.
 
 For every WEC: after `ksgitops reconcile REPO`, `kubectl kustomize spaces/<mailbox>` and
-`ksgitops render <WEC> REPO -o json` give the same objects, equal as JSON (compared as sorted
-lists of canonical JSON), where an empty `metadata.annotations` map is omitted (kustomize drops
+`ksgitops render <WEC> REPO -o json` give the same objects in the same order, equal as JSON
+(compared as sorted lists of canonical JSON, then the order of identities), where an empty `metadata.annotations` map is omitted (kustomize drops
 it; `render` must drop it too, so only the kustomize side is normalised).
 
 One `kubectl kustomize` per mailbox; `render` runs in-process through the `cli` fixture.
@@ -66,9 +66,9 @@ def render_json(cli: Any, wec: str, repo: Path) -> list[dict[str, Any]]:
     res = cli("render", wec, str(repo), "-o", "json")
     assert res.code == 0, res
     assert "Traceback" not in res.err, res.err
-    objects = json.loads(res.out)
-    assert isinstance(objects, list), res.out[:300]
-    return objects
+    doc = json.loads(res.out)
+    assert (doc.get("apiVersion"), doc.get("kind")) == ("v1", "List"), res.out[:300]
+    return doc["items"]
 
 
 def mailboxes(repo: Path) -> list[str]:
@@ -92,7 +92,14 @@ def assert_oracle_agrees(cli: Any, repo: Path, mailbox: str, wec: str | None = N
         only_r = [a for a in act if a not in exp]
         pytest.fail(f"{mailbox}: kustomize and render differ\nonly in kustomize:\n  "
                     + "\n  ".join(only_k) + "\nonly in render:\n  " + "\n  ".join(only_r))
+    # and in the same order: render prints what `kubectl apply -f -` can take as it comes
+    assert [_identity(o) for o in got] == [_identity(o) for o in expected], f"{mailbox}: order differs"
     return got
+
+
+def _identity(obj: dict[str, Any]) -> tuple[str, str, str, str]:
+    md = obj["metadata"]
+    return obj["apiVersion"], obj["kind"], md.get("namespace", ""), md["name"]
 
 
 def _count_files(folder: Path) -> int:

@@ -15,6 +15,7 @@ from typing import Iterator
 
 from ..core.snapshot import SourceFile, is_source_path
 from ..core.tree import KEEP, REUSE, FileTree, Generated, has_files, put
+from ..model import Progress
 
 
 class WorkTreeSnapshot:
@@ -96,10 +97,13 @@ def write_file(target: Path, data: bytes) -> None:
     os.replace(staging, target)
 
 
-def write_generated(root: Path, generated: Generated) -> list[str]:
-    """Bring every owned root to its generated content; returns the roots that changed."""
+def write_generated(root: Path, generated: Generated, progress: Progress | None = None) -> list[str]:
+    """Bring every owned root to its generated content; returns the roots that changed.
+    `progress` hears ("writing", roots done, roots) after each root."""
     changed = []
-    for rel, tree in generated.items():
+    for done, (rel, tree) in enumerate(generated.items(), 1):
+        if progress is not None:
+            progress("writing", done - 1, len(generated))
         target = Path(root) / rel
         if tree is REUSE:
             continue
@@ -116,6 +120,8 @@ def write_generated(root: Path, generated: Generated) -> list[str]:
         if not _same(target, tree):  # type: ignore[arg-type]
             _swap_in(target, tree)  # type: ignore[arg-type]
             changed.append(rel)
+    if progress is not None:
+        progress("writing", len(generated), len(generated))
     return changed
 
 
