@@ -1,4 +1,4 @@
-"""Bad input, end to end through the command line (DESIGN §2, §5, §6, §7; the issue's bad-input list).
+"""Bad input, end to end through the command line.
 
 Three families:
 - fatal input errors: `reconcile` exits 2, prints `file:line: message`, never a traceback, and writes

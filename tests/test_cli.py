@@ -1,4 +1,4 @@
-"""The command line on the bundled example (DESIGN §7): outputs, generated files, exit codes.
+"""The command line on the bundled example: outputs, generated files, exit codes.
 
 Most cases run in-process through the `cli` fixture; a few run the real entry point in a child
 process (`run_cli_subprocess`) to check exit codes and that no traceback ever reaches stderr.

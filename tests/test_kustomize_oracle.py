@@ -1,4 +1,4 @@
-"""DESIGN §5 invariant, with the real kustomize as the oracle.
+"""The mailbox invariant (kustomize builds what render prints), with the real kustomize as the oracle.
 
 For every WEC: after `ksgitops reconcile REPO`, `kubectl kustomize spaces/<mailbox>` and
 `ksgitops render <WEC> REPO -o json` give the same objects in the same order, equal as JSON
@@ -359,3 +359,38 @@ data:
         objects = assert_oracle_agrees(cli, repo, f"inv-mb-{wec}", wec)
         assert _find(objects, "ConfigMap", "numbers")["data"] == {
             "sci": "1e3", "octal": "0o17", "hex": "0x1F", "plus": "+12"}
+
+
+# --------------------------------------------------------------------------- render's order, directly
+
+ORDER_PROBE = [
+    ("admissionregistration.k8s.io/v1", "ValidatingWebhookConfiguration", "", "check"),
+    ("example.com/v1", "Widget", "b", "w"),
+    ("v1", "Pod", "b", "p"),
+    ("apps/v1", "DaemonSet", "b", "d"),
+    ("admissionregistration.k8s.io/v1", "MutatingWebhookConfiguration", "", "mutate"),
+    ("v1", "ConfigMap", "a-x", "c"),
+    ("v1", "ConfigMap", "a", "c"),
+    ("v1", "ConfigMap", "a", "c.d"),
+    ("v1", "ConfigMap", "a", "c-d"),
+    ("apiextensions.k8s.io/v1", "CustomResourceDefinition", "", "widgets.example.com"),
+    ("v1", "Service", "b", "s"),
+    ("apps/v1", "Deployment", "b", "d"),
+    ("v1", "Namespace", "", "b"),
+    ("v1", "Namespace", "", "a"),
+    ("example.com/v1", "Gadget", "", "g"),
+    ("rbac.authorization.k8s.io/v1", "ClusterRole", "", "r"),
+]
+
+
+def test_render_order_is_kustomizes_for_many_kinds(tmp_path: Path) -> None:
+    """in_apply_order (what render prints) against `kubectl kustomize` on the same objects in a
+    shuffled file: first/last kinds, unlisted kinds by group_version_kind, names with - and ."""
+    from ksgitops.core.render import in_apply_order
+    objects = [{"apiVersion": av, "kind": kind, "metadata": {"name": name, **({"namespace": ns} if ns else {})}}
+               for av, kind, ns, name in ORDER_PROBE]
+    (tmp_path / "all.yaml").write_text(yaml.safe_dump_all(objects))
+    (tmp_path / "kustomization.yaml").write_text("resources: [all.yaml]\n")
+    expected = [_identity(o) for o in kustomize(tmp_path)]
+    assert [_identity(o) for o in in_apply_order(objects)] == expected
+    assert expected[0][1] == "Namespace" and expected[-1][1] == "ValidatingWebhookConfiguration"

@@ -1,4 +1,4 @@
-"""Properties of reconcile over random small repos (hypothesis; DESIGN §3, §5, §7).
+"""Properties of reconcile over random small repos (hypothesis).
 
 A strategy builds a random repo *model*: 1-2 inventory spaces with 0-6 SyncTarget/Location pairs
 carrying random labels from a small vocabulary, 1-2 WDS spaces with Namespaces, ConfigMaps,

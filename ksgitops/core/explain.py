@@ -132,7 +132,7 @@ def no_match_message(result: Result, spec: str) -> str:
         return f"{spec!r} is not an object: write {OBJECT_FORMAT}, e.g. ConfigMap/default/settings"
     known = [f"{o.kind}/{o.namespace + '/' if o.namespace else ''}{o.name}"
              for objs in result.loaded.spaces.values() for o in objs if not is_control(o)]
-    return f"no workload object matches {spec!r} ({OBJECT_FORMAT}){did_you_mean(spec, known)}"
+    return f"no workload object matches {spec!r}{did_you_mean(spec, known)}; OBJECT is {OBJECT_FORMAT}"
 
 
 def as_text(data: dict[str, Any], indent: int = 0) -> str:

@@ -66,7 +66,7 @@ def reconcile(snapshot: Snapshot, read_previous: Callable[[str], bytes | None] =
     kinds = _kind_table(spaces, config)
     _raise_if_errors(validate(spaces, kinds, cache))
     wecs = inventory(spaces)
-    # -- space step (DESIGN §3 step 2, core/spaces.py): discovery, unknown providers
+    # -- space step (core/spaces.py): discovery, unknown providers
     space_out = space_step(snapshot, loaded, spaces, wecs, config.skip_spaces)
     _raise_if_errors(space_out.problems)
     warnings: list[Problem] = [p for p in space_out.problems if not p.is_error]
