@@ -41,7 +41,7 @@ def global_options(hidden: bool) -> list[click.Option]:
                      help="Show a traceback for unexpected failures."),
         click.Option(["-C", "chdir"], multiple=True, metavar="DIR", expose_value=False, callback=_remember,
                      hidden=hidden, help="Run as if started in DIR (like git -C; may repeat)."),
-        click.Option(["--no-color"], "no_color", is_flag=True, expose_value=False, callback=_remember,
+        click.Option(["--no-color", "no_color"], is_flag=True, expose_value=False, callback=_remember,
                      hidden=hidden, help="No colour (also: the NO_COLOR environment variable)."),
     ]
 

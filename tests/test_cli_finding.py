@@ -7,14 +7,13 @@ from __future__ import annotations
 
 import json
 import os
-import pty
 import stat
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
-from conftest import run_cli_subprocess
+from conftest import run_cli_on_a_terminal, run_cli_subprocess
 
 SPECIAL_CM = "spaces/wmw-s/httpd.yaml"
 HEADER = ("--- a/spaces/imw1-mb-guilder/objects/core/configmaps/specialstuff/httpd-htdocs.yaml\t"
@@ -103,22 +102,7 @@ def test_diff_headers_name_the_object(cli: Any, example: Path) -> None:
 
 
 def on_a_terminal(args: list[str], env: dict[str, str]) -> tuple[int, str]:
-    """Run ksgitops with stdout on a pseudo-terminal; returns (exit code, what the terminal got)."""
-    master, slave = pty.openpty()
-    proc = subprocess.Popen([sys.executable, "-m", "ksgitops", *args], stdout=slave, stderr=subprocess.DEVNULL,
-                            stdin=subprocess.DEVNULL, env={**os.environ, "TERM": "xterm", **env})
-    os.close(slave)
-    chunks = []
-    while True:
-        try:
-            data = os.read(master, 65536)
-        except OSError:
-            break
-        if not data:
-            break
-        chunks.append(data)
-    os.close(master)
-    return proc.wait(timeout=120), b"".join(chunks).decode(errors="replace")
+    return run_cli_on_a_terminal(*args, stream="stdout", env=env)
 
 
 def test_diff_colours_a_terminal_only_and_honours_no_color(cli: Any, example: Path) -> None:

@@ -3,11 +3,11 @@ terminal and the output is not JSON."""
 from __future__ import annotations
 
 import importlib.util
-import os
-import pty
 import subprocess
 import sys
 from pathlib import Path
+
+from conftest import run_cli_on_a_terminal
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -22,21 +22,7 @@ def fleet_repo(tmp_path: Path, wecs: int) -> Path:
 
 
 def run_with_tty_stderr(args: list[str]) -> tuple[int, str]:
-    master, slave = pty.openpty()
-    proc = subprocess.Popen([sys.executable, "-m", "ksgitops", *args], stdout=subprocess.DEVNULL,
-                            stderr=slave, env={**os.environ, "COLUMNS": "100", "TERM": "xterm"})
-    os.close(slave)
-    chunks = []
-    while True:
-        try:
-            data = os.read(master, 65536)
-        except OSError:  # EIO: the child closed the terminal
-            break
-        if not data:
-            break
-        chunks.append(data)
-    os.close(master)
-    return proc.wait(timeout=120), b"".join(chunks).decode(errors="replace")
+    return run_cli_on_a_terminal(*args, stream="stderr")
 
 
 def test_progress_bars_for_every_stage_when_stderr_is_a_terminal(tmp_path: Path) -> None:
