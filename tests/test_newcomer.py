@@ -143,6 +143,15 @@ def test_global_options_after_the_command(cli: Any, example: Path) -> None:
     assert cli("--no-color", "validate", str(example), "--debug").code == 0
 
 
+@pytest.mark.parametrize("args", [("validate",), ("reconcile",), ("diff",), ("render", "florin"), ("explain", "florin"),
+                                  ("wecs",), ("status",), ("spaces",), ("fold-in",)], ids=lambda a: a[0])
+def test_dash_o_json_on_success_is_one_json_document(cli: Any, example_git: Path, args: tuple[str, ...]) -> None:
+    res = cli(*args, str(example_git), "-o", "json")
+    assert res.code == (1 if args[0] == "diff" else 0), res  # diff: the generated files are not there yet
+    doc = json.loads(res.out)
+    assert isinstance(doc, dict) and doc and "errors" not in doc, doc
+
+
 def errors_of(res: Any) -> list[dict[str, Any]]:
     doc = json.loads(res.out)
     assert doc["exitCode"] == res.code, doc
