@@ -14,8 +14,9 @@ from .core import diff as diffs
 from .core.pipeline import Result, reconcile
 from .core.repoconfig import parse_repo_config
 from .core.snapshot import Snapshot
+from .core.wecs import find_wec, wec_display_names, wec_rows
 from .core.tree import FileTree, same_files
-from .model import KsgitopsError
+from .model import KsgitopsError, Progress
 from .io.fs import WorkTreeSnapshot, write_generated
 
 WORKTREE = "worktree"
@@ -61,7 +62,7 @@ def _recover(workdir: Path | None, repo: Any) -> None:
 
 
 def compute(src: Source, cache: MutableMapping[Any, Any] | None = None,
-            progress: Callable[[int, int], None] | None = None,
+            progress: Progress | None = None,
             reuse: Callable[[str, str], bool] | None = None) -> Result:
     """Run the pure pipeline; previous copies come from the same snapshot (HEAD or work tree).
     Without a cache of its own, a work tree inside a git repository uses the repository's."""
@@ -80,6 +81,21 @@ def _worktree_cache(path: Path) -> Any:
     return DiskCache.for_git_dir(found) if found else DiskCache(None)
 
 
+def init_repo(directory: Path) -> None:
+    """`ksgitops init`: copy the bundled example into DIRECTORY (absent or empty)."""
+    import shutil
+    from importlib import resources
+    if directory.exists() and any(directory.iterdir()):
+        raise KsgitopsError(f"{directory}: exists and is not empty")
+    checkout = Path(__file__).resolve().parents[1] / "examples" / "repo"  # a source checkout
+    installed = Path(str(resources.files("ksgitops"))) / "example"  # shipped in the wheel
+    source = checkout if checkout.is_dir() else installed
+    if not source.is_dir():
+        raise KsgitopsError(f"the bundled example is missing ({installed})")
+    shutil.copytree(source, directory, dirs_exist_ok=True,
+                    ignore=shutil.ignore_patterns("__init__.py", "__pycache__"))
+
+
 @dataclass
 class ReconcileOutcome:
     result: Result
@@ -87,7 +103,7 @@ class ReconcileOutcome:
     commit: str | None = None
 
 
-def reconcile_worktree(path: Path, progress: Callable[[int, int], None] | None = None,
+def reconcile_worktree(path: Path, progress: Progress | None = None,
                        source: str = WORKTREE) -> ReconcileOutcome:
     """Write the generated files into the work tree, from the work tree's sources or a commit's
     (`source` a REF); previous copies always come from the work tree, which is what is written."""
@@ -95,12 +111,12 @@ def reconcile_worktree(path: Path, progress: Callable[[int, int], None] | None =
     previous = src.snapshot if source == WORKTREE else WorkTreeSnapshot(path)
     disk = _worktree_cache(path)
     result = reconcile(src.snapshot, previous.read, disk.content, progress)
-    changed = write_generated(path, result.generated)
+    changed = write_generated(path, result.generated, progress)
     disk.save_content()
     return ReconcileOutcome(result, changed)
 
 
-def reconcile_commit(path: Path, source: str, progress: Callable[[int, int], None] | None = None,
+def reconcile_commit(path: Path, source: str, progress: Progress | None = None,
                      cache: Any = None) -> ReconcileOutcome:
     """Reconcile a commit and commit the result on its branch, reusing what a local cache
     proves unchanged (a mailbox whose input digest and committed tree are both as cached).
@@ -120,7 +136,7 @@ def reconcile_commit(path: Path, source: str, progress: Callable[[int, int], Non
     return ReconcileOutcome(result, roots, committed.commit)
 
 
-def reconcile_reusing(src: Source, cache: Any, progress: Callable[[int, int], None] | None = None) -> Result:
+def reconcile_reusing(src: Source, cache: Any, progress: Progress | None = None) -> Result:
     """The pipeline over a commit, reusing each mailbox whose input digest and committed tree are
     both as `cache` (a DiskCache) recorded."""
     base = src.snapshot.index  # type: ignore[attr-defined]
@@ -164,9 +180,9 @@ def _warn_uncommitted(src: Source, result: Result) -> None:
         print(f"warning: uncommitted source changes are not used: {shown}", file=sys.stderr)
 
 
-def plan_diff(path: Path, against: str | None) -> tuple[Result, diffs.DiffResult]:
+def plan_diff(path: Path, against: str | None, progress: Progress | None = None) -> tuple[Result, diffs.DiffResult]:
     """What reconcile (of the work tree) would change, against the work tree or REF's tree."""
-    new = compute(open_source(path, WORKTREE))
+    new = compute(open_source(path, WORKTREE), progress=progress)
     old_src = open_source(path, against) if against else open_source(path, WORKTREE)
     wec_names = wec_display_names(new)
     changed = False
@@ -183,9 +199,10 @@ def plan_diff(path: Path, against: str | None) -> tuple[Result, diffs.DiffResult
         changed = True
         if root.count("/") == 1:  # a mailbox root: spaces/<mailbox>
             mailbox = root.split("/", 1)[1]
-            text = diffs.mailbox_diff(mailbox, old_tree, new_tree if isinstance(new_tree, dict) else None)
-            if text:
-                wecs.append(diffs.WecDiff(wec_names.get(mailbox) or _old_wec_name(old_tree, mailbox), mailbox, text))
+            changes = diffs.mailbox_changes(old_tree, new_tree if isinstance(new_tree, dict) else None)
+            if changes:
+                wecs.append(diffs.WecDiff(wec_names.get(mailbox) or _old_wec_name(old_tree, mailbox), mailbox,
+                                          diffs.changes_diff(mailbox, changes), changes))
     wecs.sort(key=lambda w: w.wec)
     return new, diffs.DiffResult(changed, wecs)
 
@@ -200,37 +217,20 @@ def _old_wec_name(old: FileTree | None, mailbox: str) -> str:
         return mailbox
 
 
-def wec_display_names(result: Result) -> dict[str, str]:
-    """mailbox -> the SyncTarget name, or `<space>/<name>` when the name is not unique."""
-    from .core.where import wec_names
-    return wec_names(result.wecs)
-
-
-def compute_for_wec(path: Path, name: str) -> tuple[Result, str]:
+def compute_for_wec(path: Path, name: str, progress: Progress | None = None) -> tuple[Result, str]:
     """The pipeline for one WEC (render, explain): other mailboxes are not built."""
     src = open_source(path, WORKTREE)
     disk = _worktree_cache(path)
-    mailbox = find_wec(placements_only(src, disk.content), name)
+    mailbox = find_wec(placements_only(src, disk.content, progress), name)
     result = compute(src, disk.content, reuse=lambda mb, digest: mb != mailbox)
     disk.save_content()
     return result, mailbox
 
 
-def find_wec(result: Result, name: str) -> str:
-    """A WEC argument (SyncTarget name, `<is>/<st>`, or mailbox name) -> mailbox name."""
-    if name in result.wecs:
-        return name
-    if "/" in name:
-        space, _, st = name.partition("/")
-        matches = [mb for mb, w in result.wecs.items() if w.space == space and w.name == st]
-    else:
-        matches = [mb for mb, w in result.wecs.items() if w.name == name]
-    if len(matches) == 1:
-        return matches[0]
-    if not matches:
-        raise KsgitopsError(f"no WEC named {name!r} (SyncTarget name, <space>/<synctarget> or mailbox name)")
-    raise KsgitopsError(f"WEC name {name!r} is ambiguous: {', '.join(sorted(matches))}; use <space>/<synctarget>")
-
+def list_wecs(path: Path, progress: Progress | None = None) -> list[dict[str, Any]]:
+    """Every WEC with its labels, mailbox and the placements that reach it (`ksgitops wecs`)."""
+    result = placements_only(open_source(path, WORKTREE), progress=progress)
+    return wec_rows(result, wec_display_names(result))
 
 
 @dataclass
@@ -246,9 +246,10 @@ class StatusOutcome:
 STATUS_SUBJECT = "ksgitops: status {source_short}"
 
 
-def placements_only(src: Source, cache: MutableMapping[Any, Any] | None = None) -> Result:
+def placements_only(src: Source, cache: MutableMapping[Any, Any] | None = None,
+                    progress: Progress | None = None) -> Result:
     """Where and what, without building mailboxes (status reads them as they are)."""
-    return compute(src, cache, None, reuse=lambda mailbox, digest: True)
+    return compute(src, cache, progress, reuse=lambda mailbox, digest: True)
 
 
 def status_worktree(path: Path) -> StatusOutcome:

@@ -1,143 +1,114 @@
-"""The command line: the only module that imports click and rich, and maps errors to exit codes.
+"""The command line: the only modules that import click and rich are this one and its helpers
+(cli_base.py: shared options, exit codes, errors; cli_output.py: progress, colour, pager).
 
-Exit codes (README): 0 ok; 1 `diff` found changes; 2 invalid input (a refused link too); 3 git,
-push or environment failure (a full disk, no permission, a read-only file system); 4 a bug.
-Errors print one line each (`file:line: message`); a traceback only with --debug.
+Exit codes are in cli_base.EXIT_CODES (the README's table is checked against them). Errors print
+one line each (`file:line: message`), also as a JSON document with `-o json`; a traceback only with
+--debug. REPO is found like git finds its repository (io/locate.py).
 """
 from __future__ import annotations
 
-import json
-import shutil
+import os
 import sys
 import traceback
-from importlib import resources
 from pathlib import Path
 from typing import Any, Callable
 
 import click
 
 from . import __version__, app
+from .cli_base import (KsGroup, color_enabled, complete_wecs, dump, fail, global_options, output_option,
+                       print_problems, problem_json, wants_json)
+from .cli_output import ProgressBars, print_paged, style_diff, wec_table
 from .core import diff as diffs
-from .core.explain import as_text, explain_object_on, explain_wec
-from .core.render import render_mailbox
+from .core.explain import as_text, explain_object_on, explain_wec, no_match_message
+from .core.render import as_list, in_apply_order, render_mailbox
 from .core.serialize import dump_yaml_all
-from .model import KsgitopsError, Problem
+from .io import extdiff
+from .io.locate import Need, locate
+from .model import KsgitopsError, Origin, Problem
 
-REPO = click.argument("repo", required=False, default=".", type=click.Path(file_okay=False, path_type=Path))
-
-
-def _print_problems(problems: list[Problem]) -> None:
-    for problem in problems:
-        click.echo(str(problem), err=True)
+REPO = click.argument("repo", required=False, default=None, type=click.Path(file_okay=False, path_type=Path))
 
 
-def _dump(data: Any) -> None:
-    click.echo(json.dumps(data, indent=2, sort_keys=True))
+WEC = click.argument("wec", shell_complete=complete_wecs)
 
 
-class _Progress:
-    """A rich progress bar on stderr, only when stderr is a terminal and the work is long."""
-
-    def __init__(self, label: str) -> None:
-        self.label = label
-        self._bar: Any = None
-        self._task: Any = None
-
-    def __call__(self, done: int, total: int) -> None:
-        if total < 50 or not sys.stderr.isatty():
-            return
-        if self._bar is None:
-            from rich.console import Console
-            from rich.progress import Progress
-            self._bar = Progress(console=Console(stderr=True), transient=True)
-            self._bar.start()
-            self._task = self._bar.add_task(self.label, total=total)
-        self._bar.update(self._task, completed=done)
-        if done >= total:
-            self._bar.stop()
-
-
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(cls=KsGroup, context_settings={"help_option_names": ["-h", "--help"]},
+             params=global_options(hidden=False))
 @click.version_option(__version__, prog_name="ksgitops")
-@click.option("--debug", is_flag=True, help="Show tracebacks on errors.")
-@click.pass_context
-def cli(ctx: click.Context, debug: bool) -> None:
-    """ksgitops: KubeStellar's multi-cluster configuration management, done the GitOps way."""
-    ctx.obj = {"debug": debug}
+def cli() -> None:
+    """ksgitops: KubeStellar's multi-cluster configuration management, done the GitOps way.
+
+    REPO, where a command takes one, defaults to the ksgitops repository around the current
+    directory (the first folder upwards holding spaces/, like git). Global options may come
+    before or after the command.
+    """
 
 
-@cli.command()
+@cli.command(exits="0; 2 DIRECTORY is not empty")
 @click.argument("directory", type=click.Path(path_type=Path))
 def init(directory: Path) -> None:
     """Scaffold a repo in DIRECTORY from the bundled example."""
-    if directory.exists() and any(directory.iterdir()):
-        raise KsgitopsError(f"{directory}: exists and is not empty")
-    checkout = Path(__file__).resolve().parents[1] / "examples" / "repo"  # a source checkout
-    installed = Path(str(resources.files("ksgitops"))) / "example"  # shipped in the wheel
-    source = checkout if checkout.is_dir() else installed
-    if not source.is_dir():
-        raise KsgitopsError(f"the bundled example is missing ({installed})")
-    shutil.copytree(source, directory, dirs_exist_ok=True,
-                    ignore=shutil.ignore_patterns("__init__.py", "__pycache__"))
+    app.init_repo(directory)
     click.echo(f"initialized {directory} from the example; run: ksgitops reconcile {directory}")
 
 
-@cli.command()
+@cli.command(exits="0 valid; 2 invalid")
 @REPO
-@click.option("-o", "output", type=click.Choice(["text", "json"]), default="text")
-def validate(repo: Path, output: str) -> None:
+@output_option("text", "json")
+def validate(repo: Path | None, output: str) -> None:
     """Check schemas and semantics; exit 2 on any error (customization errors included)."""
+    root = locate(repo)
     try:
-        result = app.compute(app.open_source(repo, app.WORKTREE))
+        with ProgressBars(output) as progress:
+            result = app.compute(app.open_source(root, app.WORKTREE), progress=progress)
     except KsgitopsError as e:
         if output != "json":
             raise
-        _dump({"valid": False, "problems": [_problem_json(p) for p in e.problems]})
+        dump({"valid": False, "problems": [problem_json(p) for p in e.problems],
+              "errors": [problem_json(p) for p in e.problems], "exitCode": e.exit_code})
         sys.exit(e.exit_code)
     errors = result.errors
     if output == "json":
-        _dump({"valid": not errors, "problems": [_problem_json(p) for p in result.problems]})
+        dump({"valid": not errors, "problems": [problem_json(p) for p in result.problems],
+              **({"errors": [problem_json(p) for p in errors], "exitCode": 2} if errors else {})})
     else:
-        _print_problems(result.problems)
+        print_problems(result.problems)
         click.echo(f"{'invalid' if errors else 'valid'}: {len(result.wecs)} WECs, "
                    f"{sum(len(v) for v in result.placements.values())} placements, {len(errors)} errors")
     if errors:
         sys.exit(2)
 
 
-def _problem_json(p: Problem) -> dict[str, Any]:
-    return {"file": p.origin.path, "line": p.origin.line, "message": p.message,
-            "severity": p.severity, **({"wec": p.wec} if p.wec else {})}
-
-
-@cli.command(name="reconcile")
+@cli.command(name="reconcile", exits="0; 2 invalid input; 3 git or push failure")
 @REPO
-@click.option("--source", default=None, help="worktree (default) or a git REF (default HEAD with --commit).")
+@click.option("--source", default=None, metavar="REF", help="worktree (default) or a git REF (default HEAD with --commit).")
 @click.option("--commit", "do_commit", is_flag=True, help="Commit the generated files on the branch.")
 @click.option("--push", "do_push", is_flag=True, help="Commit, then push the branch (never forced; retried on a moved remote).")
 @click.option("--remote", default="origin", show_default=True, help="The remote to push to.")
-@click.option("-o", "output", type=click.Choice(["text", "json"]), default="text")
-def reconcile_cmd(repo: Path, source: str | None, do_commit: bool, do_push: bool, remote: str, output: str) -> None:
-    """Write the generated files (mailboxes, SinglePlacementSlices)."""
+@output_option("text", "json")
+def reconcile_cmd(repo: Path | None, source: str | None, do_commit: bool, do_push: bool, remote: str, output: str) -> None:
+    """Write the generated files (mailboxes, SinglePlacementSlices); --commit/--push commit them."""
     do_commit = do_commit or do_push
     source = source or ("HEAD" if do_commit else app.WORKTREE)
-    progress = _Progress("reconciling")
+    root = locate(repo, Need.GIT if do_commit else Need.WORKTREE)
     pushed = None
     outcome: app.ReconcileOutcome
-    if do_push:
-        published = app.publish(repo, app.branch_of(repo, source), remote, progress=progress)
-        assert published.reconciled is not None  # publish reconciles unless told not to
-        outcome, pushed = published.reconciled, published.pushed
-    elif do_commit:
-        outcome = app.reconcile_commit(repo, source, progress)
-    else:
-        outcome = app.reconcile_worktree(repo, progress, source)
+    with ProgressBars(output) as progress:
+        if do_push:
+            published = app.publish(root, app.branch_of(root, source), remote, progress=progress)
+            assert published.reconciled is not None  # publish reconciles unless told not to
+            outcome, pushed = published.reconciled, published.pushed
+        elif do_commit:
+            outcome = app.reconcile_commit(root, source, progress)
+        else:
+            outcome = app.reconcile_worktree(root, progress, source)
     result = outcome.result
-    _print_problems(result.problems)
+    print_problems(result.problems)
     if output == "json":
-        _dump({"commit": outcome.commit, "changed": outcome.changed_roots, "wecs": len(result.wecs),
-               "problems": [_problem_json(p) for p in result.problems],
-               **({"pushed": pushed} if pushed is not None else {})})
+        dump({"commit": outcome.commit, "changed": outcome.changed_roots, "wecs": len(result.wecs),
+              "problems": [problem_json(p) for p in result.problems],
+              **({"pushed": pushed} if pushed is not None else {})})
         return
     what = f"committed {outcome.commit[:12]}" if outcome.commit else ("no commit (unchanged)" if do_commit else "written")
     if pushed is not None:
@@ -145,79 +116,109 @@ def reconcile_cmd(repo: Path, source: str | None, do_commit: bool, do_push: bool
     click.echo(f"{len(result.wecs)} WECs, {len(outcome.changed_roots)} generated folders changed, {what}")
 
 
-@cli.command()
+@cli.command(exits="0 nothing would change; 1 changes; 2 invalid input; 3 git failure")
 @REPO
-@click.option("--against", default=None, help="Compare with the generated files in REF's tree.")
-@click.option("-o", "output", type=click.Choice(["text", "json", "markdown"]), default="text")
-def diff(repo: Path, against: str | None, output: str) -> None:
-    """Dry run: per-WEC diffs of what reconcile would change. Exit 0 none, 1 changes."""
-    result, planned = app.plan_diff(repo, against)
-    _print_problems(result.problems)
+@click.option("--against", default=None, metavar="REF", help="Compare with the generated files in REF's tree.")
+@output_option("text", "json", "markdown")
+def diff(repo: Path | None, against: str | None, output: str) -> None:
+    """Dry run: per-WEC diffs of what reconcile would change (through $PAGER on a terminal;
+    KUBECTL_EXTERNAL_DIFF runs another diff program, as kubectl diff does)."""
+    root = locate(repo)
+    with ProgressBars(output) as progress:
+        result, planned = app.plan_diff(root, against, progress)
+    print_problems(result.problems)
     if output == "json":
-        _dump(planned.as_json())
+        dump(planned.as_json())
     elif output == "markdown":
         click.echo(diffs.markdown(planned), nl=False)
+    elif os.environ.get(extdiff.ENV):
+        code = extdiff.run(planned.wecs, os.environ[extdiff.ENV]) if planned.wecs else 0
+        click.echo(f"{len(planned.wecs)} WECs affected")
+        if code > 1:
+            raise KsgitopsError(f"{extdiff.ENV}: the diff program exited {code}", exit_code=code)
     else:
-        click.echo(diffs.text(planned), nl=False)
+        text = diffs.text(planned)
+        print_paged(style_diff(text) if color_enabled() else text, page=True)
     sys.exit(1 if planned.changed else 0)
 
 
-@cli.command()
-@click.argument("wec")
+@cli.command(exits="0; 2 invalid input or unknown WEC")
+@WEC
 @REPO
-@click.option("-o", "output", type=click.Choice(["yaml", "json"]), default="yaml")
-def render(wec: str, repo: Path, output: str) -> None:
-    """Print the final manifests one WEC receives."""
-    result, mailbox = app.compute_for_wec(repo, wec)
-    _print_problems([p for p in result.problems if not p.wec or p.wec == mailbox])
+@output_option("yaml", "json")
+def render(wec: str, repo: Path | None, output: str) -> None:
+    """Print the final manifests one WEC receives, in kustomize's order (for kubectl apply -f -);
+    -o json prints them as one v1 List."""
+    root = locate(repo)
+    with ProgressBars(output) as progress:
+        result, mailbox = app.compute_for_wec(root, wec, progress)
+    print_problems([p for p in result.problems if not p.wec or p.wec == mailbox])
     tree = result.generated[f"spaces/{mailbox}"]
-    objects = [body for _, body in render_mailbox(tree)] if isinstance(tree, dict) else []
+    objects = in_apply_order([body for _, body in render_mailbox(tree)] if isinstance(tree, dict) else [])
     if output == "json":
-        _dump(objects)
+        dump(as_list(objects))
     else:
         click.echo(dump_yaml_all(objects).decode(), nl=False)
 
 
-@cli.command()
-@click.argument("wec")
+@cli.command(exits="0; 2 invalid input, unknown WEC or object")
+@WEC
 @click.argument("obj", metavar="[OBJECT]", required=False)
-@click.argument("repo", required=False, default=".", type=click.Path(file_okay=False, path_type=Path))
-@click.option("-o", "output", type=click.Choice(["text", "json"]), default="text")
-def explain(wec: str, obj: str | None, repo: Path, output: str) -> None:
-    """Why objects are (not) placed on WEC; OBJECT is Kind[.group]/[namespace/]name."""
-    if obj is not None and repo == Path(".") and Path(obj).is_dir():
+@REPO
+@output_option("text", "json")
+def explain(wec: str, obj: str | None, repo: Path | None, output: str) -> None:
+    """Why objects are (not) placed on WEC: per placement, whether it reaches the WEC (location
+    selectors) and selects the object (downsync clauses). OBJECT is Kind[.group]/[namespace/]name."""
+    if obj is not None and repo is None and Path(obj).is_dir():
         repo, obj = Path(obj), None
-    result, mailbox = app.compute_for_wec(repo, wec)
+    root = locate(repo)
+    with ProgressBars(output) as progress:
+        result, mailbox = app.compute_for_wec(root, wec, progress)
     data = explain_object_on(result, mailbox, obj) if obj else explain_wec(result, mailbox)
     if obj and not data["matches"]:
-        raise KsgitopsError(f"no workload object matches {obj!r} (Kind[.group]/[namespace/]name)")
-    _dump(data) if output == "json" else click.echo(as_text(data))
+        raise KsgitopsError(no_match_message(result, obj))
+    dump(data) if output == "json" else click.echo(as_text(data))
 
 
-@cli.command(name="status")
+@cli.command(exits="0; 2 invalid input")
+@REPO
+@output_option("text", "json")
+def wecs(repo: Path | None, output: str) -> None:
+    """List the WECs: SyncTarget labels, mailbox, and how many placements reach each."""
+    root = locate(repo)
+    with ProgressBars(output) as progress:
+        rows = app.list_wecs(root, progress)
+    if output == "json":
+        dump({"wecs": rows})
+        return
+    click.echo(wec_table(rows), nl=False)
+
+
+@cli.command(name="status", exits="0; 2 invalid input; 3 git or push failure")
 @REPO
 @click.option("--commit", "do_commit", is_flag=True,
               help="Summarize the branch head's mailboxes and commit the summary (only when it changed).")
-@click.option("--source", default="HEAD", show_default=True, help="The branch to summarize with --commit.")
+@click.option("--source", default="HEAD", show_default=True, metavar="BRANCH", help="The branch to summarize with --commit.")
 @click.option("--push", "do_push", is_flag=True, help="Commit, then push the branch (never forced).")
 @click.option("--remote", default="origin", show_default=True, help="The remote to push to.")
-@click.option("-o", "output", type=click.Choice(["text", "json"]), default="text")
-def status_cmd(repo: Path, do_commit: bool, source: str, do_push: bool, remote: str, output: str) -> None:
+@output_option("text", "json")
+def status_cmd(repo: Path | None, do_commit: bool, source: str, do_push: bool, remote: str, output: str) -> None:
     """Summarize the WECs' reported state: CombinedStatus files and STATUS.md."""
+    root = locate(repo, Need.GIT if do_commit or do_push else Need.WORKTREE)
     if do_push:
-        published = app.publish(repo, app.branch_of(repo, source), remote, do_reconcile=False, do_status=True)
+        published = app.publish(root, app.branch_of(root, source), remote, do_reconcile=False, do_status=True)
         assert published.status is not None  # asked for
         outcome = published.status
     else:
-        outcome = app.status_commit(repo, source) if do_commit else app.status_worktree(repo)
+        outcome = app.status_commit(root, source) if do_commit else app.status_worktree(root)
     counts = outcome.output.counts
     total = sum(counts.values())
     if output == "json":
-        _dump({"changed": outcome.changed, "commit": outcome.commit, "objects": len(outcome.output.combined),
-               "wecs": len(outcome.result.wecs), "health": counts,
-               "problems": [_problem_json(p) for p in outcome.problems], **outcome.output.facts()})
+        dump({"changed": outcome.changed, "commit": outcome.commit, "objects": len(outcome.output.combined),
+              "wecs": len(outcome.result.wecs), "health": counts,
+              "problems": [problem_json(p) for p in outcome.problems], **outcome.output.facts()})
         return
-    _print_problems(outcome.problems)
+    print_problems(outcome.problems)
     others = "".join(f", {n} {h}" for h, n in counts.items() if h != "Healthy")
     what = ""
     if do_commit:
@@ -226,23 +227,23 @@ def status_cmd(repo: Path, do_commit: bool, source: str, do_push: bool, remote: 
                f"{counts.get('Healthy', 0)}/{total} healthy{others}; {len(outcome.changed)} status files changed{what}")
 
 
-@cli.command(name="collect")
+@cli.command(name="collect", exits="0; 2 invalid input; 3 some WEC unreachable")
 @REPO
-@click.option("--kubeconfig", default=None, help="Kubeconfig file(s) (default $KUBECONFIG or ~/.kube/config).")
+@click.option("--kubeconfig", default=None, metavar="FILE", help="Kubeconfig file(s) (default $KUBECONFIG or ~/.kube/config).")
 @click.option("--timeout", default=10.0, show_default=True, type=click.FloatRange(min=0.1), help="Seconds per WEC.")
 @click.option("--workers", default=8, show_default=True, type=click.IntRange(min=1), help="WECs read at once.")
-@click.option("-o", "output", type=click.Choice(["text", "json"]), default="text")
-def collect_cmd(repo: Path, kubeconfig: str | None, timeout: float, workers: int, output: str) -> None:
-    """Pull reported state from the WECs reachable through a kubeconfig into reported/. Exit 3 when any is unreachable."""
+@output_option("text", "json")
+def collect_cmd(repo: Path | None, kubeconfig: str | None, timeout: float, workers: int, output: str) -> None:
+    """Pull reported state from the WECs reachable through a kubeconfig into reported/."""
     from . import agent
-    outcome = agent.collect(repo, kubeconfig, timeout, workers)
+    outcome = agent.collect(locate(repo), kubeconfig, timeout, workers)
     for name, reason in sorted(outcome.unreachable.items()):
         click.echo(f"{name}: unreachable: {reason}", err=True)
     for line in outcome.problems:
         click.echo(line, err=True)
     if output == "json":
-        _dump({"collected": outcome.collected, "unreachable": outcome.unreachable, "skipped": outcome.skipped,
-               "changed": outcome.changed, "reports": outcome.reports, "problems": outcome.problems})
+        dump({"collected": outcome.collected, "unreachable": outcome.unreachable, "skipped": outcome.skipped,
+              "changed": outcome.changed, "reports": outcome.reports, "problems": outcome.problems})
     else:
         click.echo(f"collected {len(outcome.collected)} WECs, {outcome.reports} reports, "
                    f"{len(outcome.changed)} mailboxes changed; {len(outcome.unreachable)} unreachable, "
@@ -250,7 +251,7 @@ def collect_cmd(repo: Path, kubeconfig: str | None, timeout: float, workers: int
     sys.exit(outcome.exit_code)
 
 
-@cli.command(name="sync")
+@cli.command(name="sync", exits="0; 2 invalid input; 3 git or Kubernetes failure")
 @click.option("--mailbox", required=True, help="The mailbox space this WEC consumes (spaces/NAME).")
 @click.option("--kubeconfig", default=None, help="Kubeconfig of the WEC (default $KUBECONFIG or ~/.kube/config).")
 @click.option("--context", default=None, help="Kubeconfig context (default: the current one).")
@@ -285,37 +286,37 @@ def sync_cmd(mailbox: str, kubeconfig: str | None, context: str | None, repo: st
     runner.run(interval, stop, show)
 
 
-@cli.command(name="spaces")
+@cli.command(name="spaces", exits="0; 2 invalid input; 3 --apply failed")
 @REPO
 @click.option("--kubeconfig", "kubeconfigs", multiple=True, metavar="[PROVIDER=]FILE",
               help="Kubeconfig for kubeconfig providers without spec.Config; PROVIDER=FILE for one provider.")
 @click.option("--apply", "do_apply", is_flag=True,
               help="Carry out the plan: create/delete managed git spaces, write discovered Space objects and phases.")
-@click.option("-o", "output", type=click.Choice(["text", "json"]), default="text")
-def spaces_cmd(repo: Path, kubeconfigs: tuple[str, ...], do_apply: bool, output: str) -> None:
+@output_option("text", "json")
+def spaces_cmd(repo: Path | None, kubeconfigs: tuple[str, ...], do_apply: bool, output: str) -> None:
     """List every space (Space objects, providers' spaces) and the space manager's plan; --apply carries it out."""
     from . import spaces_cmd as use_case
-    outcome = use_case.spaces(repo, kubeconfigs, do_apply)
+    outcome = use_case.spaces(locate(repo), kubeconfigs, do_apply)
     if output == "json":
-        _dump(outcome.as_json())
+        dump(outcome.as_json())
     else:
-        _print_problems(outcome.problems)
+        print_problems(outcome.problems)
         click.echo(outcome.as_text(), nl=False)
     sys.exit(outcome.exit_code)
 
 
-@cli.command(name="fold-in")
+@cli.command(name="fold-in", exits="0; 2 invalid input; 3 git failure")
 @REPO
-@click.option("--source", default="HEAD", show_default=True, help="The branch to commit on.")
-@click.option("-o", "output", type=click.Choice(["text", "json"]), default="text")
-def fold_in_cmd(repo: Path, source: str, output: str) -> None:
+@click.option("--source", default="HEAD", show_default=True, metavar="BRANCH", help="The branch to commit on.")
+@output_option("text", "json")
+def fold_in_cmd(repo: Path | None, source: str, output: str) -> None:
     """Commit the WECs' report refs (refs/heads/ksgitops/reported/<mailbox>) into their mailboxes."""
-    outcome = app.fold_in(repo, source)
+    outcome = app.fold_in(locate(repo, Need.GIT), source)
     if output == "json":
-        _dump({"commit": outcome.commit, "folded": outcome.folded,
-               "problems": [_problem_json(p) for p in outcome.problems]})
+        dump({"commit": outcome.commit, "folded": outcome.folded,
+              "problems": [problem_json(p) for p in outcome.problems]})
         return
-    _print_problems(outcome.problems)
+    print_problems(outcome.problems)
     what = f"committed {outcome.commit[:12]}" if outcome.commit else "no commit (nothing new)"
     click.echo(f"{len(outcome.folded)} WECs' reports folded in, {what}")
 
@@ -329,7 +330,7 @@ def _seconds(ctx: click.Context, param: click.Parameter, value: float) -> float:
     return value
 
 
-@cli.command(name="run")
+@cli.command(name="run", exits="runs until SIGTERM, then 0; 2 a bad option or the port in use; with --once, the cycle's exit code")
 @click.option("--repo", "repo_arg", required=True, help="A git URL or bare repository (cloned), or a work tree.")
 @click.option("--branch", default="main", show_default=True)
 @click.option("--interval", type=SECONDS, callback=_seconds, default=60.0, show_default=True,
@@ -377,36 +378,34 @@ def run_cmd(repo_arg: str, branch: str, interval: float, workdir: Path | None, p
 
 
 def main(argv: list[str] | None = None) -> None:
-    debug = "--debug" in (argv if argv is not None else sys.argv[1:])
+    args = list(sys.argv[1:] if argv is None else argv)
+    debug, as_json = "--debug" in args, wants_json(args)
     try:
-        cli.main(args=argv, prog_name="ksgitops", standalone_mode=False)
+        cli.main(args=args, prog_name="ksgitops", standalone_mode=False)
     except KsgitopsError as e:
         if debug:
             traceback.print_exc()
-        _print_problems(e.problems)
-        sys.exit(e.exit_code)
+        fail(e.problems, e.exit_code, as_json)
     except click.exceptions.Exit as e:
         sys.exit(e.exit_code)
     except click.ClickException as e:
         e.show()
-        sys.exit(2)
+        fail([Problem(Origin("ksgitops"), e.format_message())], 2, as_json, quiet=True)
     except click.exceptions.Abort:
         sys.exit(130)
     except OSError as e:  # the environment failed where no writer caught it: still one line, exit 3
         if debug:
             raise
-        click.echo(f"{e.filename or 'ksgitops'}: {e.strerror or e}", err=True)
-        sys.exit(3)
+        fail([Problem(Origin(str(e.filename or "ksgitops")), str(e.strerror or e))], 3, as_json)
     except Exception as e:  # noqa: BLE001 - the one place that turns surprises into one line
         if _is_git_error(e):
             if debug:
                 raise
-            click.echo(f"git: {' '.join(str(e).split())}", err=True)
-            sys.exit(3)
+            fail([Problem(Origin("git"), " ".join(str(e).split()))], 3, as_json)
         if debug:
             raise
-        click.echo(f"ksgitops: internal error ({type(e).__name__}); run with --debug for a traceback", err=True)
-        sys.exit(4)
+        message = f"internal error ({type(e).__name__}); run with --debug for a traceback"
+        fail([Problem(Origin("ksgitops"), message)], 4, as_json)
 
 
 def _is_git_error(error: Exception) -> bool:

@@ -6,9 +6,13 @@ they were given (they deep-copy before customizing).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Callable, Literal
 
 Severity = Literal["error", "warning"]
+
+# Progress of long work: (stage, done, total), stage one of "loading", "computing", "writing".
+# The CLI passes one in (a bar on a terminal); the use cases and the core only call it.
+Progress = Callable[[str, int, int], None]
 
 
 @dataclass(frozen=True, order=True, slots=True)

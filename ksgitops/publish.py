@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
-from .model import KsgitopsError
+from .model import KsgitopsError, Progress
 from .shutdown import Shutdown
 
 if TYPE_CHECKING:
@@ -50,7 +50,7 @@ class PublishOutcome:
 def publish(path: Path, branch: str, remote: str = "origin", retries: int | None = None,
             do_reconcile: bool = True, do_status: bool = False,
             sleep: Callable[[float], None] | None = None, on_retry: Callable[[int, str], None] | None = None,
-            progress: Callable[[int, int], None] | None = None, cache: Any = None, memo: Any = None,
+            progress: Progress | None = None, cache: Any = None, memo: Any = None,
             one_commit: bool = False, guard: Shutdown | None = None) -> PublishOutcome:
     """Reconcile (and/or summarize) the branch head, commit, push. A refused push means the remote
     moved: fetch, put the branch on the new upstream head (our commits are dropped: generated files
@@ -94,7 +94,7 @@ def publish(path: Path, branch: str, remote: str = "origin", retries: int | None
 
 
 def commit_cycle(path: Path, ref: str, do_reconcile: bool = True, do_status: bool = True, cache: Any = None,
-                 memo: Any = None, progress: Callable[[int, int], None] | None = None,
+                 memo: Any = None, progress: Progress | None = None,
                  guard: Shutdown | None = None) -> CycleCommit:
     """Reconcile, fold in and summarize the branch head of a bare clone, then commit it all once."""
     from . import app
@@ -128,7 +128,7 @@ class _OneCommit:
         self.folded: Any = None  # io.foldin.FoldIn
         self.status: Any = None  # (Result, core.status.StatusOutput)
 
-    def reconcile(self, progress: Callable[[int, int], None] | None) -> None:
+    def reconcile(self, progress: Progress | None) -> None:
         from . import app
         with self.guard.computing():
             self.result = app.reconcile_reusing(self.src, self.cache, progress)

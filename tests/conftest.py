@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import pty
 import shutil
 import subprocess
 import sys
@@ -115,3 +116,24 @@ class CliResult:
 def run_cli_subprocess(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
     """The real console entry point in a child process (for traceback / exit code checks)."""
     return subprocess.run([sys.executable, "-m", "ksgitops", *args], capture_output=True, text=True, cwd=cwd)
+
+
+def run_cli_on_a_terminal(*args: str, stream: str = "stdout", env: dict[str, str] | None = None) -> tuple[int, str]:
+    """The real entry point with `stream` (stdout or stderr) on a pseudo-terminal, the other one
+    discarded; returns (exit code, what the terminal received)."""
+    master, slave = pty.openpty()
+    streams = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL, stream: slave}
+    proc = subprocess.Popen([sys.executable, "-m", "ksgitops", *args], stdin=subprocess.DEVNULL, **streams,
+                            env={**os.environ, "COLUMNS": "100", "TERM": "xterm", **(env or {})})
+    os.close(slave)
+    chunks = []
+    while True:
+        try:
+            data = os.read(master, 65536)
+        except OSError:  # EIO: the child closed the terminal
+            break
+        if not data:
+            break
+        chunks.append(data)
+    os.close(master)
+    return proc.wait(timeout=120), b"".join(chunks).decode(errors="replace")

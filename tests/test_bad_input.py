@@ -1,4 +1,4 @@
-"""Bad input, end to end through the command line (DESIGN §2, §5, §6, §7; the issue's bad-input list).
+"""Bad input, end to end through the command line.
 
 Three families:
 - fatal input errors: `reconcile` exits 2, prints `file:line: message`, never a traceback, and writes
@@ -390,7 +390,7 @@ def break_after_good_reconcile(repo: Path, cli, breakage: Callable[[Path], None]
         assert rendered.returncode == 0, rendered
         assert_clean(rendered.stderr)
         assert_problem(rendered.stderr, path, line, pattern)
-        names = {(o["kind"], o["metadata"].get("namespace", ""), o["metadata"]["name"]) for o in json.loads(rendered.stdout)}
+        names = {(o["kind"], o["metadata"].get("namespace", ""), o["metadata"]["name"]) for o in json.loads(rendered.stdout)["items"]}
         kind, ns, name = _identity_of(kept_rel)
         assert (kind, ns, name) in names
 
@@ -498,7 +498,7 @@ def test_error_without_previous_copy_leaves_object_out(example: Path, cli) -> No
         assert (example / copy_files(mailbox, RS_REL)[0]).is_file()  # everything else is written
         rendered = cli("render", mailbox, str(example), "-o", "json")
         assert rendered.code == 0, rendered
-        assert "httpd-htdocs" not in [o["metadata"]["name"] for o in json.loads(rendered.out)
+        assert "httpd-htdocs" not in [o["metadata"]["name"] for o in json.loads(rendered.out)["items"]
                                       if o["metadata"].get("namespace") == "commonstuff"]
     assert (example / "spaces/imw1-mb-guilder/objects/core/configmaps/specialstuff/httpd-htdocs.yaml").is_file()
 

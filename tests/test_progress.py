@@ -1,12 +1,13 @@
-"""A progress bar on stderr for long reconciles, only when stderr is a terminal."""
+"""Progress bars on stderr for long work (loading, computing, writing), only when stderr is a
+terminal and the output is not JSON."""
 from __future__ import annotations
 
 import importlib.util
-import os
-import pty
 import subprocess
 import sys
 from pathlib import Path
+
+from conftest import run_cli_on_a_terminal
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -21,33 +22,35 @@ def fleet_repo(tmp_path: Path, wecs: int) -> Path:
 
 
 def run_with_tty_stderr(args: list[str]) -> tuple[int, str]:
-    master, slave = pty.openpty()
-    proc = subprocess.Popen([sys.executable, "-m", "ksgitops", *args], stdout=subprocess.DEVNULL,
-                            stderr=slave, env={**os.environ, "COLUMNS": "100", "TERM": "xterm"})
-    os.close(slave)
-    chunks = []
-    while True:
-        try:
-            data = os.read(master, 65536)
-        except OSError:  # EIO: the child closed the terminal
-            break
-        if not data:
-            break
-        chunks.append(data)
-    os.close(master)
-    return proc.wait(timeout=120), b"".join(chunks).decode(errors="replace")
+    return run_cli_on_a_terminal(*args, stream="stderr")
 
 
-def test_progress_bar_when_stderr_is_a_terminal(tmp_path: Path) -> None:
+def test_progress_bars_for_every_stage_when_stderr_is_a_terminal(tmp_path: Path) -> None:
     repo = fleet_repo(tmp_path, 60)
     code, err = run_with_tty_stderr(["reconcile", str(repo)])
     assert code == 0
-    assert "reconciling" in err
+    for stage in ("loading", "computing", "writing"):
+        assert stage in err, (stage, err[-2000:])
+
+
+def test_no_progress_with_json_output_even_on_a_terminal(tmp_path: Path) -> None:
+    repo = fleet_repo(tmp_path, 60)
+    code, err = run_with_tty_stderr(["reconcile", str(repo), "-o", "json"])
+    assert code == 0
+    assert "computing" not in err and "writing" not in err and "loading" not in err, err[-2000:]
+
+
+def test_other_long_commands_show_progress(tmp_path: Path) -> None:
+    repo = fleet_repo(tmp_path, 60)
+    code, err = run_with_tty_stderr(["validate", str(repo)])
+    assert code == 0 and "computing" in err, err[-2000:]
+    code, err = run_with_tty_stderr(["wecs", str(repo)])
+    assert code == 0 and "loading" in err, err[-2000:]
 
 
 def test_no_progress_bar_when_stderr_is_not_a_terminal(tmp_path: Path) -> None:
     repo = fleet_repo(tmp_path, 60)
     proc = subprocess.run([sys.executable, "-m", "ksgitops", "reconcile", str(repo)], capture_output=True, text=True)
     assert proc.returncode == 0
-    assert "reconciling" not in proc.stderr and "\x1b[" not in proc.stderr
+    assert "computing" not in proc.stderr and "writing" not in proc.stderr and "\x1b[" not in proc.stderr
     assert all(": warning: " in line for line in proc.stderr.splitlines())

@@ -1,4 +1,4 @@
-"""Properties of reconcile over random small repos (hypothesis; DESIGN §3, §5, §7).
+"""Properties of reconcile over random small repos (hypothesis).
 
 A strategy builds a random repo *model*: 1-2 inventory spaces with 0-6 SyncTarget/Location pairs
 carrying random labels from a small vocabulary, 1-2 WDS spaces with Namespaces, ConfigMaps,
@@ -462,7 +462,7 @@ def test_render_is_the_mailbox_with_its_patches_applied(model, cli) -> None:
         for mailbox in mailboxes(repo):
             rendered = cli("render", mailbox, str(repo), "-o", "json")
             assert rendered.code == 0, rendered
-            objects = json.loads(rendered.out)
+            objects = json.loads(rendered.out)["items"]
             assert len(keyed(objects)) == len(objects), "render lists each object once"
             assert keyed(objects) == apply_mailbox(repo / "spaces" / mailbox)
             explained = cli("explain", mailbox, str(repo), "-o", "json")
@@ -494,7 +494,7 @@ def test_child_process_and_kubectl_kustomize_agree_with_render(model, cli) -> No
             built = subprocess.run([_kubectl(), "kustomize", str(repo / "spaces" / mailbox)],
                                    check=False, capture_output=True, text=True, timeout=60)
             assert built.returncode == 0, built.stderr
-            assert keyed([d for d in yaml.safe_load_all(built.stdout) if d]) == keyed(json.loads(rendered.out))
+            assert keyed([d for d in yaml.safe_load_all(built.stdout) if d]) == keyed(json.loads(rendered.out)["items"])
 
 
 # a few fixed examples, so the properties above always see the interesting cases
@@ -535,14 +535,14 @@ def test_fixed_example_exercises_patches_errors_and_kustomize(cli) -> None:
         assert "Traceback" not in result.stderr
         # c1's Location has no zone label and no region annotation: o1 fails there only
         assert "[WEC inv1-mb-c1]" in result.stderr and "[WEC inv1-mb-c0]" not in result.stderr
-        c0 = keyed(json.loads(cli("render", "c0", str(repo), "-o", "json").out))
+        c0 = keyed(json.loads(cli("render", "c0", str(repo), "-o", "json").out)["items"])
         assert c0[("v1", "ConfigMap", "ns1", "o1")]["data"]["k"] == "in b at north, 100% sure"
         deploy = c0[("apps/v1", "Deployment", "ns1", "o2")]
         assert deploy["spec"]["template"]["spec"]["containers"][0]["image"] == "img:a"
         assert deploy["metadata"]["labels"]["env"] == "a"
         assert (repo / "spaces/inv1-mb-c0/patches/apps/deployments/ns1/o2.json").is_file()
         for mailbox in mailboxes(repo):
-            assert keyed(json.loads(cli("render", mailbox, str(repo), "-o", "json").out)) == apply_mailbox(
+            assert keyed(json.loads(cli("render", mailbox, str(repo), "-o", "json").out)["items"]) == apply_mailbox(
                 repo / "spaces" / mailbox)
         if _kubectl():
             built = subprocess.run([_kubectl(), "kustomize", str(repo / "spaces/inv1-mb-c0")],

@@ -249,8 +249,8 @@ def test_push_gives_up_loudly_after_the_bound(git_daemon: GitDaemon, tmp_path: P
     other = human_clone(git_daemon, tmp_path, who="other")
     retries: list[str] = []
 
-    def meanwhile(done: int, total: int) -> None:  # someone pushes while every attempt reconciles
-        if done == 1:
+    def meanwhile(stage: str, done: int, total: int) -> None:  # someone pushes while every attempt reconciles
+        if stage == "computing" and done == 1:
             flip_env(other, "spaces/imw1/florin.yaml", f"race {len(retries)}")
 
     with pytest.raises(GitError) as info:

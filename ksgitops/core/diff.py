@@ -14,11 +14,46 @@ from .serialize import dump_yaml
 from .tree import FileTree
 
 
+@dataclass(frozen=True)
+class ObjectChange:
+    """One object a WEC would receive differently; both sides rendered, Secret values redacted."""
+
+    rel: str  # objects/<rel>.yaml in the mailbox
+    old: dict[str, Any] | None
+    new: dict[str, Any] | None
+
+    @property
+    def body(self) -> dict[str, Any]:
+        return self.new if self.new is not None else self.old  # type: ignore[return-value]
+
+    @property
+    def title(self) -> str:
+        """`Kind[.group] [namespace/]name`, as problems name objects."""
+        group, kind, namespace, name = _identity(self.body)
+        gk = f"{kind}.{group}" if group else kind
+        return f"{gk} {namespace}/{name}" if namespace else f"{gk} {name}"
+
+    @property
+    def file_name(self) -> str:
+        """`[group.]version.Kind.namespace.name`: how `kubectl diff` names an object's file."""
+        group, kind, namespace, name = _identity(self.body)
+        version = str(self.body.get("apiVersion") or "").rpartition("/")[2]
+        return f"{group + '.' if group else ''}{version}.{kind}.{namespace}.{name}"
+
+
+def _identity(body: dict[str, Any]) -> tuple[str, str, str, str]:
+    md = body.get("metadata")
+    md = md if isinstance(md, dict) else {}
+    group = str(body.get("apiVersion") or "").rpartition("/")[0]
+    return group, str(body.get("kind") or ""), str(md.get("namespace") or ""), str(md.get("name") or "")
+
+
 @dataclass
 class WecDiff:
     wec: str
     mailbox: str
     diff: str
+    changes: list[ObjectChange] = field(default_factory=list, repr=False)
 
 
 @dataclass
@@ -35,20 +70,33 @@ class DiffResult:
                 "wecs": {w.wec: {"mailbox": w.mailbox, "diff": w.diff} for w in self.wecs}}
 
 
-def mailbox_diff(mailbox: str, old: FileTree | None, new: FileTree | None) -> str:
-    """Unified diff of the rendered objects of one mailbox ('' when they render the same)."""
+def mailbox_changes(old: FileTree | None, new: FileTree | None) -> list[ObjectChange]:
+    """The objects of one mailbox that render differently (none when they render the same)."""
     before = dict(render_mailbox(old)) if old else {}
     after = dict(render_mailbox(new)) if new else {}
-    chunks: list[str] = []
+    changes = []
     for rel in sorted(set(before) | set(after)):
         a, b = redact_pair(before.get(rel), after.get(rel))
-        if a == b:
-            continue
-        a_text = dump_yaml(a).decode().splitlines(keepends=True) if a is not None else []
-        b_text = dump_yaml(b).decode().splitlines(keepends=True) if b is not None else []
-        path = f"spaces/{mailbox}/objects/{rel}.yaml"
-        chunks.extend(difflib.unified_diff(a_text, b_text, f"a/{path}", f"b/{path}"))
+        if a != b:
+            changes.append(ObjectChange(rel, a, b))
+    return changes
+
+
+def changes_diff(mailbox: str, changes: list[ObjectChange]) -> str:
+    """Unified diffs of the changes; each file header names the object after a tab (where diff
+    puts a timestamp, so `patch` still reads the path)."""
+    chunks: list[str] = []
+    for change in changes:
+        a_text = dump_yaml(change.old).decode().splitlines(keepends=True) if change.old is not None else []
+        b_text = dump_yaml(change.new).decode().splitlines(keepends=True) if change.new is not None else []
+        path = f"spaces/{mailbox}/objects/{change.rel}.yaml"
+        chunks.extend(difflib.unified_diff(a_text, b_text, f"a/{path}", f"b/{path}", change.title, change.title))
     return "".join(chunks)
+
+
+def mailbox_diff(mailbox: str, old: FileTree | None, new: FileTree | None) -> str:
+    """Unified diff of the rendered objects of one mailbox ('' when they render the same)."""
+    return changes_diff(mailbox, mailbox_changes(old, new))
 
 
 def markdown(result: DiffResult) -> str:

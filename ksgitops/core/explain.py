@@ -7,7 +7,12 @@ from ..kinds import is_control
 from ..model import Obj
 from .mailbox import MailboxPlan, PlacementPlan, Via
 from .pipeline import Result
+from .selectors import selector_mismatch
+from .suggest import did_you_mean
 from .what import ALONG, along_line, explain_object, namespace_labels
+from .where import Wec
+
+OBJECT_FORMAT = "Kind[.group]/[namespace/]name"
 
 
 def object_matches(obj: Obj, spec: str) -> bool:
@@ -75,7 +80,8 @@ def _entry_info(rel: str, plan: MailboxPlan) -> dict[str, Any]:
 
 
 def explain_object_on(result: Result, mailbox: str, spec: str) -> dict[str, Any]:
-    """Every candidate object matching OBJECT, with each placement's verdict for this WEC."""
+    """Every candidate object matching OBJECT, with each placement's verdict for this WEC: does it
+    reach the WEC (its locationSelectors against the WEC's Locations), does a clause select the object."""
     plan = result.mailboxes[mailbox]
     candidates = [(wds, o) for wds, objs in result.loaded.spaces.items() for o in objs
                   if not is_control(o) and object_matches(o, spec)]
@@ -83,20 +89,63 @@ def explain_object_on(result: Result, mailbox: str, spec: str) -> dict[str, Any]
     for wds, obj in candidates:
         workload = [o for o in result.loaded.spaces[wds] if not is_control(o)]
         ns_labels = namespace_labels(workload)
-        verdicts = []
-        for p in result.placements.get(wds, []):
-            reaches = mailbox in p.mailboxes
-            lines = _verdict_lines(p, obj, result, ns_labels)
-            verdicts.append({"placement": p.obj.name, "reachesWec": reaches,
-                             "location": p.mailboxes.get(mailbox), "clauses": lines})
+        verdicts = [_verdict(p, obj, plan.wec, mailbox, result, ns_labels) for p in result.placements.get(wds, [])]
         entry = next((e for e in plan.entries.values() if e.base.obj is obj), None)
         report = {"object": str(obj.ref), "space": wds, "source": str(obj.origin),
                   "placed": entry is not None, "placements": verdicts,
                   "problems": [str(p) for p in plan.problems if p.origin == obj.origin]}
+        if not verdicts:
+            report["why"] = f"space {wds} has no EdgePlacement, so nothing in it is placed anywhere"
         if entry is not None:
             report["mailboxEntry"] = _entry_info(entry.rel, plan)
         reports.append(report)
     return {"wec": plan.wec.name, "mailbox": mailbox, "query": spec, "matches": reports}
+
+
+def _verdict(p: PlacementPlan, obj: Obj, wec: Wec, mailbox: str, result: Result,
+             ns_labels: Any) -> dict[str, Any]:
+    reaches = mailbox in p.mailboxes
+    selects = any(placed.obj.ref == obj.ref for placed in p.placed)
+    if reaches and selects:
+        verdict = "places it on this WEC"
+    elif selects:
+        verdict = "selects it, but does not reach this WEC (see reach)"
+    elif reaches:
+        verdict = "reaches this WEC, but does not select the object (see clauses)"
+    else:
+        verdict = "does not reach this WEC (see reach), nor select the object (see clauses)"
+    return {"placement": p.obj.name, "source": str(p.obj.origin), "verdict": verdict, "reachesWec": reaches,
+            "location": p.mailboxes.get(mailbox), "reach": reach_lines(p.spec, wec),
+            "clauses": _verdict_lines(p, obj, result, ns_labels)}
+
+
+def reach_lines(spec: dict[str, Any], wec: Wec) -> list[str]:
+    """Why a placement does (not) reach a WEC: each locationSelector against each Location that
+    selects the WEC's SyncTarget (the where stage's rule, one line per pair)."""
+    selectors = spec.get("locationSelectors")
+    if not isinstance(selectors, list) or not selectors:
+        return ["spec.locationSelectors is empty, so the placement reaches no WEC"]
+    if not wec.locations:
+        labels = ", ".join(f"{k}={v}" for k, v in sorted(wec.sync_target.labels.items())) or "none"
+        return [f"no Location in space {wec.space} selects SyncTarget {wec.name} (its labels: {labels}; a "
+                "Location selects SyncTargets with spec.instanceSelector), so no placement reaches this WEC"]
+    lines = []
+    for loc in wec.locations:
+        for i, sel in enumerate(selectors):
+            why = selector_mismatch(sel, loc.labels)
+            where = f"Location {loc.space}/{loc.name}"
+            lines.append(f"spec.locationSelectors[{i}] " + (f"selects {where}" if why is None
+                                                           else f"does not select {where}: {why}"))
+    return lines
+
+
+def no_match_message(result: Result, spec: str) -> str:
+    """What to say when OBJECT matches no workload object: its format, or the closest names."""
+    if len(spec.split("/")) not in (2, 3):
+        return f"{spec!r} is not an object: write {OBJECT_FORMAT}, e.g. ConfigMap/default/settings"
+    known = [f"{o.kind}/{o.namespace + '/' if o.namespace else ''}{o.name}"
+             for objs in result.loaded.spaces.values() for o in objs if not is_control(o)]
+    return f"no workload object matches {spec!r}{did_you_mean(spec, known)}; OBJECT is {OBJECT_FORMAT}"
 
 
 def as_text(data: dict[str, Any], indent: int = 0) -> str:

@@ -9,7 +9,7 @@ import hashlib
 from dataclasses import dataclass, field
 from typing import Any, MutableMapping
 
-from ..model import Obj, ObjRef, Origin, Problem
+from ..model import Obj, ObjRef, Origin, Problem, Progress
 from ..names import dns1123_label_error
 from .parse import parse_file
 from .snapshot import CONFIG_FILE, Snapshot, SourceFile
@@ -31,8 +31,9 @@ class Loaded:
     problems: list[Problem] = field(default_factory=list)
 
 
-def load(snapshot: Snapshot, cache: ParseCache | None = None) -> Loaded:
-    """Read the snapshot; fatal problems are collected, never raised."""
+def load(snapshot: Snapshot, cache: ParseCache | None = None, progress: Progress | None = None) -> Loaded:
+    """Read the snapshot; fatal problems are collected, never raised. `progress` hears
+    ("loading", files read, files to read) after each space."""
     cache = {} if cache is None else cache
     loaded = Loaded()
     config_file = snapshot.file(CONFIG_FILE)
@@ -41,6 +42,7 @@ def load(snapshot: Snapshot, cache: ParseCache | None = None) -> Loaded:
         loaded.config = objs[0] if len(objs) == 1 else None
         if len(objs) > 1:
             loaded.problems.append(Problem(objs[1].origin, f"{CONFIG_FILE} must hold one RepoConfig"))
+    sources: list[tuple[str, list[SourceFile]]] = []
     for space in sorted(snapshot.list_spaces()):
         error = dns1123_label_error(space)
         if error:
@@ -50,9 +52,14 @@ def load(snapshot: Snapshot, cache: ParseCache | None = None) -> Loaded:
         if mailbox is not None:
             loaded.mailboxes[space] = mailbox
             continue
-        files = sorted(snapshot.space_files(space), key=lambda f: f.path)
+        sources.append((space, sorted(snapshot.space_files(space), key=lambda f: f.path)))
+    total, done = sum(len(files) for _, files in sources), 0
+    for space, files in sources:
         loaded.digests[space] = _digest(files)
         loaded.spaces[space] = _load_space(space, files, cache, loaded.problems)
+        done += len(files)
+        if progress is not None:
+            progress("loading", done, total)
     return loaded
 
 

@@ -12,7 +12,7 @@ from typing import Any, Callable
 
 from .. import __version__
 from ..kinds import KindTable, is_control
-from ..model import KsgitopsError, Obj, Problem
+from ..model import KsgitopsError, Obj, Problem, Progress
 from .emit import INVENTORY_ANNOTATION, Emitter, sps_yaml
 from .load import Loaded, ParseCache, load
 from .mailbox import MailboxBuilder, MailboxPlan, PlacementPlan
@@ -55,18 +55,19 @@ class Result:
 
 
 def reconcile(snapshot: Snapshot, read_previous: Callable[[str], bytes | None] = no_previous,
-              cache: ParseCache | None = None, progress: Callable[[int, int], None] | None = None,
+              cache: ParseCache | None = None, progress: Progress | None = None,
               reuse: Callable[[str, str], bool] | None = None) -> Result:
     """Compute every generated file. `cache` memoizes parsing and per-object checks by content;
-    `reuse(mailbox, digest)` lets the caller keep a mailbox it knows is up to date (REUSE)."""
-    loaded = load(snapshot, cache)
+    `reuse(mailbox, digest)` lets the caller keep a mailbox it knows is up to date (REUSE);
+    `progress` hears the loading and then the WECs computed."""
+    loaded = load(snapshot, cache, progress)
     config, problems = parse_repo_config(loaded.config)
     _raise_if_errors(loaded.problems + problems)
     spaces = {s: objs for s, objs in loaded.spaces.items() if s not in config.skip_spaces}
     kinds = _kind_table(spaces, config)
     _raise_if_errors(validate(spaces, kinds, cache))
     wecs = inventory(spaces)
-    # -- space step (DESIGN §3 step 2, core/spaces.py): discovery, unknown providers
+    # -- space step (core/spaces.py): discovery, unknown providers
     space_out = space_step(snapshot, loaded, spaces, wecs, config.skip_spaces)
     _raise_if_errors(space_out.problems)
     warnings: list[Problem] = [p for p in space_out.problems if not p.is_error]
@@ -83,7 +84,7 @@ def reconcile(snapshot: Snapshot, read_previous: Callable[[str], bytes | None] =
         if reuse is None or not reuse(mb, digests[mb]):
             mailboxes[mb] = builder.build(wec, reaching)
         if progress is not None:
-            progress(done, len(wecs))
+            progress("computing", done, len(wecs))
     generated = _generated(loaded, config.skip_spaces, placements, mailboxes, wecs)
     generated = dict(sorted({**generated, **space_out.generated}.items()))  # space step: discovered Spaces
     problems = warnings + [p for plan in mailboxes.values() for p in plan.problems]

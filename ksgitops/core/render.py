@@ -36,6 +36,41 @@ def render_mailbox(files: FileTree) -> list[tuple[str, dict[str, Any]]]:
     return rendered
 
 
+# The order `kubectl kustomize` prints objects in (its default "legacy" sort): these kinds first,
+# in this order, so that what others refer to exists before them (a Namespace before what lives
+# in it, a CRD before its objects); webhooks last; every other kind between them. Within one rank,
+# by group_version_kind text (an empty group or version sorting as "~G"/"~V", after letters), then
+# namespace ("~X" when cluster-scoped), then name. Kustomize: api/internal/builtins/SortOrderTransformer.go.
+APPLY_FIRST = ("Namespace", "ResourceQuota", "StorageClass", "CustomResourceDefinition", "ServiceAccount",
+               "PodSecurityPolicy", "Role", "ClusterRole", "RoleBinding", "ClusterRoleBinding", "ConfigMap",
+               "Secret", "Endpoints", "Service", "LimitRange", "PriorityClass", "PersistentVolume",
+               "PersistentVolumeClaim", "Deployment", "StatefulSet", "CronJob", "PodDisruptionBudget")
+APPLY_LAST = ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration")
+_RANK = {**{kind: i - len(APPLY_FIRST) for i, kind in enumerate(APPLY_FIRST)},
+         **{kind: i + 1 for i, kind in enumerate(APPLY_LAST)}}
+
+
+def apply_order_key(body: dict[str, Any]) -> tuple[int, str, str]:
+    """Sort key that puts objects in the order kustomize prints them (safe for `kubectl apply -f`)."""
+    api_version = str(body.get("apiVersion") or "")
+    group, _, version = api_version.rpartition("/")
+    kind = str(body.get("kind") or "")
+    md = body.get("metadata")
+    md = md if isinstance(md, dict) else {}
+    gvk = "_".join((group or "~G", version or "~V", kind or "~K"))
+    # namespace and name compare as one "ns|name" text, as kustomize compares them
+    return _RANK.get(kind, 0), gvk, f"{md.get('namespace') or '~X'}|{md.get('name') or '~N'}"
+
+
+def in_apply_order(objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return sorted(objects, key=apply_order_key)
+
+
+def as_list(objects: list[dict[str, Any]]) -> dict[str, Any]:
+    """The objects as one `v1` `List` document, as `kubectl get -o json` prints several."""
+    return {"apiVersion": "v1", "kind": "List", "metadata": {}, "items": objects}
+
+
 def _drop_empty_annotations(body: dict[str, Any]) -> dict[str, Any]:
     md = body.get("metadata")
     if isinstance(md, dict) and "annotations" in md and not md["annotations"]:

@@ -183,3 +183,29 @@ def any_matches(selectors: list[Any] | None, labels: Mapping[str, str] | None) -
     if not isinstance(selectors, list):
         return False
     return any(matches(sel, labels) for sel in selectors)
+
+
+def _requirement_text(expr: Mapping[str, Any]) -> str:
+    values = expr.get("values") or []
+    return f"{expr['key']} {expr['operator']}" + (f" {list(values)!r}" if values else "")
+
+
+def selector_mismatch(sel: Any, labels: Mapping[str, str] | None) -> str | None:
+    """Why `labels` fail the selector, as a phrase (the first requirement that fails); None when
+    the selector matches. For `explain`: same rules as `matches`."""
+    if sel is None:
+        return "a null selector selects nothing"
+    error = selector_error(sel)
+    if error:
+        return f"the selector is invalid ({error}), so it selects nothing"
+    labels = labels if isinstance(labels, Mapping) else {}
+    for key, value in (sel.get("matchLabels") or {}).items():
+        if key not in labels:
+            return f"matchLabels wants {key}={value} and there is no label {key}"
+        if labels[key] != value:
+            return f"matchLabels wants {key}={value} and the label is {key}={labels[key]}"
+    for i, expr in enumerate(sel.get("matchExpressions") or []):
+        if not _requirement_holds(expr, labels):
+            have = f"{expr['key']}={labels[expr['key']]}" if expr["key"] in labels else f"no label {expr['key']}"
+            return f"matchExpressions[{i}] ({_requirement_text(expr)}) fails: {have}"
+    return None

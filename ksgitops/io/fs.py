@@ -19,7 +19,7 @@ import pygit2
 
 from ..core.snapshot import GENERATED_DIR, SourceFile, is_source_path
 from ..core.tree import FileTree, Generated, put
-from ..model import KsgitopsError, Origin, Problem
+from ..model import KsgitopsError, Origin, Problem, Progress
 
 STATUS_FILE = "STATUS.md"
 
@@ -178,7 +178,8 @@ def write_new(path: str, data: bytes) -> None:
         os.close(fd)
 
 
-def write_generated(root: Path, generated: Generated) -> list[str]:
-    """Bring every owned root to its generated content (worktree.py); returns the roots that changed."""
+def write_generated(root: Path, generated: Generated, progress: Progress | None = None) -> list[str]:
+    """Bring every owned root to its generated content (worktree.py); returns the roots that changed.
+    `progress` hears ("writing", done, total)."""
     from .worktree import write_generated as write
-    return write(root, generated)
+    return write(root, generated, progress)

@@ -51,7 +51,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core.tree import KEEP, OTHERS, REUSE, FileTree, Generated, has_files
-from ..model import EnvError, KsgitopsError
+from ..model import EnvError, KsgitopsError, Progress
 from .durable import exclusive, sync_filesystem, write_durably
 from .fs import LinkError, check_path, write_new
 
@@ -72,14 +72,17 @@ def sibling(target: Path, role: str) -> Path:
     return target.with_name(f".{target.name}.ksgitops-{role}")
 
 
-def write_generated(root: Path, generated: Generated) -> list[str]:
-    """Bring every owned root to its generated content; returns the roots that changed."""
+def write_generated(root: Path, generated: Generated, progress: Progress | None = None) -> list[str]:
+    """Bring every owned root to its generated content; returns the roots that changed.
+    `progress` hears ("writing", done, total): roots compared, then folders written."""
     root = Path(root)
     with exclusive(root):
         recover(root)
         verified: set[str] = set()
         changes = []
-        for rel, tree in generated.items():
+        for done, (rel, tree) in enumerate(generated.items()):
+            if progress is not None:
+                progress("writing", done, len(generated) + len(generated))
             if tree is REUSE:
                 continue
             check_path(root, rel, verified)
@@ -89,7 +92,11 @@ def write_generated(root: Path, generated: Generated) -> list[str]:
             if change is not None:
                 changes.append(change)
         for start in range(0, len(changes), BATCH):
+            if progress is not None:
+                progress("writing", len(generated) + start * len(generated) // len(changes), 2 * len(generated))
             transact(root, changes[start:start + BATCH])
+        if progress is not None:
+            progress("writing", 2 * len(generated), 2 * len(generated))
     return [c.path for c in changes]
 
 

@@ -1,0 +1,84 @@
+"""Where the ksgitops repository is: the folder holding `spaces/`, found the way git finds `.git`.
+
+A REPO given on the command line must be the repository itself; without one, the search walks up
+from the current directory (after any `-C DIR`) to the first folder holding `spaces/`, stopping at
+the top of a git work tree or of the file system. Commands that read commits (`--commit`, `--push`,
+`fold-in`) also accept a bare git repository, which has no work tree to hold `spaces/`.
+Every refusal is one line that says what was expected and where it looked, before anything runs.
+"""
+from __future__ import annotations
+
+from enum import Enum
+from pathlib import Path
+
+import pygit2
+
+from ..model import KsgitopsError
+
+SPACES = "spaces"
+
+
+class Need(Enum):
+    WORKTREE = "worktree"  # reads or writes files in a work tree
+    GIT = "git"  # reads commits: a bare repository will do
+
+
+def locate(repo: Path | None, need: Need = Need.WORKTREE) -> Path:
+    """The repository a command works on: `repo` checked as given, else found from the cwd."""
+    if repo is not None:
+        return _check_given(Path(repo), need)
+    start = Path.cwd()
+    for folder in (start, *start.parents):
+        if _holds_spaces(folder):
+            return folder
+        if (folder / ".git").exists():
+            break
+    if need is Need.GIT:
+        bare = _bare_repository(start)
+        if bare is not None:
+            return bare
+    top = folder if (folder / ".git").exists() else Path(start.anchor)
+    raise KsgitopsError(f"not inside a ksgitops repository: no {SPACES}/ folder in {start} or any parent up to "
+                        f"{top} (give REPO, or run `ksgitops init DIR` to make one)")
+
+
+def _holds_spaces(folder: Path) -> bool:
+    return (folder / SPACES).is_dir()
+
+
+def _check_given(path: Path, need: Need) -> Path:
+    if not path.exists():
+        raise KsgitopsError(f"{path}: no such directory (expected a ksgitops repository: a folder holding {SPACES}/)")
+    if not path.is_dir():
+        raise KsgitopsError(f"{path}: not a directory (expected a ksgitops repository: a folder holding {SPACES}/)")
+    if _holds_spaces(path):
+        return path
+    bare = _bare_repository(path)
+    if bare is not None:
+        if need is Need.GIT:
+            return path
+        raise KsgitopsError(f"{path}: a bare git repository has no work tree, and this command reads the work "
+                            f"tree (use a clone with a work tree, or --commit where the command has it)")
+    hint = _hint(path)
+    raise KsgitopsError(f"{path}: not a ksgitops repository (expected a {SPACES}/ folder in {path.resolve()}){hint}")
+
+
+def _hint(path: Path) -> str:
+    """Where the repository probably is, when `path` is inside one."""
+    resolved = path.resolve()
+    for folder in resolved.parents:
+        if _holds_spaces(folder):
+            return f"; it is inside the ksgitops repository {folder}: give that folder, or leave REPO out"
+    return ""
+
+
+def _bare_repository(path: Path) -> Path | None:
+    """The bare repository `path` is (or is inside), if any."""
+    found = pygit2.discover_repository(str(path))
+    if found is None:
+        return None
+    try:
+        repo = pygit2.Repository(found)
+    except pygit2.GitError:
+        return None
+    return Path(found) if repo.is_bare else None
