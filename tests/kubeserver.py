@@ -1051,7 +1051,9 @@ class KubeServer:
     def start(self, port: int = 0) -> Self:
         self._httpd = _HttpServer(("127.0.0.1", port), _Handler)
         self._httpd.kube = self
-        threading.Thread(target=self._httpd.serve_forever, name=f"kubeserver-{self.port}", daemon=True).start()
+        # a short poll: stop() (shutdown) waits for the serving loop to notice, up to one poll
+        threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05},
+                         name=f"kubeserver-{self.port}", daemon=True).start()
         return self
 
     def stop(self) -> None:
