@@ -1,11 +1,16 @@
 """pytest plugin: workload execution clusters (WECs) for tests.
 
-By default each WEC is a fresh in-memory KubeServer (tests/kubeserver.py). With
-KSGITOPS_TEST_KUBECONFIG the same tests run against real API servers instead: a comma-separated
-list of `PATH` (that kubeconfig's current context) or `PATH#CONTEXT` entries, one per cluster, each
-a different cluster (`kube_wecs(n)` takes the first n; a test needing more than listed skips).
-`--kubeservers N` starts N KubeServers in processes of their own and sets the variable to them, so
+By default each WEC is a fresh in-memory KubeServer (tests/kubeserver.py) running stand-ins of a
+cluster's controllers (tests/kubecontrollers.py). With KSGITOPS_TEST_KUBECONFIG the same tests run
+against real clusters instead, their controllers running: a comma-separated list of `PATH` (that
+kubeconfig's current context) or `PATH#CONTEXT` entries, one per cluster, each a different cluster
+(`kube_wecs(n)` takes the first n; a test needing more than listed skips). `--kubeservers N` starts
+N KubeServers (controllers included) in processes of their own and sets the variable to them, so
 that a test reaches them only as it would reach a real cluster.
+
+The clusters' controllers race the tests: a ReplicaSet's or Deployment's status is theirs, never
+the test's (a test that needs a status of its own uses a custom resource, see `widget_wds`), and a
+test waits for them with `Wec.settle()` before it relies on a workload's status staying put.
 
 Tests never look inside a server. The program under test reaches a WEC through its `wire`
 (tests/kubewire.py: what crossed it, and failures on demand); the test's own reads and writes go
@@ -59,15 +64,83 @@ class KubeNames:
 
 # Cluster-level names in the example's sources (namespaces and the API groups its placements upsync)
 _EXAMPLE_NAMES = re.compile(r"(?<![\w.-])(commonstuff|specialstuff|orbital|group\d\.test)(?![\w-])")
+WORKLOADS = frozenset({"ReplicaSet", "Deployment", "StatefulSet"})
 
 
 def isolate(repo: Path, names: KubeNames) -> Path:
-    """Rename the cluster-level names of a copy of the example (before it is reconciled) to the test's own."""
+    """Prepare a copy of the example (before it is reconciled) for a cluster: its cluster-level
+    names renamed to the test's own, and its workloads scaled to zero replicas, so that no Pod is
+    ever made (nothing runs on a cluster the tests use) and their controllers' status settles as
+    soon as it has observed their generation."""
     def rename(m: re.Match[str]) -> str:
         return names.group(m[1]) if m[1].endswith(".test") else names.ns(m[1])
     for file in (repo / "spaces").rglob("*.yaml"):
-        file.write_text(_EXAMPLE_NAMES.sub(rename, file.read_text()))
+        file.write_text(_scaled_to_zero(_EXAMPLE_NAMES.sub(rename, file.read_text())))
     return repo
+
+
+def _scaled_to_zero(text: str) -> str:
+    docs = list(yaml.safe_load_all(text))
+    workloads = [d for d in docs if isinstance(d, dict) and d.get("kind") in WORKLOADS]
+    if not workloads:
+        return text
+    for doc in workloads:
+        doc.setdefault("spec", {})["replicas"] = 0
+    return yaml.safe_dump_all(docs, sort_keys=False)
+
+
+def widget_wds(names: KubeNames, space: str = "wmw-w") -> dict[str, str]:
+    """A WDS placing a CRD (its `status` a subresource) and one custom resource of it, `gizmo`, on
+    every WEC of the example: a workload whose status no controller of the cluster writes, so a
+    test can set it as the widget's own controller would (group and namespace: the test's own)."""
+    group, ns = names.group("example.com"), names.ns("widgetland")
+    return {f"spaces/{space}/{path}": text.replace("GROUP", group).replace("NAMESPACE", ns)
+            for path, text in _WIDGET_WDS.items()}
+
+
+_WIDGET_WDS = {
+    "crd.yaml": """
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: widgets.GROUP}
+spec:
+  group: GROUP
+  scope: Namespaced
+  names: {plural: widgets, singular: widget, kind: Widget}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    subresources: {status: {}}
+    schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}
+""",
+    "widget.yaml": """
+apiVersion: GROUP/v1
+kind: Widget
+metadata: {name: gizmo, namespace: NAMESPACE}
+spec: {size: 3}
+""",
+    "placement.yaml": """
+apiVersion: edge.kubestellar.io/v2alpha1
+kind: EdgePlacement
+metadata: {name: edge-placement-w}
+spec:
+  locationSelectors: [{matchLabels: {env: prod}}]
+  downsync:
+  - apiGroup: apiextensions.k8s.io
+    resources: [customresourcedefinitions]
+  - apiGroup: GROUP
+    resources: [widgets]
+    namespaces: [NAMESPACE]
+"""}
+
+
+def widget_status(generation: int, ready: str = "True", reason: str = "Spinning") -> dict:
+    """A Widget's status as its controller would write it (kstatus: observedGeneration and a Ready condition)."""
+    return {"observedGeneration": generation,
+            "conditions": [{"type": "Ready", "status": ready, "reason": reason,
+                            "message": f"widget is {reason.lower()}", "observedGeneration": generation,
+                            "lastTransitionTime": "2024-01-01T00:00:00Z"}]}
 
 
 @dataclass
@@ -76,12 +149,19 @@ class Wec:
     context: str
     wire: KubeWire
     upstream: Upstream
+    token: str                          # in the name of everything the test makes there
     server: KubeServer | None = None    # the in-memory server, for the tests of KubeServer itself
     cache_dir: Path | None = None
 
     def api(self) -> KubeApi:
         """The test's own hands on the API server (not through the wire)."""
         return KubeApi(self.upstream.kubeconfig, self.upstream.context)
+
+    def settle(self, timeout: float = 60.0) -> None:
+        """Wait until the cluster's controllers have caught up with the workloads in the test's
+        namespaces (see KubeApi.settle)."""
+        with self.api() as api:
+            api.settle(self.token, timeout)
 
     def api_client(self):
         """A kubernetes.client.ApiClient for the API server (not through the wire)."""
@@ -159,14 +239,14 @@ class _Provisioner:
             if self.real:
                 upstream = self.real[i]
             else:
-                server = KubeServer().start()
+                server = KubeServer(controllers=True).start()
                 self.servers.append(server)
                 upstream = Upstream(server.write_kubeconfig(folder / f"{name}.upstream.kubeconfig", name), name)
             self.upstreams[upstream] = None
             wire = KubeWire(upstream.kubeconfig, upstream.context).start()
             self.wires.append(wire)
             kubeconfig = write_kubeconfig(folder / f"{name}.kubeconfig", {name: wire})
-            made.append(Wec(kubeconfig, name, wire, upstream, server, self.folder))
+            made.append(Wec(kubeconfig, name, wire, upstream, self.names.token, server, self.folder))
         return made
 
     def close(self) -> None:
@@ -227,17 +307,20 @@ def kube_wecs(tmp_path: Path, kube_names: KubeNames) -> Iterator[Callable[[int |
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption("--kubeservers", type=int, default=0, metavar="N",
-                     help=f"start N KubeServers in processes of their own and run the Kubernetes tests "
-                          f"against them as against real clusters (sets {ENV})")
+                     help=f"start N KubeServers (with stand-ins of a cluster's controllers) in processes of "
+                          f"their own and run the Kubernetes tests against them as against real clusters "
+                          f"(sets {ENV})")
 
 
 def start_kubeservers(count: int, folder: Path) -> tuple[list[subprocess.Popen[bytes]], list[Path]]:
-    """Start `count` `tests/kubeserver.py` processes; their kubeconfigs once they listen."""
+    """Start `count` `tests/kubeserver.py` processes, controllers included; their kubeconfigs once
+    they listen."""
     processes, paths = [], []
     for i in range(count):
         path = folder / f"kubeserver{i + 1}.kubeconfig"
         processes.append(subprocess.Popen([sys.executable, str(HERE / "kubeserver.py"), "--kubeconfig", str(path),
-                                           "--context", f"kubeserver{i + 1}"], stdout=subprocess.DEVNULL))
+                                           "--context", f"kubeserver{i + 1}", "--controllers"],
+                                          stdout=subprocess.DEVNULL))
         paths.append(path)
     deadline = time.monotonic() + 30
     while not all(p.exists() for p in paths):

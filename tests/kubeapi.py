@@ -1,9 +1,10 @@
 """The test's own hands on a WEC: reads and writes through the Kubernetes API with the official
 `kubernetes` client, straight to the API server (never through the wire, so they are not
 mistaken for the agent's requests). Everything a test needs on a cluster before or after the
-program under test runs goes through here: namespaces, CRDs and objects created, `.status` set as
-a controller would set it (the /status subresource), objects read back and deleted, and the
-clean-up of what a test left behind.
+program under test runs goes through here: namespaces, CRDs and objects created, the `.status` of a
+custom resource set as its controller would set it (the /status subresource), the wait for the
+cluster's own controllers to catch up (`settle`), objects read back and deleted, and the clean-up
+of what a test left behind.
 """
 from __future__ import annotations
 
@@ -99,6 +100,40 @@ class KubeApi:
                 if e.status != 409:
                     raise
         raise AssertionError(f"{target}: status kept conflicting")
+
+    def settle(self, token: str, timeout: float = 60.0) -> None:
+        """Wait until the cluster's controllers have caught up with what the test made (names
+        holding `token`), bounded polling: every ReplicaSet and Deployment in its namespaces has
+        observed its generation and made the replicas it wants (Pods made, whether or not they
+        run), and its CRDs are established (their status then stays)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            behind = self._unsettled(token)
+            if not behind:
+                return
+            assert time.monotonic() < deadline, (
+                f"the cluster's controllers did not catch up within {timeout:g}s with {', '.join(behind)} "
+                "(is its controller manager running?)")
+            time.sleep(0.05)
+
+    def _unsettled(self, token: str) -> list[str]:
+        behind = [f"customresourcedefinitions/{crd['metadata']['name']}" for crd in self.list(*CRDS)
+                  if token in crd["metadata"]["name"] and not all(
+                      any(c.get("type") == kind and c.get("status") == "True"
+                          for c in (crd.get("status") or {}).get("conditions") or [])
+                      for kind in ("NamesAccepted", "Established"))]
+        for ns in self.list(*NAMESPACES):
+            name = ns["metadata"]["name"]
+            if token not in name or ns["metadata"].get("deletionTimestamp"):
+                continue
+            for plural in ("replicasets", "deployments"):
+                for obj in self.list("apps/v1", plural, name):
+                    status, want = obj.get("status") or {}, (obj.get("spec") or {}).get("replicas", 1)
+                    counts = ("replicas", "updatedReplicas") if plural == "deployments" else ("replicas",)
+                    if status.get("observedGeneration") != obj["metadata"]["generation"] or \
+                            any(status.get(count, 0) != want for count in counts):
+                        behind.append(f"{plural}/{name}/{obj['metadata']['name']}")
+        return behind
 
     def delete(self, api_version: str, plural: str, namespace: str, name: str) -> bool:
         """False when it was not there."""

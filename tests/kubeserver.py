@@ -13,13 +13,17 @@ unchanged. The layers, top to bottom:
 - `KubeServer`: HTTP plumbing, kubeconfig, test knobs and the Python-side handle for tests.
 
 Not supported: authentication/authorization (any token works), protobuf and Table output,
-aggregated discovery (the plain format is always served, clients fall back to it), admission,
-validation against OpenAPI schemas, defaulting, controllers (nothing ever sets Deployment status
-unless a test does), graceful deletion and propagation policies, bookmarks, watch of a single
-object by URL (use fieldSelector=metadata.name=...), and lists inside server-side apply are atomic.
-Deleting a Namespace removes it and its contents at once (a real server marks it Terminating until
-its namespace controller has emptied it: tests accept both). `python tests/kubeserver.py
---kubeconfig FILE` serves one in a process of its own (see `main`).
+aggregated discovery (the plain format is always served, clients fall back to it), admission
+(but NamespaceLifecycle), validation against OpenAPI schemas, defaulting, graceful deletion and
+propagation policies, bookmarks, watch of a single object by URL (use
+fieldSelector=metadata.name=...), and lists inside server-side apply are atomic.
+
+Controllers: none by default (nothing sets a Deployment's status unless a test does, and deleting
+a Namespace removes it and its contents at once). `KubeServer(controllers=True)` runs stand-ins of
+a real cluster's (tests/kubecontrollers.py): workloads get ReplicaSets, Pods and a status a moment
+after each change, and a deleted Namespace stays Terminating until they have emptied it, as on a
+real cluster. `python tests/kubeserver.py --kubeconfig FILE [--controllers]` serves one in a
+process of its own (see `main`).
 """
 from __future__ import annotations
 
@@ -194,6 +198,10 @@ class ApiError(Exception):
         if self.details:
             doc["details"] = self.details
         return doc
+
+
+def name_of(obj: dict) -> str:
+    return (obj.get("metadata") or {}).get("name", "")
 
 
 def details(rt: ResourceType, name: str, **extra: Any) -> dict:
@@ -437,7 +445,8 @@ class Event:
 class Store:
     """Objects keyed by (group, plural, namespace, name), a global resourceVersion, an event log."""
 
-    def __init__(self) -> None:
+    def __init__(self, terminate_namespaces: bool = False) -> None:
+        self.terminate_namespaces = terminate_namespaces  # DELETE marks a Namespace; a controller removes it
         self.lock = threading.RLock()
         self.changed = threading.Condition(self.lock)
         self.registry = Registry()
@@ -505,6 +514,8 @@ class Store:
             if rt.gr == ("", "namespaces"):
                 obj.setdefault("spec", {}).setdefault("finalizers", ["kubernetes"])
                 obj.setdefault("status", {"phase": "Active"})
+            if rt.gr == ("", "pods") and not raw:
+                obj["status"] = {"phase": "Pending"}  # as the pod registry's PrepareForCreate sets it
             if rt.gr == CRD_PLURAL:
                 self._check_crd(obj)
             if owners is None:
@@ -551,7 +562,8 @@ class Store:
                 owners = self._update_owners(old, new, manager, rt.status and sub != "raw", sub) \
                     if manager else owners_of(old)
             self._set_owners(rt, new, owners, owners_of(old), old)
-            if old["metadata"].get("deletionTimestamp") and not new["metadata"].get("finalizers"):
+            if old["metadata"].get("deletionTimestamp") and not new["metadata"].get("finalizers") and \
+                    not (rt.gr == ("", "namespaces") and (new.get("spec") or {}).get("finalizers")):
                 return self._remove(rt, old, dry)
             strip = lambda o: {**o, "metadata": {**o["metadata"], "managedFields": [
                 {k: v for k, v in e.items() if k != "time"} for e in o["metadata"].get("managedFields", [])]}}
@@ -609,6 +621,8 @@ class Store:
                 if pre.get(key) and pre[key] != obj["metadata"].get(key):
                     raise ApiError(409, "Conflict", f"Precondition failed: {key} in precondition: {pre[key]}, "
                                    f"{key} in object meta: {obj['metadata'].get(key)}")
+            if rt.gr == ("", "namespaces") and self.terminate_namespaces:
+                return self._terminate(rt, obj, dry)
             if rt.gr == ("", "namespaces"):
                 for (g, p, o_ns, o_name), child in list(self.objects.items()):
                     if o_ns == name and not dry:
@@ -630,6 +644,16 @@ class Store:
                     "details": details(rt, name, uid=obj["metadata"]["uid"])}
 
     # ----- internals
+
+    def _terminate(self, rt: ResourceType, namespace: dict, dry: bool) -> dict:
+        """DELETE of a Namespace on a real server (pkg/registry/core/namespace/storage/storage.go):
+        marked Terminating; the namespace controller empties and removes it."""
+        if namespace["metadata"].get("deletionTimestamp"):
+            return self.out(rt, namespace)
+        marked = copy.deepcopy(namespace)
+        marked["metadata"]["deletionTimestamp"] = now()
+        marked["status"] = {"phase": "Terminating"}
+        return self._commit(rt, namespace, marked, dry)
 
     def _check_type(self, rt: ResourceType, obj: dict, required: bool = False) -> None:
         if not isinstance(obj.get("metadata", {}), dict):
@@ -654,8 +678,15 @@ class Store:
         if not ns or meta.get("namespace", ns) != ns:
             raise bad_request("the namespace of the provided object does not match the namespace sent on the request")
         meta["namespace"] = ns
-        if ("", "namespaces", "", ns) not in self.objects:
+        namespace = self.objects.get(("", "namespaces", "", ns))
+        if namespace is None:
             raise not_found(self.registry.find("", "v1", "namespaces"), ns)
+        if namespace["metadata"].get("deletionTimestamp"):  # the NamespaceLifecycle admission plugin
+            raise ApiError(403, "Forbidden", f'{rt.plural} "{name_of(obj)}" is forbidden: unable to create new '
+                           f"content in namespace {ns} because it is being terminated",
+                           details(rt, name_of(obj), causes=[{"reason": "NamespaceTerminating",
+                                                               "message": f"namespace {ns} is being terminated",
+                                                               "field": "metadata.namespace"}]))
         return ns
 
     def _check_crd(self, crd: dict) -> None:
@@ -1032,13 +1063,18 @@ class _HttpServer(ThreadingHTTPServer):
 
 
 class KubeServer:
-    """A loopback Kubernetes API server. Knobs: `unreachable` (connections are closed without an
-    answer), `delay` (seconds before each answer), `fail_status` (answer every request with that
-    code, e.g. 503)."""
+    """A loopback Kubernetes API server; `controllers=True` runs stand-ins of a cluster's controllers
+    (tests/kubecontrollers.py). Knobs: `unreachable` (connections are closed without an answer),
+    `delay` (seconds before each answer), `fail_status` (answer every request with that code, e.g. 503)."""
 
-    def __init__(self) -> None:
-        self.store = Store()
+    def __init__(self, controllers: bool = False) -> None:
+        self.store = Store(terminate_namespaces=controllers)
         self.api = Api(self.store)
+        if controllers:
+            from kubecontrollers import Controllers
+            self.controllers: Controllers | None = Controllers(self.store)
+        else:
+            self.controllers = None
         self.requests: list[LoggedRequest] = []
         self.unreachable = False
         self.delay = 0.0
@@ -1049,9 +1085,13 @@ class KubeServer:
     # ----- lifecycle
 
     def start(self, port: int = 0) -> Self:
+        if self.controllers:
+            self.controllers.start()
         self._httpd = _HttpServer(("127.0.0.1", port), _Handler)
         self._httpd.kube = self
-        threading.Thread(target=self._httpd.serve_forever, name=f"kubeserver-{self.port}", daemon=True).start()
+        # a short poll: stop() (shutdown) waits for the serving loop to notice, up to one poll
+        threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05},
+                         name=f"kubeserver-{self.port}", daemon=True).start()
         return self
 
     def stop(self) -> None:
@@ -1152,11 +1192,13 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--kubeconfig", type=Path, required=True, help="where to write its kubeconfig")
     parser.add_argument("--port", type=int, default=0, help="port on 127.0.0.1 (default: any free one)")
     parser.add_argument("--context", default="kubeserver", help="context name in the kubeconfig")
+    parser.add_argument("--controllers", action="store_true",
+                        help="run stand-ins of a cluster's controllers (tests/kubecontrollers.py)")
     args = parser.parse_args(argv)
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())
-    server = KubeServer().start(args.port)
+    server = KubeServer(controllers=args.controllers).start(args.port)
     try:
         partial = args.kubeconfig.with_name(args.kubeconfig.name + ".partial")
         server.write_kubeconfig(partial, args.context).replace(args.kubeconfig)

@@ -93,7 +93,9 @@ class KubeWire:
     def start(self) -> Self:
         self._httpd = _HttpServer(("127.0.0.1", 0), _Handler)
         self._httpd.wire = self
-        threading.Thread(target=self._httpd.serve_forever, name=f"kubewire-{self.port}", daemon=True).start()
+        # a short poll: stop() (shutdown) waits for the serving loop to notice, up to one poll
+        threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05},
+                         name=f"kubewire-{self.port}", daemon=True).start()
         return self
 
     def stop(self) -> None:

@@ -1,7 +1,9 @@
 """`ksgitops collect`: the real `kubernetes` client reading WECs (loopback KubeServers, or real
 clusters with KSGITOPS_TEST_KUBECONFIG, see tests/kube_fixtures.py) into the mailboxes' reported/
-folders. The tests put the objects on the WECs and set their status through the API, as an agent
-and the clusters' controllers would have."""
+folders. The tests put the objects on the WECs through the API, as an agent would have, and wait
+for the clusters' controllers to write the workloads' status (`Wec.settle`); a status of the test's
+own is the widget's (a custom resource no controller of the cluster writes), set as its controller
+would set it."""
 from __future__ import annotations
 
 import copy
@@ -14,7 +16,7 @@ import pytest
 import yaml
 
 from conftest import git_init, write_tree
-from kube_fixtures import KubeNames, Wec, isolate
+from kube_fixtures import KubeNames, Wec, isolate, widget_status, widget_wds
 from kubewire import WIRE_TOKEN
 from ksgitops.agent import CONTEXT_ANNOTATION, Desired, desired_objects, report_document
 from ksgitops.core.reported import dump_report
@@ -42,34 +44,32 @@ def report_bytes(repo: Path, mailbox: str) -> dict[str, bytes]:
     return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
 
 
-def healthy_status(d: Desired) -> dict | None:
-    want = (d.body.get("spec") or {}).get("replicas", 1)
-    if d.kind == "ReplicaSet":
-        return {"observedGeneration": 1, "replicas": want, "fullyLabeledReplicas": want, "readyReplicas": want,
-                "availableReplicas": want}
-    if d.kind == "Deployment":
-        return {"observedGeneration": 1, "replicas": want, "updatedReplicas": want, "readyReplicas": want,
-                "availableReplicas": want, "conditions": [{"type": "Available", "status": "True",
-                                                           "reason": "MinimumReplicasAvailable"}]}
-    return None
-
-
 def seed(wec: Wec, objects: list[Desired], skip: tuple[str, ...] = ()) -> None:
-    """Put the mailbox's objects on the WEC as an agent would have (Namespaces first), healthy, as
-    their controllers would have made them."""
+    """Put the mailbox's objects on the WEC as an agent would have (Namespaces, then CRDs until
+    they are served, then the rest), the widget healthy as its controller would make it, and wait
+    for the cluster's controllers to write the workloads' status."""
     with wec.api() as api:
         for d in sorted(objects, key=lambda d: (d.phase, d.rel)):
             if d.rel in skip:
                 continue
+            if d.kind == "CustomResourceDefinition":
+                api.crd(copy.deepcopy(d.body))
+                continue
             api.apply(copy.deepcopy(d.body), d.resource)
-            status = healthy_status(d)
-            if status:
-                api.set_status(d.api_version, d.resource, d.namespace, d.name, status)
+            if d.kind == "Widget":
+                api.set_status(d.api_version, d.resource, d.namespace, d.name, widget_status(1))
+    wec.settle()
 
 
 def set_status(wec: Wec, d: Desired, status: dict) -> None:
+    """Only for a custom resource: a workload's status is its controller's."""
+    assert d.kind == "Widget", d
     with wec.api() as api:
         api.set_status(d.api_version, d.resource, d.namespace, d.name, status)
+
+
+def widget(objects: list[Desired]) -> Desired:
+    return next(d for d in objects if d.kind == "Widget")
 
 
 def live(wec: Wec, d: Desired) -> dict | None:
@@ -79,9 +79,9 @@ def live(wec: Wec, d: Desired) -> dict | None:
 
 @pytest.fixture
 def fleet(example: Path, cli, kube_names: KubeNames) -> Path:
-    """The example (its namespaces the test's own), reconciled and committed: mailboxes
-    imw1-mb-florin and imw1-mb-guilder."""
-    repo = git_init(isolate(example, kube_names))
+    """The example (its namespaces the test's own) with a widget on every WEC, reconciled and
+    committed: mailboxes imw1-mb-florin and imw1-mb-guilder."""
+    repo = git_init(write_tree(isolate(example, kube_names), widget_wds(kube_names)))
     result = cli("reconcile", str(repo), "--commit")
     assert result.code == 0, result
     assert {FLORIN, GUILDER} <= {p.name for p in (repo / "spaces").iterdir()}
@@ -98,8 +98,8 @@ def test_collect_writes_the_servers_status_for_every_object_present(fleet: Path,
     absent = next(d.rel for d in guilder if d.kind == "ConfigMap")
     seed(wecs["florin"], florin)
     seed(wecs["guilder"], guilder, skip=(absent,))
-    rs = next(d for d in florin if d.kind == "ReplicaSet")
-    set_status(wecs["florin"], rs, {"observedGeneration": 1, "replicas": 1, "availableReplicas": 0})
+    gizmo, spinning = widget(florin), widget_status(1, "False", "Waiting")
+    set_status(wecs["florin"], gizmo, spinning)
 
     result = collect(cli, fleet, wecs.kubeconfig, "-o", "json")
     assert result.code == 0, result
@@ -123,7 +123,9 @@ def test_collect_writes_the_servers_status_for_every_object_present(fleet: Path,
             assert doc["object"] == identity
             assert doc.get("status") == current.get("status")
             assert isinstance(doc["reportedAt"], str) and doc["reportedAt"].endswith("Z")
-    assert reports(fleet, FLORIN)[rs.rel]["status"]["availableReplicas"] == 0
+    assert reports(fleet, FLORIN)[gizmo.rel]["status"] == spinning
+    rs = next(d for d in florin if d.kind == "ReplicaSet")  # its controller's status, as it wrote it
+    assert reports(fleet, FLORIN)[rs.rel]["status"]["observedGeneration"] == 1
     # written as ksgitops' transports write reports: JSON (which is YAML), what status reads fastest
     for data in report_bytes(fleet, FLORIN).values():
         assert data == dump_report(orjson.loads(data))
@@ -146,15 +148,14 @@ def test_a_second_collect_of_unchanged_state_rewrites_nothing(fleet: Path, cli, 
     assert {p: p.stat().st_mtime_ns for p in stamps} == stamps
 
     # one status changes: only that report is rewritten, with a newer reportedAt
-    rs = next(d for d in florin if d.kind == "ReplicaSet")
-    set_status(wecs["florin"], rs, {"observedGeneration": 1, "replicas": 2, "readyReplicas": 1,
-                                    "availableReplicas": 1})
+    gizmo = widget(florin)
+    set_status(wecs["florin"], gizmo, widget_status(1, "False", "Waiting"))
     result = collect(cli, fleet, wecs.kubeconfig, "-o", "json")
     assert json.loads(result.out)["changed"] == [FLORIN]
     after = report_bytes(fleet, FLORIN)
     changed = {name for name in after if after[name] != before.get(name)}
-    assert changed == {f"{rs.rel}.yaml"}
-    assert reports(fleet, FLORIN)[rs.rel]["reportedAt"] > yaml.safe_load(before[f"{rs.rel}.yaml"])["reportedAt"]
+    assert changed == {f"{gizmo.rel}.yaml"}
+    assert reports(fleet, FLORIN)[gizmo.rel]["reportedAt"] > yaml.safe_load(before[f"{gizmo.rel}.yaml"])["reportedAt"]
 
 
 def test_stale_reports_go_when_the_object_leaves_the_mailbox_or_the_wec(fleet: Path, cli, kube_wecs) -> None:
@@ -295,8 +296,7 @@ def test_status_reflects_the_collected_health(fleet: Path, cli, kube_wecs) -> No
     after = json.loads(cli("status", str(fleet), "-o", "json").out)
     assert after["health"] == {"Healthy": sum(before["health"].values())}, after
 
-    rs = next(d for d in mailbox_objects(fleet, GUILDER) if d.kind == "ReplicaSet")
-    set_status(wecs["guilder"], rs, {"observedGeneration": 1, "replicas": 1, "availableReplicas": 0})
+    set_status(wecs["guilder"], widget(mailbox_objects(fleet, GUILDER)), widget_status(1, "False", "Waiting"))
     assert collect(cli, fleet, wecs.kubeconfig).code == 0
     after = json.loads(cli("status", str(fleet), "-o", "json").out)
     assert after["health"].get("Progressing") == 1

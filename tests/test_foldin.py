@@ -2,8 +2,9 @@
 
 End to end: the central runtime reconciles a 3-WEC fleet served by a real `git daemon`; one
 `ksgitops sync` agent per WEC applies its mailbox to its own API server (a loopback KubeServer or a
-real cluster, see tests/kube_fixtures.py; the real `kubernetes` client) and pushes reports to its own ref; the runtime's next cycle folds them in and
-STATUS.md shows every WEC healthy.
+real cluster, see tests/kube_fixtures.py; the real `kubernetes` client) and pushes reports to its
+own ref; once the clusters' controllers have written the workloads' status, the agents' next cycle
+reports it, the runtime's next cycle folds them in and STATUS.md shows every WEC healthy.
 """
 from __future__ import annotations
 
@@ -71,16 +72,8 @@ def test_reconcile_sync_three_wecs_fold_in_status_healthy(git_daemon: GitDaemon,
 
     for wec in WECS:
         sync(wec)
-    # the clusters' controllers: replica sets and deployments become available
-    available = {"replicasets": {"observedGeneration": 1, "replicas": 1, "readyReplicas": 1, "availableReplicas": 1},
-                 "deployments": {"observedGeneration": 1, "replicas": 1, "updatedReplicas": 1, "readyReplicas": 1,
-                                 "availableReplicas": 1, "conditions": [{"type": "Available", "status": "True"}]}}
-    for wec in WECS:
-        with wecs[wec].api() as api:
-            for ns in (kube_names.ns("commonstuff"), kube_names.ns("specialstuff")):
-                for plural, status in available.items():
-                    for obj in api.list("apps/v1", plural, ns):
-                        api.set_status("apps/v1", plural, ns, obj["metadata"]["name"], status)
+    for wec in WECS:  # the clusters' controllers make the workloads (scaled to zero) available
+        wecs[wec].settle()
         sync(wec)
     refs = git(bare, "for-each-ref", "--format=%(refname)", "refs/heads/ksgitops/reported")
     assert refs.split() == [f"refs/heads/ksgitops/reported/imw1-mb-{w}" for w in sorted(WECS)]

@@ -113,6 +113,22 @@ DEPLOYMENT = [
      P, "Available is False (MinimumReplicasUnavailable): Deployment does not have minimum"),
     ("deployment-progressing-empty-status", {"replicas": 2}, None, None, None,
      P, "0 of 2 replicas updated"),
+    # as kube-controller-manager writes them (pkg/controller/deployment/sync.go calculateStatus,
+    # progress.go syncRolloutStatus): first the new ReplicaSet, not yet an observed generation...
+    ("deployment-progressing-replicaset-created", {"replicas": 1},
+     {"conditions": [cond("Progressing", "True", "NewReplicaSetCreated", 'Created new replica set "web-5d8"')]},
+     1, None, P, "generation 1 not yet observed"),
+    # ...then its Pods made but not running (no node, or none they fit)...
+    ("deployment-progressing-pods-not-running", {"replicas": 1},
+     {"observedGeneration": 1, "replicas": 1, "updatedReplicas": 1, "unavailableReplicas": 1,
+      "conditions": [cond("Available", "False", "MinimumReplicasUnavailable"),
+                     cond("Progressing", "True", "ReplicaSetUpdated")]}, 1, None,
+     P, "rollout: 0 of 1 updated replicas available"),
+    # ...or, scaled to zero, complete at once
+    ("deployment-healthy-scaled-to-zero-complete", {"replicas": 0},
+     {"observedGeneration": 1, "conditions": [cond("Available", "True", "MinimumReplicasAvailable"),
+                                              cond("Progressing", "True", "NewReplicaSetAvailable")]}, 1, None,
+     H, "0 of 0 replicas available"),
 ]
 
 
@@ -144,6 +160,13 @@ REPLICASET = [
      1, D, 'replica failure (FailedCreate): pods "x" is forbidden'),
     ("replicaset-healthy-replica-failure-false", {"replicas": 2},
      {**RS_OK, "conditions": [cond("ReplicaFailure", "False")]}, 1, H, "2 of 2"),
+    # as the API server returns a new one (`replicas` is never left out), before its controller looked
+    ("replicaset-progressing-fresh", {"replicas": 0}, {"replicas": 0}, 1, P, "generation 1 not yet observed"),
+    # as kube-controller-manager writes them (pkg/controller/replicaset/replica_set_utils.go calculateStatus)
+    ("replicaset-progressing-pods-not-running", {"replicas": 2},
+     {"replicas": 2, "fullyLabeledReplicas": 2, "observedGeneration": 1}, 1, P, "0 of 2 replicas available"),
+    ("replicaset-healthy-scaled-to-zero", {"replicas": 0}, {"replicas": 0, "observedGeneration": 1}, 1,
+     H, "0 of 0 replicas available"),
 ]
 
 

@@ -1,4 +1,8 @@
-"""The real `kubernetes` client against the loopback KubeServer (or a real cluster, see kube_fixtures)."""
+"""The real `kubernetes` client against the loopback KubeServer (or a real cluster, see kube_fixtures).
+
+The fixtures' KubeServers run stand-ins of a cluster's controllers, as a real cluster runs its own:
+a test that needs a status to stay as it set it uses a custom resource, and a Deployment's Pods
+ask for a node no cluster has (made, never scheduled)."""
 from __future__ import annotations
 
 import json
@@ -10,10 +14,10 @@ import urllib.request
 import pytest
 import urllib3
 import yaml
-from kube_fixtures import Wec
+from kube_fixtures import KubeNames, Wec
 from kubernetes import client, config, watch
 from kubernetes.dynamic.exceptions import ConflictError, ResourceNotFoundError
-from kubeserver import ApiError
+from kubeserver import ApiError, KubeServer
 
 CRD = {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
        "metadata": {"name": "widgets.ksgitops-test.example.com"},
@@ -40,10 +44,25 @@ def cm(name: str, labels: dict | None = None, **data: str) -> dict:
 
 
 def deployment(name: str, ns: str, replicas: int = 1, image: str = "nginx:1") -> dict:
+    """Its Pods ask for a node no cluster has: made by its controllers, never run."""
     return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name, "namespace": ns},
             "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": name}},
                      "template": {"metadata": {"labels": {"app": name}},
-                                  "spec": {"containers": [{"name": "main", "image": image}]}}}}
+                                  "spec": {"nodeSelector": {"ksgitops.test/no-such-node": "true"},
+                                           "containers": [{"name": "main", "image": image}]}}}}
+
+
+def replace_deployment(apps: client.AppsV1Api, name: str, ns: str, change) -> client.V1Deployment:
+    """Read, change, replace: again on a conflict (its controller writes the status meanwhile)."""
+    for _ in range(10):
+        current = apps.read_namespaced_deployment(name, ns)
+        change(current)
+        try:
+            return apps.replace_namespaced_deployment(name, ns, current)
+        except client.ApiException as e:
+            if e.status != 409:
+                raise
+    raise AssertionError(f"deployment {ns}/{name} kept conflicting")
 
 
 def raw(server, method: str, path: str, body: bytes | None = None, ctype: str = "application/json"):
@@ -183,7 +202,10 @@ def test_finalizers_delay_deletion_until_removed(core, unique_ns):
 
 # ------------------------------------------------------------------------------ dynamic client, SSA
 
-def test_dynamic_discovery_finds_builtins_and_a_crd_created_at_runtime(kube_wec: Wec, api, unique_ns):
+def test_dynamic_discovery_finds_builtins_and_a_crd_created_at_runtime(kube_wec: Wec, api, unique_ns,
+                                                                       kube_names: KubeNames):
+    group = kube_names.group("ksgitops-test.example.com")  # the test's own
+    crd = {**CRD, "metadata": {"name": f"widgets.{group}"}, "spec": {**CRD["spec"], "group": group}}
     dyn = kube_wec.dynamic_client()
     deployments = dyn.resources.get(api_version="apps/v1", kind="Deployment")
     assert (deployments.name, deployments.namespaced) == ("deployments", True)
@@ -191,34 +213,34 @@ def test_dynamic_discovery_finds_builtins_and_a_crd_created_at_runtime(kube_wec:
     assert dyn.resources.get(api_version="v1", kind="Namespace").namespaced is False
     assert dyn.resources.get(api_version="rbac.authorization.k8s.io/v1", kind="ClusterRole").namespaced is False
     with pytest.raises(ResourceNotFoundError):
-        dyn.resources.get(api_version="ksgitops-test.example.com/v1alpha1", kind="Widget")
+        dyn.resources.get(api_version=f"{group}/v1alpha1", kind="Widget")
 
     crds = client.ApiextensionsV1Api(api)
-    crds.create_custom_resource_definition(CRD)
+    crds.create_custom_resource_definition(crd)
     try:
         deadline = time.monotonic() + 20
         while True:
             try:
-                widgets = dyn.resources.get(api_version="ksgitops-test.example.com/v1alpha1", kind="Widget")
+                widgets = dyn.resources.get(api_version=f"{group}/v1alpha1", kind="Widget")
                 break
             except ResourceNotFoundError:
                 if time.monotonic() > deadline:
                     raise
                 time.sleep(0.5)
-        established = crds.read_custom_resource_definition(CRD["metadata"]["name"]).status.conditions
+        established = crds.read_custom_resource_definition(crd["metadata"]["name"]).status.conditions
         assert any(c.type == "Established" and c.status == "True" for c in established)
         assert widgets.namespaced and widgets.short_names == ["wdg"] and "status" in widgets.subresources
-        widgets.create(body={"apiVersion": "ksgitops-test.example.com/v1alpha1", "kind": "Widget",
+        widgets.create(body={"apiVersion": f"{group}/v1alpha1", "kind": "Widget",
                              "metadata": {"name": "w1"}, "spec": {"size": 3}}, namespace=unique_ns)
         listed = client.CustomObjectsApi(api).list_namespaced_custom_object(
-            "ksgitops-test.example.com", "v1alpha1", unique_ns, "widgets")
+            group, "v1alpha1", unique_ns, "widgets")
         assert [(w["metadata"]["name"], w["spec"]) for w in listed["items"]] == [("w1", {"size": 3})]
     finally:
-        crds.delete_custom_resource_definition(CRD["metadata"]["name"])
+        crds.delete_custom_resource_definition(crd["metadata"]["name"])
     if kube_wec.server:
-        assert raw(kube_wec.server, "GET", "/apis/ksgitops-test.example.com/v1alpha1")[0] == 404
-        assert "ksgitops-test.example.com" not in [g["name"] for g in raw(kube_wec.server, "GET", "/apis")[1]["groups"]]
-        assert kube_wec.server.store.registry.find("ksgitops-test.example.com", None, "widgets") is None
+        assert raw(kube_wec.server, "GET", f"/apis/{group}/v1alpha1")[0] == 404
+        assert group not in [g["name"] for g in raw(kube_wec.server, "GET", "/apis")[1]["groups"]]
+        assert kube_wec.server.store.registry.find(group, None, "widgets") is None
 
 
 def test_server_side_apply_creates_updates_and_prunes(kube_wec: Wec, unique_ns):
@@ -286,28 +308,39 @@ def test_generation_increments_on_spec_change_only(api, unique_ns):
     assert labelled.metadata.generation == 1 and labelled.metadata.labels == {"x": "y"}
     scaled = apps.patch_namespaced_deployment("web", unique_ns, {"spec": {"replicas": 3}})
     assert scaled.metadata.generation == 2 and scaled.spec.replicas == 3
-    scaled.spec.template.spec.containers[0].image = "nginx:2"
-    replaced = apps.replace_namespaced_deployment("web", unique_ns, scaled)
+
+    def new_image(d: client.V1Deployment) -> None:
+        d.spec.template.spec.containers[0].image = "nginx:2"
+    replaced = replace_deployment(apps, "web", unique_ns, new_image)
     assert replaced.metadata.generation == 3 and replaced.spec.template.spec.containers[0].image == "nginx:2"
-    assert apps.replace_namespaced_deployment("web", unique_ns, replaced).metadata.generation == 3
+    assert replace_deployment(apps, "web", unique_ns, lambda d: None).metadata.generation == 3
 
 
-def test_status_subresource_changes_only_status(kube_wec: Wec, api, unique_ns):
-    server = kube_wec.require_server()   # no controller may race us on .status
-    apps = client.AppsV1Api(api)
-    apps.create_namespaced_deployment(unique_ns, {**deployment("st", unique_ns), "status": {"replicas": 9}})
-    assert "status" not in server.get("apps", "v1", "deployments", unique_ns, "st"), "create ignores .status"
+def test_status_subresource_changes_only_status(kube_wec: Wec, api, unique_ns, kube_names: KubeNames):
+    """On a custom resource: no controller of the cluster writes its status (a Deployment's is its controller's)."""
+    server = kube_wec.require_server()
+    group = kube_names.group("status.example.com")
+    crd = {**CRD, "metadata": {"name": f"widgets.{group}"}, "spec": {**CRD["spec"], "group": group}}
+    with kube_wec.api() as kube:
+        kube.crd(crd)
+    widgets = client.CustomObjectsApi(api)
+    coordinates = (group, "v1alpha1", unique_ns, "widgets")
+    widgets.create_namespaced_custom_object(*coordinates, {
+        "apiVersion": f"{group}/v1alpha1", "kind": "Widget", "metadata": {"name": "st"}, "spec": {"size": 1},
+        "status": {"phase": "Made"}})
+    assert "status" not in server.get(group, "v1alpha1", "widgets", unique_ns, "st"), "create ignores .status"
 
-    patched = apps.patch_namespaced_deployment_status(
-        "st", unique_ns, {"spec": {"replicas": 7}, "status": {"replicas": 2, "observedGeneration": 1}})
-    assert patched.status.replicas == 2 and patched.spec.replicas == 1 and patched.metadata.generation == 1
+    patched = widgets.patch_namespaced_custom_object_status(
+        *coordinates, "st", {"spec": {"size": 7}, "status": {"phase": "Spinning", "observedGeneration": 1}})
+    assert patched["status"] == {"phase": "Spinning", "observedGeneration": 1}
+    assert patched["spec"] == {"size": 1} and patched["metadata"]["generation"] == 1
 
-    main = apps.patch_namespaced_deployment("st", unique_ns, {"spec": {"replicas": 4}, "status": {"replicas": 99}})
-    assert main.spec.replicas == 4 and main.status.replicas == 2 and main.metadata.generation == 2
+    main = widgets.patch_namespaced_custom_object(*coordinates, "st", {"spec": {"size": 4}, "status": {"phase": "X"}})
+    assert main["spec"] == {"size": 4} and main["status"]["phase"] == "Spinning" and main["metadata"]["generation"] == 2
 
-    server.set_status("apps", "v1", "Deployment", unique_ns, "st", {"readyReplicas": 4, "replicas": 4})
-    assert apps.read_namespaced_deployment_status("st", unique_ns).status.ready_replicas == 4
-    assert server.get("apps", "v1", "deployments", unique_ns, "st")["spec"]["replicas"] == 4
+    server.set_status(group, "v1alpha1", "Widget", unique_ns, "st", {"phase": "Idle"})
+    assert widgets.get_namespaced_custom_object_status(*coordinates, "st")["status"] == {"phase": "Idle"}
+    assert server.get(group, "v1alpha1", "widgets", unique_ns, "st")["spec"] == {"size": 4}
 
 
 # ----------------------------------------------------------------------------------------- watch
@@ -427,16 +460,20 @@ def test_python_handle_seeds_and_inspects(kube_wec: Wec, core):
         [(r.method, r.path, r.content_type) for r in server.requests]
 
 
-def test_deleting_a_namespace_deletes_its_contents(kube_wec: Wec, core):
-    server = kube_wec.require_server()
-    core.create_namespace({"metadata": {"name": "doomed"}})
-    core.create_namespaced_config_map("doomed", cm("inside"))
-    gone = core.delete_namespace("doomed")
-    assert gone["kind"] == "Namespace" and gone["status"]["phase"] == "Terminating"
-    assert server.objects("", "v1", "configmaps", "doomed") == []
-    with pytest.raises(client.ApiException) as e:
-        core.read_namespace("doomed")
-    assert e.value.status == 404
+def test_without_controllers_deleting_a_namespace_deletes_its_contents_at_once(tmp_path):
+    """A KubeServer without its controllers (with them, and on a real cluster, the namespace stays
+    Terminating a while: test_kubecontrollers.py)."""
+    with KubeServer() as server, config.new_client_from_config(
+            config_file=str(server.write_kubeconfig(tmp_path / "bare.kubeconfig"))) as bare:
+        core = client.CoreV1Api(bare)
+        core.create_namespace({"metadata": {"name": "doomed"}})
+        core.create_namespaced_config_map("doomed", cm("inside"))
+        gone = core.delete_namespace("doomed")
+        assert gone["kind"] == "Namespace" and gone["status"]["phase"] == "Terminating"
+        assert server.objects("", "v1", "configmaps", "doomed") == []
+        with pytest.raises(client.ApiException) as e:
+            core.read_namespace("doomed")
+        assert e.value.status == 404
 
 
 def test_kube_wecs_are_independent_with_a_merged_kubeconfig(kube_wecs, kube_names):

@@ -1,7 +1,11 @@
 """`ksgitops sync`, the agent beside a WEC: the real `kubernetes` client against loopback KubeServers
 or real clusters (KSGITOPS_TEST_KUBECONFIG, see tests/kube_fixtures.py), real git repositories as the
 remote. The agent reaches each WEC through a wire that records its requests; the tests set up and
-read back the cluster through the API, and name what they create after their `kube_names`."""
+read back the cluster through the API, and name what they create after their `kube_names`.
+
+The clusters' controllers write the ReplicaSet's status a moment after each apply: a test that
+needs the reported state to stand still waits for them (`Wec.settle`), and a test that changes a
+status itself changes the widget's (a custom resource no controller of the cluster writes)."""
 from __future__ import annotations
 
 import os
@@ -17,7 +21,7 @@ import yaml
 
 from conftest import ROOT, git, git_init, write_tree
 from gitdaemon import GitDaemon, git_daemon  # noqa: F401 - the fixture
-from kube_fixtures import KubeNames, Wec, isolate
+from kube_fixtures import KubeNames, Wec, isolate, widget_status, widget_wds
 from kubewire import WIRE_TOKEN, KubeWire
 from ksgitops.agent import contains, desired_objects
 from ksgitops.io.fs import WorkTreeSnapshot
@@ -58,6 +62,13 @@ def fleet(example: Path, cli, tmp_path: Path, kube_names: KubeNames) -> Fleet:
 
 
 @pytest.fixture
+def widget_fleet(example: Path, cli, tmp_path: Path, kube_names: KubeNames) -> Fleet:
+    """The example with a CRD and a widget placed on florin too (see kube_fixtures.widget_wds)."""
+    write_tree(isolate(example, kube_names), widget_wds(kube_names))
+    return make_fleet(git_init(example, "widgets"), cli, tmp_path, kube_names)
+
+
+@pytest.fixture
 def wec(kube_wec: Wec, unique_ns: str) -> Wec:
     """The WEC, with the namespace its agent keeps its inventory in (`unique_ns`) made beforehand."""
     return kube_wec
@@ -88,8 +99,14 @@ def writes(wire: KubeWire, since: int = 0, inventory: bool = False):
 
 
 def set_status(wec: Wec, d, status: dict) -> None:
+    """Only for a custom resource: a workload's status is its controller's."""
+    assert d.kind not in ("ReplicaSet", "Deployment"), d
     with wec.api() as api:
         api.set_status(d.api_version, d.resource, d.namespace, d.name, status)
+
+
+def widget(fleet: Fleet):
+    return next(d for d in objects(fleet.work) if d.kind == "Widget")
 
 
 def main_fields_managers(obj) -> set[tuple[str, str]]:
@@ -127,6 +144,8 @@ def test_first_cycle_creates_namespaces_first_then_applies_with_ssa(fleet: Fleet
 
 def test_a_cycle_with_nothing_changed_writes_nothing(fleet: Fleet, cli, wec: Wec) -> None:
     assert sync(cli, fleet, wec).code == 0
+    wec.settle()  # the ReplicaSet's controller has written its status...
+    assert sync(cli, fleet, wec).code == 0  # ...and this cycle reported it: from now on nothing changes
     ref = git(fleet.remote, "rev-parse", REF)
     mark = len(wec.wire.requests)
     result = sync(cli, fleet, wec)
@@ -150,7 +169,8 @@ def test_drift_on_the_wec_is_applied_again(fleet: Fleet, cli, wec: Wec) -> None:
     assert live(wec, cm)["data"] == cm.body["data"]
 
 
-def test_the_report_ref_holds_only_this_mailbox_and_a_linear_history(fleet: Fleet, cli, wec: Wec) -> None:
+def test_the_report_ref_holds_only_this_mailbox_and_a_linear_history(widget_fleet: Fleet, cli, wec: Wec) -> None:
+    fleet = widget_fleet
     main = git(fleet.remote, "rev-parse", "main")
     assert sync(cli, fleet, wec).code == 0
     first = git(fleet.remote, "rev-parse", REF)
@@ -162,20 +182,27 @@ def test_the_report_ref_holds_only_this_mailbox_and_a_linear_history(fleet: Flee
     assert git(fleet.remote, "rev-parse", f"{REF}^") == main  # the first report commit sits on its source
     git(fleet.remote, "fsck", "--no-progress")
 
-    rs = next(d for d in objects(fleet.work) if d.kind == "ReplicaSet")
-    status = {"observedGeneration": 1, "replicas": 1, "readyReplicas": 1, "availableReplicas": 1}
-    set_status(wec, rs, status)
+    wec.settle()  # what the controllers write is reported by the next cycle, on top of the first
     assert sync(cli, fleet, wec).code == 0
-    assert git(fleet.remote, "rev-parse", f"{REF}^") == first  # then a fast-forward chain
-    report = yaml.safe_load(remote_file(fleet, f"spaces/{FLORIN}/reported/{rs.rel}.yaml"))
+    settled = git(fleet.remote, "rev-parse", REF)
+    assert settled == first or git(fleet.remote, "rev-parse", f"{REF}^") == first
+
+    gizmo, status = widget(fleet), widget_status(1)
+    set_status(wec, gizmo, status)
+    assert sync(cli, fleet, wec).code == 0
+    assert git(fleet.remote, "rev-parse", f"{REF}^") == settled  # then a fast-forward chain
+    report = yaml.safe_load(remote_file(fleet, f"spaces/{FLORIN}/reported/{gizmo.rel}.yaml"))
     assert report["status"] == status and report["object"]["generation"] == 1
-    assert git(fleet.remote, "diff", "--name-only", first, REF).splitlines() == [f"spaces/{FLORIN}/reported/{rs.rel}.yaml"]
+    assert git(fleet.remote, "diff", "--name-only", settled, REF).splitlines() == [
+        f"spaces/{FLORIN}/reported/{gizmo.rel}.yaml"]
 
 
-def test_a_failed_push_is_retried_next_cycle(fleet: Fleet, cli, wec: Wec, tmp_path: Path) -> None:
+def test_a_failed_push_is_retried_next_cycle(widget_fleet: Fleet, cli, wec: Wec, tmp_path: Path) -> None:
+    fleet = widget_fleet
     assert sync(cli, fleet, wec).code == 0
-    rs = next(d for d in objects(fleet.work) if d.kind == "ReplicaSet")
-    set_status(wec, rs, {"observedGeneration": 1, "replicas": 1})
+    wec.settle()
+    gizmo = widget(fleet)
+    set_status(wec, gizmo, widget_status(1))
     away = fleet.remote.rename(tmp_path / "away.git")  # the remote is unavailable
     result = sync(cli, fleet, wec)
     assert result.code == 3, result
@@ -188,7 +215,7 @@ def test_a_failed_push_is_retried_next_cycle(fleet: Fleet, cli, wec: Wec, tmp_pa
     assert result.code == 0, result
     assert f"pushed {committed}" in result.out
     assert git(fleet.remote, "rev-parse", REF).startswith(committed)
-    assert yaml.safe_load(remote_file(fleet, f"spaces/{FLORIN}/reported/{rs.rel}.yaml"))["status"]["replicas"] == 1
+    assert yaml.safe_load(remote_file(fleet, f"spaces/{FLORIN}/reported/{gizmo.rel}.yaml"))["status"] == widget_status(1)
 
 
 def test_an_object_removed_from_the_mailbox_is_pruned_and_nothing_else(fleet: Fleet, cli, wec: Wec) -> None:
@@ -288,51 +315,9 @@ def test_create_only_objects_are_created_once_and_never_overwritten(fleet: Fleet
     assert live(wec, cm)["data"] == cm.body["data"]
 
 
-def crd_wds(names: KubeNames) -> dict[str, str]:
-    """A WDS placing a CRD and one of its custom resources on florin (group and namespace: the test's own)."""
-    files = {
-        "spaces/wmw-w/crd.yaml": """
-apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata: {name: widgets.GROUP}
-spec:
-  group: GROUP
-  scope: Namespaced
-  names: {plural: widgets, singular: widget, kind: Widget}
-  versions:
-  - name: v1
-    served: true
-    storage: true
-    subresources: {status: {}}
-    schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}
-""",
-        "spaces/wmw-w/widget.yaml": """
-apiVersion: GROUP/v1
-kind: Widget
-metadata: {name: gizmo, namespace: NAMESPACE}
-spec: {size: 3}
-""",
-        "spaces/wmw-w/placement.yaml": """
-apiVersion: edge.kubestellar.io/v2alpha1
-kind: EdgePlacement
-metadata: {name: edge-placement-w}
-spec:
-  locationSelectors: [{matchLabels: {env: prod}}]
-  downsync:
-  - apiGroup: apiextensions.k8s.io
-    resources: [customresourcedefinitions]
-  - apiGroup: GROUP
-    resources: [widgets]
-    namespaces: [NAMESPACE]
-"""}
-    return {path: text.replace("GROUP", names.group("example.com")).replace("NAMESPACE", names.ns("widgetland"))
-            for path, text in files.items()}
-
-
-def test_a_crd_and_its_custom_resource_in_one_mailbox(example: Path, cli, wec: Wec, tmp_path: Path,
+def test_a_crd_and_its_custom_resource_in_one_mailbox(widget_fleet: Fleet, cli, wec: Wec,
                                                        kube_names: KubeNames) -> None:
-    write_tree(isolate(example, kube_names), crd_wds(kube_names))
-    fleet = make_fleet(git_init(example, "widgets"), cli, tmp_path, kube_names)
+    fleet = widget_fleet
     group, ns = kube_names.group("example.com"), kube_names.ns("widgetland")
     result = sync(cli, fleet, wec)
     assert result.code == 0, result
@@ -343,12 +328,12 @@ def test_a_crd_and_its_custom_resource_in_one_mailbox(example: Path, cli, wec: W
     assert namespace < crd < widget
     with wec.api() as api:
         assert api.get(f"{group}/v1", "widgets", ns, "gizmo")["spec"] == {"size": 3}
-        api.set_status(f"{group}/v1", "widgets", ns, "gizmo", {"phase": "Spinning"})
+        api.set_status(f"{group}/v1", "widgets", ns, "gizmo", widget_status(1))
     mark = len(wec.wire.requests)
     assert sync(cli, fleet, wec).code == 0
     assert writes(wec.wire, mark, inventory=True) == []
     report = yaml.safe_load(remote_file(fleet, f"spaces/{FLORIN}/reported/{group}/widgets/{ns}/gizmo.yaml"))
-    assert report["status"] == {"phase": "Spinning"} and report["object"]["kind"] == "Widget"
+    assert report["status"] == widget_status(1) and report["object"]["kind"] == "Widget"
 
 
 def crd(group: str, plural: str, kind: str, scope: str) -> dict:
@@ -451,9 +436,10 @@ def test_apply_and_prune_on_any_cluster(tree, cli, kube_wec: Wec, unique_ns: str
     assert kube_wec.wire.requests == []  # not one request went through the wire
 
 
-def test_a_git_daemon_remote_with_an_outage(fleet: Fleet, cli, wec: Wec, git_daemon: GitDaemon,
+def test_a_git_daemon_remote_with_an_outage(widget_fleet: Fleet, cli, wec: Wec, git_daemon: GitDaemon,
                                             tmp_path: Path) -> None:
     """git:// (libgit2's transport, for fetch and push); the repository vanishes for a cycle."""
+    fleet = widget_fleet
     served = Fleet(fleet.work, git_daemon.bare("fleet.git", fleet.work), tmp_path / "daemon-cache", fleet.names)
     url = git_daemon.url("fleet.git")
 
@@ -465,8 +451,9 @@ def test_a_git_daemon_remote_with_an_outage(fleet: Fleet, cli, wec: Wec, git_dae
     first = git(served.remote, "rev-parse", REF)
     assert git(served.remote, "diff", "--name-only", "main", REF).splitlines()
 
-    rs = next(d for d in objects(fleet.work) if d.kind == "ReplicaSet")
-    set_status(wec, rs, {"observedGeneration": 1, "replicas": 1})
+    wec.settle()
+    gizmo = widget(fleet)
+    set_status(wec, gizmo, widget_status(1))
     away = served.remote.rename(served.remote.with_name("elsewhere.git"))
     result = run()
     assert result.code == 3 and "kept locally" in result.err and "Traceback" not in result.err, result
@@ -476,4 +463,5 @@ def test_a_git_daemon_remote_with_an_outage(fleet: Fleet, cli, wec: Wec, git_dae
     result = run()
     assert result.code == 0 and "pushed" in result.out, result
     assert git(served.remote, "rev-parse", f"{REF}^") == first
-    assert yaml.safe_load(remote_file(served, f"spaces/{FLORIN}/reported/{rs.rel}.yaml"))["status"]["replicas"] == 1
+    report = yaml.safe_load(remote_file(served, f"spaces/{FLORIN}/reported/{gizmo.rel}.yaml"))
+    assert report["status"] == widget_status(1)
