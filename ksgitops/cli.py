@@ -84,7 +84,8 @@ def init(directory: Path) -> None:
 @cli.command()
 @REPO
 @click.option("-o", "output", type=click.Choice(["text", "json"]), default="text")
-def validate(repo: Path, output: str) -> None:
+@click.option("--strict", is_flag=True, help="Treat warnings as errors (exit 2 when there is any).")
+def validate(repo: Path, output: str, strict: bool) -> None:
     """Check schemas and semantics; exit 2 on any error (customization errors included)."""
     try:
         result = app.compute(app.open_source(repo, app.WORKTREE))
@@ -93,13 +94,15 @@ def validate(repo: Path, output: str) -> None:
             raise
         _dump({"valid": False, "problems": [_problem_json(p) for p in e.problems]})
         sys.exit(e.exit_code)
-    errors = result.errors
+    errors = result.problems if strict else result.errors
+    warnings = len(result.problems) - len(result.errors)
     if output == "json":
         _dump({"valid": not errors, "problems": [_problem_json(p) for p in result.problems]})
     else:
         _print_problems(result.problems)
         click.echo(f"{'invalid' if errors else 'valid'}: {len(result.wecs)} WECs, "
-                   f"{sum(len(v) for v in result.placements.values())} placements, {len(errors)} errors")
+                   f"{sum(len(v) for v in result.placements.values())} placements, {len(result.errors)} errors, "
+                   f"{warnings} warnings{' (--strict: warnings are errors)' if strict and warnings else ''}")
     if errors:
         sys.exit(2)
 
@@ -153,7 +156,7 @@ def diff(repo: Path, against: str | None, output: str) -> None:
     result, planned = app.plan_diff(repo, against)
     _print_problems(result.problems)
     if output == "json":
-        _dump(planned.as_json())
+        _dump({**planned.as_json(), "problems": [_problem_json(p) for p in result.problems]})
     elif output == "markdown":
         click.echo(diffs.markdown(planned), nl=False)
     else:

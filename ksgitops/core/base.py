@@ -10,6 +10,7 @@ from typing import Any
 
 from ..kinds import KindInfo
 from ..model import Obj, ObjRef
+from ..names import file_stem
 from .params import referenced_keys
 from .customize import CUSTOMIZER_ANNOTATION, EXPAND_ANNOTATION, wants_expansion
 from .serialize import deep_copy, dump_yaml
@@ -19,8 +20,13 @@ DROPPED_METADATA = ("uid", "resourceVersion", "managedFields", "generation")
 
 
 def rel_path(group: str, resource: str, namespace: str, name: str) -> str:
-    """`<group|core>/<resource>/<namespace|_cluster>/<name>`: the mailbox path of an object."""
-    return f"{group or 'core'}/{resource}/{namespace or '_cluster'}/{name}"
+    """`<group|core>/<resource>/<namespace|_cluster>/<name>`: the path of an object in a mailbox
+    (objects/, patches/, reported/, upsynced/) and in a status folder. Each part is a file name
+    by `file_stem` (unchanged for valid groups, resources, namespaces and ordinary names), so no
+    name can make the path leave its folder or overflow a file name."""
+    parts = (file_stem(group) if group else "core", file_stem(resource),
+             file_stem(namespace) if namespace else "_cluster", file_stem(name))
+    return "/".join(parts)
 
 
 @dataclass(frozen=True, slots=True)
