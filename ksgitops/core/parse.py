@@ -179,8 +179,10 @@ def _scalar_metadata_problems(path: str, line: int, doc: Any, node: yaml.Node | 
             text = value_node.value if isinstance(value_node, yaml.ScalarNode) else _json_text(value)
             at = value_node.start_mark.line + 1 if value_node is not None else line
             shown = f"the unquoted value {text}" if text else "an empty value"
-            problems.append(Problem(Origin(path, at), f"{field[:-1]} {key}: {shown} is read as {word}, "
-                                    f"but a {field[:-1]} value must be a string; quote it: {key}: {_quoted(text)}"))
+            what = field[:-1]
+            problems.append(Problem(Origin(path, at), f"{what} {key}: {shown} is read as {word}, but "
+                                    f"{'an' if what[0] == 'a' else 'a'} {what} value must be a string; quote it: "
+                                    f"{key}: {_quoted(text)}"))
     return problems
 
 
