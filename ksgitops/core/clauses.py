@@ -29,12 +29,12 @@ def clause_warnings(placement: Obj, kinds: KindTable) -> list[str]:
         found += _downsync_warnings(f"spec.downsync[{i}]", clause, known)
     for i, entry in _dicts(spec.get("nonNamespacedObjects")):
         path = f"spec.nonNamespacedObjects[{i}]"
-        found += _group_warnings(path, entry.get("apiGroup"))
-        found += _resource_warnings(path, entry.get("apiGroup") or "", entry.get("resources"), known, strict=True)
+        found += (_group_warnings(path, entry.get("apiGroup"))
+                  or _resource_warnings(path, entry.get("apiGroup") or "", entry.get("resources"), known, strict=True))
     for i, upsync in _dicts(spec.get("upsync")):
         path = f"spec.upsync[{i}]"
-        found += _group_warnings(path, upsync.get("apiGroup"))
-        found += _resource_warnings(path, upsync.get("apiGroup") or "", upsync.get("resources"), known, strict=False)
+        found += (_group_warnings(path, upsync.get("apiGroup"))
+                  or _resource_warnings(path, upsync.get("apiGroup") or "", upsync.get("resources"), known, strict=False))
     return found + selector_warnings(placement)
 
 
@@ -48,10 +48,9 @@ def _downsync_warnings(path: str, clause: dict[str, Any], known: "_Known") -> li
         return [f"{path}: the clause has no criteria: it matches every workload object of this space "
                 "(KubeStellar's CRD also requires apiGroup); name an apiGroup and resources"]
     group = clause.get("apiGroup")
-    found = _group_warnings(path, group)
-    found += _resource_warnings(path, group, clause.get("resources"), known, strict=True)
-    found += _namespace_warnings(path, clause.get("namespaces"))
-    return found
+    found = _group_warnings(path, group)  # a group that matches nothing makes its resources moot
+    found = found or _resource_warnings(path, group, clause.get("resources"), known, strict=True)
+    return found + _namespace_warnings(path, clause.get("namespaces"))
 
 
 def _group_warnings(path: str, group: Any) -> list[str]:
