@@ -297,3 +297,24 @@ def test_per_object_warnings_are_memoized_by_content(monkeypatch: pytest.MonkeyP
     first = validate({"wds": objs}, KindTable(), memo)
     again = validate({"wds": objs}, KindTable(), memo)
     assert first == again and len(first) == 2 and calls == ["p", "b"]
+
+
+def test_generated_syncer_configs_and_spaces_agree_with_the_schemas_and_scopes(tmp_path: Path) -> None:
+    """What the mailbox holds would be accepted by KubeStellar's CRDs: the SyncerConfig without a
+    namespace (scope: Cluster), the Space and the SinglePlacementSlices valid against schema/."""
+    import yaml
+
+    from conftest import copy_example_sources
+    from ksgitops.core.schemas import validate_schema
+    repo = copy_example_sources(tmp_path / "repo")
+    app.reconcile_worktree(repo)
+    files = [*repo.glob("spaces/*-mb-*/syncerconfig.yaml"), *repo.glob("spaces/*-mb-*/space.yaml"),
+             *repo.glob("spaces/*/.ksgitops/singleplacementslices/*.yaml")]
+    assert len(files) == 6
+    for path in files:
+        body = yaml.safe_load(path.read_text())
+        assert validate_schema(Obj("x", body, Origin(str(path)))) == [], path
+        info = KindTable().lookup(body["apiVersion"].partition("/")[0], body["kind"])
+        assert info is not None
+        if body["kind"] != "Space":  # a mailbox's Space is never read back as input: its namespace is moot
+            assert info.namespaced == ("namespace" in body["metadata"]), path
