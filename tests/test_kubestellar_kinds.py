@@ -318,3 +318,14 @@ def test_generated_syncer_configs_and_spaces_agree_with_the_schemas_and_scopes(t
         assert info is not None
         if body["kind"] != "Space":  # a mailbox's Space is never read back as input: its namespace is moot
             assert info.namespaced == ("namespace" in body["metadata"]), path
+
+
+def test_a_selector_emptied_by_a_dropped_field_is_said_to_match_everything() -> None:
+    """The API server prunes `matchLabel` (a typo): the Location then selects every SyncTarget."""
+    (doc,), problems = read(V2 + "kind: Location\nmetadata: {name: l}\nspec:\n  instanceSelector: {matchLabel: {id: x}}\n")
+    assert doc["spec"]["instanceSelector"] == {}
+    assert problems == ["spaces/s/x.yaml:1: warning: Location l: spec.instanceSelector.matchLabel: unknown field (did "
+                        "you mean 'matchLabels'?); dropped: KubeStellar's CRD does not define it (the API server "
+                        "prunes it); the selector is now {}, which matches everything"]
+    _, listed = read(V2 + "kind: EdgePlacement\nmetadata: {name: p}\nspec:\n  locationSelectors: [{matchLabel: {a: b}}]\n")
+    assert listed[0].endswith("the selector is now {}, which matches everything")

@@ -24,7 +24,7 @@ from typing import Any
 
 from ..model import Origin, Problem, split_api_version
 from .parse import ParsedFile, parse_file
-from .schemas import PRUNED_GROUPS, SCHEMA_FILES, finding_problem, schema_findings
+from .schemas import PRUNED_GROUPS, SCHEMA_FILES, Finding, finding_problem, schema_findings
 
 OLD_GROUP = "edge.kcp.io"
 EDGE_GROUP = "edge.kubestellar.io"
@@ -114,16 +114,32 @@ def _check(schema: str, body: dict[str, Any], origin: Origin, label: str, prunes
         for finding in dropped:
             _delete(body, finding.path)
         found = dropped + [f for f in schema_findings(schema, body) if f.path[:1] != ("metadata",)]
-    return [finding_problem(f, origin, label, prunes) for f in found]
+    problems = [finding_problem(f, origin, label, prunes) for f in found]
+    return [_emptied_selector(p, f, body) if f in dropped else p for p, f in zip(problems, found)]
 
 
-def _delete(body: Any, path: tuple[str | int, ...]) -> None:
+def _emptied_selector(problem: Problem, finding: Finding, body: dict[str, Any]) -> Problem:
+    """A selector left empty by the drop selects everything (`{}`): say so."""
+    parent = finding.path[:-1]
+    holder = parent[-1] if parent and isinstance(parent[-1], str) else parent[-2] if len(parent) > 1 else ""
+    if not (isinstance(holder, str) and holder.endswith(("Selector", "Selectors")) and _at(body, parent) == {}):
+        return problem
+    return Problem(problem.origin, f"{problem.message}; the selector is now {{}}, which matches everything",
+                   problem.severity, problem.wec, problem.obj)
+
+
+def _at(body: Any, path: tuple[str | int, ...]) -> Any:
     node = body
-    for part in path[:-1]:
+    for part in path:
         try:
             node = node[part]
         except (KeyError, IndexError, TypeError):
-            return
+            return None
+    return node
+
+
+def _delete(body: Any, path: tuple[str | int, ...]) -> None:
+    node = _at(body, path[:-1])
     if isinstance(node, dict):
         node.pop(path[-1], None)
 
