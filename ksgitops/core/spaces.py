@@ -173,9 +173,8 @@ def plan(objects: Iterable[SpaceObj], providers: Iterable[ProviderDesc],
 
 
 def _providers(providers: Iterable[ProviderDesc], problems: list[Problem]) -> dict[str, ProviderDesc]:
-    """The providers ksgitops drives, by name. A SpaceProviderDesc of another ProviderType
-    (KubeStellar's kcp, kind, kubeflex) is valid input: it is left out here, and reported where a
-    Space uses it (`_undriven`)."""
+    """The providers ksgitops drives, by name; other ProviderTypes (KubeStellar's kcp, kind,
+    kubeflex) are valid input, reported where a Space uses them."""
     descs: dict[str, ProviderDesc] = {}
     for desc in sorted(providers, key=lambda d: (d.name, d.origin, d)):
         if desc.type not in PROVIDER_TYPES:
@@ -188,17 +187,6 @@ def _providers(providers: Iterable[ProviderDesc], problems: list[Problem]) -> di
         descs[desc.name] = desc
     descs.setdefault(DEFAULT_PROVIDER.name, DEFAULT_PROVIDER)
     return descs
-
-
-def _undriven(obj: "SpaceObj", providers: Iterable[ProviderDesc], descs: dict[str, ProviderDesc]) -> str:
-    """Why ksgitops leaves a Space alone whose provider it does not drive."""
-    types = sorted({d.type for d in providers if d.name == obj.provider})
-    if types:
-        return (f"Space {obj.name}: its SpaceProviderDesc {obj.provider} has ProviderType "
-                f"{' / '.join(repr(t) for t in types)}, which ksgitops does not drive (it drives "
-                f"{', '.join(PROVIDER_TYPES)}): the Space is left alone")
-    return (f"Space {obj.name}: unknown SpaceProviderDesc {obj.provider!r} (known: {', '.join(sorted(descs))}): "
-            "the Space is left alone")
 
 
 def _objects(objects: Iterable[SpaceObj], descs: dict[str, ProviderDesc], problems: list[Problem],
@@ -215,7 +203,11 @@ def _objects(objects: Iterable[SpaceObj], descs: dict[str, ProviderDesc], proble
                                     f"(one of {', '.join(SPACE_TYPES)})"))
             continue
         if obj.provider not in descs:
-            problems.append(Problem(obj.origin, _undriven(obj, providers, descs), "warning"))
+            types = " / ".join(sorted({repr(d.type) for d in providers if d.name == obj.provider}))
+            why = (f"its SpaceProviderDesc {obj.provider} has ProviderType {types}, which ksgitops does not drive "
+                   f"(it drives {', '.join(PROVIDER_TYPES)})" if types else
+                   f"unknown SpaceProviderDesc {obj.provider!r} (known: {', '.join(sorted(descs))})")
+            problems.append(Problem(obj.origin, f"Space {obj.name}: {why}: the Space is left alone", "warning"))
             continue
         first = objs.get(obj.name)
         if first is not None:
