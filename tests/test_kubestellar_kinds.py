@@ -329,3 +329,12 @@ def test_a_selector_emptied_by_a_dropped_field_is_said_to_match_everything() -> 
                         "prunes it); the selector is now {}, which matches everything"]
     _, listed = read(V2 + "kind: EdgePlacement\nmetadata: {name: p}\nspec:\n  locationSelectors: [{matchLabel: {a: b}}]\n")
     assert listed[0].endswith("the selector is now {}, which matches everything")
+
+
+def test_where_ksgitops_is_stricter_than_the_crd_it_warns() -> None:
+    """KubeStellar v0.14.2's Customizer CRD takes any string as a replacement path."""
+    _, problems = read(V2 + "kind: Customizer\nmetadata: {name: c, namespace: n}\n"
+                            "replacements: [{path: spec.replicas, value: '3'}]\n")
+    assert len(problems) == 1 and problems[0].startswith(
+        "spaces/s/x.yaml:1: warning: Customizer c: replacements[0].path: must be a JSONPath starting with $")
+    assert "makes this Customizer fail for every object that uses it" in problems[0]
