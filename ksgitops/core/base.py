@@ -5,6 +5,7 @@ empty annotations map omitted (kustomize drops it, so we never write it).
 """
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,6 +20,7 @@ PROJECTED_LABEL = "edge.kubestellar.io/projected"
 DROPPED_METADATA = ("uid", "resourceVersion", "managedFields", "generation")
 
 
+@functools.lru_cache(maxsize=1 << 17)  # called per object per WEC: the parts are few and repeat
 def rel_path(group: str, resource: str, namespace: str, name: str) -> str:
     """`<group|core>/<resource>/<namespace|_cluster>/<name>`: the path of an object in a mailbox
     (objects/, patches/, reported/, upsynced/) and in a status folder. Each part is a file name

@@ -5,6 +5,7 @@ an EdgePlacement's `locationSelectors` (OR) select Locations of every inventory 
 """
 from __future__ import annotations
 
+import functools
 import re
 import uuid
 from dataclasses import dataclass
@@ -22,6 +23,7 @@ MAILBOX_MAX = 63
 _MAILBOX_DIGEST = 10  # hex digits
 
 
+@functools.lru_cache(maxsize=1 << 16)  # asked for per WEC and per destination, many times a run
 def mailbox_name(inventory_space: str, sync_target: str) -> str:
     """The mailbox space of a SyncTarget: `<space>-mb-<name>` when that is a DNS-1123 label (so
     mailboxes that existed keep their name), else derived: the SyncTarget name lowercased with
