@@ -123,7 +123,7 @@ def _inventory_docs(rng: random.Random, wecs: int) -> list[tuple[dict, dict]]:
                 "annotations": {"owner": f"team-{rng.randrange(NAMESPACES)}"},
             },
             "spec": {
-                "resource": {"group": "workload.kcp.io", "version": "v1alpha1",
+                "resource": {"group": "edge.kubestellar.io", "version": "v2alpha1",
                              "resource": "synctargets"},
                 "instanceSelector": {"matchLabels": {"id": name}},
             },

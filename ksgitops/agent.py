@@ -83,7 +83,14 @@ class Desired:
 
     @property
     def name(self) -> str:
-        return self.rel.split("/", 3)[3]
+        """The object's name (the path's last part is only its file name: see names.file_stem)."""
+        name = (self.body.get("metadata") or {}).get("name")
+        return name if isinstance(name, str) and name else self.rel.split("/", 3)[3]
+
+    @property
+    def stored_name(self) -> str:
+        """The name, for an inventory entry, when the path's file name does not spell it."""
+        return "" if self.rel.split("/", 3)[3] == self.name else self.name
 
     @property
     def secret(self) -> bool:
@@ -336,10 +343,15 @@ class Entry:
     uid: str = ""
     shape: str = ""  # digest of the field paths last applied (no values)
     created: bool = False  # the agent created it (it was absent)
+    name: str = ""  # the object's name ("" in inventories written before names could differ from rels)
 
     def as_json(self) -> dict[str, Any]:
-        return {"apiVersion": self.api_version, "kind": self.kind, "uid": self.uid, "shape": self.shape,
-                "created": self.created}
+        found = {"apiVersion": self.api_version, "kind": self.kind, "uid": self.uid, "shape": self.shape,
+                 "created": self.created}
+        return {**found, "name": self.name} if self.name else found
+
+    def object_name(self, rel: str) -> str:
+        return self.name or rel.split("/", 3)[3]
 
 
 Inventory = dict[str, Entry]
@@ -356,7 +368,7 @@ def load_inventory(cluster: Any, namespace: str, mailbox: str) -> tuple[Inventor
     try:
         raw = orjson.loads(((found.get("data") or {}).get(INVENTORY_KEY)) or "{}")
         return {rel: Entry(str(e["apiVersion"]), str(e["kind"]), str(e.get("uid", "")), str(e.get("shape", "")),
-                           bool(e.get("created", False)))
+                           bool(e.get("created", False)), str(e.get("name", "")))
                 for rel, e in raw.items() if len(str(rel).split("/")) == 4}, True
     except (orjson.JSONDecodeError, AttributeError, KeyError, TypeError) as e:
         raise InventoryError(f"inventory {namespace}/{inventory_name(mailbox)} is unreadable ({type(e).__name__}); "
@@ -510,7 +522,7 @@ def apply_mailbox(cluster: Any, mailbox: str, objects: list[Desired], inventory_
         if fresh:  # record intent first: a crash after a write never leaves an object nobody prunes
             for d, _action in plan:
                 if d.rel in fresh:
-                    inventory[d.rel] = Entry(d.api_version, d.kind)
+                    inventory[d.rel] = Entry(d.api_version, d.kind, name=d.stored_name)
             save_inventory(cluster, inventory_namespace, mailbox, inventory)
             stored = dict(inventory)
         crds = []
@@ -533,7 +545,7 @@ def apply_mailbox(cluster: Any, mailbox: str, objects: list[Desired], inventory_
                     else:
                         out.created.append(str(d))
                         out.live[d.rel] = made
-                        inventory[d.rel] = Entry(d.api_version, d.kind, _uid(made), shape(d.body), True)
+                        inventory[d.rel] = Entry(d.api_version, d.kind, _uid(made), shape(d.body), True, d.stored_name)
                 else:
                     result = cluster.apply(d.api_version, d.resource, d.namespace, d.name, d.body, FIELD_MANAGER,
                                            force=True, quiet=d.secret)
@@ -542,7 +554,7 @@ def apply_mailbox(cluster: Any, mailbox: str, objects: list[Desired], inventory_
                     if d.rel in watched:
                         _note_drift(out, d, current, result)
                     created = current is None or (entry is not None and entry.created and entry.uid == _uid(current))
-                    inventory[d.rel] = Entry(d.api_version, d.kind, _uid(result), shape(d.body), created)
+                    inventory[d.rel] = Entry(d.api_version, d.kind, _uid(result), shape(d.body), created, d.stored_name)
                     if d.phase == 1:
                         crds.append(d)
             except ApiFailure as e:
@@ -599,7 +611,8 @@ def _prune(cluster: Any, inventory: Inventory, wanted: set[str], out: ApplyOutco
                   key=lambda rel: (-(0 if rel.startswith(NAMESPACES) else 1 if rel.startswith(CRDS) else 2), rel))
     for rel in gone:
         entry = inventory[rel]
-        group, resource, ns, name = rel.split("/", 3)
+        group, resource, ns, _ = rel.split("/", 3)
+        name = entry.object_name(rel)
         namespace = "" if ns == "_cluster" else ns
         label = f"{entry.kind} {namespace + '/' if namespace else ''}{name}"
         cascading = rel.startswith(NAMESPACES) or rel.startswith(CRDS)
@@ -637,7 +650,7 @@ def _foreign_content(cluster: Any, rel: str, current: dict[str, Any], inventory:
     """Deleting a Namespace deletes everything in it, deleting a CRD every custom resource of it:
     what do they hold that the agent did not apply? "" when nothing (objects owned by other objects,
     e.g. a ReplicaSet's Pods, and the cluster's own per-namespace objects do not count)."""
-    ours = {(r.split("/")[1], r.split("/")[2], r.split("/", 3)[3]) for r in inventory}
+    ours = {(r.split("/")[1], r.split("/")[2], e.object_name(r)) for r, e in inventory.items()}
     found: list[str] = []
 
     def scan(api_version: str, resource: str, namespace: str) -> None:

@@ -53,11 +53,13 @@ def init(directory: Path) -> None:
     click.echo(f"initialized {directory} from the example; run: ksgitops reconcile {directory}")
 
 
-@cli.command(exits="0 valid; 2 invalid")
+@cli.command(exits="0 valid; 2 invalid (with --strict: also any warning)")
 @REPO
 @output_option("text", "json")
-def validate(repo: Path | None, output: str) -> None:
-    """Check schemas and semantics; exit 2 on any error (customization errors included)."""
+@click.option("--strict", is_flag=True, help="Treat warnings as errors (exit 2 when there is any).")
+def validate(repo: Path | None, output: str, strict: bool) -> None:
+    """Check schemas and semantics; exit 2 on any error (customization errors included). Warnings
+    (`file:line: warning: ...`) never fail it, unless --strict."""
     root = locate(repo)
     try:
         with ProgressBars(output) as progress:
@@ -68,14 +70,16 @@ def validate(repo: Path | None, output: str) -> None:
         dump({"valid": False, "problems": [problem_json(p) for p in e.problems],
               "errors": [problem_json(p) for p in e.problems], "exitCode": e.exit_code})
         sys.exit(e.exit_code)
-    errors = result.errors
+    errors = result.problems if strict else result.errors
+    warnings = len(result.problems) - len(result.errors)
     if output == "json":
         dump({"valid": not errors, "problems": [problem_json(p) for p in result.problems],
               **({"errors": [problem_json(p) for p in errors], "exitCode": 2} if errors else {})})
     else:
         print_problems(result.problems)
         click.echo(f"{'invalid' if errors else 'valid'}: {len(result.wecs)} WECs, "
-                   f"{sum(len(v) for v in result.placements.values())} placements, {len(errors)} errors")
+                   f"{sum(len(v) for v in result.placements.values())} placements, {len(result.errors)} errors, "
+                   f"{warnings} warnings{' (--strict: warnings are errors)' if strict and warnings else ''}")
     if errors:
         sys.exit(2)
 
@@ -128,7 +132,7 @@ def diff(repo: Path | None, against: str | None, output: str) -> None:
         result, planned = app.plan_diff(root, against, progress)
     print_problems(result.problems)
     if output == "json":
-        dump(planned.as_json())
+        dump({**planned.as_json(), "problems": [problem_json(p) for p in result.problems]})
     elif output == "markdown":
         click.echo(diffs.markdown(planned), nl=False)
     elif os.environ.get(extdiff.ENV):

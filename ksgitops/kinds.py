@@ -1,7 +1,10 @@
 """Kind -> resource mapping: the built-in Kubernetes table, CRDs found in the repo, RepoConfig extras.
 
-A downsync clause names resources (plural, lowercase); objects name kinds. An unknown kind is a
-validation error: we never guess a plural.
+A downsync clause names resources (plural, lowercase); objects name kinds. We never guess a
+plural: an object of a kind none of these describes is loaded (its scope is whether it has
+`metadata.namespace`) with one warning per kind, and no clause can place it.
+
+Also: which rule the API server checks an object's name with (`name_error`).
 """
 from __future__ import annotations
 
@@ -9,6 +12,7 @@ from dataclasses import dataclass
 from typing import Iterable
 
 from .model import Obj
+from .names import dns1035_label_error, dns1123_label_error, dns1123_subdomain_error, path_segment_name_error
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,7 +59,8 @@ _add("certificates.k8s.io", False, "CertificateSigningRequest:certificatesigning
 # ksgitops / KubeStellar control kinds (never workload, but they still have resources)
 _add("edge.kubestellar.io", False, "SyncTarget:synctargets", "Location:locations",
      "EdgePlacement:edgeplacements", "SinglePlacementSlice:singleplacementslices")
-_add("edge.kubestellar.io", True, "Customizer:customizers", "SyncerConfig:syncerconfigs")
+_add("edge.kubestellar.io", False, "SyncerConfig:syncerconfigs")  # its CRD says scope: Cluster
+_add("edge.kubestellar.io", True, "Customizer:customizers")
 _add("space.kubestellar.io", False, "SpaceProviderDesc:spaceproviderdescs")
 _add("space.kubestellar.io", True, "Space:spaces")
 _add("control.kubestellar.io", False, "StatusCollector:statuscollectors")
@@ -68,6 +73,39 @@ CONTROL_KINDS = frozenset({
 })
 CONTROL_GROUPS = frozenset({"edge.kubestellar.io", "space.kubestellar.io", "control.kubestellar.io",
                             "ksgitops.kubestellar.io"})
+
+
+_PATH_SEGMENT_BUILTINS = frozenset({
+    ("rbac.authorization.k8s.io", "Role"), ("rbac.authorization.k8s.io", "ClusterRole"),
+    ("rbac.authorization.k8s.io", "RoleBinding"), ("rbac.authorization.k8s.io", "ClusterRoleBinding"),
+    ("certificates.k8s.io", "CertificateSigningRequest"),
+})
+
+
+def name_error(group: str, kind: str, name: str) -> str | None:
+    """None when the API server accepts `name` for an object of (group, kind); else why not.
+
+    Kubernetes v1.29 pkg/apis/core/validation (Namespace: DNS-1123 label; Service: DNS-1035 label;
+    most other built-in kinds: DNS-1123 subdomain), pkg/apis/rbac/validation (ValidateRBACName:
+    path segment), pkg/apis/certificates/validation (any name; the storage key's path-segment rule
+    remains), apiextensions-apiserver's custom resource strategy (path segment: every kind not
+    built in, KubeStellar's included)."""
+    if (group, kind) == ("", "Namespace"):
+        return dns1123_label_error(name)
+    if (group, kind) == ("", "Service"):
+        return dns1035_label_error(name)
+    if (group, kind) in _BUILTIN and group not in CONTROL_GROUPS and (group, kind) not in _PATH_SEGMENT_BUILTINS:
+        return dns1123_subdomain_error(name)
+    return path_segment_name_error(name)
+
+
+def api_version_error(api_version: str) -> str | None:
+    """None when `api_version` is `[group/]version` with a DNS-1123 subdomain group and a DNS-1123
+    label version (the only shapes the API server serves; a group also becomes a folder name)."""
+    group, sep, version = api_version.rpartition("/")
+    if (sep and not group) or (group and dns1123_subdomain_error(group)) or dns1123_label_error(version):
+        return f"apiVersion {api_version!r} is not <group>/<version> or <version> (e.g. apps/v1, v1)"
+    return None
 
 
 def is_control(obj: Obj) -> bool:
@@ -90,6 +128,10 @@ class KindTable:
     def lookup(self, group: str, kind: str) -> KindInfo | None:
         return self._table.get((group, kind))
 
+    def entries(self) -> list[tuple[tuple[str, str], KindInfo]]:
+        """Every ((group, kind), info), sorted."""
+        return sorted(self._table.items(), key=lambda item: item[0])
+
     def add(self, group: str, kind: str, info: KindInfo) -> None:
         self._table[(group, kind)] = info
         self._extra[(group, kind)] = info
@@ -99,8 +141,21 @@ class KindTable:
         for obj in objs:
             if obj.kind != "CustomResourceDefinition" or obj.group != "apiextensions.k8s.io":
                 continue
-            spec = obj.spec
-            names = spec.get("names") or {}
-            kind, plural = names.get("kind"), names.get("plural")
-            if isinstance(kind, str) and isinstance(plural, str) and isinstance(spec.get("group"), str):
-                self.add(spec["group"], kind, KindInfo(plural, spec.get("scope", "Namespaced") != "Cluster"))
+            found = crd_kind(obj)
+            if found is not None:
+                self.add(*found)
+
+
+def crd_kind(crd: Obj) -> tuple[str, str, KindInfo] | None:
+    """(group, kind, info) a CustomResourceDefinition declares; None when it declares no usable
+    one (its group must be a DNS-1123 subdomain and its plural a DNS-1123 label, as the API server
+    requires: they become folder names)."""
+    spec = crd.spec
+    names = spec.get("names")
+    names = names if isinstance(names, dict) else {}
+    group, kind, plural = spec.get("group"), names.get("kind"), names.get("plural")
+    if not (isinstance(group, str) and isinstance(kind, str) and kind and isinstance(plural, str)):
+        return None
+    if dns1123_subdomain_error(group) or dns1123_label_error(plural):
+        return None
+    return group, kind, KindInfo(plural, spec.get("scope", "Namespaced") != "Cluster")

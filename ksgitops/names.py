@@ -1,10 +1,30 @@
-"""Validation of names that become paths or labels (DNS-1123), so no path ever escapes the repo."""
+"""Names as the Kubernetes API server checks them, and the file and folder names derived from them.
+
+Rules (Kubernetes apimachinery `pkg/api/validation` and `pkg/api/validation/path`):
+- DNS-1123 label (Namespace names, space folders): at most 63 of [a-z0-9-], alphanumeric ends;
+- DNS-1035 label (Service names): the same, starting with a letter;
+- DNS-1123 subdomain (most built-in kinds): labels joined by '.', at most 253 characters;
+- path segment (RBAC kinds and every custom resource, KubeStellar's kinds included, as
+  apiextensions-apiserver validates them): anything but '.', '..', '/' and '%'.
+
+An object's name becomes a file name (`<name>.yaml` in mailboxes, status folders, SPS folders) by
+`file_stem`: a name that was always accepted keeps its spelling; any other gets a readable,
+portable spelling plus a digest of the exact name, so no name can ever make a path leave its
+folder, collide with another name (on case-insensitive file systems too) or exceed a file
+name's length limit.
+"""
 from __future__ import annotations
 
+import hashlib
 import re
 
 _LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+_DNS1035 = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
 _SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+_NOT_PORTABLE = re.compile(r"[^a-z0-9.-]")
+
+FILE_STEM_MAX = 200  # longer names are shortened: <name>.yaml stays far below 255 bytes
+DIGEST_MARK = "~"  # never in a kept name (a DNS-1123 subdomain), so encoded and kept never collide
 
 
 def dns1123_label_error(name: str) -> str | None:
@@ -18,6 +38,16 @@ def dns1123_label_error(name: str) -> str | None:
     return None
 
 
+def dns1035_label_error(name: str) -> str | None:
+    """None when `name` is a DNS-1035 label: a DNS-1123 label that starts with a letter."""
+    error = dns1123_label_error(name)
+    if error:
+        return error.replace("DNS-1123 label", "DNS-1035 label")
+    if not _DNS1035.match(name):
+        return f"{name!r} is not a DNS-1035 label (it must start with a lowercase letter)"
+    return None
+
+
 def dns1123_subdomain_error(name: str) -> str | None:
     """None when `name` is a DNS-1123 subdomain (<= 253 chars, labels joined by '.')."""
     if not isinstance(name, str) or not name:
@@ -27,3 +57,38 @@ def dns1123_subdomain_error(name: str) -> str | None:
     if not _SUBDOMAIN.match(name):
         return f"{name!r} is not a DNS-1123 subdomain (lowercase letters, digits, '-' and '.')"
     return None
+
+
+def path_segment_name_error(name: str) -> str | None:
+    """None when `name` may be a path segment of an API URL (apimachinery path.IsValidPathSegmentName)."""
+    if not isinstance(name, str) or not name:
+        return "must be a non-empty string"
+    if name in (".", ".."):
+        return f"{name!r} may not be '.' or '..'"
+    for forbidden in ("/", "%"):
+        if forbidden in name:
+            return f"{_short(name)} may not contain '{forbidden}'"
+    return None
+
+
+def _short(name: str) -> str:
+    return repr(name) if len(name) <= 80 else repr(name[:80]) + "..."
+
+
+def name_digest(name: str, size: int = 8) -> str:
+    """A stable digest of a name (hex, `2 * size` characters)."""
+    return hashlib.blake2b(name.encode("utf-8", "surrogatepass"), digest_size=size).hexdigest()
+
+
+def file_stem(name: str) -> str:
+    """The file name (without extension) standing for an object name; see the module doc.
+
+    Kept as it is: DNS-1123 subdomains of at most FILE_STEM_MAX characters. Any other name:
+    lowercased, each character outside [a-z0-9.-] as '_', at most 100 characters, a leading '.'
+    or '-' as '_', then '~' and 16 hex digits of the exact name's digest."""
+    if len(name) <= FILE_STEM_MAX and _SUBDOMAIN.match(name):
+        return name
+    readable = _NOT_PORTABLE.sub("_", name.lower())[:100]
+    if readable[:1] in (".", "-"):
+        readable = "_" + readable[1:]
+    return f"{readable}{DIGEST_MARK}{name_digest(name)}"

@@ -31,7 +31,7 @@ from .core.repoconfig import parse_repo_config
 from .core.spaces import (CREATE_SPACE, DEFAULT_PROVIDER, DELETE_OBJECT, DELETE_SPACE, SET_PHASE, WRITE_OBJECT, Action, Observed, Plan,
                           ProviderDesc, SpaceObj, is_provider_desc, is_space, plan, provider_from, simulate,
                           space_from)
-from .core.validate import validate
+from .core.validate import validate, with_default_namespaces
 from .core.where import mailbox_name
 from .io.fs import WorkTreeSnapshot
 from .io.spaceproviders import (Applied, GitFolderProvider, KubeconfigProvider, Provider, ProviderError,
@@ -182,7 +182,9 @@ def _inputs(root: Path) -> _Inputs:
                 found.mailboxes[mailbox] = SpaceObj(mailbox, "managed", DEFAULT_PROVIDER.name, "Ready",
                                                     f"SyncTarget {space}/{obj.name}",
                                                     origin=existing.origin if existing is not None else obj.origin)
-    found.problems = validate(ours, KindTable(config.kind_infos()))
+    kinds = KindTable(config.kind_infos())
+    ours, defaulted = with_default_namespaces(ours, kinds)
+    found.problems = defaulted + validate(ours, kinds)
     return found
 
 

@@ -287,8 +287,8 @@ def test_validate_passes_on_a_valid_repo_and_fails_on_an_invalid_one(workspace: 
     run = run_action(workspace, api=api, command="validate", path="example")
     assert run.returncode == 0, run.log
     assert run.outputs["changed"] == "false" and "valid: 2 WECs" in run.summary
-    (workspace / "example" / "spaces" / "wmw-c" / "bad.yaml").write_text(
-        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: no-namespace}\ndata: {a: b}\n")
+    (workspace / "example" / "spaces" / "wmw-c" / "bad.yaml").write_text(  # the API server refuses that name
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: Not_A_Name, namespace: commonstuff}\ndata: {a: b}\n")
     run = run_action(workspace, api=api, command="validate", path="example")
     assert run.returncode == 2
     assert "bad.yaml" in run.log and "::error::" in run.log and "bad.yaml" in run.summary

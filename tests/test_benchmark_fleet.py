@@ -89,7 +89,7 @@ def test_inventory(repo: Path) -> None:
             assert labels["env"] in fleet.ENVS
             assert re.fullmatch(r"team-\d+", d["metadata"]["annotations"]["owner"])
             assert d["spec"] == {
-                "resource": {"group": "workload.kcp.io", "version": "v1alpha1", "resource": "synctargets"},
+                "resource": {"group": "edge.kubestellar.io", "version": "v2alpha1", "resource": "synctargets"},
                 "instanceSelector": {"matchLabels": {"id": name}},
             }
 

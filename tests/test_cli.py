@@ -143,7 +143,7 @@ def test_init_refuses_a_non_empty_dir(cli: Any, tmp_path: Path) -> None:
 
 def test_validate_ok_prints_summary(cli: Any, example: Path) -> None:
     res = run(cli, "validate", str(example))
-    assert res.out.strip().splitlines()[-1] == "valid: 2 WECs, 2 placements, 0 errors", res
+    assert res.out.strip().splitlines()[-1] == "valid: 2 WECs, 2 placements, 0 errors, 0 warnings", res
     assert res.err == ""
     assert not (example / FLORIN).exists(), "validate must not write anything"
 
@@ -267,7 +267,7 @@ def test_diff_right_after_reconcile_is_empty(cli: Any, example: Path) -> None:
     res = run(cli, "diff", str(example))
     assert res.out == "0 WECs affected\n"
     assert json.loads(run(cli, "diff", str(example), "-o", "json").out) == {
-        "changed": False, "affectedWecs": [], "wecs": {}}
+        "changed": False, "affectedWecs": [], "wecs": {}, "problems": []}
 
 
 def test_diff_after_editing_a_common_configmap(cli: Any, example: Path) -> None:
@@ -295,7 +295,7 @@ def test_diff_after_editing_a_special_configmap_names_one_wec(cli: Any, example:
     assert f"--- a/{GUILDER}/" in res.out and FLORIN not in res.out
 
     data = json.loads(run(cli, "diff", str(example), "-o", "json", code=1).out)
-    assert set(data) == {"changed", "affectedWecs", "wecs"}
+    assert set(data) == {"changed", "affectedWecs", "wecs", "problems"}
     assert data["changed"] is True
     assert data["affectedWecs"] == ["guilder"]
     assert set(data["wecs"]) == {"guilder"}

@@ -45,8 +45,7 @@ spec:
   unschedulable: false
   evictAfter: "2030-01-01T00:00:00Z"
   cells: {zone: eu-1}
-  supportedAPIExports: [{export: kubernetes}]
-  somethingKcpAdded: 1
+  supportedAPIExports: [{export: kubernetes, path: "root:compute"}]
 status: {lastSyncerHeartbeatTime: "2024-01-01T00:00:00Z"}
 """],
     "location.json": ["""
@@ -65,8 +64,6 @@ apiVersion: edge.kubestellar.io/v2alpha1
 kind: Location
 metadata: {name: nowhere}
 spec:
-  description: a nil selector matches nothing
-  instanceSelector: null
   availableSelectorLabels: [{key: id, values: [a, b]}]
 """],
     "edgeplacement-v2alpha1.json": ["""
@@ -296,9 +293,10 @@ def test_refs_are_relative_to_sibling_files_and_resolve(name: str) -> None:
 
 @pytest.mark.parametrize(("key", "name"), sorted(SCHEMA_FILES.items()))
 def test_kind_schemas_pin_api_version_and_kind(key: tuple[str, str], name: str) -> None:
+    """One file per kind; KubeStellar's v1alpha1 and v2alpha1 share it where their CRDs agree."""
     api_version, kind = key
     props = load_schema(name)["properties"]
-    assert props["apiVersion"] == {"const": api_version}
+    assert props["apiVersion"] == {"const": api_version} or api_version in props["apiVersion"]["enum"]
     assert props["kind"] == {"const": kind}
 
 
@@ -349,16 +347,34 @@ def test_workload_kinds_have_no_schema_and_no_problems(body: dict[str, Any]) -> 
     assert validate_schema(obj(body)) == []
 
 
-@pytest.mark.parametrize(("api_version", "kind"), [
-    ("edge.kubestellar.io/v2alpha1", "EdgePlacment"),
-    ("edge.kubestellar.io/v1beta1", "EdgePlacement"),
-    ("control.kubestellar.io/v1alpha1", "BindingPolicy"),
+@pytest.mark.parametrize(("api_version", "kind", "hint"), [
+    ("edge.kubestellar.io/v2alpha1", "EdgePlacment", " (did you mean EdgePlacement?)"),
+    ("edge.kubestellar.io/v2alpha1", "EdgeSyncConfig", ""),
+    ("control.kubestellar.io/v1alpha1", "BindingPolicy", ""),
 ])
-def test_unknown_kinds_in_our_groups_are_problems(api_version: str, kind: str) -> None:
-    problems = validate_schema(obj({"apiVersion": api_version, "kind": kind, "metadata": {"name": "x"}}))
-    assert len(problems) == 1
-    assert problems[0].origin == ORIGIN
-    assert f"{kind} x: apiVersion {api_version} kind {kind} is not a kind ksgitops understands" in problems[0].message
+def test_unknown_kinds_in_our_groups_are_warnings(api_version: str, kind: str, hint: str) -> None:
+    """No schema, so no schema problem; validation warns once per unknown kind, never fatally (a
+    KubeStellar release has kinds ksgitops does not read, e.g. EdgeSyncConfig, BindingPolicy)."""
+    from ksgitops.core.validate import validate
+    from ksgitops.kinds import KindTable
+    body = {"apiVersion": api_version, "kind": kind, "metadata": {"name": "x"}}
+    assert validate_schema(obj(body)) == []
+    problems = validate({"wds": [obj(body)]}, KindTable())
+    assert len(problems) == 1 and problems[0].severity == "warning" and problems[0].origin == ORIGIN
+    assert problems[0].message.startswith(f"kind {kind} of apiVersion {api_version} is unknown")
+    assert problems[0].message.endswith(f"entry to place them{hint}")
+
+
+def test_a_version_of_a_control_kind_nobody_defines_is_an_error() -> None:
+    """The API server refuses it (no CRD serves that version), and read as a control object it
+    would be misread."""
+    from ksgitops.core.validate import validate
+    from ksgitops.kinds import KindTable
+    body = {"apiVersion": "edge.kubestellar.io/v1beta1", "kind": "EdgePlacement", "metadata": {"name": "x"}}
+    (problem,) = validate({"wds": [obj(body)]}, KindTable())
+    assert problem.is_error and problem.message == (
+        "EdgePlacement x: apiVersion edge.kubestellar.io/v1beta1 is not a version of EdgePlacement (KubeStellar and "
+        "ksgitops define edge.kubestellar.io/v1alpha1, edge.kubestellar.io/v2alpha1)")
 
 
 # --- invalid objects fail, naming the field ------------------------------------------------------
@@ -387,22 +403,8 @@ INVALID = [
     ("location.json", "spec.instanceSelectors", {}, "spec.instanceSelectors", "unknown field"),
     ("edgeplacement-v2alpha1.json", "spec.downsync.0.resources", "configmaps",
      "spec.downsync[0].resources", "must be of type array (got string 'configmaps')"),
-    ("edgeplacement-v2alpha1.json", "spec.downsync.0.resources", ["ConfigMaps"],
-     "spec.downsync[0].resources[0]", "lowercase plural"),
     ("edgeplacement-v2alpha1.json", "spec.downsync.0.resource", ["configmaps"],
      "spec.downsync[0].resource", "did you mean 'resources'?"),
-    ("edgeplacement-v2alpha1.json", "spec.downsync.1.apiGroup", "apps/v1", "spec.downsync[1].apiGroup",
-     "API group without version"),
-    ("edgeplacement-v2alpha1.json", "spec.downsync.0.namespaces", ["Common_Stuff"],
-     "spec.downsync[0].namespaces[0]", "namespace name"),
-    ("edgeplacement-v2alpha1.json", "spec.downsync.0.namespaceSelectors", [{"matchExpressions": [
-        {"key": "a", "operator": "In"}]}], "spec.downsync[0].namespaceSelectors[0].matchExpressions[0].values",
-     "required field is missing"),
-    ("edgeplacement-v2alpha1.json", "spec.downsync.0.labelSelectors", [{"matchExpressions": [
-        {"key": "a", "operator": "Exists", "values": ["x"]}]}],
-     "spec.downsync[0].labelSelectors[0].matchExpressions[0].values", "must be empty for operator Exists"),
-    ("edgeplacement-v2alpha1.json", "spec.locationSelectors.0.matchExpressions", [{"key": "a", "operator": "in"}],
-     "spec.locationSelectors[0].matchExpressions[0].operator", "must be one of 'In', 'NotIn'"),
     ("edgeplacement-v2alpha1.json", "spec.locationSelectors", {"matchLabels": {"env": "prod"}},
      "spec.locationSelectors", "must be of type array (got object)"),
     ("edgeplacement-v2alpha1.json", "spec.wantSingletonReportedState", "true",
@@ -441,7 +443,6 @@ INVALID = [
     ("space.json", "spec.Type", "Managed", "spec.Type", "must be one of 'managed', 'unmanaged', 'imported'"),
     ("space.json", "spec.type", "managed", "spec.type", "did you mean 'Type'?"),
     ("space.json", "status.Phase", "Running", "status.Phase", "must be one of 'Initializing'"),
-    ("spaceproviderdesc.json", "spec.ProviderType", "kind", "spec.ProviderType", "must be one of 'git', 'kubeconfig'"),
     ("statuscollector.json", "spec.combinedFields.1.subject", ..., "spec.combinedFields[1].subject",
      "required field is missing"),
     ("statuscollector.json", "spec.combinedFields.0.type", "MEDIAN", "spec.combinedFields[0].type",
@@ -457,6 +458,33 @@ INVALID = [
     ("combinedstatus.json", "object.name", ..., "object.name", "required field is missing"),
     ("repoconfig.json", "spec", {"pol": {}}, "spec.pol", "did you mean 'poll'?"),
 ]
+
+
+# KubeStellar's CRDs accept these (plain strings, selectors of any content): validation warns that the
+# clause or selector matches nothing (core/clauses.py), where the schema used to refuse them.
+NOW_WARNINGS = [
+    ("spec.downsync.0.resources", ["ConfigMaps"], "spec.downsync[0].resources[0]", "matches nothing"),
+    ("spec.downsync.1.apiGroup", "apps/v1", "spec.downsync[1].apiGroup", "holds a version"),
+    ("spec.downsync.0.namespaces", ["Common_Stuff"], "spec.downsync[0].namespaces[0]", "is not a namespace name"),
+    ("spec.downsync.0.namespaceSelectors", [{"matchExpressions": [{"key": "a", "operator": "In"}]}],
+     "spec.downsync[0].namespaceSelectors[0]", "operator In needs at least one value"),
+    ("spec.downsync.0.labelSelectors", [{"matchExpressions": [{"key": "a", "operator": "Exists", "values": ["x"]}]}],
+     "spec.downsync[0].labelSelectors[0]", "operator Exists takes no values"),
+    ("spec.locationSelectors.0.matchExpressions", [{"key": "a", "operator": "in"}],
+     "spec.locationSelectors[0]", "operator 'in' is not one of In"),
+]
+
+
+@pytest.mark.parametrize(("path", "value", "where", "text"), NOW_WARNINGS, ids=[p for p, *_ in NOW_WARNINGS])
+def test_values_the_crd_accepts_are_warnings_not_schema_errors(path: str, value: Any, where: str, text: str) -> None:
+    from ksgitops.core.validate import validate
+    from ksgitops.kinds import KindTable
+    body = _set(base("edgeplacement-v2alpha1.json"), path, value)
+    assert validate_schema(obj(body)) == []
+    problems = validate({"wds": [obj(body)]}, KindTable())
+    found = [p for p in problems if p.message.startswith(f"EdgePlacement edge-placement-c: {where}: ")]
+    assert found and all(p.severity == "warning" for p in found), problems
+    assert any(text in p.message for p in found), found
 
 
 @pytest.mark.parametrize(("name", "path", "value", "where", "text"), INVALID,
@@ -484,7 +512,9 @@ def test_api_version_and_kind_are_checked_against_the_schema(key: tuple[str, str
     body["apiVersion"] = "edge.kubestellar.io/v9"
     body["kind"] = "Other"
     msgs = [p.message for p in validate_document(name, body, ORIGIN, "X")]
-    assert f"X: apiVersion: must be {key[0]!r} (got string 'edge.kubestellar.io/v9')" in msgs
+    versions = load_schema(name)["properties"]["apiVersion"].get("enum")
+    expected = f"one of {', '.join(map(repr, versions))}" if versions else repr(key[0])
+    assert f"X: apiVersion: must be {expected} (got string 'edge.kubestellar.io/v9')" in msgs
     assert f"X: kind: must be {key[1]!r} (got string 'Other')" in msgs
 
 
@@ -516,7 +546,8 @@ def test_problems_carry_the_object_origin_and_are_sorted_and_deterministic() -> 
     body["aaa"] = 1
     problems = validate_schema(obj(body))
     assert len(problems) == 4
-    assert all(p.origin == ORIGIN and p.is_error for p in problems)
+    assert all(p.origin == ORIGIN for p in problems)
+    assert sum(p.is_error for p in problems) == 2  # the two unknown fields are warnings (dropped)
     assert [p.message for p in problems] == sorted(p.message for p in problems)
     shuffled = dict(reversed(list(body.items())))
     shuffled["spec"] = dict(reversed(list(body["spec"].items())))
@@ -529,8 +560,9 @@ def test_each_unknown_and_each_missing_field_is_its_own_problem() -> None:
     msgs = messages(body)
     for field in ("path", "value"):
         assert f"Customizer example-customizer: replacements[0].{field}: required field is missing" in msgs
-    assert "Customizer example-customizer: replacements[0].pth: unknown field (did you mean 'path'?)" in msgs
-    assert "Customizer example-customizer: replacements[0].vale: unknown field (did you mean 'value'?)" in msgs
+    for typo, field in (("pth", "path"), ("vale", "value")):
+        assert any(m.startswith(f"Customizer example-customizer: replacements[0].{typo}: unknown field (did you mean "
+                                f"'{field}'?); dropped") for m in msgs), msgs
 
 
 def test_messages_never_echo_mappings_or_lists() -> None:
@@ -544,7 +576,7 @@ def test_messages_never_echo_mappings_or_lists() -> None:
 
 def test_long_messages_are_shortened() -> None:
     body = base("edgeplacement-v2alpha1.json")
-    body["spec"]["downsync"][0]["namespaces"] = ["N" * 5000]  # long value: quoted in part
+    body["spec"]["wantSingletonReportedState"] = "N" * 5000  # long value: quoted in part
     body["metadata"]["labels"] = {"Bad key " * 500: "v"}  # long rule text + long value: cut at 200
     msgs = messages(body)
     assert len(msgs) == 2
@@ -589,5 +621,5 @@ def test_long_keys_are_shortened_in_paths() -> None:
     body = base("location.json")
     body["spec"]["x" * 1000] = 1
     (msg,) = messages(body)
-    assert msg == f"Location florin: spec['{'x' * 60}...']: unknown field (allowed: availableSelectorLabels, " \
-                  "description, instanceSelector, resource)"
+    assert msg.startswith(f"Location florin: spec['{'x' * 60}...']: unknown field (allowed: availableSelectorLabels, "
+                          "description, instanceSelector, resource); dropped")

@@ -100,7 +100,12 @@ TABLE: list[tuple[str, list[SpaceObj], list[ProviderDesc], dict[str, Any], list[
      {"git": [M("a")]}, [], ["spaces/ctl/spaces.yaml:9: Space a is defined twice: here and at spaces/ctl/spaces.yaml:1"]),
     ("duplicate-provider", [], [ProviderDesc("p", "git", origin=Origin("x", 1)), ProviderDesc("p", "git", origin=Origin("x", 5))],
      {"git": []}, [], ["x:5: SpaceProviderDesc p is defined twice"]),
-    ("unknown-provider-type", [], [ProviderDesc("p", "kcp")], {}, [], ["unknown ProviderType 'kcp'"]),
+    # KubeStellar's ProviderTypes (kcp, kind, kubeflex) are valid input: reported where a Space uses them
+    # (space-framework v0.14.2 pkg/apis/space/v1alpha1/space-provider-desc.go: KcpProviderType etc.)
+    ("undriven-provider-type-unused", [], [ProviderDesc("p", "kcp")], {}, [], []),
+    ("undriven-provider-type-used", [obj("a", provider="p")], [ProviderDesc("p", "kind")], {}, [],
+     ["warning: Space a: its SpaceProviderDesc p has ProviderType 'kind', which ksgitops does not drive (it drives "
+      "git, kubeconfig): the Space is left alone"]),
     ("discovered-twice", [], [ProviderDesc("a", "git", "wec-"), ProviderDesc("b", "kubeconfig", "wec-")],
      {"a": [M("wec-x")], "b": [M("wec-x")]}, ["WriteSpaceObject wec-x (a)"],
      ["warning: space wec-x is discovered by providers a and b; a has it"]),
@@ -296,12 +301,14 @@ def test_reconcile_writes_discovered_spaces(tree: Callable[[dict[str, str]], Pat
     assert not reconcile(WorkTreeSnapshot(repo)).spaces.of(WRITE_OBJECT)
 
 
-def test_reconcile_rejects_an_unknown_provider(tree: Callable[[dict[str, str]], Path]) -> None:
+def test_reconcile_leaves_a_space_of_an_unknown_provider_alone(tree: Callable[[dict[str, str]], Path]) -> None:
+    """The Space CRD takes any SpaceProviderDescName: a warning, never fatal; the space is not touched."""
     repo = tree({"spaces/ctl/s.yaml": space_yaml("wds2", provider="gti"), "spaces/wds2/cm.yaml": CONFIGMAP})
-    with pytest.raises(KsgitopsError) as e:
-        reconcile(WorkTreeSnapshot(repo))
-    assert [str(p) for p in e.value.problems] == [
-        "spaces/ctl/s.yaml:1: Space wds2: unknown SpaceProviderDesc 'gti' (known: git)"]
+    result = reconcile(WorkTreeSnapshot(repo))
+    assert [str(p) for p in result.problems if p.space == "ctl"] == [
+        "spaces/ctl/s.yaml:1: warning: Space wds2: unknown SpaceProviderDesc 'gti' (known: git): the Space is left "
+        "alone"]
+    assert not result.spaces.actions
 
 
 def test_reconcile_managed_space_on_kubeconfig_is_an_error(tree: Callable[[dict[str, str]], Path]) -> None:

@@ -157,18 +157,29 @@ def test_mailboxes_are_listed_and_left_to_reconcile(tmp_path: Path, cli: Cli) ->
 # ---- errors
 
 @pytest.mark.parametrize("files_, expected", [
-    ({"spaces/ctl/p.yaml": desc("s3-bucket", "s3")},
-     "spaces/ctl/p.yaml:1: SpaceProviderDesc s3-bucket: spec.ProviderType:"),
+    # what the space-framework CRDs accept is a warning: the Space is left alone, the rest applied
+    ({"spaces/ctl/p.yaml": desc("s3-bucket", "s3"), "spaces/ctl/s.yaml": space("wds2", provider="s3-bucket")},
+     "spaces/ctl/s.yaml:1: warning: Space wds2: its SpaceProviderDesc s3-bucket has ProviderType 's3', which "
+     "ksgitops does not drive"),
     ({"spaces/ctl/s.yaml": "# a comment\n" + space("wds2", provider="gti")},
-     "spaces/ctl/s.yaml:2: Space wds2: unknown SpaceProviderDesc 'gti' (known: git)"),
+     "spaces/ctl/s.yaml:2: warning: Space wds2: unknown SpaceProviderDesc 'gti' (known: git): the Space is left alone"),
+    ({"spaces/ctl/s.yaml": space("wds2").replace("  namespace: spaces\n", "")},
+     "spaces/ctl/s.yaml:1: warning: Space wds2 has no metadata.namespace: read in namespace default"),
+])
+def test_what_the_crds_accept_is_a_warning(tree: Tree, cli: Cli, files_: dict[str, str], expected: str) -> None:
+    repo = tree({**files_, "spaces/ctl/wds9.yaml": space("wds9")})
+    result = ok(cli("spaces", str(repo), "--apply"))
+    assert expected in result.err, result
+    assert "done: SetPhase wds9 (git) -> Ready" in result.out
+
+
+@pytest.mark.parametrize("files_, expected", [
     ({"spaces/ctl/p.yaml": desc("clusters", "kubeconfig")},
      "spaces/ctl/p.yaml:1: SpaceProviderDesc clusters: a kubeconfig provider needs spec.Config"),
     ({"spaces/ctl/p.yaml": desc("clusters", "kubeconfig", config="kc"), "spaces/ctl/s.yaml": space("wec-a", provider="clusters")},
      "spaces/ctl/s.yaml:1: Space wec-a: provider clusters (kubeconfig) cannot create or delete spaces"),
     ({"spaces/ctl/p.yaml": desc("git") + "---\n" + desc("git", prefix="x")},
      "spaces/ctl/p.yaml:8: SpaceProviderDesc.space.kubestellar.io git is defined twice"),
-    ({"spaces/ctl/s.yaml": space("wds2").replace("  namespace: spaces\n", "")},
-     "spaces/ctl/s.yaml:1: namespaced Space wds2 needs metadata.namespace"),
     ({"spaces/ctl/s.yaml": "kind: Space\nspec: [\n"}, "spaces/ctl/s.yaml:3: malformed YAML"),
 ])
 def test_invalid_objects_exit_2_with_file_and_line(tree: Tree, cli: Cli, files_: dict[str, str],

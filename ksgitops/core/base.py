@@ -6,11 +6,13 @@ projected label added, an empty annotations map omitted (kustomize drops it, so 
 """
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Any
 
 from ..kinds import KindInfo
 from ..model import Obj, ObjRef
+from ..names import file_stem
 from .params import referenced_keys
 from .customize import CUSTOMIZER_ANNOTATION, EXPAND_ANNOTATION, wants_expansion
 from .delivery import CLEARED_METADATA, is_kcp_key
@@ -19,9 +21,15 @@ from .serialize import deep_copy, dump_yaml
 PROJECTED_LABEL = "edge.kubestellar.io/projected"
 
 
+@functools.lru_cache(maxsize=1 << 17)  # called per object per WEC: the parts are few and repeat
 def rel_path(group: str, resource: str, namespace: str, name: str) -> str:
-    """`<group|core>/<resource>/<namespace|_cluster>/<name>`: the mailbox path of an object."""
-    return f"{group or 'core'}/{resource}/{namespace or '_cluster'}/{name}"
+    """`<group|core>/<resource>/<namespace|_cluster>/<name>`: the path of an object in a mailbox
+    (objects/, patches/, reported/, upsynced/) and in a status folder. Each part is a file name
+    by `file_stem` (unchanged for valid groups, resources, namespaces and ordinary names), so no
+    name can make the path leave its folder or overflow a file name."""
+    parts = (file_stem(group) if group else "core", file_stem(resource),
+             file_stem(namespace) if namespace else "_cluster", file_stem(name))
+    return "/".join(parts)
 
 
 @dataclass(frozen=True, slots=True)

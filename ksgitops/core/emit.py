@@ -35,9 +35,13 @@ def space_yaml(wec: Wec) -> bytes:
     ).encode()
 
 
+_REGEX_SPECIAL = frozenset("\\.+*?()|[]{}^$")
+
+
 def _escape(name: str) -> str:
-    """kustomize reads target name/namespace as anchored regular expressions."""
-    return name.replace(".", "\\.")
+    """kustomize reads target name/namespace as anchored (Go) regular expressions: escape what
+    Go's regexp.QuoteMeta escapes (a path-segment name such as an RBAC name may hold any of it)."""
+    return "".join("\\" + c if c in _REGEX_SPECIAL else c for c in name)
 
 
 def _target(base: Base) -> str:

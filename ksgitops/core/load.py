@@ -11,7 +11,7 @@ from typing import Any, MutableMapping
 
 from ..model import Obj, ObjRef, Origin, Problem, Progress
 from ..names import dns1123_label_error
-from .parse import parse_file
+from .convert import read_source
 from .snapshot import CONFIG_FILE, Snapshot, SourceFile
 
 SYNC_TARGET_ANNOTATION = "edge.kubestellar.io/sync-target-name"
@@ -104,10 +104,10 @@ def _load_space(space: str, files: list[SourceFile], cache: ParseCache, problems
 def _objects(space: str, source: SourceFile, cache: ParseCache, problems: list[Problem]) -> list[Obj]:
     parsed = cache.get(source.key)
     if parsed is None:
-        parsed = parse_file(source.path, source.read())
+        parsed = read_source(source.path, source.read())
         cache[source.key] = parsed
     elif parsed.problems and parsed.problems[0].origin.path != source.path:
-        parsed = parse_file(source.path, source.read())  # same bytes elsewhere: re-anchor the message
+        parsed = read_source(source.path, source.read())  # same bytes elsewhere: re-anchor the messages
     problems.extend(parsed.problems)
     return [Obj(space, body, Origin(source.path, line), source.key) for line, body in parsed.docs]
 

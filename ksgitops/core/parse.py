@@ -2,8 +2,14 @@
 
 YAML goes through PyYAML's C parser (YAML 1.1 booleans as kubectl reads them, but timestamps kept
 as strings so every value stays JSON); JSON through orjson. Limits: files over 10 MiB, non-UTF-8
-text, alias bombs and recursive aliases, non-mapping documents and non-JSON values are all fatal,
+text, alias bombs and recursive aliases, non-mapping documents, non-JSON values and duplicate keys
+in a mapping (kubectl refuses them too; a YAML merge key may still be overridden) are all fatal,
 reported as `file:line: message`.
+
+Read as kubectl reads files: a `kind: List` document, or a `v1` `...List` one, stands for its
+`items`, each with its own line. A label or annotation value that YAML reads as a boolean, a
+number or null (`extended: yes`) is one error at the value's line that shows the quoted form; the
+documents are still returned, so later checks see them.
 """
 from __future__ import annotations
 
@@ -24,7 +30,28 @@ INT_LIMIT = 2 ** 53  # kustomize reads numbers as float64: larger integers would
 
 
 class _Loader(yaml.CSafeLoader if hasattr(yaml, "CSafeLoader") else yaml.SafeLoader):  # type: ignore[misc]
-    """Safe loader without the timestamp resolver: '2024-01-01' stays a string, as JSON needs."""
+    """Safe loader without the timestamp resolver: '2024-01-01' stays a string, as JSON needs;
+    a key given twice in one mapping is an error (sigs.k8s.io/yaml, which kubectl uses, refuses it)."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        own = node.value  # flatten_mapping leaves here the mapping's own entries, merge keys removed
+        mapping: dict[Any, Any] = super().construct_mapping(node, deep)
+        if len(mapping) != len(node.value):  # fewer keys than entries: a duplicate, or an override
+            _refuse_duplicates(self, own)
+        return mapping
+
+
+def _refuse_duplicates(loader: Any, entries: list[tuple[yaml.Node, yaml.Node]]) -> None:
+    """Raise at the second occurrence of a key among a mapping's own entries (a key that only
+    overrides one brought in by a merge key `<<` is no duplicate)."""
+    first: dict[Any, int] = {}
+    for key_node, _ in entries:
+        key = loader.construct_object(key_node)
+        line = key_node.start_mark.line + 1
+        if key in first:
+            raise yaml.constructor.ConstructorError(
+                None, None, f"duplicate key {key!r} in a mapping (first at line {first[key]})", key_node.start_mark)
+        first[key] = line
 
 
 _Loader.yaml_implicit_resolvers = {
@@ -82,7 +109,89 @@ def _parse_json(path: str, text: str) -> ParsedFile:
     error = _shape_error(doc)
     if error:
         return _fail(path, 1, error)
-    return ParsedFile(((1, doc),))
+    docs, problems = [], []
+    for line, body, _ in _expanded(1, doc, None):
+        docs.append((line, body))
+        problems.extend(_scalar_metadata_problems(path, line, body, None))
+    return _checked(path, docs, problems)
+
+
+def _checked(path: str, docs: list[tuple[int, Any]], problems: list[Problem]) -> ParsedFile:
+    """A List item that is not a mapping is as fatal as a document that is not one."""
+    for line, body in docs:
+        if not isinstance(body, dict):
+            return _fail(path, line, f"a List item is not a mapping (found {type(body).__name__})")
+    return ParsedFile(tuple(docs), tuple(problems))
+
+
+# --- kubectl's reading of a file: List documents, and metadata values that are not strings --------
+
+def is_list(doc: dict[str, Any]) -> bool:
+    """`kind: List`, or a `v1` kind ending in List, with `items` (kubectl flattens these)."""
+    kind = doc.get("kind")
+    if not isinstance(kind, str) or not isinstance(doc.get("items"), list):
+        return False
+    return kind == "List" or (doc.get("apiVersion") == "v1" and kind.endswith("List"))
+
+
+def _expanded(line: int, doc: Any, node: yaml.Node | None) -> list[tuple[int, Any, yaml.Node | None]]:
+    """The document itself, or (recursively) the items of a List, each with its own line."""
+    if not isinstance(doc, dict) or not is_list(doc):
+        return [(line, doc, node)]
+    item_nodes = _child(node, "items")
+    out = []
+    for i, item in enumerate(doc["items"]):
+        item_node = item_nodes.value[i] if isinstance(item_nodes, yaml.SequenceNode) else None
+        item_line = item_node.start_mark.line + 1 if item_node is not None else line
+        out.extend(_expanded(item_line, item, item_node))
+    return out
+
+
+def _child(node: yaml.Node | None, key: str) -> yaml.Node | None:
+    """The value node of `key` in a mapping node (None when absent or not a mapping)."""
+    if not isinstance(node, yaml.MappingNode):
+        return None
+    for key_node, value_node in node.value:
+        if isinstance(key_node, yaml.ScalarNode) and key_node.value == key:
+            return value_node
+    return None
+
+
+_SCALAR_WORDS = {bool: "a boolean", int: "a number", float: "a number", type(None): "null"}
+
+
+def _scalar_metadata_problems(path: str, line: int, doc: Any, node: yaml.Node | None) -> list[Problem]:
+    """One error per label or annotation value that is not a string, at the value's line, with
+    the quoted form that works (the Kubernetes API refuses such a value; kubectl does too)."""
+    md = doc.get("metadata") if isinstance(doc, dict) else None
+    if not isinstance(md, dict):
+        return []
+    problems = []
+    for field in ("labels", "annotations"):
+        values = md.get(field)
+        if not isinstance(values, dict):
+            continue
+        for key, value in values.items():
+            word = _SCALAR_WORDS.get(type(value))
+            if word is None:
+                continue
+            value_node = _child(_child(_child(node, "metadata"), field), key)
+            text = value_node.value if isinstance(value_node, yaml.ScalarNode) else _json_text(value)
+            at = value_node.start_mark.line + 1 if value_node is not None else line
+            shown = f"the unquoted value {text}" if text else "an empty value"
+            what = field[:-1]
+            problems.append(Problem(Origin(path, at), f"{what} {key}: {shown} is read as {word}, but "
+                                    f"{'an' if what[0] == 'a' else 'a'} {what} value must be a string; quote it: "
+                                    f"{key}: {_quoted(text)}"))
+    return problems
+
+
+def _json_text(value: Any) -> str:
+    return "" if value is None else orjson.dumps(value).decode()
+
+
+def _quoted(text: str) -> str:
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
 def _nesting_error(text: str) -> tuple[int, str] | None:
@@ -134,6 +243,7 @@ def _parse_yaml(path: str, text: str, data: bytes) -> ParsedFile:
         return _fail(path, *nesting)
     may_alias = b"&" in data
     docs: list[tuple[int, dict[str, Any]]] = []
+    problems: list[Problem] = []
     loader = _Loader(text)
     try:
         while loader.check_node():
@@ -149,7 +259,9 @@ def _parse_yaml(path: str, text: str, data: bytes) -> ParsedFile:
             error = _shape_error(doc)
             if error:
                 return _fail(path, line, error)
-            docs.append((line, doc))
+            for item_line, body, item_node in _expanded(line, doc, node):
+                docs.append((item_line, body))
+                problems.extend(_scalar_metadata_problems(path, item_line, body, item_node))
     except yaml.MarkedYAMLError as e:
         mark = e.problem_mark or e.context_mark
         line = mark.line + 1 if mark else 0
@@ -158,7 +270,7 @@ def _parse_yaml(path: str, text: str, data: bytes) -> ParsedFile:
         return _fail(path, 0, f"malformed YAML: {type(e).__name__}")
     finally:
         loader.dispose()
-    return ParsedFile(tuple(docs))
+    return _checked(path, docs, problems)
 
 
 def _alias_error(root: yaml.Node) -> str | None:

@@ -13,6 +13,7 @@ from typing import Any, Callable
 from .. import __version__
 from ..kinds import KindTable, is_control
 from ..model import KsgitopsError, Obj, Problem, Progress
+from ..names import file_stem
 from .emit import INVENTORY_ANNOTATION, Emitter, sps_yaml
 from .load import Loaded, ParseCache, load
 from .mailbox import MailboxBuilder, MailboxPlan, PlacementPlan
@@ -22,7 +23,7 @@ from .snapshot import GENERATED_DIR, Snapshot
 from .spaces import Plan, space_step
 from .serialize import canonical_json
 from .tree import REUSE, Generated
-from .validate import validate
+from .validate import validate, with_default_namespaces
 from .what import Placed, namespace_labels, placement_spec, select
 from .where import Wec, destinations, inventory, wec_names
 
@@ -65,12 +66,14 @@ def reconcile(snapshot: Snapshot, read_previous: Callable[[str], bytes | None] =
     _raise_if_errors(loaded.problems + problems)
     spaces = {s: objs for s, objs in loaded.spaces.items() if s not in config.skip_spaces}
     kinds = _kind_table(spaces, config)
-    _raise_if_errors(validate(spaces, kinds, cache))
+    spaces, defaulted = with_default_namespaces(spaces, kinds)
+    checked = defaulted + validate(spaces, kinds, cache)
+    _raise_if_errors(checked)
     wecs = inventory(spaces)
     # -- space step (core/spaces.py): discovery, unknown providers
     space_out = space_step(snapshot, loaded, spaces, wecs, config.skip_spaces)
     _raise_if_errors(space_out.problems)
-    warnings: list[Problem] = [p for p in space_out.problems if not p.is_error]
+    warnings: list[Problem] = [p for p in loaded.problems + checked + space_out.problems if not p.is_error]
     # -- end space step
     memo = _PlanMemo(cache, loaded.digests, wecs, kinds)
     placements = {wds: _plan_placements(objs, kinds, wecs, warnings, memo.for_space(wds))
@@ -205,7 +208,7 @@ def _generated(loaded: Loaded, skipped: tuple[str, ...], placements: dict[str, l
         plans = placements.get(space)
         root = f"spaces/{space}/{GENERATED_DIR}/{SPS_DIR}"
         if plans:
-            generated[root] = {f"{p.obj.name}.yaml": sps_yaml(p.obj.name, p.dests) for p in plans}
+            generated[root] = {f"{file_stem(p.obj.name)}.yaml": sps_yaml(p.obj.name, p.dests) for p in plans}
         else:
             generated[root] = None
     for mailbox, space_obj in loaded.mailboxes.items():

@@ -14,6 +14,7 @@ from typing import Any
 import orjson
 
 from ..model import Origin, Problem
+from .base import rel_path
 from .parse import ParsedFile, parse_file, parse_json
 from .schemas import validate_reported
 
@@ -106,11 +107,11 @@ def _rel(name: str) -> tuple[str, str]:
 def _identity_mismatch(rel: str, doc: dict[str, Any]) -> str:
     """The report's object must be the one its path names (namespace and name; the path's group
     must be the apiVersion's)."""
-    group, _resource, namespace, name = rel.split("/")
+    group, resource, namespace, name = rel.split("/")
     identity = doc["object"]
-    api_group = str(identity["apiVersion"]).rpartition("/")[0] or "core"
-    ns = identity.get("namespace") or "_cluster"
-    if (api_group, ns, identity["name"]) != (group, namespace, name):
+    api_group = str(identity["apiVersion"]).rpartition("/")[0]
+    expected = rel_path(api_group, resource, str(identity.get("namespace") or ""), str(identity["name"]))
+    if expected != rel:
         return "object does not match the file's path (group, namespace and name must agree), skipped"
     return ""
 

@@ -17,6 +17,7 @@ import functools
 import importlib.resources
 import json
 import re
+from dataclasses import dataclass
 from datetime import date, datetime
 from pathlib import Path
 from typing import Any, Iterable
@@ -26,20 +27,21 @@ from jsonschema.exceptions import ValidationError, best_match
 from referencing import Registry, Resource
 from referencing.jsonschema import DRAFT202012
 
-from ..kinds import CONTROL_GROUPS
 from ..model import Obj, Origin, Problem
 
 MAX_MESSAGE = 200
 
-# (apiVersion, kind) -> schema file name
+# (apiVersion, kind) -> schema file name. KubeStellar's v1alpha1 and v2alpha1 kinds share a file
+# where their CRDs agree (its apiVersion is an enum); EdgePlacement changed shape between them.
+_V1, _V2 = "edge.kubestellar.io/v1alpha1", "edge.kubestellar.io/v2alpha1"
 SCHEMA_FILES: dict[tuple[str, str], str] = {
-    ("edge.kubestellar.io/v2alpha1", "SyncTarget"): "synctarget.json",
-    ("edge.kubestellar.io/v2alpha1", "Location"): "location.json",
-    ("edge.kubestellar.io/v2alpha1", "EdgePlacement"): "edgeplacement-v2alpha1.json",
-    ("edge.kubestellar.io/v1alpha1", "EdgePlacement"): "edgeplacement-v1alpha1.json",
-    ("edge.kubestellar.io/v2alpha1", "Customizer"): "customizer.json",
-    ("edge.kubestellar.io/v2alpha1", "SinglePlacementSlice"): "singleplacementslice.json",
-    ("edge.kubestellar.io/v2alpha1", "SyncerConfig"): "syncerconfig.json",
+    **{(version, "SyncTarget"): "synctarget.json" for version in (_V1, _V2)},
+    **{(version, "Location"): "location.json" for version in (_V1, _V2)},
+    **{(version, "Customizer"): "customizer.json" for version in (_V1, _V2)},
+    **{(version, "SinglePlacementSlice"): "singleplacementslice.json" for version in (_V1, _V2)},
+    **{(version, "SyncerConfig"): "syncerconfig.json" for version in (_V1, _V2)},
+    (_V2, "EdgePlacement"): "edgeplacement-v2alpha1.json",
+    (_V1, "EdgePlacement"): "edgeplacement-v1alpha1.json",
     ("space.kubestellar.io/v1alpha1", "Space"): "space.json",
     ("space.kubestellar.io/v1alpha1", "SpaceProviderDesc"): "spaceproviderdesc.json",
     ("control.kubestellar.io/v1alpha1", "StatusCollector"): "statuscollector.json",
@@ -51,6 +53,11 @@ GENERATED_SCHEMAS: dict[tuple[str, str], str] = {
     ("ksgitops.kubestellar.io/v1alpha1", "SpaceProblems"): "problems.json",  # reconcile: .ksgitops/problems.yaml
     ("ksgitops.kubestellar.io/v1alpha1", "SyncReport"): "syncreport.json",  # `ksgitops sync`: reported/sync.yaml
 }
+# Kinds whose CRDs are KubeStellar's: what their schema does not know is dropped with a warning, as
+# the API server prunes it. ksgitops' own kinds (StatusCollector, CombinedStatus, RepoConfig) are
+# strict: an unknown field there is an error.
+PRUNED_GROUPS = frozenset({"edge.kubestellar.io", "space.kubestellar.io"})
+WARNING_KEYWORD = "x-ksgitops-warning"  # on a subschema: ksgitops is stricter there than the CRD
 REPORTED_SCHEMA = "reported.json"  # mailbox reported/ files: no apiVersion/kind, see validate_reported
 
 _PLAIN_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*$")
@@ -100,22 +107,40 @@ def schema_for(obj: Obj) -> str | None:
 
 # --- validation ------------------------------------------------------------------------------
 
-def validate_schema(obj: Obj) -> list[Problem]:
-    """Problems of one object against its schema, sorted; [] for workload kinds.
+@dataclass(frozen=True, slots=True)
+class Finding:
+    """One schema finding: `path` of the value in the document, the message (with the path), and
+    what it means: "error"; "warning" (ksgitops is stricter than the CRD there); "unknown" (a field
+    the schema does not know) or "null" (a null where none is allowed): both are dropped from
+    KubeStellar's kinds, as the API server drops them."""
 
-    An apiVersion/kind in one of our API groups that has no schema (a typo'd kind, an unsupported
-    version) is a problem too: otherwise it would be silently taken for a control object.
-    """
-    label = _label(obj)
+    path: tuple[str | int, ...]
+    message: str
+    action: str = "error"
+
+
+def validate_schema(obj: Obj) -> list[Problem]:
+    """Problems of one object against its schema, sorted; [] for kinds without a schema. For
+    KubeStellar's kinds, unknown fields and disallowed nulls are warnings (load drops them)."""
     name = schema_for(obj)
     if name is None:
-        if obj.group in CONTROL_GROUPS:
-            known = sorted({k for (v, k) in SCHEMA_FILES if v == obj.api_version})
-            hint = f" (known in {obj.api_version}: {', '.join(known)})" if known else ""
-            return [Problem(obj.origin, f"{label}: apiVersion {obj.api_version} kind {obj.kind} "
-                                        f"is not a kind ksgitops understands{hint}")]
         return []
-    return validate_document(name, obj.body, obj.origin, label)
+    prunes = obj.group in PRUNED_GROUPS
+    return sorted(finding_problem(f, obj.origin, _label(obj), prunes) for f in schema_findings(name, obj.body))
+
+
+def finding_problem(finding: Finding, origin: Origin, label: str, prunes: bool) -> Problem:
+    """The Problem a finding makes: dropped fields of pruned kinds and stricter checks are warnings."""
+    text = f"{label}: {finding.message}"
+    if finding.action == "warning":
+        return Problem(origin, text, "warning")
+    if prunes and finding.action == "unknown":
+        return Problem(origin, f"{text}; dropped: KubeStellar's CRD does not define it (the API server prunes it)",
+                       "warning")
+    if prunes and finding.action == "null":
+        return Problem(origin, f"{text}; dropped, as the API server drops a null it does not allow "
+                               "(leave the field out, or give it a value)", "warning")
+    return Problem(origin, text)
 
 
 def validate_reported(data: Any, origin: Origin) -> list[Problem]:
@@ -124,14 +149,19 @@ def validate_reported(data: Any, origin: Origin) -> list[Problem]:
 
 
 def validate_document(name: str, data: Any, origin: Origin, label: str) -> list[Problem]:
-    """Validate `data` against schema file `name`; each finding is `<label>: <path>: <message>`."""
+    """Validate `data` against schema file `name`; each finding is `<label>: <path>: <message>`
+    (an error, but where the schema marks ksgitops as stricter than the CRD: a warning)."""
+    return [finding_problem(f, origin, label, False) for f in schema_findings(name, data)]
+
+
+def schema_findings(name: str, data: Any) -> list[Finding]:
+    """Every finding of `data` against schema file `name`, sorted by message."""
     key_problems: list[tuple[str, str]] = []
     instance = _jsonable(data, [], key_problems)
-    findings = set(key_problems)
+    found = {Finding(tuple(), f"{path}: {msg}" if path else msg) for path, msg in key_problems}
     for error in validator_for(name).iter_errors(instance):
-        findings.update(_findings(_deepest(error)))
-    return [Problem(origin, f"{label}: {path}: {msg}" if path else f"{label}: {msg}")
-            for path, msg in sorted(findings)]
+        found.update(_findings(_deepest(error)))
+    return sorted(found, key=lambda f: f.message)
 
 
 def _label(obj: Obj) -> str:
@@ -181,15 +211,26 @@ def _deepest(error: ValidationError) -> ValidationError:
     return error
 
 
-def _findings(error: ValidationError) -> list[tuple[str, str]]:
+def _findings(error: ValidationError) -> list[Finding]:
     path = list(error.absolute_path)
     if error.validator == "required" and isinstance(error.instance, dict):
         missing = [p for p in error.validator_value if p not in error.instance]
-        return [(format_path([*path, p]), "required field is missing") for p in missing]
+        return [_finding([*path, p], "required field is missing") for p in missing]
     if error.validator == "additionalProperties" and error.validator_value is False \
             and isinstance(error.instance, dict):
-        return [(format_path([*path, k]), _unknown_field(k, error.schema)) for k in _extras(error)]
-    return [(format_path(path), _shorten(_message(error)))]
+        return [_finding([*path, k], _unknown_field(k, error.schema), "unknown") for k in _extras(error)]
+    schema = error.schema if isinstance(error.schema, dict) else {}
+    message = _shorten(_message(error))
+    if isinstance(schema.get(WARNING_KEYWORD), str):
+        return [_finding(path, f"{message} ({schema[WARNING_KEYWORD]})", "warning")]
+    if error.validator == "type" and error.instance is None and path and isinstance(path[-1], str):
+        return [_finding(path, message, "null")]
+    return [_finding(path, message)]
+
+
+def _finding(path: list[Any], message: str, action: str = "error") -> Finding:
+    shown = format_path(path)
+    return Finding(tuple(path), f"{shown}: {message}" if shown else message, action)
 
 
 def _extras(error: ValidationError) -> list[str]:

@@ -126,13 +126,14 @@ def plan(objects: Iterable[SpaceObj], providers: Iterable[ProviderDesc],
     `observed[provider]` is that provider's listing, or None (or absent) when it could not be
     listed (unreachable)."""
     problems: list[Problem] = []
+    providers = list(providers)
     descs = _providers(providers, problems)
     seen: dict[str, dict[str, Observed] | None] = {}
     for name in descs:
         listing = observed.get(name)
         seen[name] = None if listing is None else {o.name: o for o in sorted(listing)}
     objects = list(objects)
-    objs = _objects(objects, descs, problems)
+    objs = _objects(objects, descs, problems, list(providers))
     actions: list[Action] = []
     released: set[str] = set()
     deleted: set[tuple[str, str]] = set()
@@ -172,37 +173,41 @@ def plan(objects: Iterable[SpaceObj], providers: Iterable[ProviderDesc],
 
 
 def _providers(providers: Iterable[ProviderDesc], problems: list[Problem]) -> dict[str, ProviderDesc]:
+    """The providers ksgitops drives, by name; other ProviderTypes (KubeStellar's kcp, kind,
+    kubeflex) are valid input, reported where a Space uses them."""
     descs: dict[str, ProviderDesc] = {}
     for desc in sorted(providers, key=lambda d: (d.name, d.origin, d)):
+        if desc.type not in PROVIDER_TYPES:
+            continue
         first = descs.get(desc.name)
         if first is not None:
             problems.append(Problem(desc.origin, f"SpaceProviderDesc {desc.name} is defined twice: here and at "
                                     f"{first.origin}"))
-            continue
-        if desc.type not in PROVIDER_TYPES:
-            problems.append(Problem(desc.origin, f"SpaceProviderDesc {desc.name}: unknown ProviderType "
-                                    f"{desc.type!r} (one of {', '.join(PROVIDER_TYPES)})"))
             continue
         descs[desc.name] = desc
     descs.setdefault(DEFAULT_PROVIDER.name, DEFAULT_PROVIDER)
     return descs
 
 
-def _objects(objects: Iterable[SpaceObj], descs: dict[str, ProviderDesc],
-             problems: list[Problem]) -> dict[str, SpaceObj]:
+def _objects(objects: Iterable[SpaceObj], descs: dict[str, ProviderDesc], problems: list[Problem],
+             providers: list[ProviderDesc]) -> dict[str, SpaceObj]:
     objs: dict[str, SpaceObj] = {}
     for obj in sorted(objects, key=lambda o: (o.name, o.origin, o)):
         error = dns1123_label_error(obj.name)
         if error:
-            problems.append(Problem(obj.origin, f"Space name {error}"))
+            problems.append(Problem(obj.origin, f"Space name {error}: a space is a folder named by a DNS-1123 "
+                                                "label; the Space is left alone", "warning"))
             continue
         if obj.type not in SPACE_TYPES:
             problems.append(Problem(obj.origin, f"Space {obj.name}: unknown Type {obj.type!r} "
                                     f"(one of {', '.join(SPACE_TYPES)})"))
             continue
         if obj.provider not in descs:
-            problems.append(Problem(obj.origin, f"Space {obj.name}: unknown SpaceProviderDesc {obj.provider!r} "
-                                    f"(known: {', '.join(sorted(descs))})"))
+            types = " / ".join(sorted({repr(d.type) for d in providers if d.name == obj.provider}))
+            why = (f"its SpaceProviderDesc {obj.provider} has ProviderType {types}, which ksgitops does not drive "
+                   f"(it drives {', '.join(PROVIDER_TYPES)})" if types else
+                   f"unknown SpaceProviderDesc {obj.provider!r} (known: {', '.join(sorted(descs))})")
+            problems.append(Problem(obj.origin, f"Space {obj.name}: {why}: the Space is left alone", "warning"))
             continue
         first = objs.get(obj.name)
         if first is not None:
