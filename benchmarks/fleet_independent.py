@@ -107,7 +107,7 @@ def _site(seed: int, name: str, i: int) -> tuple[str, dict[str, Any], dict[str, 
                 "metadata": {"name": name, "labels": labels,
                              "annotations": {CONTACT: f"ops-{_hash(seed, 'contact', name) % 40}@example.org",
                                              REPLICAS: str(1 + _hash(seed, "replicas", name) % 4)}},
-                "spec": {"resource": {"group": "workload.kcp.io", "version": "v1alpha1", "resource": "synctargets"},
+                "spec": {"resource": {"group": "edge.kubestellar.io", "version": "v2alpha1", "resource": "synctargets"},
                          "instanceSelector": instance}}
     return provider, target, location
 
