@@ -11,7 +11,7 @@ from typing import Any, Callable, Sequence
 
 import click
 
-from .model import Problem
+from .model import FEW_WECS, Problem
 
 # Exit codes of every command (the README's table is checked against these).
 EXIT_CODES: dict[int, str] = {
@@ -126,7 +126,8 @@ def problem_json(p: Problem) -> dict[str, Any]:
     has_file = p.origin.path != "ksgitops"
     return {"file": p.origin.path if has_file else None, "line": p.origin.line or None,
             "space": p.space or None, "message": p.message, "severity": p.severity,
-            **({"wec": p.wec} if p.wec else {}), **({"object": p.obj} if p.obj else {})}
+            **({"wec": p.wec} if p.wec and not p.wecs else {}), **({"object": p.obj} if p.obj else {}),
+            **({"wecCount": len(p.wecs), "wecs": list(p.wecs[:FEW_WECS])} if p.wecs else {})}
 
 
 def fail(problems: Sequence[Problem], code: int, as_json: bool, quiet: bool = False) -> None:
@@ -144,7 +145,7 @@ def complete_wecs(ctx: click.Context, param: click.Parameter, incomplete: str) -
     from . import app
     from .io.locate import locate
     try:
-        return [r["wec"] for r in app.list_wecs(locate(None)) if r["wec"].startswith(incomplete)]
+        return [r["wec"] for r in app.list_wecs(locate(None))[0] if r["wec"].startswith(incomplete)]
     except Exception:  # noqa: BLE001 - completion never fails loudly
         return []
 
