@@ -87,7 +87,8 @@ def validate(repo: Path | None, output: str, strict: bool) -> None:
         sys.exit(2)
 
 
-@cli.command(name="reconcile", exits="0; 2 invalid input; 3 git or push failure")
+@cli.command(name="reconcile", exits="0; 2 invalid input (a part with errors is frozen, the rest is written); "
+                                     "3 git or push failure")
 @REPO
 @click.option("--source", default=None, metavar="REF", help="worktree (default) or a git REF (default HEAD with --commit).")
 @click.option("--commit", "do_commit", is_flag=True, help="Commit the generated files on the branch.")
@@ -116,7 +117,7 @@ def reconcile_cmd(repo: Path | None, source: str | None, do_commit: bool, do_pus
     if output == "json":
         dump({"commit": outcome.commit, "changed": outcome.changed_roots, "wecs": len(result.wecs),
               "problems": [problem_json(p) for p in result.problems], "frozen": [u.as_json() for u in frozen],
-              **({"pushed": pushed} if pushed is not None else {})})
+              **({"pushed": pushed} if pushed is not None else {}), **confined_json(result)})
     else:
         what = f"committed {outcome.commit[:12]}" if outcome.commit else ("no commit (unchanged)" if do_commit else "written")
         if pushed is not None:
@@ -126,7 +127,8 @@ def reconcile_cmd(repo: Path | None, source: str | None, do_commit: bool, do_pus
     exit_if_confined(result)
 
 
-@cli.command(exits="0 nothing would change; 1 changes; 2 invalid input; 3 git failure")
+@cli.command(exits="0 nothing would change; 1 changes; 2 invalid input (a part with errors would be frozen: "
+                   "the diff shows the rest); 3 git failure")
 @REPO
 @click.option("--against", default=None, metavar="REF", help="Compare with the generated files in REF's tree.")
 @output_option("text", "json", "markdown")
@@ -138,7 +140,7 @@ def diff(repo: Path | None, against: str | None, output: str) -> None:
         result, planned = app.plan_diff(root, against, progress)
     print_problems(result.problems)
     if output == "json":
-        dump({**planned.as_json(), "problems": [problem_json(p) for p in result.problems]})
+        dump({**planned.as_json(), "problems": [problem_json(p) for p in result.problems], **confined_json(result)})
     elif output == "markdown":
         click.echo(diffs.markdown(planned), nl=False)
     elif os.environ.get(extdiff.ENV):
@@ -194,7 +196,7 @@ def explain(wec: str, obj: str | None, repo: Path | None, output: str) -> None:
     data = explain_object_on(result, mailbox, obj) if obj else explain_wec(result, mailbox)
     if obj and not data["matches"]:
         raise KsgitopsError(no_match_message(result, obj))
-    dump(data) if output == "json" else click.echo(as_text(data))
+    dump({**data, **confined_json(result)}) if output == "json" else click.echo(as_text(data))
     exit_if_confined(result)
 
 
@@ -208,7 +210,7 @@ def wecs(repo: Path | None, output: str) -> None:
         rows, result = app.list_wecs(root, progress)
     print_problems(result.confined_errors)
     if output == "json":
-        dump({"wecs": rows})
+        dump({"wecs": rows, **confined_json(result)})
     else:
         click.echo(wec_table(rows), nl=False)
     exit_if_confined(result)
@@ -236,7 +238,8 @@ def status_cmd(repo: Path | None, do_commit: bool, source: str, do_push: bool, r
     if output == "json":
         dump({"changed": outcome.changed, "commit": outcome.commit, "objects": len(outcome.output.combined),
               "wecs": len(outcome.result.wecs), "health": counts,
-              "problems": [problem_json(p) for p in outcome.problems], **outcome.output.facts()})
+              "problems": [problem_json(p) for p in outcome.problems], **outcome.output.facts(),
+              **confined_json(outcome.result)})
         exit_if_confined(outcome.result)
         return
     print_problems(outcome.problems)
@@ -350,6 +353,13 @@ def print_frozen(result: Any) -> list[Any]:
     for unit in units:
         click.echo(str(unit), err=True)
     return units
+
+
+def confined_json(result: Any) -> dict[str, Any]:
+    """What a JSON result adds when the command ends with exit 2 for errors of spaces or WECs: the
+    `errors` and the `exitCode`, as a failure's document has them."""
+    errors = result.confined_errors
+    return {"errors": [problem_json(p) for p in errors], "exitCode": 2} if errors else {}
 
 
 def exit_if_confined(result: Any) -> None:

@@ -18,7 +18,8 @@ EXIT_CODES: dict[int, str] = {
     0: "success; `diff`: nothing would change",
     1: "`diff`: something would change",
     2: ("usage error, not a ksgitops repository, invalid input (`file:line: message`), or a symbolic "
-        "link on the way to a path ksgitops owns (`path: is a symbolic link`); nothing written"),
+        "link on the way to a path ksgitops owns (`path: is a symbolic link`); nothing written, except "
+        "when the errors are confined to spaces or WECs: those are frozen and the rest is done"),
     3: ("git, push, cluster or environment failure: a refused push, a locked ref, an unreachable WEC "
         "(`collect`, `sync`), a full disk, a file size limit, no permission, a read-only file system, "
         "a file name too long, an I/O error; one line naming the path, nothing left half-written"),

@@ -19,6 +19,8 @@ import pytest
 import yaml
 
 from conftest import git, git_init
+from ksgitops.core.schemas import validate_document
+from ksgitops.model import Origin
 from isolation_cases import (CASES, HTTPD_C, ISOLATED, MAILBOXES, SPECIALD, ZLOTY, assert_isolated, assert_problem_line,
                              base_repo, break_it, tree_files, worktree_files)
 
@@ -205,3 +207,19 @@ def test_a_frozen_wds_keeps_its_status_files_and_status_counts_its_objects(tmp_p
     assert [(f["what"], f["space"]) for f in facts["frozen"]] == [("space", "wmw-c")]
     markdown = (repo / "STATUS.md").read_text()
     assert "| wmw-c/edge-placement-c (frozen) | 3 | 2 |" in markdown
+
+
+def test_records_and_frozen_problems_files_follow_their_schemas(tmp_path: Path, cli: Any) -> None:
+    repo = reconciled_base(tmp_path, cli)
+    records = sorted((repo / "spaces").glob("*/.ksgitops/placements/*.yaml"))
+    assert [p.name for p in records] == ["edge-placement-c.yaml", "edge-placement-s.yaml"]
+    break_it(repo, CASES["location"])
+    (repo / "spaces/wmw-c/broken.yaml").write_text("kind: [unclosed\n")
+    assert cli("reconcile", str(repo)).code == 2
+    schemas = {"PlacementRecord": "placementrecord.json", "SpaceProblems": "problems.json"}
+    for path in [*records, *(repo / "spaces").glob("*/.ksgitops/problems.yaml")]:
+        doc = yaml.safe_load(path.read_text())
+        assert validate_document(schemas[doc["kind"]], doc, Origin(str(path)), doc["kind"]) == [], path
+    frozen = {p.parent.parent.name: yaml.safe_load(p.read_text()).get("frozen")
+              for p in (repo / "spaces").glob("*/.ksgitops/problems.yaml")}
+    assert frozen["imw1"]["wecs"] == ["florin", "guilder"] and frozen["wmw-c"]["placements"] == ["edge-placement-c"]
