@@ -81,3 +81,16 @@ def test_action_mode(name: str, tmp_path: Path) -> None:
     assert {f["space"] for f in json.loads(run.outputs["frozen"])} == {case.space}
     assert f"Ksgitops-Frozen: {case.trailer}\n" in git(repo, "log", "-1", "--format=%B")
     assert_isolated(case, before, tree_files(repo))
+
+
+def test_the_local_loop_counts_a_frozen_part_as_a_degraded_cycle(tmp_path: Path) -> None:
+    """`run --repo <work tree>`: the cycle writes the healthy part, exits 2 with --once, and stays ready."""
+    from ksgitops.io.serve import Observer
+    repo = base_repo(tmp_path / "repo")
+    rt = runtime.LocalRuntime(repo, Observer())
+    assert runtime.loop(rt, 0.01, Shutdown(), once=True) == 0
+    break_it(repo, CASES["wds-unparseable"])
+    assert runtime.loop(rt, 0.01, Shutdown(), once=True) == 2
+    assert rt.observer.ready and rt.observer.registry.get_sample_value("ksgitops_frozen_parts") == 1
+    assert b"httpd:2.5" in (repo / "spaces/imw2-mb-zloty/objects/apps/deployments/specialstuff/speciald.yaml").read_bytes()
+    assert "## Frozen" in (repo / "STATUS.md").read_text()
