@@ -244,6 +244,14 @@ def frozen_units(result: Result) -> list[Any]:
     return result.frozen.units(wec_display_names(result))
 
 
+def frozen_facts(result: Result | None) -> dict[str, Any]:
+    """A reconcile's frozen parts and its errors of spaces and WECs, as a `run` cycle reports them."""
+    if result is None:
+        return {}
+    return {"frozen": result.frozen.trailer(), "frozen_parts": len(result.frozen.spaces) + len(result.frozen.wecs),
+            "errors": tuple(str(p) for p in result.confined_errors)}
+
+
 def list_wecs(path: Path, progress: Progress | None = None) -> tuple[list[dict[str, Any]], Result]:
     """Every WEC with its labels, mailbox and the placements that reach it (`ksgitops wecs`)."""
     result = placements_only(open_source(path, WORKTREE), progress=progress)

@@ -16,8 +16,8 @@ from typing import Any, Callable
 import click
 
 from . import __version__, app
-from .cli_base import (KsGroup, color_enabled, complete_wecs, dump, fail, global_options, output_option,
-                       print_problems, problem_json, wants_json)
+from .cli_base import (KsGroup, color_enabled, complete_wecs, confined_json, dump, exit_if_confined, fail,
+                       global_options, output_option, print_frozen, print_problems, problem_json, wants_json)
 from .cli_output import ProgressBars, print_paged, style_diff, wec_table
 from .core import diff as diffs
 from .core.explain import as_text, explain_object_on, explain_wec, no_match_message
@@ -345,27 +345,6 @@ def fold_in_cmd(repo: Path | None, source: str, output: str) -> None:
     print_problems(outcome.problems)
     what = f"committed {outcome.commit[:12]}" if outcome.commit else "no commit (nothing new)"
     click.echo(f"{len(outcome.folded)} WECs' reports folded in, {what}")
-
-
-def print_frozen(result: Any) -> list[Any]:
-    """What the run froze, one line each on stderr (`spaces/<space>: frozen: ...`); returns it."""
-    units = app.frozen_units(result)
-    for unit in units:
-        click.echo(str(unit), err=True)
-    return units
-
-
-def confined_json(result: Any) -> dict[str, Any]:
-    """What a JSON result adds when the command ends with exit 2 for errors of spaces or WECs: the
-    `errors` and the `exitCode`, as a failure's document has them."""
-    errors = result.confined_errors
-    return {"errors": [problem_json(p) for p in errors], "exitCode": 2} if errors else {}
-
-
-def exit_if_confined(result: Any) -> None:
-    """Exit 2 when a space or WEC has errors (its problems are printed; the rest was done)."""
-    if result.confined_errors:
-        sys.exit(2)
 
 
 SECONDS = click.FloatRange(min=0, max=7 * 86400, min_open=True)  # more than 0, at most a week

@@ -131,6 +131,28 @@ def problem_json(p: Problem) -> dict[str, Any]:
             **({"wecCount": len(p.wecs), "wecs": list(p.wecs[:FEW_WECS])} if p.wecs else {})}
 
 
+def print_frozen(result: Any) -> list[Any]:
+    """What the run froze, one line each on stderr (`spaces/<space>: frozen: ...`); returns it."""
+    from . import app
+    units = app.frozen_units(result)
+    for unit in units:
+        click.echo(str(unit), err=True)
+    return units
+
+
+def confined_json(result: Any) -> dict[str, Any]:
+    """What a JSON result adds when the command ends with exit 2 for errors of spaces or WECs: the
+    `errors` and the `exitCode`, as a failure's document has them."""
+    errors = result.confined_errors
+    return {"errors": [problem_json(p) for p in errors], "exitCode": 2} if errors else {}
+
+
+def exit_if_confined(result: Any) -> None:
+    """Exit 2 when a space or WEC has errors (its problems are printed; the rest was done)."""
+    if result.confined_errors:
+        sys.exit(2)
+
+
 def fail(problems: Sequence[Problem], code: int, as_json: bool, quiet: bool = False) -> None:
     """Exit with `code`: the errors on stderr, one line each (unless click showed them already),
     and with `-o json` also as a JSON document on stdout."""

@@ -68,9 +68,9 @@ class CycleResult:
     changed_wecs: int = 0  # mailboxes whose generated files changed
     folded_wecs: int = 0  # mailboxes whose reports were folded in
     status_files: int = 0  # status files (and STATUS.md) that changed
-    frozen: str = ""  # what the reconcile kept frozen (spaces, WECs): the cycle is degraded
-    frozen_parts: int | None = None  # how many spaces and WECs that is (None: the cycle did not reconcile)
-    errors: tuple[str, ...] = ()  # the errors that froze them, one line each
+    frozen: str = ""  # what the reconcile kept frozen (spaces, WECs), as the Ksgitops-Frozen trailer
+    frozen_parts: int | None = None  # how many (None: the cycle did not reconcile)
+    errors: tuple[str, ...] = ()  # errors of spaces or WECs, one line each: the cycle is degraded
 
     def describe(self) -> str:
         """The cycle's log line: what was reconciled, what was committed, whether it was pushed."""
@@ -81,16 +81,14 @@ class CycleResult:
             return f"cycle: {self.head[:12]} touched only generated files, nothing to do {took}"
         what = f" ({self.changes()})" if self.changes() else ""
         if self.action == "local":
-            return (f"cycle: local, the work tree: {f'written{what}' if what else 'nothing changed'} {took}"
-                    + self.frozen_text())
+            return f"cycle: local, the work tree: {f'written{what}' if what else 'nothing changed'} {took}{self.degraded()}"
         done = f"committed {self.commit[:12]}{what}, {'pushed' if self.pushed else 'not pushed'}" if self.commit \
             else "nothing changed, no commit"
-        return f"cycle: {self.action} source {self.source[:12]}: {done} {took}" + self.frozen_text()
+        return f"cycle: {self.action} source {self.source[:12]}: {done} {took}{self.degraded()}"
 
-    def frozen_text(self) -> str:
-        if not self.errors:
-            return ""
-        return f"; degraded: {len(self.errors)} errors above" + (f", frozen: {self.frozen}" if self.frozen else "")
+    def degraded(self) -> str:
+        frozen = f", frozen: {self.frozen}" if self.frozen else ""
+        return f"; degraded: {len(self.errors)} errors above{frozen}" if self.errors else ""
 
     def changes(self) -> str:
         counted = ((self.changed_wecs, f"{_n(self.changed_wecs, 'WEC')} changed"),
@@ -207,8 +205,8 @@ class RemoteRuntime:
             self.observer.commits.inc()
         return CycleResult("reconciled" if do_reconcile else "summarized", time.perf_counter() - started,
                            outcome.head, outcome.pushed, made.source, made.commit, len(made.changed_wecs),
-                           len(made.folded), len(made.status_files), made.frozen,
-                           *_frozen_facts(made.reconciled.result if made.reconciled else None))
+                           len(made.folded), len(made.status_files),
+                           **app.frozen_facts(made.reconciled.result if made.reconciled else None))
 
     def _report_refs(self) -> dict[str, str]:
         """The WECs' report refs as fetched (ksgitops sync pushes them; status folds them in)."""
@@ -258,8 +256,7 @@ class LocalRuntime:
         self.observer.wecs.set(len(outcome.result.wecs))
         changed = sum(1 for root in outcome.changed_roots if root.count("/") == 1)
         return CycleResult("local", time.perf_counter() - started, source="worktree", changed_wecs=changed,
-                           status_files=status_files, frozen=outcome.result.frozen.trailer(),
-                           frozen_parts=_frozen_facts(outcome.result)[0], errors=_frozen_facts(outcome.result)[1])
+                           status_files=status_files, **app.frozen_facts(outcome.result))
 
     def is_generated(self, path: str) -> bool:
         """Paths reconcile and status write (and their staging folders), .git, and anything hidden."""
@@ -272,13 +269,6 @@ class LocalRuntime:
         if parts[0] == "spaces" and len(parts) > 1:
             return f"spaces/{parts[1]}" in self.generated or mailbox_space(self.snapshot, parts[1]) is not None
         return False
-
-
-def _frozen_facts(result: Any) -> tuple[int | None, tuple[str, ...]]:
-    """(frozen spaces and WECs, the errors of spaces and WECs) of a reconcile; (None, ()) without one."""
-    if result is None:
-        return None, ()
-    return len(result.frozen.spaces) + len(result.frozen.wecs), tuple(str(p) for p in result.confined_errors)
 
 
 @dataclass
@@ -331,9 +321,8 @@ def loop(runtime: RemoteRuntime | LocalRuntime, interval: float, stop: Shutdown 
 
 def _cycle(runtime: RemoteRuntime | LocalRuntime, guard: Shutdown,
            on_cycle: Callable[[CycleResult], None] | None) -> tuple[int, int, str]:
-    """One cycle, its metrics and its log line: (exit code, failed cycles in a row, why it failed).
-    A cycle that froze part of the repository is degraded, not failed: it committed the rest, readiness
-    stands, and its exit code is 2 (its problems are logged)."""
+    """One cycle, its metrics and its log line: (exit code, failed cycles in a row, why it failed); a
+    degraded cycle (errors of spaces or WECs: those are frozen, the rest committed) is no failure: exit 2."""
     observer = runtime.observer
     observer.cycle_started()
     observer.cycles.inc()
@@ -355,11 +344,8 @@ def _cycle(runtime: RemoteRuntime | LocalRuntime, guard: Shutdown,
         observer.frozen.set(result.frozen_parts)
     for line in result.errors:
         log.error(line, extra={"fields": {"event": "problem"}})
-    if result.errors:
-        observer.degraded.inc()
-        log.warning(result.describe(), extra={"fields": result.fields()})
-    else:
-        log.info(result.describe(), extra={"fields": result.fields()})
+    observer.degraded.inc(1 if result.errors else 0)
+    (log.warning if result.errors else log.info)(result.describe(), extra={"fields": result.fields()})
     if on_cycle is not None:
         on_cycle(result)
     return (2 if result.errors else 0), 0, ""
