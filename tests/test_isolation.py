@@ -11,6 +11,7 @@ The `run` and Action modes are in test_isolation_modes.py.
 """
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 from typing import Any
@@ -20,6 +21,7 @@ import yaml
 
 from conftest import git, git_init
 from ksgitops.core.schemas import validate_document
+from ksgitops.io.cache import DiskCache
 from ksgitops.model import Origin
 from isolation_cases import (CASES, HTTPD_C, ISOLATED, MAILBOXES, SPECIALD, ZLOTY, assert_isolated, assert_problem_line,
                              base_repo, break_it, tree_files, worktree_files)
@@ -37,6 +39,12 @@ def test_worktree_mode(name: str, tmp_path: Path, cli: Any) -> None:
     repo = reconciled_base(tmp_path, cli)
     before = worktree_files(repo)
     break_it(repo, case)
+    planned = cli("diff", str(repo), "-o", "json")
+    assert planned.code == 2, planned
+    if case.trailer:  # the healthy part's changes, and what would be frozen
+        plan = json.loads(planned.out)
+        assert plan["changed"] and "zloty" in plan["affectedWecs"] and {f["space"] for f in plan["frozen"]} == {case.space}
+        assert f"spaces/{case.space}: frozen: " in cli("diff", str(repo)).out
     result = cli("reconcile", str(repo))
     assert result.code == 2, result
     assert_problem_line(result.err, case)
@@ -80,6 +88,32 @@ def test_commit_mode(name: str, tmp_path: Path, cli: Any) -> None:
     assert worktree_files(repo) == after, "the checkout follows the commit"
     again = cli("reconcile", "--commit", str(repo))
     assert again.code == 2 and "no commit (unchanged)" in again.out, again  # no commit, still red
+    clean = set(DiskCache.for_git_dir(Path(git(repo, "rev-parse", "--absolute-git-dir"))).mailboxes)
+    mailboxes = {rel.split("/")[1] for rel in after if "-mb-" in rel.split("/")[1]}
+    assert clean == mailboxes - kept_mailboxes(case, after), "a mailbox keeping frozen content is never reused"
+    assert cli("status", "--commit", str(repo)).code == 2
+    assert f"| {case.space} | Frozen |" in git(repo, "show", "HEAD:STATUS.md")
+
+
+def kept_mailboxes(case: Any, files: dict[str, bytes]) -> set[str]:
+    """The mailboxes that hold something the case keeps frozen."""
+    return {rel.split("/")[1] for rel in files if case.kept(rel) and "-mb-" in rel.split("/")[1]}
+
+
+def test_a_space_both_inventory_and_wds_gets_both_treatments(tmp_path: Path, cli: Any) -> None:
+    repo = base_repo(tmp_path / "repo")
+    (repo / "spaces/imw2/zloty.yaml").rename(repo / "spaces/wmw-s/zloty.yaml")
+    shutil.rmtree(repo / "spaces/imw2")
+    assert cli("reconcile", str(repo)).code == 0
+    before = worktree_files(repo)
+    break_it(repo, CASES["wds-unparseable"])
+    (repo / "spaces/wmw-c/broken.yaml").rename(repo / "spaces/wmw-s/broken.yaml")
+    result = cli("reconcile", str(repo))
+    assert result.code == 2 and "frozen: space wmw-s, wec wmw-s/zloty" in result.out, result
+    after = worktree_files(repo)
+    kept = [rel for rel in before if rel.startswith("spaces/wmw-s-mb-zloty/") or "specialstuff" in rel]
+    assert kept and {rel: after.get(rel) for rel in kept} == {rel: before[rel] for rel in kept}
+    assert b"THE common" in after["spaces/imw1-mb-florin/objects/core/configmaps/commonstuff/httpd-htdocs.yaml"]
 
 
 def test_a_wds_never_valid_contributes_nothing_until_it_is(tmp_path: Path, cli: Any) -> None:

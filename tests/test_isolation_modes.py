@@ -81,6 +81,9 @@ def test_action_mode(name: str, tmp_path: Path) -> None:
     assert {f["space"] for f in json.loads(run.outputs["frozen"])} == {case.space}
     assert f"Ksgitops-Frozen: {case.trailer}\n" in git(repo, "log", "-1", "--format=%B")
     assert_isolated(case, before, tree_files(repo))
+    status = run_action(tmp_path / "ws", command="status", path="example", commit="true")
+    assert status.returncode == 2 and status.outputs["frozen"] == run.outputs["frozen"], status.log
+    assert f"| {case.space} | Frozen |" in git(repo, "show", "HEAD:STATUS.md")
 
 
 def test_the_local_loop_counts_a_frozen_part_as_a_degraded_cycle(tmp_path: Path) -> None:
