@@ -46,8 +46,9 @@ def base_repo(dest: Path) -> Path:
 
 
 def in_wmw_c(rel: str) -> bool:
-    """A generated mailbox file that is wmw-c's (its objects are in namespace commonstuff)."""
-    return "-mb-" in rel.split("/")[1] and "commonstuff" in rel
+    """A generated mailbox file that is wmw-c's (its objects are in namespace commonstuff), and all of
+    florin's mailbox, which only wmw-c reaches (its SyncerConfig keeps wmw-c's upsync sets)."""
+    return "-mb-" in rel.split("/")[1] and ("commonstuff" in rel or rel.startswith("spaces/imw1-mb-florin/"))
 
 
 def in_mailboxes(*mailboxes: str) -> Callable[[str], bool]:

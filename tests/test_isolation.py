@@ -257,3 +257,25 @@ def test_records_and_frozen_problems_files_follow_their_schemas(tmp_path: Path, 
     frozen = {p.parent.parent.name: yaml.safe_load(p.read_text()).get("frozen")
               for p in (repo / "spaces").glob("*/.ksgitops/problems.yaml")}
     assert frozen["imw1"]["wecs"] == ["florin", "guilder"] and frozen["wmw-c"]["placements"] == ["edge-placement-c"]
+
+
+def test_a_healthy_wds_placing_what_a_frozen_one_placed_keeps_the_previous_copy(tmp_path: Path, cli: Any) -> None:
+    """Two WDSes placing one object on a WEC is an error for that pair, also when one of them is
+    frozen: the mailbox keeps what it holds, and the problem names the frozen space."""
+    repo = reconciled_base(tmp_path, cli)
+    rel = "spaces/imw1-mb-guilder/objects/core/configmaps/commonstuff/httpd-htdocs.yaml"
+    before = (repo / rel).read_bytes()
+    (repo / "spaces/wmw-s/dup.yaml").write_text("apiVersion: v1\nkind: ConfigMap\n"
+                                                 "metadata: {name: httpd-htdocs, namespace: commonstuff}\n"
+                                                 "data: {index.html: from wmw-s}\n")
+    placement = repo / "spaces/wmw-s/edge-placement-s.yaml"
+    placement.write_text(placement.read_text().replace("namespaces: [specialstuff]\n    objectNames: [\"*\"]",
+                                                       "namespaces: [specialstuff, commonstuff]\n    objectNames: [\"*\"]"))
+    (repo / "spaces/wmw-c/broken.yaml").write_text("kind: [unclosed\n")
+    result = cli("reconcile", str(repo))
+    assert result.code == 2
+    [line] = [ln for ln in result.err.splitlines() if "two workload description spaces" in ln]
+    assert line.startswith("spaces/wmw-s/dup.yaml:1: ConfigMap commonstuff/httpd-htdocs: placed by two workload "
+                           "description spaces: spaces/wmw-s/dup.yaml:1 and the frozen space wmw-c; keeping the "
+                           "previous copy [2 WECs: imw1-mb-guilder, imw2-mb-zloty]"), line
+    assert (repo / rel).read_bytes() == before

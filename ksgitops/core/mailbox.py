@@ -96,7 +96,7 @@ class MailboxBuilder:
         self._groups: dict[tuple[tuple[str, str], ...], tuple[dict[str, Entry], list[tuple[Base, str]]]] = {}
         self._custom: dict[tuple[int, tuple[tuple[str, str | None], ...]], _Customized] = {}
         self._customizer_keys: dict[int, frozenset[str]] = {}
-        self._kept_bases: dict[bytes, Base | None] = {}
+        self._kept_bases: dict[tuple[str, bytes], Base | None] = {}
 
     def build(self, wec: Wec, plans: list[PlacementPlan], frozen: list[RecordedPlacement] | None = None
               ) -> MailboxPlan:
@@ -125,9 +125,9 @@ class MailboxBuilder:
         for placement in frozen:
             for item in placement.objects:
                 kept = self._kept_copy(plan.wec.mailbox, item, placement)
-                present = entries.get(item.rel)
                 if kept is None:
                     continue
+                present = entries.get(item.rel)
                 if present is not None and present.base.obj is not None:
                     plan.problems.append(Problem(
                         present.base.obj.origin, f"{present.base.ref}: placed by two workload description spaces: "
@@ -145,9 +145,10 @@ class MailboxBuilder:
         data = self._read_previous(f"spaces/{mailbox}/objects/{item.rel}.yaml")
         if data is None:
             return None
-        if data not in self._kept_bases:
-            self._kept_bases[data] = _kept_base(item.rel, data)
-        base = self._kept_bases[data]
+        key = (item.rel, data)
+        if key not in self._kept_bases:
+            self._kept_bases[key] = _kept_base(item.rel, data)
+        base = self._kept_bases[key]
         if base is None:
             return None
         patch = self._read_previous(f"spaces/{mailbox}/patches/{item.rel}.json")
