@@ -15,7 +15,7 @@ from .core.pipeline import Result, reconcile
 from .core.repoconfig import parse_repo_config
 from .core.snapshot import Snapshot
 from .core.wecs import find_wec, wec_display_names, wec_rows
-from .core.tree import FileTree, same_files
+from .core.tree import REUSE, FileTree, same_files
 from .model import KsgitopsError, Progress
 from .io.fs import WorkTreeSnapshot, write_generated
 
@@ -68,10 +68,10 @@ def compute(src: Source, cache: MutableMapping[Any, Any] | None = None,
     Without a cache of its own, a work tree inside a git repository uses the repository's."""
     if cache is None and src.repo is None:
         disk = _worktree_cache(src.path)
-        result = reconcile(src.snapshot, src.snapshot.read, disk.content, progress, reuse)
+        result = reconcile(src.snapshot, src.snapshot, disk.content, progress, reuse)
         disk.save_content()
         return result
-    return reconcile(src.snapshot, src.snapshot.read, cache, progress, reuse)
+    return reconcile(src.snapshot, src.snapshot, cache, progress, reuse)
 
 
 def _worktree_cache(path: Path) -> Any:
@@ -110,7 +110,7 @@ def reconcile_worktree(path: Path, progress: Progress | None = None,
     src = open_source(path, source)
     previous = src.snapshot if source == WORKTREE else WorkTreeSnapshot(path)
     disk = _worktree_cache(path)
-    result = reconcile(src.snapshot, previous.read, disk.content, progress)
+    result = reconcile(src.snapshot, previous, disk.content, progress)
     changed = write_generated(path, result.generated, progress)
     disk.save_content()
     return ReconcileOutcome(result, changed)
@@ -129,7 +129,8 @@ def reconcile_commit(path: Path, source: str, progress: Progress | None = None,
     result = reconcile_reusing(src, cache, progress)
     _warn_uncommitted(src, result)
     config = result.config
-    committed = _commit_on_branch(src, result.generated, config, config.commit_message(str(src.commit.id)))  # type: ignore[attr-defined]
+    message = config.commit_message(str(src.commit.id), frozen=result.frozen.trailer())  # type: ignore[attr-defined]
+    committed = _commit_on_branch(src, result.generated, config, message)
     new = git.TreeIndex(src.repo, src.repo[committed.tree])  # type: ignore[arg-type, index]
     roots = git.changed_roots(base, new, list(result.generated))
     cache.save(clean_mailboxes(result, new))
@@ -166,8 +167,9 @@ def _commit_on_branch(src: Source, generated: Any, config: Any, message: str) ->
 
 
 def clean_mailboxes(result: Result, tree: Any) -> dict[str, tuple[str, str]]:
-    """(digest, tree id) of every mailbox without problems: safe to reuse next time."""
-    troubled = {p.wec for p in result.problems if p.wec}
+    """(digest, tree id) of every mailbox without problems: safe to reuse next time (a mailbox
+    that keeps frozen content has no digest: it is never reused)."""
+    troubled = {mb for p in result.problems for mb in p.mailboxes}
     return {mb: (digest, tree.entry_id(f"spaces/{mb}")) for mb, digest in result.digests.items()
             if mb not in troubled}
 
@@ -189,6 +191,8 @@ def plan_diff(path: Path, against: str | None, progress: Progress | None = None)
     wecs = []
     for root in new.generated:
         new_tree = new.generated[root]
+        if new_tree is REUSE:  # kept as it stands (frozen, or reused): no change
+            continue
         old_file = old_src.snapshot.read(root)
         if isinstance(new_tree, bytes) or old_file is not None:  # a file root (a problems file)
             changed = changed or old_file != new_tree
@@ -204,7 +208,7 @@ def plan_diff(path: Path, against: str | None, progress: Progress | None = None)
                 wecs.append(diffs.WecDiff(wec_names.get(mailbox) or _old_wec_name(old_tree, mailbox), mailbox,
                                           diffs.changes_diff(mailbox, changes), changes))
     wecs.sort(key=lambda w: w.wec)
-    return new, diffs.DiffResult(changed, wecs)
+    return new, diffs.DiffResult(changed, wecs, frozen_units(new))
 
 
 def _old_wec_name(old: FileTree | None, mailbox: str) -> str:
@@ -227,10 +231,31 @@ def compute_for_wec(path: Path, name: str, progress: Progress | None = None) -> 
     return result, mailbox
 
 
-def list_wecs(path: Path, progress: Progress | None = None) -> list[dict[str, Any]]:
+def mailbox_tree(path: Path, result: Result, mailbox: str) -> FileTree | None:
+    """What a WEC receives: its mailbox as computed, or as it stands when it is kept (frozen)."""
+    tree = result.generated.get(f"spaces/{mailbox}")
+    if tree is REUSE:
+        return WorkTreeSnapshot(path).read_tree(f"spaces/{mailbox}")
+    return tree if isinstance(tree, dict) else None
+
+
+def frozen_units(result: Result) -> list[Any]:
+    """What the run froze (core.isolation.FrozenUnit), one per space, WEC or WECs of a space."""
+    return result.frozen.units(wec_display_names(result))
+
+
+def frozen_facts(result: Result | None) -> dict[str, Any]:
+    """A reconcile's frozen parts and its errors of spaces and WECs, as a `run` cycle reports them."""
+    if result is None:
+        return {}
+    return {"frozen": result.frozen.trailer(), "frozen_parts": len(result.frozen.spaces) + len(result.frozen.wecs),
+            "errors": tuple(str(p) for p in result.confined_errors)}
+
+
+def list_wecs(path: Path, progress: Progress | None = None) -> tuple[list[dict[str, Any]], Result]:
     """Every WEC with its labels, mailbox and the placements that reach it (`ksgitops wecs`)."""
     result = placements_only(open_source(path, WORKTREE), progress=progress)
-    return wec_rows(result, wec_display_names(result))
+    return wec_rows(result, wec_display_names(result)), result
 
 
 @dataclass

@@ -16,8 +16,8 @@ from typing import Any, Callable
 import click
 
 from . import __version__, app
-from .cli_base import (KsGroup, color_enabled, complete_wecs, dump, fail, global_options, output_option,
-                       print_problems, problem_json, wants_json)
+from .cli_base import (KsGroup, color_enabled, complete_wecs, confined_json, dump, exit_if_confined, fail,
+                       global_options, output_option, print_frozen, print_problems, problem_json, wants_json)
 from .cli_output import ProgressBars, print_paged, style_diff, wec_table
 from .core import diff as diffs
 from .core.explain import as_text, explain_object_on, explain_wec, no_match_message
@@ -74,17 +74,21 @@ def validate(repo: Path | None, output: str, strict: bool) -> None:
     warnings = len(result.problems) - len(result.errors)
     if output == "json":
         dump({"valid": not errors, "problems": [problem_json(p) for p in result.problems],
+              "frozen": [u.as_json() for u in app.frozen_units(result)],
               **({"errors": [problem_json(p) for p in errors], "exitCode": 2} if errors else {})})
     else:
         print_problems(result.problems)
         click.echo(f"{'invalid' if errors else 'valid'}: {len(result.wecs)} WECs, "
                    f"{sum(len(v) for v in result.placements.values())} placements, {len(result.errors)} errors, "
                    f"{warnings} warnings{' (--strict: warnings are errors)' if strict and warnings else ''}")
+        if result.frozen:
+            click.echo(f"reconcile would freeze: {result.frozen.trailer()}")
     if errors:
         sys.exit(2)
 
 
-@cli.command(name="reconcile", exits="0; 2 invalid input; 3 git or push failure")
+@cli.command(name="reconcile", exits="0; 2 invalid input (a part with errors is frozen, the rest is written); "
+                                     "3 git or push failure")
 @REPO
 @click.option("--source", default=None, metavar="REF", help="worktree (default) or a git REF (default HEAD with --commit).")
 @click.option("--commit", "do_commit", is_flag=True, help="Commit the generated files on the branch.")
@@ -109,18 +113,22 @@ def reconcile_cmd(repo: Path | None, source: str | None, do_commit: bool, do_pus
             outcome = app.reconcile_worktree(root, progress, source)
     result = outcome.result
     print_problems(result.problems)
+    frozen = print_frozen(result)
     if output == "json":
         dump({"commit": outcome.commit, "changed": outcome.changed_roots, "wecs": len(result.wecs),
-              "problems": [problem_json(p) for p in result.problems],
-              **({"pushed": pushed} if pushed is not None else {})})
-        return
-    what = f"committed {outcome.commit[:12]}" if outcome.commit else ("no commit (unchanged)" if do_commit else "written")
-    if pushed is not None:
-        what += ", pushed" if pushed else ", nothing to push"
-    click.echo(f"{len(result.wecs)} WECs, {len(outcome.changed_roots)} generated folders changed, {what}")
+              "problems": [problem_json(p) for p in result.problems], "frozen": [u.as_json() for u in frozen],
+              **({"pushed": pushed} if pushed is not None else {}), **confined_json(result)})
+    else:
+        what = f"committed {outcome.commit[:12]}" if outcome.commit else ("no commit (unchanged)" if do_commit else "written")
+        if pushed is not None:
+            what += ", pushed" if pushed else ", nothing to push"
+        click.echo(f"{len(result.wecs)} WECs, {len(outcome.changed_roots)} generated folders changed, {what}"
+                   + (f"; frozen: {result.frozen.trailer()}" if result.frozen else ""))
+    exit_if_confined(result)
 
 
-@cli.command(exits="0 nothing would change; 1 changes; 2 invalid input; 3 git failure")
+@cli.command(exits="0 nothing would change; 1 changes; 2 invalid input (a part with errors would be frozen: "
+                   "the diff shows the rest); 3 git failure")
 @REPO
 @click.option("--against", default=None, metavar="REF", help="Compare with the generated files in REF's tree.")
 @output_option("text", "json", "markdown")
@@ -132,7 +140,7 @@ def diff(repo: Path | None, against: str | None, output: str) -> None:
         result, planned = app.plan_diff(root, against, progress)
     print_problems(result.problems)
     if output == "json":
-        dump({**planned.as_json(), "problems": [problem_json(p) for p in result.problems]})
+        dump({**planned.as_json(), "problems": [problem_json(p) for p in result.problems], **confined_json(result)})
     elif output == "markdown":
         click.echo(diffs.markdown(planned), nl=False)
     elif os.environ.get(extdiff.ENV):
@@ -143,6 +151,7 @@ def diff(repo: Path | None, against: str | None, output: str) -> None:
     else:
         text = diffs.text(planned)
         print_paged(style_diff(text) if color_enabled() else text, page=True)
+    exit_if_confined(result)
     sys.exit(1 if planned.changed else 0)
 
 
@@ -156,13 +165,15 @@ def render(wec: str, repo: Path | None, output: str) -> None:
     root = locate(repo)
     with ProgressBars(output) as progress:
         result, mailbox = app.compute_for_wec(root, wec, progress)
-    print_problems([p for p in result.problems if not p.wec or p.wec == mailbox])
-    tree = result.generated[f"spaces/{mailbox}"]
-    objects = in_apply_order([body for _, body in render_mailbox(tree)] if isinstance(tree, dict) else [])
+    print_problems([p for p in result.problems if not p.wec or mailbox in p.mailboxes])
+    print_frozen(result)
+    tree = app.mailbox_tree(root, result, mailbox)
+    objects = in_apply_order([body for _, body in render_mailbox(tree)] if tree else [])
     if output == "json":
         dump(as_list(objects))
     else:
         click.echo(dump_yaml_all(objects).decode(), nl=False)
+    exit_if_confined(result)
 
 
 @cli.command(exits="0; 2 invalid input, unknown WEC or object")
@@ -178,10 +189,15 @@ def explain(wec: str, obj: str | None, repo: Path | None, output: str) -> None:
     root = locate(repo)
     with ProgressBars(output) as progress:
         result, mailbox = app.compute_for_wec(root, wec, progress)
+    print_problems(result.confined_errors)
+    if mailbox in result.frozen.wecs:
+        raise KsgitopsError(f"WEC {wec} is frozen: its mailbox spaces/{mailbox} is kept as it stands until the "
+                            "errors of its inventory space are fixed")
     data = explain_object_on(result, mailbox, obj) if obj else explain_wec(result, mailbox)
     if obj and not data["matches"]:
         raise KsgitopsError(no_match_message(result, obj))
-    dump(data) if output == "json" else click.echo(as_text(data))
+    dump({**data, **confined_json(result)}) if output == "json" else click.echo(as_text(data))
+    exit_if_confined(result)
 
 
 @cli.command(exits="0; 2 invalid input")
@@ -191,11 +207,13 @@ def wecs(repo: Path | None, output: str) -> None:
     """List the WECs: SyncTarget labels, mailbox, and how many placements reach each."""
     root = locate(repo)
     with ProgressBars(output) as progress:
-        rows = app.list_wecs(root, progress)
+        rows, result = app.list_wecs(root, progress)
+    print_problems(result.confined_errors)
     if output == "json":
-        dump({"wecs": rows})
-        return
-    click.echo(wec_table(rows), nl=False)
+        dump({"wecs": rows, **confined_json(result)})
+    else:
+        click.echo(wec_table(rows), nl=False)
+    exit_if_confined(result)
 
 
 @cli.command(name="status", exits="0; 2 invalid input; 3 git or push failure")
@@ -220,15 +238,19 @@ def status_cmd(repo: Path | None, do_commit: bool, source: str, do_push: bool, r
     if output == "json":
         dump({"changed": outcome.changed, "commit": outcome.commit, "objects": len(outcome.output.combined),
               "wecs": len(outcome.result.wecs), "health": counts,
-              "problems": [problem_json(p) for p in outcome.problems], **outcome.output.facts()})
+              "problems": [problem_json(p) for p in outcome.problems], **outcome.output.facts(),
+              **confined_json(outcome.result)})
+        exit_if_confined(outcome.result)
         return
     print_problems(outcome.problems)
+    print_frozen(outcome.result)
     others = "".join(f", {n} {h}" for h, n in counts.items() if h != "Healthy")
     what = ""
     if do_commit:
         what = f", committed {outcome.commit[:12]}" if outcome.commit else ", no commit (unchanged)"
     click.echo(f"{len(outcome.output.combined)} objects on {len(outcome.result.wecs)} WECs: "
                f"{counts.get('Healthy', 0)}/{total} healthy{others}; {len(outcome.changed)} status files changed{what}")
+    exit_if_confined(outcome.result)
 
 
 @cli.command(name="collect", exits="0; 2 invalid input; 3 some WEC unreachable")

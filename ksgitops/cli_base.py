@@ -11,14 +11,15 @@ from typing import Any, Callable, Sequence
 
 import click
 
-from .model import Problem
+from .model import FEW_WECS, Problem
 
 # Exit codes of every command (the README's table is checked against these).
 EXIT_CODES: dict[int, str] = {
     0: "success; `diff`: nothing would change",
     1: "`diff`: something would change",
     2: ("usage error, not a ksgitops repository, invalid input (`file:line: message`), or a symbolic "
-        "link on the way to a path ksgitops owns (`path: is a symbolic link`); nothing written"),
+        "link on the way to a path ksgitops owns (`path: is a symbolic link`); nothing written, except "
+        "when the errors are confined to spaces or WECs: those are frozen and the rest is done"),
     3: ("git, push, cluster or environment failure: a refused push, a locked ref, an unreachable WEC "
         "(`collect`, `sync`), a full disk, a file size limit, no permission, a read-only file system, "
         "a file name too long, an I/O error; one line naming the path, nothing left half-written"),
@@ -126,7 +127,30 @@ def problem_json(p: Problem) -> dict[str, Any]:
     has_file = p.origin.path != "ksgitops"
     return {"file": p.origin.path if has_file else None, "line": p.origin.line or None,
             "space": p.space or None, "message": p.message, "severity": p.severity,
-            **({"wec": p.wec} if p.wec else {}), **({"object": p.obj} if p.obj else {})}
+            **({"wec": p.wec} if p.wec and not p.wecs else {}), **({"object": p.obj} if p.obj else {}),
+            **({"wecCount": len(p.wecs), "wecs": list(p.wecs[:FEW_WECS])} if p.wecs else {})}
+
+
+def print_frozen(result: Any) -> list[Any]:
+    """What the run froze, one line each on stderr (`spaces/<space>: frozen: ...`); returns it."""
+    from . import app
+    units = app.frozen_units(result)
+    for unit in units:
+        click.echo(str(unit), err=True)
+    return units
+
+
+def confined_json(result: Any) -> dict[str, Any]:
+    """What a JSON result adds when the command ends with exit 2 for errors of spaces or WECs: the
+    `errors` and the `exitCode`, as a failure's document has them."""
+    errors = result.confined_errors
+    return {"errors": [problem_json(p) for p in errors], "exitCode": 2} if errors else {}
+
+
+def exit_if_confined(result: Any) -> None:
+    """Exit 2 when a space or WEC has errors (its problems are printed; the rest was done)."""
+    if result.confined_errors:
+        sys.exit(2)
 
 
 def fail(problems: Sequence[Problem], code: int, as_json: bool, quiet: bool = False) -> None:
@@ -144,7 +168,7 @@ def complete_wecs(ctx: click.Context, param: click.Parameter, incomplete: str) -
     from . import app
     from .io.locate import locate
     try:
-        return [r["wec"] for r in app.list_wecs(locate(None)) if r["wec"].startswith(incomplete)]
+        return [r["wec"] for r in app.list_wecs(locate(None))[0] if r["wec"].startswith(incomplete)]
     except Exception:  # noqa: BLE001 - completion never fails loudly
         return []
 

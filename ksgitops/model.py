@@ -6,7 +6,7 @@ they were given (they deep-copy before customizing).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable, Literal
+from typing import Any, Callable, Iterable, Literal
 
 Severity = Literal["error", "warning"]
 
@@ -104,21 +104,38 @@ class Obj:
         return ObjRef(self.group, self.kind, self.namespace, self.name)
 
 
+FEW_WECS = 5  # WECs named when one problem concerns many (the rest are counted)
+
+
 @dataclass(frozen=True, order=True, slots=True)
 class Problem:
-    """One finding, always with provenance. `wec` is set for per-(object, WEC) errors, `obj`
-    (an ObjRef's text) when the finding concerns one object."""
+    """One finding, always with provenance. `wec` (a mailbox) is set for per-(object, WEC)
+    findings, `obj` (an ObjRef's text) when the finding concerns one object. The same finding on
+    several WECs is one Problem (`grouped_by_wec`): `wec` is the first of them (sorted) and `wecs`
+    holds them all; `wecs` is empty for a single WEC."""
 
     origin: Origin
     message: str
     severity: Severity = "error"
     wec: str = ""
     obj: str = ""
+    wecs: tuple[str, ...] = ()
 
     def __str__(self) -> str:
         prefix = "warning: " if self.severity == "warning" else ""
-        where = f" [WEC {self.wec}]" if self.wec else ""
-        return f"{self.origin}: {prefix}{self.message}{where}"
+        return f"{self.origin}: {prefix}{self.message}{self.wec_text}"
+
+    @property
+    def wec_text(self) -> str:
+        """` [WEC a]`, or ` [3 WECs: a, b, c]`, naming at most FEW_WECS of them."""
+        if not self.wecs:
+            return f" [WEC {self.wec}]" if self.wec else ""
+        return f" [{len(self.wecs)} WECs: {few(self.wecs)}]"
+
+    @property
+    def mailboxes(self) -> tuple[str, ...]:
+        """Every WEC (mailbox) the finding concerns."""
+        return self.wecs or ((self.wec,) if self.wec else ())
 
     @property
     def is_error(self) -> bool:
@@ -129,6 +146,30 @@ class Problem:
         """The space the finding is in (`spaces/<space>/...`), "" when it is repo-wide."""
         parts = self.origin.path.split("/")
         return parts[1] if len(parts) > 2 and parts[0] == "spaces" else ""
+
+
+def few(names: "tuple[str, ...] | list[str]", total: int | None = None) -> str:
+    """`a, b, c`: at most FEW_WECS names, then `…` when there are more (`total`: how many in all)."""
+    shown = list(names[:FEW_WECS])
+    more = (len(names) if total is None else total) > len(shown)
+    return ", ".join(shown) + (", …" if more else "")
+
+
+def grouped_by_wec(problems: "Iterable[Problem]") -> list[Problem]:
+    """One Problem per (origin, message, severity, object) for per-WEC findings, naming every WEC
+    it concerns: the same missing parameter on 1,000 WECs is one line, not 1,000. Sorted."""
+    groups: dict[tuple[Origin, str, str, str], set[str]] = {}
+    out: list[Problem] = []
+    for problem in problems:
+        if problem.wec:
+            groups.setdefault((problem.origin, problem.message, problem.severity, problem.obj),
+                              set()).update(problem.mailboxes)
+        else:
+            out.append(problem)
+    for (origin, message, severity, obj), found in groups.items():
+        wecs = tuple(sorted(found))
+        out.append(Problem(origin, message, severity, wecs[0], obj, wecs if len(wecs) > 1 else ()))  # type: ignore[arg-type]
+    return sorted(set(out))
 
 
 class KsgitopsError(Exception):

@@ -35,6 +35,7 @@ class CycleCommit:
     changed_wecs: list[str] = field(default_factory=list)  # mailboxes whose generated files changed
     folded: list[str] = field(default_factory=list)  # mailboxes whose reports were folded in
     status_files: list[str] = field(default_factory=list)  # status roots (and STATUS.md) that changed
+    frozen: str = ""  # what the reconcile kept frozen (the Ksgitops-Frozen trailer), "" when nothing
 
 
 @dataclass
@@ -181,7 +182,8 @@ class _OneCommit:
         status_roots = [*self.status[1].generated, STATUS_MD] if self.status else []
         made = CycleCommit(str(self.base.id) if reconciled_roots else app.source_of(self.base), None, None, None,
                            [root.split("/")[1] for root in reconciled_roots if root.count("/") == 1],
-                           self.folded.folded if self.folded else [], git.changed_roots(old, new, status_roots))
+                           self.folded.folded if self.folded else [], git.changed_roots(old, new, status_roots),
+                           self.result.frozen.trailer() if self.result is not None else "")
         return made, reconciled_roots
 
     def _apply(self, generated: dict[str, Any]) -> None:
@@ -219,7 +221,7 @@ def _changed_entries(repo: Any, old: Any, new: Any, roots: list[str]) -> dict[st
 def _message(config: Any, made: CycleCommit, reconciled: bool) -> str:
     """RepoConfig's message for what the commit holds: the reconcile template when `reconciled`
     (mailboxes or SPSes changed), else the fold-in or status subject; a body line per part; the
-    one Ksgitops-Source trailer."""
+    one Ksgitops-Source trailer, after Ksgitops-Frozen when the reconcile froze something."""
     from .app import FOLD_SUBJECT, STATUS_SUBJECT
     parts = []
     if made.changed_wecs:
@@ -232,7 +234,7 @@ def _message(config: Any, made: CycleCommit, reconciled: bool) -> str:
     first, _, rest = subject.partition("\n")
     template = f"{first}\n\n" + "\n".join(parts) + (f"\n{rest}" if rest else "")
     affected = len(made.changed_wecs) if reconciled else len(made.folded)
-    return str(config.commit_message(made.source, affected, subject=template))
+    return str(config.commit_message(made.source, affected, subject=template, frozen=made.frozen))
 
 
 def _count(n: int, one: str, many: str) -> str:

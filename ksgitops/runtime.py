@@ -68,6 +68,9 @@ class CycleResult:
     changed_wecs: int = 0  # mailboxes whose generated files changed
     folded_wecs: int = 0  # mailboxes whose reports were folded in
     status_files: int = 0  # status files (and STATUS.md) that changed
+    frozen: str = ""  # what the reconcile kept frozen (spaces, WECs), as the Ksgitops-Frozen trailer
+    frozen_parts: int | None = None  # how many (None: the cycle did not reconcile)
+    errors: tuple[str, ...] = ()  # errors of spaces or WECs, one line each: the cycle is degraded
 
     def describe(self) -> str:
         """The cycle's log line: what was reconciled, what was committed, whether it was pushed."""
@@ -78,10 +81,14 @@ class CycleResult:
             return f"cycle: {self.head[:12]} touched only generated files, nothing to do {took}"
         what = f" ({self.changes()})" if self.changes() else ""
         if self.action == "local":
-            return f"cycle: local, the work tree: {f'written{what}' if what else 'nothing changed'} {took}"
+            return f"cycle: local, the work tree: {f'written{what}' if what else 'nothing changed'} {took}{self.degraded()}"
         done = f"committed {self.commit[:12]}{what}, {'pushed' if self.pushed else 'not pushed'}" if self.commit \
             else "nothing changed, no commit"
-        return f"cycle: {self.action} source {self.source[:12]}: {done} {took}"
+        return f"cycle: {self.action} source {self.source[:12]}: {done} {took}{self.degraded()}"
+
+    def degraded(self) -> str:
+        frozen = f", frozen: {self.frozen}" if self.frozen else ""
+        return f"; degraded: {len(self.errors)} errors above{frozen}" if self.errors else ""
 
     def changes(self) -> str:
         counted = ((self.changed_wecs, f"{_n(self.changed_wecs, 'WEC')} changed"),
@@ -93,7 +100,8 @@ class CycleResult:
         """The same facts for the JSON log."""
         return {"event": "cycle", "action": self.action, "seconds": round(self.seconds, 4), "head": self.head,
                 "source": self.source, "commit": self.commit, "changedWecs": self.changed_wecs,
-                "foldedWecs": self.folded_wecs, "statusFiles": self.status_files, "pushed": self.pushed}
+                "foldedWecs": self.folded_wecs, "statusFiles": self.status_files, "pushed": self.pushed,
+                "frozen": self.frozen}
 
 
 def _n(count: int, thing: str) -> str:
@@ -197,7 +205,8 @@ class RemoteRuntime:
             self.observer.commits.inc()
         return CycleResult("reconciled" if do_reconcile else "summarized", time.perf_counter() - started,
                            outcome.head, outcome.pushed, made.source, made.commit, len(made.changed_wecs),
-                           len(made.folded), len(made.status_files))
+                           len(made.folded), len(made.status_files),
+                           **app.frozen_facts(made.reconciled.result if made.reconciled else None))
 
     def _report_refs(self) -> dict[str, str]:
         """The WECs' report refs as fetched (ksgitops sync pushes them; status folds them in)."""
@@ -247,7 +256,7 @@ class LocalRuntime:
         self.observer.wecs.set(len(outcome.result.wecs))
         changed = sum(1 for root in outcome.changed_roots if root.count("/") == 1)
         return CycleResult("local", time.perf_counter() - started, source="worktree", changed_wecs=changed,
-                           status_files=status_files)
+                           status_files=status_files, **app.frozen_facts(outcome.result))
 
     def is_generated(self, path: str) -> bool:
         """Paths reconcile and status write (and their staging folders), .git, and anything hidden."""
@@ -293,7 +302,7 @@ def loop(runtime: RemoteRuntime | LocalRuntime, interval: float, stop: Shutdown 
         while not guard.requested.is_set():
             code, failed, reason = _cycle(runtime, guard, on_cycle)
             wait = backoff.delay(failed)
-            if code:
+            if failed:
                 runtime.observer.backoff.set(wait)
                 _log_failure(runtime.observer, failed, reason, None if once else wait)
             if once:
@@ -312,7 +321,8 @@ def loop(runtime: RemoteRuntime | LocalRuntime, interval: float, stop: Shutdown 
 
 def _cycle(runtime: RemoteRuntime | LocalRuntime, guard: Shutdown,
            on_cycle: Callable[[CycleResult], None] | None) -> tuple[int, int, str]:
-    """One cycle, its metrics and its log line: (exit code, failed cycles in a row, why it failed)."""
+    """One cycle, its metrics and its log line: (exit code, failed cycles in a row, why it failed); a
+    degraded cycle (errors of spaces or WECs: those are frozen, the rest committed) is no failure: exit 2."""
     observer = runtime.observer
     observer.cycle_started()
     observer.cycles.inc()
@@ -330,10 +340,15 @@ def _cycle(runtime: RemoteRuntime | LocalRuntime, guard: Shutdown,
     if result.action not in ("idle", "generated-only"):
         observer.reconcile_seconds.observe(result.seconds)
     observer.cycle_succeeded()
-    log.info(result.describe(), extra={"fields": result.fields()})
+    if result.frozen_parts is not None:
+        observer.frozen.set(result.frozen_parts)
+    for line in result.errors:
+        log.error(line, extra={"fields": {"event": "problem"}})
+    observer.degraded.inc(1 if result.errors else 0)
+    (log.warning if result.errors else log.info)(result.describe(), extra={"fields": result.fields()})
     if on_cycle is not None:
         on_cycle(result)
-    return 0, 0, ""
+    return (2 if result.errors else 0), 0, ""
 
 
 def failure_reason(error: BaseException) -> str:

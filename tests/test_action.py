@@ -124,12 +124,18 @@ def run_action(workspace: Path, *, api: FakeGitHub | None = None, event_name: st
         summary += summary_file.read_text(encoding="utf-8")
         if step.get("id"):
             context["steps"][step["id"]] = {"outputs": read_outputs(output_file)}
-        if proc.returncode:
+        if proc.returncode:  # the runner still records what the failing step wrote to GITHUB_OUTPUT
             assert TOKEN not in log
-            return ActionRun(proc.returncode, {}, summary, log, ran)
-    outputs = {name: evaluate(str(spec["value"]), context) for name, spec in ACTION["outputs"].items()}
+            return ActionRun(proc.returncode, action_outputs(context), summary, log, ran)
     assert TOKEN not in log, "the token was printed"
-    return ActionRun(0, outputs, summary, log, ran)
+    return ActionRun(0, action_outputs(context), summary, log, ran)
+
+
+def action_outputs(context: dict[str, Any]) -> dict[str, str]:
+    """The action's outputs from its steps' outputs; empty when no step with an id wrote any."""
+    if not any(step["outputs"] for step in context["steps"].values()):
+        return {}
+    return {name: evaluate(str(spec["value"]), context) for name, spec in ACTION["outputs"].items()}
 
 
 @pytest.fixture
@@ -163,7 +169,7 @@ def cli_supports(*args: str) -> bool:
 
 def test_action_declares_the_contracts_inputs_and_outputs() -> None:
     assert {"command", "path", "commit", "push", "comment-on-pr", "github-token", "python-version"} <= set(ACTION["inputs"])
-    assert set(ACTION["outputs"]) == {"changed", "commit", "affected-wecs"}
+    assert set(ACTION["outputs"]) == {"changed", "commit", "affected-wecs", "frozen"}
     assert ACTION["runs"]["using"] == "composite"
     assert ACTION["inputs"]["command"]["default"] == "diff"
     assert ACTION["inputs"]["github-token"]["default"] == "${{ github.token }}"
@@ -186,7 +192,7 @@ def test_no_expression_is_interpolated_into_a_script() -> None:
 def test_diff_on_a_pull_request_writes_summary_outputs_and_one_comment(workspace: Path, api: FakeGitHub) -> None:
     run = run_action(workspace, api=api, command="diff", path="example")
     assert run.returncode == 0, run.log  # diff's exit 1 (changes) does not fail the step
-    assert run.outputs == {"changed": "true", "commit": "", "affected-wecs": '["florin","guilder"]'}
+    assert run.outputs == {"changed": "true", "commit": "", "affected-wecs": '["florin","guilder"]', "frozen": "[]"}
     assert "### ksgitops diff: 2 WECs affected" in run.summary and "```diff" in run.summary
     assert [c.method for c in api.writes()] == ["POST"]
     assert all(c.authorized for c in api.calls)
@@ -217,7 +223,7 @@ def test_the_comment_is_deleted_when_the_diff_becomes_empty(workspace: Path, api
                    capture_output=True)
     run = run_action(workspace, api=api, path="example")
     assert run.returncode == 0, run.log
-    assert run.outputs == {"changed": "false", "commit": "", "affected-wecs": "[]"}
+    assert run.outputs == {"changed": "false", "commit": "", "affected-wecs": "[]", "frozen": "[]"}
     assert "0 WECs affected" in run.summary
     assert marked(api) == [] and [c["body"] for c in api.comments(PR)] == ["LGTM"]
     assert [c.method for c in api.writes()] == ["POST", "DELETE"]
@@ -266,10 +272,61 @@ def test_a_wrong_token_is_rejected_and_not_printed(workspace: Path, api: FakeGit
 
 
 def test_diff_errors_fail_the_step(workspace: Path, api: FakeGitHub) -> None:
-    (workspace / "example" / "spaces" / "wmw-c" / "broken.yaml").write_text("kind: [unclosed\n")
+    """A repo-wide error (RepoConfig) stops everything: no diff, no comment."""
+    (workspace / "example" / "ksgitops.yaml").write_text("apiVersion: ksgitops.kubestellar.io/v1alpha1\n"
+                                                         "kind: RepoConfig\nspec: {colour: blue}\n")
     run = run_action(workspace, api=api, path="example")
     assert run.returncode == 2, run.log
-    assert api.calls == []
+    assert api.calls == [] and "ksgitops diff failed (exit 2)" in run.log
+
+
+BROKEN_WDS = "spaces/wmw-c/broken.yaml"
+
+
+def test_diff_with_a_broken_space_comments_what_is_frozen_and_fails(workspace: Path, api: FakeGitHub) -> None:
+    """An error confined to one space: the comment shows the healthy part's changes and lists the
+    frozen space; the step fails (exit 2) after commenting, with the outputs set."""
+    repo = workspace / "example"
+    subprocess.run([sys.executable, "-m", "ksgitops", "reconcile", str(repo)], check=True, capture_output=True)
+    (repo / BROKEN_WDS).write_text("kind: [unclosed\n")
+    change_source(repo, "This change is frozen.")
+    page = repo / "spaces" / "wmw-s" / "httpd.yaml"
+    page.write_text(page.read_text().replace("This is a special web site.", "A changed special web site.", 1))
+    run = run_action(workspace, api=api, path="example")
+    assert run.returncode == 2, run.log
+    assert run.outputs["changed"] == "true" and run.outputs["affected-wecs"] == '["guilder"]'
+    frozen = json.loads(run.outputs["frozen"])
+    assert [(f["what"], f["space"]) for f in frozen] == [("space", "wmw-c")]
+    [comment] = marked(api)
+    assert "A changed special web site." in comment["body"] and "#### Frozen" in comment["body"]
+    assert "This change is frozen." not in comment["body"]
+    assert "`spaces/wmw-c`: the objects its placements (edge-placement-c) placed" in comment["body"]
+    assert "frozen" in run.log and "::error::" in run.log and f"{BROKEN_WDS}:2: malformed YAML" in run.log
+
+
+def test_reconcile_with_a_broken_space_commits_the_rest_and_fails(workspace: Path, api: FakeGitHub) -> None:
+    """Action mode of the isolation rule: the healthy part is committed with the Ksgitops-Frozen
+    trailer, the frozen part stays byte for byte, and the step fails with exit 2."""
+    repo = workspace / "example"
+    assert run_action(workspace, command="reconcile", path="example", commit="true").returncode == 0
+    before = git(repo, "rev-parse", "HEAD")
+    frozen_cm = git(repo, "rev-parse", "HEAD:spaces/imw1-mb-florin/objects/core/configmaps/commonstuff")
+    (repo / BROKEN_WDS).write_text("kind: [unclosed\n")
+    change_source(repo, "This change is frozen.")
+    page = repo / "spaces" / "wmw-s" / "httpd.yaml"
+    page.write_text(page.read_text().replace("library/httpd:2.4", "library/httpd:2.5", 1))
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "break wmw-c, change wmw-s")
+    run = run_action(workspace, api=api, command="reconcile", path="example", commit="true")
+    assert run.returncode == 2, run.log
+    head = git(repo, "rev-parse", "HEAD")
+    assert head != before and run.outputs["commit"] == head and run.outputs["changed"] == "true"
+    assert json.loads(run.outputs["frozen"])[0]["space"] == "wmw-c"
+    message = git(repo, "log", "-1", "--format=%B")
+    assert "Ksgitops-Frozen: space wmw-c\n" in message and "Ksgitops-Source:" in message
+    assert "httpd:2.5" in git(repo, "show", "HEAD:spaces/imw1-mb-guilder/objects/apps/deployments/specialstuff/speciald.yaml")
+    assert git(repo, "rev-parse", "HEAD:spaces/imw1-mb-florin/objects/core/configmaps/commonstuff") == frozen_cm
+    assert "**frozen**" in run.summary and api.calls == []
 
 
 def test_diff_against_a_ref(workspace: Path, api: FakeGitHub) -> None:
@@ -300,13 +357,13 @@ def test_reconcile_with_commit_outputs_the_commit(workspace: Path, api: FakeGitH
     run = run_action(workspace, api=api, command="reconcile", path="example", commit="true")
     assert run.returncode == 0, run.log
     head = git(repo, "rev-parse", "HEAD")
-    assert run.outputs == {"changed": "true", "commit": head, "affected-wecs": '["florin","guilder"]'}
+    assert run.outputs == {"changed": "true", "commit": head, "affected-wecs": '["florin","guilder"]', "frozen": "[]"}
     assert "Ksgitops-Source:" in git(repo, "log", "-1", "--format=%B")
     assert git(repo, "status", "--porcelain") == ""
     assert head in run.summary
     again = run_action(workspace, api=api, command="reconcile", path="example", commit="true")
     assert again.returncode == 0, again.log
-    assert again.outputs == {"changed": "false", "commit": "", "affected-wecs": "[]"}
+    assert again.outputs == {"changed": "false", "commit": "", "affected-wecs": "[]", "frozen": "[]"}
     assert git(repo, "rev-parse", "HEAD") == head
     assert api.calls == []  # reconcile never comments
 

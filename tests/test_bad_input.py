@@ -1,9 +1,10 @@
 """Bad input, end to end through the command line.
 
 Three families:
-- fatal input errors: `reconcile` exits 2, prints `file:line: message`, never a traceback, and writes
-  NOTHING (no mailbox, no .ksgitops folder on a fresh repo; byte-identical generated files when a
-  previous good reconcile exists);
+- input errors confined to one space (or one SyncTarget): `reconcile` exits 2, prints
+  `file:line: message`, never a traceback, and freezes only that part (core/isolation.py): a space
+  never valid contributes nothing, one that was valid keeps its last good state byte for byte,
+  and every other space's change is written (the repo-wide ones, RepoConfig, still write nothing);
 - per-(object, WEC) errors: `validate` exits 2; `reconcile`/`render` print the error, exit 0, write
   everything else and keep that mailbox's previous copy of the object (none if it never had one);
 - warnings: exit 0, `warning:` on stderr.
@@ -58,6 +59,20 @@ def has_generated_folders(repo: Path) -> bool:
                for p in spaces.rglob("*") if p.is_dir())
 
 
+SPECIALD = "spaces/imw1-mb-guilder/objects/apps/deployments/specialstuff/speciald.yaml"
+
+
+def assert_contributes_nothing(repo: Path, space: str = "wmw-c") -> None:
+    """A space broken since the start (never valid) placed nothing; every other space was written."""
+    gen = generated(repo)
+    assert SPECIALD in gen and "spaces/imw1-mb-florin/space.yaml" in gen, "the healthy part was written"
+    if space == "wmw-c":
+        assert not [rel for rel in gen if "-mb-" in rel and "commonstuff" in rel], sorted(gen)
+    assert not [rel for rel in gen if rel.startswith(f"spaces/{space}/.ksgitops/") and not rel.endswith("problems.yaml")]
+    if space != "Bad_Space":
+        assert b"state: Frozen" in gen[f"spaces/{space}/.ksgitops/problems.yaml"]
+
+
 def ks(*args: object) -> subprocess.CompletedProcess[str]:
     return run_cli_subprocess(*(str(a) for a in args))
 
@@ -98,7 +113,7 @@ PLACEMENT = "apiVersion: edge.kubestellar.io/v2alpha1\nkind: EdgePlacement\n"
 EDGE = "apiVersion: edge.kubestellar.io/v2alpha1\n"
 CM = "apiVersion: v1\nkind: ConfigMap\n"
 
-# --- fatal errors: exit 2, file:line, nothing written -------------------------------------------
+# --- errors confined to a space: exit 2, file:line, that space frozen, the rest written -------------
 
 BILLION_LAUGHS = (
     "# the classic billion laughs, as the second document\n"
@@ -184,36 +199,48 @@ FATAL: dict[str, tuple[Files, str, int | None, str]] = {
 }
 
 
+def broken_space(path: str) -> str:
+    """The space a case breaks (a folder that is no space is its own name)."""
+    return path.split("/")[1]
+
+
 @pytest.mark.parametrize("case", sorted(FATAL))
-def test_fatal_error_on_fresh_repo_writes_nothing(case: str, tree: Callable[[Files], Path]) -> None:
+def test_confined_error_on_fresh_repo_freezes_only_its_space(case: str, tree: Callable[[Files], Path]) -> None:
+    """Never valid: the broken space contributes nothing, every other space is written."""
     added, path, line, pattern = FATAL[case]
     repo = tree({**example_files(), **added})
-    before = all_files(repo)
     result = ks("reconcile", repo)
     assert result.returncode == 2, result
     assert_problem(result.stderr, path, line, pattern)
     assert_clean(result.stderr)
-    assert not has_generated_folders(repo)
-    assert all_files(repo) == before
+    assert_contributes_nothing(repo, broken_space(path))
 
 
 @pytest.mark.parametrize("case", sorted(FATAL))
-def test_fatal_error_after_good_reconcile_changes_nothing(case: str, tree: Callable[[Files], Path], cli) -> None:
+def test_confined_error_after_good_reconcile_freezes_only_its_space(case: str, tree: Callable[[Files], Path],
+                                                                    cli) -> None:
+    """The broken space's last good state stays byte for byte; another space's change lands."""
     added, path, line, pattern = FATAL[case]
     repo = tree(example_files())
     assert cli("reconcile", str(repo)).code == 0
-    assert generated(repo), "the good reconcile wrote mailboxes"
-    # a change that reconcile would otherwise pick up, so "unchanged" means "nothing written"
-    edit(repo, "spaces/wmw-s/httpd.yaml", "library/httpd:2.4", "library/httpd:2.5")
+    before = generated(repo)
+    assert before, "the good reconcile wrote mailboxes"
+    edit(repo, "spaces/wmw-s/httpd.yaml", "library/httpd:2.4", "library/httpd:2.5")  # wmw-s moves on
+    edit(repo, HTTPD_C, "This is a common web site.", "This is THE common web site.")  # frozen when wmw-c breaks
     for rel, content in added.items():
         (repo / rel).parent.mkdir(parents=True, exist_ok=True)
         (repo / rel).write_bytes(content.encode() if isinstance(content, str) else content)
-    before = all_files(repo)
     result = cli("reconcile", str(repo))
     assert result.code == 2, result
     assert_problem(result.err, path, line, pattern)
     assert_clean(result.err)
-    assert all_files(repo) == before
+    after = generated(repo)
+    changed = sorted(rel for rel in set(before) | set(after) if before.get(rel) != after.get(rel))
+    space = broken_space(path)
+    expected = [SPECIALD] + ([f"spaces/{space}/.ksgitops/problems.yaml"] if space != "Bad_Space" else [])
+    if space != "wmw-c":  # only wmw-c's change is frozen
+        expected += [f for wec in ("florin", "guilder") for f in copy_files(f"imw1-mb-{wec}", CM_REL)]
+    assert changed == sorted(expected)
     checked = cli("validate", str(repo))
     assert checked.code == 2, checked
     assert_problem(checked.err, path, line, pattern)
@@ -242,7 +269,7 @@ def test_duplicate_identity_names_both_files(tree: Callable[[Files], Path]) -> N
     found = assert_problem(result.stderr, "spaces/wmw-c/zz-dup.yaml", 3, "ConfigMap commonstuff/httpd-htdocs")
     assert f"spaces/wmw-c/httpd.yaml:{first}" in found
     assert_clean(result.stderr)
-    assert not has_generated_folders(repo)
+    assert_contributes_nothing(repo)
 
 
 def test_duplicate_identity_in_one_file_names_both_lines(tree: Callable[[Files], Path]) -> None:
@@ -252,7 +279,7 @@ def test_duplicate_identity_in_one_file_names_both_lines(tree: Callable[[Files],
     assert result.returncode == 2, result
     found = assert_problem(result.stderr, "spaces/wmw-c/twice.yaml", 5, "twice")
     assert "spaces/wmw-c/twice.yaml:1" in found
-    assert not has_generated_folders(repo)
+    assert_contributes_nothing(repo)
 
 
 def test_same_identity_in_two_spaces_is_not_a_duplicate(tree: Callable[[Files], Path], cli) -> None:
@@ -356,13 +383,13 @@ def break_after_good_reconcile(repo: Path, cli, breakage: Callable[[Path], None]
     checked = cli("validate", str(repo))
     assert checked.code == 2, checked
     for mailbox in kept_in:
-        assert_problem(checked.err, path, line, rf"(?:{pattern}).*\[WEC {mailbox}\]")
+        assert_problem(checked.err, path, line, rf"(?:{pattern}).*{on_wec(mailbox, len(kept_in))}")
 
     result = ks("reconcile", repo)
     assert result.returncode == 0, result
     assert_clean(result.stderr)
     for mailbox in kept_in:
-        assert_problem(result.stderr, path, line, rf"(?:{pattern}).*\[WEC {mailbox}\]")
+        assert_problem(result.stderr, path, line, rf"(?:{pattern}).*{on_wec(mailbox, len(kept_in))}")
     gen1 = generated(repo)
     for mailbox in kept_in:  # the previous copy and its patch are kept, byte for byte
         for rel in copy_files(mailbox, kept_rel):
@@ -379,6 +406,11 @@ def break_after_good_reconcile(repo: Path, cli, breakage: Callable[[Path], None]
         names = {(o["kind"], o["metadata"].get("namespace", ""), o["metadata"]["name"]) for o in json.loads(rendered.stdout)["items"]}
         kind, ns, name = _identity_of(kept_rel)
         assert (kind, ns, name) in names
+
+
+def on_wec(mailbox: str, count: int) -> str:
+    """How a problem line names its WECs: one, or all of them on one line (`[2 WECs: a, b]`)."""
+    return rf"\[WEC {mailbox}\]" if count == 1 else rf"\[{count} WECs: [^]]*\b{mailbox}\b"
 
 
 def _identity_of(rel: str) -> tuple[str, str, str]:
@@ -408,15 +440,25 @@ def test_unknown_customizer_keeps_previous_copy(example: Path, cli) -> None:
                                (HTTPD_C, "apiVersion: apps/v1", "unknown Customizer commonstuff/nope"))
 
 
-def test_unparsable_replacement_path_keeps_previous_copy(example: Path, cli) -> None:
-    """A path that does not parse is an error; one that selects nothing is only a warning
-    (test_mailbox.py), as KubeStellar's jsonpath.Apply changes nothing there."""
-    def breakage(repo: Path) -> None:
-        edit(repo, HTTPD_C, "$.spec.template.spec.containers.0.env.0.value", "$.spec.template.spec[nothere")
-        edit(repo, HTTPD_C, "replicas: 1", "replicas: 3")  # would change commond's base copy
-        edit(repo, HTTPD_C, "This is a common web site.", "This is THE common web site.")
-    break_after_good_reconcile(example, cli, breakage, RS_REL, MAILBOXES, CM_REL,
-                               (HTTPD_C, "apiVersion: apps/v1", r"invalid path .*nothere"))
+def test_unparsable_replacement_path_freezes_the_space(example: Path, cli) -> None:
+    """A path that does not parse fails for every object and WEC alike: an error of the Customizer's
+    space, found once (validate), which freezes the space; one that selects nothing is only a
+    warning (test_mailbox.py), as KubeStellar's jsonpath.Apply changes nothing there."""
+    assert cli("reconcile", str(example)).code == 0
+    before = generated(example)
+    edit(example, HTTPD_C, "$.spec.template.spec.containers.0.env.0.value", "$.spec.template.spec[nothere")
+    edit(example, HTTPD_C, "replicas: 1", "replicas: 3")  # would change commond's base copy
+    edit(example, "spaces/wmw-s/httpd.yaml", "library/httpd:2.4", "library/httpd:2.5")
+    line = _doc_line(example, HTTPD_C, "kind: Customizer") - 1
+    result = ks("reconcile", example)
+    assert result.returncode == 2, result
+    assert_clean(result.stderr)
+    found = assert_problem(result.stderr, HTTPD_C, line, r"Customizer example-customizer: replacements\[0\]\.path: "
+                                                         r"invalid path .*nothere")
+    assert "WEC" not in found  # one line, not one per (object, WEC)
+    after = generated(example)
+    assert sorted(rel for rel in after if before.get(rel) != after[rel]) == [
+        SPECIALD, "spaces/wmw-c/.ksgitops/problems.yaml"]
 
 
 @pytest.mark.parametrize("op, phrase", [
@@ -681,7 +723,7 @@ def test_deep_nesting_is_an_input_error_not_a_crash(name: str, content: str, tre
     assert result.returncode == 2, (result.returncode, result.stderr[-300:])
     assert_clean(result.stderr)
     assert_problem(result.stderr, rel, None, "nest|deep")
-    assert not has_generated_folders(repo)
+    assert_contributes_nothing(repo)
 
 
 @pytest.mark.parametrize("number", ["123456789012345678901234567890", str(2**63 - 1), str(2**53 + 1)])
@@ -740,11 +782,11 @@ def test_non_json_yaml_values_are_input_errors(content: str, pattern: str, tree:
     assert result.returncode == 2, result
     assert_clean(result.stderr)
     assert_problem(result.stderr, "spaces/wmw-c/odd.yaml", 1, pattern)
-    assert not has_generated_folders(repo)
+    assert_contributes_nothing(repo)
 
 
 def test_no_traceback_without_debug_for_any_fatal_case(tree: Callable[[Files], Path]) -> None:
-    """All fatal files at once: one line per problem, sorted, no traceback."""
+    """All broken files at once: one line per problem, then one per frozen part, no traceback."""
     files = {**example_files()}
     for added, *_ in FATAL.values():
         for rel, content in added.items():
@@ -756,4 +798,10 @@ def test_no_traceback_without_debug_for_any_fatal_case(tree: Callable[[Files], P
     assert_clean(result.stderr)
     lines = result.stderr.splitlines()
     assert lines and all(re.match(r"^(spaces/|ksgitops\.yaml)[^ ]*(:\d+)?: ", ln) for ln in lines), lines
-    assert not has_generated_folders(repo)
+    frozen = [ln for ln in lines if ": frozen: " in ln]
+    from ksgitops.core.where import mailbox_name
+    assert frozen == [f"spaces/imw1: frozen: WEC .. (mailbox {mailbox_name('imw1', '..')}) is kept as it stands (its "
+                      "SyncTarget has errors)",
+                      "spaces/wmw-c: frozen: it contributes nothing until its errors are fixed (no last good state is "
+                      "recorded)"], frozen
+    assert_contributes_nothing(repo)

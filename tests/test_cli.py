@@ -150,7 +150,7 @@ def test_validate_ok_prints_summary(cli: Any, example: Path) -> None:
 
 def test_validate_json_shape(cli: Any, example: Path) -> None:
     data = json.loads(run(cli, "validate", str(example), "-o", "json").out)
-    assert data == {"valid": True, "problems": []}
+    assert data == {"valid": True, "problems": [], "frozen": []}
 
 
 def test_validate_invalid_yaml_exit_2_with_file_line(cli: Any, example: Path) -> None:
@@ -267,7 +267,7 @@ def test_diff_right_after_reconcile_is_empty(cli: Any, example: Path) -> None:
     res = run(cli, "diff", str(example))
     assert res.out == "0 WECs affected\n"
     assert json.loads(run(cli, "diff", str(example), "-o", "json").out) == {
-        "changed": False, "affectedWecs": [], "wecs": {}, "problems": []}
+        "changed": False, "affectedWecs": [], "wecs": {}, "problems": [], "frozen": []}
 
 
 def test_diff_after_editing_a_common_configmap(cli: Any, example: Path) -> None:
@@ -295,7 +295,7 @@ def test_diff_after_editing_a_special_configmap_names_one_wec(cli: Any, example:
     assert f"--- a/{GUILDER}/" in res.out and FLORIN not in res.out
 
     data = json.loads(run(cli, "diff", str(example), "-o", "json", code=1).out)
-    assert set(data) == {"changed", "affectedWecs", "wecs", "problems"}
+    assert set(data) == {"changed", "affectedWecs", "wecs", "problems", "frozen"}
     assert data["changed"] is True
     assert data["affectedWecs"] == ["guilder"]
     assert set(data["wecs"]) == {"guilder"}
@@ -522,7 +522,9 @@ def test_real_entry_point_render_unknown_wec_and_invalid_repo(example: Path) -> 
     assert proc.returncode == 2, proc
     assert "Traceback" not in proc.stderr
     assert re.search(r"spaces/wmw-s/broken\.yaml:\d+: ", proc.stderr), proc.stderr
-    assert not (example / FLORIN).exists(), "nothing is written when the repo has fatal errors"
+    assert "spaces/wmw-s: frozen: it contributes nothing" in proc.stderr
+    assert (example / FLORIN).exists(), "the healthy part is written: only the broken space is frozen"
+    assert not list((example / GUILDER).rglob("*specialstuff*")), "a space never valid contributes nothing"
 
 
 def test_real_entry_point_diff_exit_codes(example: Path) -> None:

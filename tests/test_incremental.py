@@ -78,9 +78,9 @@ def test_unchanged_mailbox_is_reused_not_rebuilt(example_git: Path, cli, monkeyp
     built: list[str] = []
     original = mailbox.MailboxBuilder.build
 
-    def spy(self, wec, plans):  # type: ignore[no-untyped-def]
+    def spy(self, wec, plans, *kept):  # type: ignore[no-untyped-def]
         built.append(wec.mailbox)
-        return original(self, wec, plans)
+        return original(self, wec, plans, *kept)
     monkeypatch.setattr(mailbox.MailboxBuilder, "build", spy)
     assert cli("reconcile", str(example_git), "--commit").code == 0
     assert built == ["imw1-mb-florin"]

@@ -206,11 +206,10 @@ def test_a_namespaced_object_without_a_namespace_is_read_in_default(tree: Tree) 
 
 
 def test_defaulting_a_namespace_may_make_a_duplicate(tree: Tree) -> None:
-    from ksgitops.model import KsgitopsError
     cm = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cm%s}\n"
     repo = tree({"spaces/wds/a.yaml": cm % "", "spaces/wds/b.yaml": cm % ", namespace: default"})
-    with pytest.raises(KsgitopsError, match="ConfigMap default/cm is defined twice: here and at spaces/wds/b.yaml:1"):
-        compute(repo)
+    [error] = compute(repo).confined_errors  # an error of the space wds (which is then frozen)
+    assert str(error) == "spaces/wds/a.yaml:1: ConfigMap default/cm is defined twice: here and at spaces/wds/b.yaml:1"
 
 
 # --- clauses the CRD accepts that match nothing (or everything) ------------------------------------
@@ -331,10 +330,16 @@ def test_a_selector_emptied_by_a_dropped_field_is_said_to_match_everything() -> 
     assert listed[0].endswith("the selector is now {}, which matches everything")
 
 
-def test_where_ksgitops_is_stricter_than_the_crd_it_warns() -> None:
-    """KubeStellar v0.14.2's Customizer CRD takes any string as a replacement path."""
+def test_a_customizer_path_that_does_not_parse_is_an_error_of_its_space(tree: Tree) -> None:
+    """KubeStellar v0.14.2's Customizer CRD takes any string as a replacement path, and its
+    pkg/customize/customize.go fails on each use of one that pkg/jsonpath does not parse: ksgitops
+    finds it once, at validation, as an error of the space (which is then frozen), not per WEC."""
     _, problems = read(V2 + "kind: Customizer\nmetadata: {name: c, namespace: n}\n"
                             "replacements: [{path: spec.replicas, value: '3'}]\n")
-    assert len(problems) == 1 and problems[0].startswith(
-        "spaces/s/x.yaml:1: warning: Customizer c: replacements[0].path: must be a JSONPath starting with $")
-    assert "makes this Customizer fail for every object that uses it" in problems[0]
+    assert problems == []  # reading the file accepts it, as the CRD does
+    repo = tree({"spaces/wds/c.yaml": V2 + "kind: Customizer\nmetadata: {name: c, namespace: n}\n"
+                                          "replacements: [{path: spec.replicas, value: '3'}]\n"})
+    result = compute(repo)
+    assert [str(p) for p in result.confined_errors] == [
+        "spaces/wds/c.yaml:1: Customizer c: replacements[0].path: invalid path 'spec.replicas': must start with '$'"]
+    assert "wds" in result.frozen.spaces

@@ -69,6 +69,7 @@ WORKTREE_LINKS = [
     f"spaces/{FLORIN}/objects/core",
     "spaces/wmw-c/.ksgitops",
     "spaces/wmw-c/.ksgitops/singleplacementslices",
+    "spaces/wmw-c/.ksgitops/placements",
 ]
 
 
@@ -76,6 +77,17 @@ WORKTREE_LINKS = [
 def test_reconcile_of_a_work_tree_refuses_links(example: Path, cli, tmp_path: Path, link: str) -> None:
     assert cli("reconcile", str(example)).code == 0
     change_florin(example)
+    outside = tmp_path / "outside"
+    link_outside(example, link, outside)
+    before, outside_before = work_tree(example), files_below(outside)
+    assert_refused(cli("reconcile", str(example)), link, example, before, outside, outside_before)
+
+
+@pytest.mark.parametrize("link", ["spaces/wmw-c/.ksgitops/placements", "spaces/wmw-c/.ksgitops/singleplacementslices"])
+def test_a_frozen_space_never_reads_its_records_through_a_link(example: Path, cli, tmp_path: Path, link: str) -> None:
+    """A WDS with errors is frozen from its records and slices: a link there is refused too."""
+    assert cli("reconcile", str(example)).code == 0
+    (example / "spaces/wmw-c/broken.yaml").write_text("kind: [unclosed\n")
     outside = tmp_path / "outside"
     link_outside(example, link, outside)
     before, outside_before = work_tree(example), files_below(outside)

@@ -138,11 +138,28 @@ def test_path_selecting_nothing_is_a_per_wec_warning_and_the_object_is_delivered
 
 
 def test_customization_error_names_the_object(tree) -> None:
-    cms = CUSTOMIZED.replace("$.data.missing.deeper", "$.data[")
+    cms = CUSTOMIZED.replace('"$.data.missing.deeper", value: \'"x"\'', '"$.data.zone", value: \'"%(nope)"\'')
     repo: Path = tree({"spaces/inv/wec.yaml": INVENTORY, "spaces/wds/cms.yaml": cms,
                        "spaces/wds/p.yaml": placement("p", False, ["a"])})
     result = reconcile(WorkTreeSnapshot(repo))
     [problem] = result.problems
-    assert problem.is_error and problem.obj == "ConfigMap ns/a"
-    assert "invalid path '$.data['" in problem.message
+    assert problem.is_error and problem.obj == "ConfigMap ns/a" and problem.wec == "inv-mb-one"
+    assert "'nope'" in problem.message
     assert "core/configmaps/ns/a" not in result.mailboxes["inv-mb-one"].entries
+
+
+def test_a_customizer_that_does_not_parse_is_an_error_of_its_space(tree) -> None:
+    """Checked once, not per (object, WEC): the space has an error of its own, so it is frozen
+    (core/isolation.py); a path that expands parameters is only checked once expanded."""
+    cms = CUSTOMIZED.replace("$.data.missing.deeper", "$.data[").replace('''value: \'"%(env)"\'''', "value: 'x'")
+    repo: Path = tree({"spaces/inv/wec.yaml": INVENTORY, "spaces/wds/cms.yaml": cms,
+                       "spaces/wds/p.yaml": placement("p", False, ["a"])})
+    result = reconcile(WorkTreeSnapshot(repo))
+    assert [(p.origin.line, p.obj, p.wec) for p in result.problems] == [(9, "Customizer.edge.kubestellar.io ns/custom", "")] * 2
+    messages = sorted(p.message for p in result.problems)
+    assert "replacements[0].path: invalid path '$.data['" in messages[0]
+    assert "replacements[1].value: 'x' is not valid JSON" in messages[1]
+    assert "wds" in result.frozen.spaces and result.mailboxes["inv-mb-one"].entries == {}
+    expanded = CUSTOMIZED.replace("$.data.missing.deeper", "$.data[%(env)")
+    (repo / "spaces/wds/cms.yaml").write_text(expanded)
+    assert "wds" not in reconcile(WorkTreeSnapshot(repo)).frozen.spaces  # checked per WEC, once expanded

@@ -261,7 +261,6 @@ from typing import Callable  # noqa: E402
 from conftest import copy_example_sources  # noqa: E402
 from ksgitops.core.pipeline import reconcile  # noqa: E402
 from ksgitops.io.fs import WorkTreeSnapshot, write_generated  # noqa: E402
-from ksgitops.model import KsgitopsError  # noqa: E402
 
 DESC = """apiVersion: space.kubestellar.io/v1alpha1
 kind: SpaceProviderDesc
@@ -314,8 +313,9 @@ def test_reconcile_leaves_a_space_of_an_unknown_provider_alone(tree: Callable[[d
 def test_reconcile_managed_space_on_kubeconfig_is_an_error(tree: Callable[[dict[str, str]], Path]) -> None:
     desc = DESC.replace("name: git", "name: clusters").replace("ProviderType: git", "ProviderType: kubeconfig")
     repo = tree({"spaces/ctl/p.yaml": desc, "spaces/ctl/s.yaml": space_yaml("wec-a", provider="clusters")})
-    with pytest.raises(KsgitopsError, match="cannot create or delete spaces"):
-        reconcile(WorkTreeSnapshot(repo))
+    broken = reconcile(WorkTreeSnapshot(repo))  # an error of the space ctl: it is frozen, the rest goes on
+    assert [p for p in broken.confined_errors if "cannot create or delete spaces" in p.message]
+    assert "ctl" in broken.frozen.spaces and b"state: Frozen" in broken.generated["spaces/ctl/.ksgitops/problems.yaml"]
     ok = tree({"spaces/ctl/p.yaml": desc, "spaces/ctl/s.yaml": space_yaml("wec-a", "imported", "clusters")})
     result = reconcile(WorkTreeSnapshot(ok))  # kubeconfig spaces are not observed by reconcile: no writes
     assert [str(a) for a in result.spaces.actions] == ["SetPhase wec-a (clusters) -> NotReady"]

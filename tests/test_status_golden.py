@@ -1,5 +1,5 @@
 """STATUS.md, rendered, against a golden file: the bundled example (a copy) with a customization
-error, one WEC OutOfSync and one drifted object.
+error, a frozen space (a file of wmw-c that does not parse), one WEC OutOfSync and one drifted object.
 
 The file holds mailbox revisions, so a change to what reconcile writes into mailboxes changes it:
 look at the difference, then rewrite it with `KSGITOPS_UPDATE_GOLDEN=1 pytest tests/test_status_golden.py`.
@@ -21,10 +21,14 @@ EARLIER = "4f0c9b1e5d2a7c3b8e6f1a0d9c4b7e2a5f8d3c6b"  # a revision florin applie
 SOURCE = "9d1e4c7b2a5f8e3d6c9b0a7f4e1d8c5b2a9f6e3d"
 
 
+BROKEN = "spaces/wmw-c/broken.yaml"
+
+
 def scenario(repo: Path) -> None:
     httpd = repo / "spaces" / "wmw-s" / "httpd.yaml"
     httpd.write_text(httpd.read_text().replace("%(loc-name)", "%(region)"))  # guilder has no such label
-    app.reconcile_worktree(repo)
+    (repo / BROKEN).write_text("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x, namespace: commonstuff\n")
+    app.reconcile_worktree(repo)  # wmw-c is frozen at the example's (last good) state
     latest = WorkTreeStatusSource(repo).revision(GUILDER)
     speciald = Drift("apps/deployments/specialstuff/speciald", ObjectId("apps/v1", "Deployment", "specialstuff", "speciald"),
                      "Modified", ("spec.replicas", "spec.template.spec.containers[0].image"), "2026-11-22T03:10:00Z")
@@ -47,5 +51,8 @@ def test_status_md_golden(tmp_path: Path) -> None:
                   "| guilder | imw1-mb-guilder | Synced |",
                   "| guilder | Deployment.apps specialstuff/speciald | Modified | spec.replicas, "
                   "spec.template.spec.containers[0].image | 2026-11-22T03:10:00Z |",
-                  "| wmw-s | spaces/wmw-s/httpd.yaml:2 | ConfigMap specialstuff/httpd-htdocs | guilder | "):
+                  "| wmw-s | spaces/wmw-s/httpd.yaml:2 | ConfigMap specialstuff/httpd-htdocs | guilder | ",
+                  f"| wmw-c | {BROKEN}:4 | - | - | malformed YAML",
+                  "| space | wmw-c | the objects its placements (edge-placement-c) placed at its last good state stay in "
+                  "2 mailboxes |", "| wmw-c/edge-placement-c (frozen) | 2 | 2 | 4/4 |"):
         assert shown in rendered

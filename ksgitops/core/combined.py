@@ -133,6 +133,8 @@ def _problem_item(problem: SpaceProblem) -> dict[str, Any]:
     item: dict[str, Any] = {"file": problem.where, "message": problem.message}
     if problem.wec:
         item["wec"], item["mailbox"] = problem.wec, problem.mailbox
+    if problem.wec_count:
+        item["wecCount"], item["wecs"] = problem.wec_count, list(problem.wecs)
     return item
 
 

@@ -25,7 +25,7 @@ from .patchdiff import copy_json
 
 __all__ = [
     "CUSTOMIZER_ANNOTATION", "EXPAND_ANNOTATION", "CustomizeResult",
-    "wants_expansion", "find_customizer", "customize",
+    "wants_expansion", "find_customizer", "customize", "customizer_errors",
 ]
 
 CUSTOMIZER_ANNOTATION = "edge.kubestellar.io/customizer"
@@ -105,6 +105,32 @@ def find_customizer(obj: Obj, customizers: Mapping[tuple[str, str], Obj]
     if found is None:
         return None, f"unknown Customizer {key[0]}/{key[1]}"
     return found, None
+
+
+def customizer_errors(customizer: Obj) -> list[str]:
+    """What makes a Customizer unusable for every object and WEC alike: a replacement path that is
+    no JSONPath, a value that is no JSON (each read before expansion, so text holding `%` under
+    `expand-parameters` is checked per WEC instead). The shapes (strings, jsonPatch ops) are the
+    schema's; KubeStellar's CRD takes any string, and its customizer would fail on each use."""
+    expand = wants_expansion(customizer.annotations)
+    items = customizer.body.get("replacements")
+    found = []
+    for i, item in enumerate(items if isinstance(items, list) else []):
+        if not isinstance(item, dict):
+            continue
+        path, text = item.get("path"), item.get("value")
+        if isinstance(path, str) and not (expand and "%" in path):
+            try:
+                parse_path(path)
+            except PathError as exc:
+                found.append(f"replacements[{i}].path: {exc}")
+        if isinstance(text, str) and not (expand and "%" in text):
+            try:
+                orjson.loads(text)
+            except orjson.JSONDecodeError as exc:
+                found.append(f"replacements[{i}].value: {text!r} is not valid JSON ({exc}); write it JSON-encoded, "
+                             "e.g. '\"text\"' or '3'")
+    return found
 
 
 def _decode(text: str, where: str) -> Any:

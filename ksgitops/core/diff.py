@@ -6,6 +6,7 @@ sides, so a diff says that a Secret changed and never what it holds.
 from __future__ import annotations
 
 import difflib
+import html
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -60,6 +61,7 @@ class WecDiff:
 class DiffResult:
     changed: bool
     wecs: list[WecDiff] = field(default_factory=list)
+    frozen: list[Any] = field(default_factory=list)  # core.isolation.FrozenUnit: what reconcile would keep
 
     @property
     def affected(self) -> list[str]:
@@ -67,7 +69,8 @@ class DiffResult:
 
     def as_json(self) -> dict[str, Any]:
         return {"changed": self.changed, "affectedWecs": self.affected,
-                "wecs": {w.wec: {"mailbox": w.mailbox, "diff": w.diff} for w in self.wecs}}
+                "wecs": {w.wec: {"mailbox": w.mailbox, "diff": w.diff} for w in self.wecs},
+                "frozen": [u.as_json() for u in self.frozen]}
 
 
 def mailbox_changes(old: FileTree | None, new: FileTree | None) -> list[ObjectChange]:
@@ -107,9 +110,13 @@ def markdown(result: DiffResult) -> str:
     for w in result.wecs:
         lines += [f"<details><summary>{w.wec} (<code>spaces/{w.mailbox}</code>)</summary>", "",
                   "```diff", w.diff.rstrip("\n"), "```", "</details>", ""]
+    if result.frozen:
+        lines += ["#### Frozen", "", "These parts have errors: reconcile keeps them as they are (the run fails).", ""]
+        lines += [f"- `spaces/{u.space}`: {html.escape(u.kept, quote=False)}" for u in result.frozen]
     return "\n".join(lines) + "\n"
 
 
 def text(result: DiffResult) -> str:
     body = "".join(w.diff for w in result.wecs)
-    return body + f"{len(result.wecs)} WECs affected\n"
+    frozen = "".join(f"{u}\n" for u in result.frozen)
+    return body + frozen + f"{len(result.wecs)} WECs affected\n"

@@ -95,7 +95,7 @@ def syncer_config(plan: MailboxPlan) -> dict[str, Any]:
                 for (g, r, v), by_ns in sorted(namespaced.items())],
             "clusterScope": [{"apiVersion": v, "group": g, "resource": r, "objects": sorted(names)}
                              for (g, r, v), names in sorted(cluster.items())],
-            "upsync": upsync_sets(plan.placements),
+            "upsync": upsync_sets((*plan.placements, *plan.frozen)),
         },
     }
 
@@ -143,7 +143,8 @@ class Emitter:
         return self._texts[key]
 
     def _syncer(self, plan: MailboxPlan) -> bytes:
-        key = ("s", plan.group, tuple(plan.entries) if plan.altered else None)
+        key = ("s", plan.group, tuple((rel, e.base.api_version) for rel, e in plan.entries.items())
+               if plan.altered else None)
         if key not in self._texts:
             self._texts[key] = dump_yaml(syncer_config(plan))
         return self._texts[key]

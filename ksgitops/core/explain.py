@@ -5,7 +5,7 @@ from typing import Any
 
 from ..kinds import is_control
 from ..model import Obj
-from .mailbox import MailboxPlan, PlacementPlan, Via
+from .mailbox import FROZEN_CLAUSE, MailboxPlan, PlacementPlan, Via
 from .pipeline import Result
 from .selectors import selector_mismatch
 from .suggest import did_you_mean
@@ -46,6 +46,8 @@ def _placement_line(p: PlacementPlan, mailbox: str) -> dict[str, str]:
 
 
 def _via_text(via: Via) -> str:
+    if via.clause == FROZEN_CLAUSE:
+        return f"{via.wds}/{via.placement} (frozen: placed at the space's last good state)"
     if via.clause == ALONG:
         return f"{via.wds}/{via.placement} (came along: the CustomResourceDefinition of placed custom resources)"
     return f"{via.wds}/{via.placement} downsync[{via.clause}]"
@@ -62,10 +64,11 @@ def _entry_info(rel: str, plan: MailboxPlan) -> dict[str, Any]:
     entry = plan.entries[rel]
     base = entry.base
     info: dict[str, Any] = {"object": str(base.ref), "path": f"objects/{rel}.yaml"}
-    if base.obj is None:
+    if base.obj is None and not entry.via:
         info["implied"] = "namespace of placed objects"
     else:
-        info["source"] = str(base.obj.origin)
+        if base.obj is not None:
+            info["source"] = str(base.obj.origin)
         info["placedBy"] = [_via_text(v) for v in entry.via]
         info["wantSingletonReportedState"] = entry.wants_singleton
     if base.customizer:
@@ -75,7 +78,8 @@ def _entry_info(rel: str, plan: MailboxPlan) -> dict[str, Any]:
     if entry.patch is not None:
         info["patch"] = f"patches/{rel}.json"
     if entry.kept:
-        info["kept"] = "previous copy kept because of an error"
+        info["kept"] = ("previous copy kept because of an error" if base.obj is not None
+                        else "kept as the mailbox holds it: its space is frozen (it has errors)")
     return info
 
 
@@ -94,7 +98,10 @@ def explain_object_on(result: Result, mailbox: str, spec: str) -> dict[str, Any]
         report = {"object": str(obj.ref), "space": wds, "source": str(obj.origin),
                   "placed": entry is not None, "placements": verdicts,
                   "problems": [str(p) for p in plan.problems if p.origin == obj.origin]}
-        if not verdicts:
+        if wds in result.frozen.broken:
+            report["why"] = (f"space {wds} has errors of its own, so it is frozen: what it placed at its last good "
+                             "state stays as it is, its current objects are not used")
+        elif not verdicts:
             report["why"] = f"space {wds} has no EdgePlacement, so nothing in it is placed anywhere"
         if entry is not None:
             report["mailboxEntry"] = _entry_info(entry.rel, plan)

@@ -2,25 +2,28 @@
 
 Work is shared wherever inputs are equal: WECs reached by the same placements share one entry set
 (and one objects/ tree); a customization is computed once per (object, values of the parameters it
-reads). A per-(object, WEC) error keeps the mailbox's previous copy of that object.
+reads). A per-(object, WEC) error keeps the mailbox's previous copy of that object; so do the
+objects a frozen WDS placed at its last good state (isolation.py), as its records list them.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Any, Callable, Mapping, MutableMapping, NamedTuple
+from typing import Any, Callable, Iterable, Mapping, MutableMapping, NamedTuple
 
-from ..model import Obj, ObjRef, Problem
+from ..model import Obj, ObjRef, Problem, split_api_version
 from ..kinds import KindTable
 from .base import Base, implied_namespace, make_base
 from .customize import customize, find_customizer, wants_expansion
 from .params import referenced_keys
 from .patchdiff import make_patch
+from .records import Recorded, RecordedPlacement
 from .selectors import label_key_error, label_value_error
-from .serialize import canonical_json, dump_json
+from .serialize import canonical_json, dump_json, load_yaml
 from .what import ALONG, Placed
 from .where import Destination, Wec, location_params
 
 Reader = Callable[[str], "bytes | None"]
+FROZEN_CLAUSE = -2  # Via.clause of an object a frozen WDS placed at its last good state
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,6 +80,7 @@ class MailboxPlan:
     problems: list[Problem] = field(default_factory=list)
     shared: bool = True  # `entries` is the group's dict object (copied before any change)
     altered: bool = False  # an error removed an entry or put a previous copy in place
+    frozen: tuple[RecordedPlacement, ...] = ()  # frozen placements whose last good objects are kept here
 
 
 class MailboxBuilder:
@@ -92,8 +96,10 @@ class MailboxBuilder:
         self._groups: dict[tuple[tuple[str, str], ...], tuple[dict[str, Entry], list[tuple[Base, str]]]] = {}
         self._custom: dict[tuple[int, tuple[tuple[str, str | None], ...]], _Customized] = {}
         self._customizer_keys: dict[int, frozenset[str]] = {}
+        self._kept_bases: dict[tuple[str, bytes], Base | None] = {}
 
-    def build(self, wec: Wec, plans: list[PlacementPlan]) -> MailboxPlan:
+    def build(self, wec: Wec, plans: list[PlacementPlan], frozen: list[RecordedPlacement] | None = None
+              ) -> MailboxPlan:
         location = _location(wec, plans)
         group_key = tuple(p.key for p in plans)
         if group_key not in self._groups:
@@ -106,7 +112,49 @@ class MailboxBuilder:
                 self._customize(plan, rel, entry, params)
         for base, message in conflicts:
             self._fail(plan, Entry(base, base.data), message)
+        if frozen:
+            self._keep_frozen(plan, frozen)
         return plan
+
+    def _keep_frozen(self, plan: MailboxPlan, frozen: list[RecordedPlacement]) -> None:
+        """Each recorded object of the frozen placements, as the mailbox holds it now (a missing
+        file is not there: nothing is invented); implied Namespaces recomputed over all entries."""
+        entries = self._own(plan)
+        plan.altered, plan.frozen = True, tuple(frozen)
+        plan.group = plan.group + tuple((f"{p.space} (frozen)", p.name) for p in frozen)
+        for placement in frozen:
+            for item in placement.objects:
+                kept = self._kept_copy(plan.wec.mailbox, item, placement)
+                if kept is None:
+                    continue
+                present = entries.get(item.rel)
+                if present is not None and present.base.obj is not None:
+                    plan.problems.append(Problem(
+                        present.base.obj.origin, f"{present.base.ref}: placed by two workload description spaces: "
+                        f"{present.base.obj.origin} and the frozen space {placement.space}; keeping the previous copy",
+                        wec=plan.wec.mailbox, obj=str(present.base.ref)))
+                elif present is not None and present.kept:
+                    kept = replace(kept, via=present.via + kept.via)
+                entries[item.rel] = kept
+        for ns in sorted({e.base.ref.namespace for e in entries.values() if e.base.ref.namespace}):
+            implied = implied_namespace(ns)
+            entries.setdefault(implied.rel, Entry(implied, implied.data))
+        plan.entries = dict(sorted(entries.items()))
+
+    def _kept_copy(self, mailbox: str, item: Recorded, placement: RecordedPlacement) -> Entry | None:
+        data = self._read_previous(f"spaces/{mailbox}/objects/{item.rel}.yaml")
+        if data is None:
+            return None
+        key = (item.rel, data)
+        if key not in self._kept_bases:
+            self._kept_bases[key] = _kept_base(item.rel, data)
+        base = self._kept_bases[key]
+        if base is None:
+            return None
+        patch = self._read_previous(f"spaces/{mailbox}/patches/{item.rel}.json")
+        via = Via(placement.space, placement.name, ALONG if item.along else FROZEN_CLAUSE,
+                  placement.singleton and not item.along)
+        return Entry(base, data, patch, (via,), kept=True)
 
     def _customize(self, plan: MailboxPlan, rel: str, entry: Entry, params: Mapping[str, str]) -> None:
         base = entry.base
@@ -260,7 +308,24 @@ def _merge(plans: list[PlacementPlan], base_of: Callable[[Obj], Base]
     return dict(sorted(entries.items())), failed
 
 
-def upsync_sets(plans: tuple[PlacementPlan, ...]) -> list[Any]:
+def _kept_base(rel: str, data: bytes) -> Base | None:
+    """A kept object file read back as a base copy (for its kustomization entry and the
+    SyncerConfig); None when it is not one this mailbox path can hold."""
+    try:
+        body = load_yaml(data)
+    except Exception:  # noqa: BLE001 - not our file any more: it is not kept
+        return None
+    md = body.get("metadata") if isinstance(body, dict) else None
+    if not isinstance(md, dict) or not isinstance(body.get("apiVersion"), str) or not isinstance(body.get("kind"), str):
+        return None
+    _, resource, namespace, _ = rel.split("/")
+    ref = ObjRef(split_api_version(body["apiVersion"])[0], body["kind"], str(md.get("namespace") or ""),
+                 str(md.get("name") or ""))
+    base = Base(ref, body["apiVersion"], resource, namespace != "_cluster", body, data, None)
+    return base if base.rel == rel else None
+
+
+def upsync_sets(plans: Iterable[Any]) -> list[Any]:
     """Union of the placements' upsync sets, deduplicated and sorted."""
     unique = {canonical_json(u): u for p in plans for u in (p.spec.get("upsync") or [])}
     return [unique[k] for k in sorted(unique)]

@@ -1,8 +1,9 @@
 """The functional core composed: snapshot -> load -> validate -> where -> what -> customize -> emit.
 
-Pure: the only inputs are the snapshot, a reader of the previous generated files (for kept
-copies) and an optional parse cache; the output is data. Fatal problems raise KsgitopsError
-before anything could be written.
+Pure: the only inputs are the snapshot, the generated files as they stand (`previous`: kept
+copies, a frozen space's records) and an optional parse cache; the output is data. Repo-wide
+problems (ksgitops.yaml) raise KsgitopsError before anything could be written; a problem confined
+to a space or a WEC freezes that part (isolation.py) and the rest is reconciled.
 """
 from __future__ import annotations
 
@@ -12,22 +13,23 @@ from typing import Any, Callable
 
 from .. import __version__
 from ..kinds import KindTable, is_control
-from ..model import KsgitopsError, Obj, Problem, Progress
+from ..model import KsgitopsError, Obj, Problem, Progress, grouped_by_wec
 from ..names import file_stem
 from .emit import INVENTORY_ANNOTATION, Emitter, sps_yaml
+from .isolation import FROZEN_DIGEST, Frozen, Isolation, isolate
 from .load import Loaded, ParseCache, load
 from .mailbox import MailboxBuilder, MailboxPlan, PlacementPlan
 from .problems import problem_files
+from .records import RECORDS_DIR, SPS_DIR, record_file, record_yaml
 from .repoconfig import RepoConfig, parse_repo_config
-from .snapshot import GENERATED_DIR, Snapshot
-from .spaces import Plan, space_step
+from .snapshot import GENERATED_DIR, NO_PREVIOUS, Previous, Snapshot
+from .spaces import SPACE_DIR, Plan, space_step
 from .serialize import canonical_json
 from .tree import REUSE, Generated
 from .validate import validate, with_default_namespaces
 from .what import Placed, namespace_labels, placement_spec, select
 from .where import Wec, destinations, inventory, wec_names
 
-SPS_DIR = "singleplacementslices"
 OUTPUT_FORMAT = 1  # bump when generated files change shape: invalidates every reuse digest
 
 
@@ -49,13 +51,19 @@ class Result:
     problems: list[Problem] = field(default_factory=list)
     digests: dict[str, str] = field(default_factory=dict)  # mailbox -> input digest
     spaces: Plan | None = None  # the space step's plan (core/spaces.py)
+    frozen: Frozen = field(default_factory=Frozen)  # what problems confined to a space or WEC froze
 
     @property
     def errors(self) -> list[Problem]:
         return [p for p in self.problems if p.is_error]
 
+    @property
+    def confined_errors(self) -> list[Problem]:
+        """Errors of a space or a WEC (not of one (object, WEC) pair): the run exits 2."""
+        return [p for p in self.problems if p.is_error and not p.wec]
 
-def reconcile(snapshot: Snapshot, read_previous: Callable[[str], bytes | None] = no_previous,
+
+def reconcile(snapshot: Snapshot, previous: Previous = NO_PREVIOUS,
               cache: ParseCache | None = None, progress: Progress | None = None,
               reuse: Callable[[str, str], bool] | None = None) -> Result:
     """Compute every generated file. `cache` memoizes parsing and per-object checks by content;
@@ -63,38 +71,56 @@ def reconcile(snapshot: Snapshot, read_previous: Callable[[str], bytes | None] =
     `progress` hears the loading and then the WECs computed."""
     loaded = load(snapshot, cache, progress)
     config, problems = parse_repo_config(loaded.config)
-    _raise_if_errors(loaded.problems + problems)
+    _raise_if_errors([p for p in loaded.problems + problems if not p.origin.path.startswith("spaces/")])
     spaces = {s: objs for s, objs in loaded.spaces.items() if s not in config.skip_spaces}
     kinds = _kind_table(spaces, config)
     spaces, defaulted = with_default_namespaces(spaces, kinds)
     checked = defaulted + validate(spaces, kinds, cache)
-    _raise_if_errors(checked)
     wecs = inventory(spaces)
     # -- space step (core/spaces.py): discovery, unknown providers
     space_out = space_step(snapshot, loaded, spaces, wecs, config.skip_spaces)
-    _raise_if_errors(space_out.problems)
-    warnings: list[Problem] = [p for p in loaded.problems + checked + space_out.problems if not p.is_error]
+    problems = loaded.problems + checked + space_out.problems
     # -- end space step
-    memo = _PlanMemo(cache, loaded.digests, wecs, kinds)
-    placements = {wds: _plan_placements(objs, kinds, wecs, warnings, memo.for_space(wds))
-                  for wds, objs in spaces.items() if any(_is_placement(o) for o in objs)}
-    builder = MailboxBuilder(kinds, _customizers(spaces), read_previous, cache)
+    isolation = isolate(spaces, loaded.mailboxes, problems, previous)
+    if isolation.broken:
+        wecs = inventory(isolation.valid)  # placements reach WECs through inventory objects without errors
+        isolation.frozen.settle(wecs)
+    memo = _PlanMemo(cache, loaded.digests, wecs, kinds, isolation.key)
+    placements = {wds: _plan_placements(objs, kinds, wecs, problems, memo.for_space(wds))
+                  for wds, objs in spaces.items()
+                  if wds not in isolation.broken and any(_is_placement(o) for o in objs)}
+    builder = MailboxBuilder(kinds, _customizers(spaces), previous.read, cache)
+    mailboxes, digests = _build(wecs, placements, loaded.digests, kinds, builder, isolation.frozen, reuse, progress)
+    generated = _generated(loaded, config.skip_spaces, placements, mailboxes, wecs, isolation, memo)
+    generated.update({root: tree for root, tree in space_out.generated.items()
+                      if root.split("/")[1] not in isolation.broken})  # space step: discovered Spaces
+    problems = grouped_by_wec(problems + [p for plan in mailboxes.values() for p in plan.problems])
+    owned = [s for s in loaded.spaces if s not in config.skip_spaces]
+    generated.update(problem_files(owned, problems, wec_names(wecs), isolation.frozen))
+    return Result(loaded, config, kinds, wecs, placements, mailboxes, dict(sorted(generated.items())), problems,
+                  digests, space_out.plan, isolation.frozen)
+
+
+def _build(wecs: dict[str, Wec], placements: dict[str, list[PlacementPlan]], space_digests: dict[str, str],
+           kinds: KindTable, builder: MailboxBuilder, frozen: Frozen, reuse: Callable[[str, str], bool] | None,
+           progress: Progress | None) -> tuple[dict[str, MailboxPlan], dict[str, str]]:
+    """The MailboxPlan of every WEC the caller does not reuse, and the input digests of those
+    that do not depend on what a mailbox holds now (frozen parts do)."""
     mailboxes: dict[str, MailboxPlan] = {}
     digests: dict[str, str] = {}
     for done, (mb, wec) in enumerate(wecs.items(), 1):
+        if frozen.keeps_whole(mb):
+            continue  # REUSE, whatever the caller says
         reaching = _reaching(placements, mb)
-        digests[mb] = mailbox_digest(wec, reaching, loaded.digests, kinds)
-        if reuse is None or not reuse(mb, digests[mb]):
-            mailboxes[mb] = builder.build(wec, reaching)
+        kept = frozen.reaching(mb)
+        digest = FROZEN_DIGEST if kept else mailbox_digest(wec, reaching, space_digests, kinds)
+        if not kept:
+            digests[mb] = digest
+        if reuse is None or not reuse(mb, digest):
+            mailboxes[mb] = builder.build(wec, reaching, kept)
         if progress is not None:
             progress("computing", done, len(wecs))
-    generated = _generated(loaded, config.skip_spaces, placements, mailboxes, wecs)
-    generated = dict(sorted({**generated, **space_out.generated}.items()))  # space step: discovered Spaces
-    problems = warnings + [p for plan in mailboxes.values() for p in plan.problems]
-    owned = [s for s in loaded.spaces if s not in config.skip_spaces]
-    generated = dict(sorted({**generated, **problem_files(owned, problems, wec_names(wecs))}.items()))
-    return Result(loaded, config, kinds, wecs, placements, mailboxes, generated, sorted(problems), digests,
-                  space_out.plan)
+    return mailboxes, digests
 
 
 def _raise_if_errors(problems: list[Problem]) -> None:
@@ -119,10 +145,11 @@ class _PlanMemo:
     objects by the WDS's digest and the kinds (results hold identities, mapped back to objects)."""
 
     def __init__(self, cache: ParseCache | None, digests: dict[str, str], wecs: dict[str, Wec],
-                 kinds: KindTable) -> None:
+                 kinds: KindTable, left_out: str = "") -> None:
         self.cache = cache if cache is not None else {}
         self.digests = digests
-        self.inventory = repr(sorted((s, digests.get(s)) for s in {w.space for w in wecs.values()}))
+        self.inventory = repr(sorted((s, digests.get(s)) for s in {w.space for w in wecs.values()})) + left_out
+        self.kinds_table = kinds
         self.kinds = kinds.digest()
         self.space = ""
 
@@ -147,6 +174,14 @@ class _PlanMemo:
             return tuple(placed)
         by_ref = {o.ref: o for o in workload}
         return tuple(Placed(by_ref[ref], clause) for ref, clause in found)
+
+    def record(self, plan: PlacementPlan) -> bytes:
+        """The placement's record (records.py): it depends on what `select` does."""
+        key = ("record", plan.obj.space, self.digests.get(plan.obj.space), plan.obj.name, self.kinds)
+        found = self.cache.get(key)
+        if found is None:
+            found = self.cache[key] = record_yaml(plan, self.kinds_table)
+        return found  # type: ignore[no-any-return]
 
 
 def _plan_placements(objs: list[Obj], kinds: KindTable, wecs: dict[str, Wec],
@@ -200,25 +235,33 @@ def _reaching(placements: dict[str, list[PlacementPlan]], mailbox: str) -> list[
 
 
 def _generated(loaded: Loaded, skipped: tuple[str, ...], placements: dict[str, list[PlacementPlan]],
-               mailboxes: dict[str, MailboxPlan], wecs: dict[str, Wec]) -> Generated:
+               mailboxes: dict[str, MailboxPlan], wecs: dict[str, Wec], isolation: Isolation,
+               memo: _PlanMemo) -> Generated:
     """Every owned root; skipped spaces (RepoConfig skipSpaces) and their mailboxes are not owned:
-    they stay as they are."""
+    they stay as they are; so do the generated roots of broken spaces and the mailboxes frozen WECs
+    and frozen placements keep whole."""
     generated: Generated = {}
     for space in (s for s in loaded.spaces if s not in skipped):
         plans = placements.get(space)
-        root = f"spaces/{space}/{GENERATED_DIR}/{SPS_DIR}"
-        if plans:
-            generated[root] = {f"{file_stem(p.obj.name)}.yaml": sps_yaml(p.obj.name, p.dests) for p in plans}
+        sps, records = f"spaces/{space}/{GENERATED_DIR}/{SPS_DIR}", f"spaces/{space}/{GENERATED_DIR}/{RECORDS_DIR}"
+        if space in isolation.broken:
+            generated[sps] = generated[records] = generated[f"spaces/{space}/{GENERATED_DIR}/{SPACE_DIR}"] = REUSE
+        elif plans:
+            generated[sps] = {f"{file_stem(p.obj.name)}.yaml": sps_yaml(p.obj.name, p.dests) for p in plans}
+            generated[records] = {record_file(p.obj.name): memo.record(p) for p in plans}
         else:
-            generated[root] = None
+            generated[sps] = generated[records] = None
     for mailbox, space_obj in loaded.mailboxes.items():
         if space_obj.annotations.get(INVENTORY_ANNOTATION) not in skipped:
-            generated[f"spaces/{mailbox}"] = None
+            generated[f"spaces/{mailbox}"] = REUSE if mailbox in isolation.frozen.wecs else None
     emitter = Emitter()
     for mailbox in wecs:
         plan = mailboxes.get(mailbox)
         generated[f"spaces/{mailbox}"] = emitter.mailbox(plan) if plan is not None else REUSE
-    return dict(sorted(generated.items()))
+    for mailbox in isolation.frozen.wecs:
+        if mailbox not in loaded.spaces:  # a mailbox name that collides with a source space is not ours
+            generated[f"spaces/{mailbox}"] = REUSE
+    return generated
 
 
-__all__ = ["reconcile", "Result", "no_previous"]
+__all__ = ["reconcile", "Result", "no_previous", "SPS_DIR"]

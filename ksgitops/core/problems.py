@@ -5,13 +5,15 @@ needs the mailbox built), so every reconcile (work tree, `--commit`, the runtime
 space that has problems, one `SpaceProblems` file (schema/problems.json) and removes it when the
 space has none. A problem belongs to the space its file is in (`Problem.space`): a customization
 error for (object, WEC) lands in the WDS that holds the object. Entries are sorted (errors first,
-then by file, line, object, WEC, message) and hold no object data (problems never quote it).
+then by file, line, object, WEC, message) and hold no object data (problems never quote it). One
+finding on many WECs is one entry with `wecCount` and the first few WEC names. A space with an
+error of its own is `Frozen` (isolation.py), and its file says what is kept (`frozen`).
 """
 from __future__ import annotations
 
 from typing import Any, Iterable, Mapping, NamedTuple
 
-from ..model import Origin, Problem
+from ..model import FEW_WECS, Origin, Problem
 from .serialize import dump_yaml, load_yaml
 from .snapshot import GENERATED_DIR
 from .tree import Generated
@@ -20,6 +22,7 @@ PROBLEMS_FILE = "problems.yaml"
 API_VERSION = "ksgitops.kubestellar.io/v1alpha1"
 KIND = "SpaceProblems"
 RECONCILED = "Reconciled"
+FROZEN = "Frozen"
 SEVERITIES = ("error", "warning")
 
 
@@ -37,6 +40,8 @@ class SpaceProblem(NamedTuple):
     wec: str
     mailbox: str
     message: str
+    wec_count: int = 0  # the WECs concerned, when more than one (`wec` and `mailbox` are then "")
+    wecs: tuple[str, ...] = ()  # the first few of them, sorted
 
     @property
     def severity(self) -> str:
@@ -53,10 +58,17 @@ class SpaceProblem(NamedTuple):
     def as_json(self) -> dict[str, Any]:
         doc: dict[str, Any] = {"severity": self.severity, "file": self.file, "message": self.message}
         for key, value in (("line", self.line), ("object", self.object), ("wec", self.wec),
-                           ("mailbox", self.mailbox)):
+                           ("mailbox", self.mailbox), ("wecCount", self.wec_count), ("wecs", list(self.wecs))):
             if value:
                 doc[key] = value
         return doc
+
+    @property
+    def wec_text(self) -> str:
+        """The WEC column: a name, or `N WECs: a, b, …`."""
+        if self.wec_count:
+            return f"{self.wec_count} WECs: {', '.join(self.wecs)}{', …' if self.wec_count > len(self.wecs) else ''}"
+        return self.wec
 
 
 def entry(problem: Problem, names: Mapping[str, str]) -> SpaceProblem:
@@ -64,26 +76,40 @@ def entry(problem: Problem, names: Mapping[str, str]) -> SpaceProblem:
     message = problem.message
     if problem.obj and message.startswith(f"{problem.obj}: "):
         message = message[len(problem.obj) + 2:]  # the object has its own field
-    return SpaceProblem(SEVERITIES.index(problem.severity), problem.origin.path, problem.origin.line,
-                        problem.obj, names.get(problem.wec, problem.wec), problem.wec, message)
+    rank, file, line = SEVERITIES.index(problem.severity), problem.origin.path, problem.origin.line
+    if problem.wecs:
+        shown = tuple(sorted(names.get(mb, mb) for mb in problem.wecs)[:FEW_WECS])
+        return SpaceProblem(rank, file, line, problem.obj, "", "", message, len(problem.wecs), shown)
+    return SpaceProblem(rank, file, line, problem.obj, names.get(problem.wec, problem.wec), problem.wec, message)
 
 
-def problem_files(spaces: Iterable[str], problems: Iterable[Problem], names: Mapping[str, str]) -> Generated:
-    """One root per space: its problems file, or None (no problems: the file goes)."""
+def problem_files(spaces: Iterable[str], problems: Iterable[Problem], names: Mapping[str, str],
+                  frozen: Any = None) -> Generated:
+    """One root per space: its problems file, or None (no problems: the file goes). A space with
+    an error of its own is Frozen; `frozen` (isolation.Frozen) says what that keeps."""
     owned = sorted(set(spaces))
     by_space: dict[str, set[SpaceProblem]] = {space: set() for space in owned}
     for problem in problems:
         found = by_space.get(problem.space)
         if found is not None:
             found.add(entry(problem, names))
-    return {problems_root(space): dump_yaml(document(space, sorted(found))) if found else None
-            for space, found in by_space.items()}
+    out: Generated = {}
+    for space, found in by_space.items():
+        broken = any(e.is_error and not e.wec and not e.wec_count for e in found)
+        section = frozen.section(space, names) if broken and frozen is not None else None
+        out[problems_root(space)] = dump_yaml(document(space, sorted(found), FROZEN if broken else RECONCILED,
+                                                       section)) if found else None
+    return out
 
 
-def document(space: str, entries: list[SpaceProblem], state: str = RECONCILED) -> dict[str, Any]:
+def document(space: str, entries: list[SpaceProblem], state: str = RECONCILED,
+             frozen: dict[str, Any] | None = None) -> dict[str, Any]:
     errors = sum(1 for e in entries if e.is_error)
-    return {"apiVersion": API_VERSION, "kind": KIND, "metadata": {"name": space}, "state": state,
-            "errors": errors, "warnings": len(entries) - errors, "problems": [e.as_json() for e in entries]}
+    doc = {"apiVersion": API_VERSION, "kind": KIND, "metadata": {"name": space}, "state": state,
+           "errors": errors, "warnings": len(entries) - errors, "problems": [e.as_json() for e in entries]}
+    if frozen:
+        doc["frozen"] = frozen
+    return doc
 
 
 class ParsedProblems(NamedTuple):
@@ -119,13 +145,14 @@ def _entry(item: Any) -> SpaceProblem | None:
     if not isinstance(item, dict) or item.get("severity") not in SEVERITIES:
         return None
     text = {k: item.get(k, "") for k in ("file", "object", "wec", "mailbox", "message")}
-    line = item.get("line", 0)
+    line, count, wecs = item.get("line", 0), item.get("wecCount", 0), item.get("wecs", [])
     if not all(isinstance(v, str) for v in text.values()) or not text["file"] or not text["message"] \
-            or type(line) is not int:
+            or type(line) is not int or type(count) is not int \
+            or not (isinstance(wecs, list) and all(isinstance(w, str) for w in wecs)):
         return None
     return SpaceProblem(SEVERITIES.index(item["severity"]), text["file"], line, text["object"], text["wec"],
-                        text["mailbox"], text["message"])
+                        text["mailbox"], text["message"], count, tuple(wecs))
 
 
-__all__ = ["PROBLEMS_FILE", "SpaceProblem", "problems_root", "problem_files", "parse_problems", "entry",
+__all__ = ["PROBLEMS_FILE", "FROZEN", "SpaceProblem", "problems_root", "problem_files", "parse_problems", "entry",
            "document", "ParsedProblems"]

@@ -33,6 +33,7 @@ from .schemas import validate_document
 
 SCHEMA = "repoconfig.json"
 SOURCE_TRAILER = "Ksgitops-Source"
+FROZEN_TRAILER = "Ksgitops-Frozen"  # what a reconcile kept frozen: `space wmw-c, wec imw1/florin`
 MAILBOX_TRAILER = "Ksgitops-Mailbox"  # on a sync agent's report commits
 SKIP_CI = "[skip ci]"
 TEMPLATE_FIELDS = ("source", "source_short", "affected")
@@ -65,12 +66,13 @@ class RepoConfig:
         """The `kinds` entries as (group, kind) -> KindInfo, ready for `KindTable(extra=...)`."""
         return {(group, kind): KindInfo(resource, namespaced) for group, kind, resource, namespaced in self.kinds}
 
-    def commit_message(self, source: str, affected: int = 0, subject: str | None = None) -> str:
+    def commit_message(self, source: str, affected: int = 0, subject: str | None = None, frozen: str = "") -> str:
         """The full commit message for generated files reconciled from commit `source`.
 
         The template (or `subject`, for status commits) is filled in; with `skip_ci` a missing
         `[skip ci]` is added, without it every `[skip ci]` is removed; the trailer
-        `Ksgitops-Source: <source>` ends the message.
+        `Ksgitops-Source: <source>` ends the message, after `Ksgitops-Frozen: <frozen>` when
+        something is frozen.
         """
         template = self.message_template if subject is None else subject
         text = template.format(source=source, source_short=source[:7], affected=affected)
@@ -79,7 +81,8 @@ class RepoConfig:
         elif not self.skip_ci:
             text = "\n".join(line.replace(SKIP_CI, "").rstrip() for line in text.splitlines())
         text = text.strip() or f"ksgitops: reconcile {source[:7]}"
-        return f"{text}\n\n{SOURCE_TRAILER}: {source}\n"
+        frozen_line = f"{FROZEN_TRAILER}: {frozen}\n" if frozen else ""
+        return f"{text}\n\n{frozen_line}{SOURCE_TRAILER}: {source}\n"
 
 
 def parse_repo_config(obj: Obj | None) -> tuple[RepoConfig, list[Problem]]:
@@ -153,10 +156,10 @@ def _kinds_messages(kinds: tuple[KindEntry, ...]) -> list[str]:
 
 
 def trailers(message: str) -> dict[str, str]:
-    """The ksgitops trailers (`Ksgitops-Source`, `Ksgitops-Mailbox`) of a commit message."""
+    """The ksgitops trailers (`Ksgitops-Source`, `Ksgitops-Frozen`, `Ksgitops-Mailbox`) of a commit message."""
     found = {}
     for line in message.splitlines():
         key, sep, value = line.partition(": ")
-        if sep and key in (SOURCE_TRAILER, MAILBOX_TRAILER):
+        if sep and key in (SOURCE_TRAILER, FROZEN_TRAILER, MAILBOX_TRAILER):
             found[key] = value.strip()
     return found

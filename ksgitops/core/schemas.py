@@ -52,6 +52,7 @@ SCHEMA_FILES: dict[tuple[str, str], str] = {
 GENERATED_SCHEMAS: dict[tuple[str, str], str] = {
     ("ksgitops.kubestellar.io/v1alpha1", "SpaceProblems"): "problems.json",  # reconcile: .ksgitops/problems.yaml
     ("ksgitops.kubestellar.io/v1alpha1", "SyncReport"): "syncreport.json",  # `ksgitops sync`: reported/sync.yaml
+    ("ksgitops.kubestellar.io/v1alpha1", "PlacementRecord"): "placementrecord.json",  # reconcile: .ksgitops/placements/
 }
 # Kinds whose CRDs are KubeStellar's: what their schema does not know is dropped with a warning, as
 # the API server prunes it. ksgitops' own kinds (StatusCollector, CombinedStatus, RepoConfig) are

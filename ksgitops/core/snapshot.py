@@ -47,3 +47,27 @@ def is_source_path(path: str) -> bool:
     if not path.endswith(SOURCE_SUFFIXES):
         return False
     return GENERATED_DIR not in path.split("/")[:-1]
+
+
+class Previous(Protocol):
+    """Where reconcile reads the generated files as they stand (kept copies, a frozen space's
+    records): HEAD's tree with --commit and in the runtime, else the work tree. A Snapshot is one."""
+
+    def read(self, path: str) -> bytes | None:
+        """The bytes of a generated file, or None."""
+
+    def read_tree(self, path: str) -> "FileTree | None":
+        """Every file below a generated folder as a nested tree, or None."""
+
+
+class _Nothing:
+    """No previous generated files (a first run, tests)."""
+
+    def read(self, path: str) -> bytes | None:
+        return None
+
+    def read_tree(self, path: str) -> "FileTree | None":
+        return None
+
+
+NO_PREVIOUS: Previous = _Nothing()

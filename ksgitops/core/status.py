@@ -40,7 +40,7 @@ from .status_memory import MemorySource, with_reports
 from .status_rows import Detail, Info, Row, Run, last_report, rows_of_mailbox
 from .status_source import MailboxListing, StatusSource, digest as _digest
 from .status_sync import SyncSummary, state_counts
-from .tree import FileTree, Generated, put
+from .tree import REUSE, FileTree, Generated, put
 from .what import ALONG
 from .where import wec_names
 
@@ -88,6 +88,7 @@ class StatusOutput:
     recomputed: int = 0  # CombinedStatus files computed this run (the rest came from the memo)
     reconcile: dict[str, ParsedProblems] = field(default_factory=dict)  # space ("": repo-wide) -> problems
     wecs: dict[str, MailboxSummary] = field(default_factory=dict)  # mailbox -> summary (health, sync)
+    frozen: list[Any] = field(default_factory=list)  # core.isolation.FrozenUnit: what reconcile keeps frozen
 
     def status(self, wds: str, rel: str) -> dict[str, Any]:
         return load_yaml(self.combined[(wds, rel)])  # type: ignore[no-any-return]
@@ -99,6 +100,7 @@ class StatusOutput:
                 "spaces": {space: {"state": parsed.state, "errors": sum(e.is_error for e in parsed.entries),
                                    "warnings": sum(not e.is_error for e in parsed.entries)}
                            for space, parsed in sorted(self.reconcile.items()) if space},
+                "frozen": [u.as_json() for u in self.frozen],
                 "syncStates": state_counts(self.wecs.values()),
                 "sync": {s.wec: {"mailbox": mb, **s.sync.as_json()} for mb, s in sorted(self.wecs.items())}}
 
@@ -138,7 +140,8 @@ def summarize(result: Any, source: StatusSource, memo: StatusMemo | None = None,
     mailboxes = {mb: memo.mailboxes[mb] for mb in sorted(result.wecs)}
     summaries = {mb: m.summary for mb, m in mailboxes.items()}
     output.counts = total_counts(summaries)
-    output.markdown = markdown(result, names, summaries, len(contexts.objects), broken_limit, reconcile)
+    output.frozen = result.frozen.units(names)
+    output.markdown = markdown(result, names, summaries, contexts.placed(), broken_limit, reconcile, output.frozen)
     found = [p for m in mailboxes.values() for p in m.problems] + [p for r in reconcile.values() for p in r.problems]
     output.problems = sorted(set(output.problems + found))
     output.reconcile, output.wecs = reconcile, summaries
@@ -188,6 +191,7 @@ class _PlanView:
     objects: dict[str, str]  # rel -> object text ("ConfigMap ns/name")
     digest: str
     along: frozenset[str] = frozenset()  # rels of CRDs that came along: never a singleton wish
+    frozen: bool = False  # a frozen WDS's placement, from its record
 
     def wants_singleton(self, rel: str) -> bool:
         return self.singleton and rel not in self.along
@@ -201,9 +205,26 @@ class _Contexts:
     def reaching(self, mailbox: str) -> list[_PlanView]:
         return [p for p in self.plans if mailbox in p.mailboxes]
 
+    def placed(self) -> int:
+        """Placed workload objects: those with a CombinedStatus, and those frozen WDSes keep."""
+        return len(self.objects) + len({(p.wds, rel) for p in self.plans if p.frozen for rel in p.objects})
+
+
+def _frozen_views(result: Any) -> list[_PlanView]:
+    """The placements of frozen WDSes, from their records: their objects stay in the mailboxes (and
+    the WECs report them), while their CombinedStatus files stay as they are."""
+    views = []
+    for placement, mailboxes in result.frozen.placements():
+        rels = {o.rel: o.text for o in placement.objects}
+        along = frozenset(o.rel for o in placement.objects if o.along)
+        digest = _digest(placement.space, placement.name, "frozen", str(placement.singleton), repr(sorted(rels.items())),
+                         repr(sorted(along)), repr(sorted(mailboxes)))
+        views.append(_PlanView(placement.space, placement.name, placement.singleton, mailboxes, rels, digest, along, True))
+    return views
+
 
 def _contexts(result: Any, reconcile: Mapping[str, ParsedProblems]) -> _Contexts:
-    plans: list[_PlanView] = []
+    plans: list[_PlanView] = _frozen_views(result) if result.frozen else []
     objects: dict[tuple[str, str], ObjectContext] = {}
     for wds in sorted(result.placements):
         for plan in result.placements[wds]:
@@ -310,7 +331,7 @@ def _combine(result: Any, contexts: _Contexts, memo: StatusMemo, changes: dict[t
     skipped = set(result.config.skip_spaces)
     for wds in sorted(result.loaded.spaces):
         if wds not in skipped:
-            generated[status_root(wds)] = trees.get(wds)
+            generated[status_root(wds)] = REUSE if wds in result.frozen.broken else trees.get(wds)
     return StatusOutput(generated, b"", combined, {}, problems, recomputed)
 
 

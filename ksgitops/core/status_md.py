@@ -87,9 +87,11 @@ def total_counts(summaries: Mapping[str, MailboxSummary]) -> dict[str, int]:
 
 
 def markdown(result: Any, names: dict[str, str], summaries: Mapping[str, MailboxSummary], objects: int,
-             broken_limit: int = BROKEN_LIMIT, reconcile: Mapping[str, ParsedProblems] | None = None) -> bytes:
+             broken_limit: int = BROKEN_LIMIT, reconcile: Mapping[str, ParsedProblems] | None = None,
+             frozen: list[Any] | None = None) -> bytes:
     """STATUS.md; `objects` is the number of placed workload objects, `reconcile` the problems
-    files by space ("" for repo-wide findings)."""
+    files by space ("" for repo-wide findings), `frozen` what reconcile keeps frozen
+    (core.isolation.FrozenUnit)."""
     total = total_counts(summaries)
     healthy = total.get(Health.HEALTHY.value, 0)
     pairs = sum(total.values())
@@ -101,20 +103,24 @@ def markdown(result: Any, names: dict[str, str], summaries: Mapping[str, Mailbox
         "the agents' sync reports (`reported/sync.yaml`) and reconcile's problems files "
         "(`spaces/<space>/.ksgitops/problems.yaml`); per object, see `spaces/<wds>/.ksgitops/status/`.", "",
         f"**{healthy}/{pairs} healthy** ({objects} objects on {len(result.wecs)} WECs"
-        + (f"; {others}" if others else "") + "). " + _sync_line(summaries) + " " + _problem_line(reconcile), "",
+        + (f"; {others}" if others else "") + "). " + _sync_line(summaries) + " " + _problem_line(reconcile, frozen),
+        "",
         *_problem_section(reconcile, broken_limit),
+        *_frozen_section(frozen or [], broken_limit),
         "## Placements", "",
         "| Placement | WECs | Objects | Healthy |",
         "|---|---:|---:|---:|",
     ]
-    for wds in sorted(result.placements):
-        for plan in sorted(result.placements[wds], key=lambda p: p.obj.name):
-            h, t = 0, 0
-            for s in summaries.values():
-                found = s.by_placement.get((wds, plan.obj.name))
-                if found:
-                    h, t = h + found[0], t + found[1]
-            lines.append(_row(f"{wds}/{plan.obj.name}", str(len(plan.mailboxes)), str(len(plan.placed)), f"{h}/{t}"))
+    rows = [(wds, p.obj.name, "", len(p.mailboxes), len(p.placed)) for wds in result.placements
+            for p in result.placements[wds]]
+    rows += [(p.space, p.name, " (frozen)", len(reached), len(p.objects)) for p, reached in result.frozen.placements()]
+    for wds, name, note, wecs, placed in sorted(rows):
+        h, t = 0, 0
+        for s in summaries.values():
+            found = s.by_placement.get((wds, name))
+            if found:
+                h, t = h + found[0], t + found[1]
+        lines.append(_row(f"{wds}/{name}{note}", str(wecs), str(placed), f"{h}/{t}"))
     lines += ["", "## WECs", "",
               "| WEC | Mailbox | Sync | Applied | Latest | Drifted | Last report | Healthy |",
               "|---|---|---|---|---|---:|---|---:|"]
@@ -144,10 +150,31 @@ def _sync_line(summaries: Mapping[str, MailboxSummary]) -> str:
     return f"Sync: {states or 'no WECs'}; {drifted} drifted object{'' if drifted == 1 else 's'}."
 
 
-def _problem_line(reconcile: Mapping[str, ParsedProblems]) -> str:
+def _problem_line(reconcile: Mapping[str, ParsedProblems], frozen: list[Any] | None = None) -> str:
     errors = sum(e.is_error for p in reconcile.values() for e in p.entries)
     warnings = sum(not e.is_error for p in reconcile.values() for e in p.entries)
-    return f"Reconcile: {errors} error{'' if errors == 1 else 's'}, {warnings} warning{'' if warnings == 1 else 's'}."
+    line = f"Reconcile: {errors} error{'' if errors == 1 else 's'}, {warnings} warning{'' if warnings == 1 else 's'}."
+    spaces = sum(u.what == "space" for u in frozen or [])
+    wecs = sum(len(u.wecs) for u in frozen or [] if u.what != "space")
+    parts = [f"{n} {what}{'' if n == 1 else 's'}" for n, what in ((spaces, "space"), (wecs, "WEC")) if n]
+    return line + (f" Frozen: {' and '.join(parts)}." if parts else "")
+
+
+def _frozen_section(frozen: list[Any], limit: int) -> list[str]:
+    """What reconcile keeps as it was because its sources have errors (the first `limit`)."""
+    lines = ["## Frozen", ""]
+    if not frozen:
+        return lines + ["Nothing is frozen.", ""]
+    lines += ["These parts have errors of their own (above): reconcile keeps them as they were and "
+              "reconciles the rest.", "", "| Frozen | Space | Kept |", "|---|---|---|"]
+    lines += [_row(_frozen_what(u), u.space, u.kept) for u in frozen[:max(limit, 0)]]
+    return lines + _more(len(frozen), limit, "the problems files") + [""]
+
+
+def _frozen_what(unit: Any) -> str:
+    if unit.what == "space":
+        return "space"
+    return f"WEC {unit.wecs[0]}" if unit.what == "wec" else f"{len(unit.wecs)} WECs"
 
 
 def _problem_section(reconcile: Mapping[str, ParsedProblems], limit: int) -> list[str]:
@@ -165,7 +192,7 @@ def _problem_section(reconcile: Mapping[str, ParsedProblems], limit: int) -> lis
                                                     if e.is_error]
     if errors_found:
         lines += ["", "| Space | Where | Object | WEC | Message |", "|---|---|---|---|---|"]
-        lines += [_row(space or "(repository)", e.where, e.object or "-", e.wec or "-", e.message)
+        lines += [_row(space or "(repository)", e.where, e.object or "-", e.wec_text or "-", e.message)
                   for space, e in errors_found[:max(limit, 0)]]
         lines += _more(len(errors_found), limit, "the problems files")
     return lines + [""]

@@ -1,4 +1,4 @@
-"""Stage 1b: validation of loaded objects: errors (fatal: nothing is written) and warnings.
+"""Stage 1b: validation of loaded objects: errors (they freeze the object's space: isolation.py) and warnings.
 
 Schemas were checked when the files were read (convert.py). Here every object gets the checks
 that need the kind table: apiVersion shape, its name as the API server checks it for its kind,
@@ -22,7 +22,7 @@ from ..model import Obj, ObjRef, Problem
 from ..names import dns1123_label_error
 from .clauses import clause_warnings, selector_warnings
 from .schemas import SCHEMA_FILES
-from .customize import wants_expansion
+from .customize import customizer_errors, wants_expansion
 from .selectors import label_key_error, label_value_error
 from .where import mailbox_name
 
@@ -80,6 +80,8 @@ def _object_problems(obj: Obj, kinds: KindTable) -> Iterable[Problem]:
     messages.extend(_crd_messages(obj))
     yield from (Problem(obj.origin, m, obj=str(obj.ref)) for m in messages if m)
     yield from (_warning(obj, f"{obj.kind} {obj.name}: {m}") for m in _control_warnings(obj, kinds))
+    if obj.kind == "Customizer" and obj.group == "edge.kubestellar.io":
+        yield from (Problem(obj.origin, f"Customizer {obj.name}: {m}", obj=str(obj.ref)) for m in customizer_errors(obj))
 
 
 def _warning(obj: Obj, message: str) -> Problem:

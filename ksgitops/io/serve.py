@@ -42,6 +42,10 @@ class Observer:
         self.failures = Counter("ksgitops_cycle_failures", "Cycles that failed", registry=r)
         self.push_retries = Counter("ksgitops_push_retries", "Pushes refused by the remote and retried", registry=r)
         self.commits = Counter("ksgitops_commits", "Commits pushed", registry=r)
+        self.degraded = Counter("ksgitops_degraded_cycles", "Cycles that committed the healthy part and kept a "
+                                "broken part frozen", registry=r)
+        self.frozen = Gauge("ksgitops_frozen_parts", "Spaces and WECs the last reconcile kept frozen "
+                            "(their sources have errors)", registry=r)
         self.reconcile_seconds = Histogram("ksgitops_reconcile_seconds", "Seconds per cycle that did work",
                                            buckets=(0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 120, 300), registry=r)
         self.wecs = Gauge("ksgitops_wecs", "WECs (SyncTargets) in the last reconcile", registry=r)
