@@ -342,7 +342,7 @@ def _seconds(ctx: click.Context, param: click.Parameter, value: float) -> float:
 @click.option("--workdir", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Where clones live (default $KSGITOPS_WORKDIR, else ~/.cache/ksgitops).")
 @click.option("--port", type=click.IntRange(0, 65535), default=8080, show_default=True, envvar="KSGITOPS_PORT",
-              show_envvar=True, help="/healthz, /readyz, /metrics; 0: none.")
+              help="/healthz, /readyz, /metrics; 0: none (env KSGITOPS_PORT).")
 @click.option("--log-format", type=click.Choice(["text", "json"]), default="text", show_default=True,
               help="One line per event: text, or a JSON object.")
 @click.option("--push-retries", type=click.IntRange(min=0),

@@ -111,7 +111,7 @@ def _default(param: click.Parameter) -> str:
 def _meaning(param: click.Parameter) -> str:
     if isinstance(param, click.Option):
         text = param.help or ""
-        if param.envvar:
+        if param.envvar and str(param.envvar) not in text:
             text += f" Environment variable: `{param.envvar}`."
         return text.strip()
     return ARGUMENTS[str(param.name)]
