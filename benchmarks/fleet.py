@@ -1,6 +1,6 @@
 """Deterministic synthetic fleet generator for the ksgitops benchmarks.
 
-Writes a ksgitops source repository (DESIGN.md section 1) into ROOT:
+Writes a ksgitops source repository (docs/REFERENCE.md, "The repository") into ROOT:
 
     spaces/inventory/wecs-NNN.yaml   SyncTarget + Location per WEC, 100 WECs per file
     spaces/apps/namespaces.yaml      ~10 Namespaces (label ``team``)

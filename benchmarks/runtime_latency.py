@@ -1,4 +1,4 @@
-"""Push-to-reconciled latency of `ksgitops run` over a loopback `git daemon` (issue 4's targets).
+"""Push-to-reconciled latency of `ksgitops run` over a loopback `git daemon`.
 
     python benchmarks/runtime_latency.py --wecs 1000 --objects 200 --interval 1
 

@@ -1,4 +1,4 @@
-"""One `ksgitops sync` cycle for a ~200-object mailbox with nothing changed (issue 5's target).
+"""One `ksgitops sync` cycle for a ~200-object mailbox with nothing changed.
 
     python benchmarks/sync_cycle.py [--objects 200] [--rounds 5] [--wecs 1]
 

@@ -5,7 +5,8 @@ Like app.py, this module composes the edges (io/kube.py, io/reportref.py, io/fs.
 pieces; the CLI maps the outcomes to output and exit codes. Both commands write reported state
 the same way (`report_tree`): `reported/<group|core>/<resource>/<namespace|_cluster>/<name>.yaml`
 holding `{object: {apiVersion, kind, namespace, name, generation}, status, reportedAt}`
-(DESIGN §6) — the object's `status` only: a Secret's data never reaches a report, a log or an error.
+(docs/REFERENCE.md, "Reported state") — the object's `status` only: a Secret's data never reaches a
+report, a log or an error.
 
 `reportedAt` is the collection time (UTC, seconds), but a report whose object identity,
 generation and status are unchanged keeps its previous bytes, so repeated collections of a steady
@@ -154,7 +155,8 @@ def read_live(cluster: Any, objects: Iterable[Desired]) -> tuple[dict[str, dict[
 
 
 def report_document(d: Desired, live: dict[str, Any]) -> dict[str, Any]:
-    """DESIGN §6: the identity sent, the generation the WEC gave it, its status (never data)."""
+    """A reported-state document (docs/REFERENCE.md, "Reported state"): the identity sent, the
+    generation the WEC gave it, its status (never data)."""
     identity: dict[str, Any] = {"apiVersion": d.api_version, "kind": d.kind, "name": d.name}
     if d.namespace:
         identity["namespace"] = d.namespace

@@ -286,7 +286,7 @@ def collect_cmd(repo: Path | None, kubeconfig: str | None, timeout: float, worke
 @click.option("--once", is_flag=True, help="Run one cycle and exit (0, or 3 on a git or Kubernetes failure).")
 @click.option("--interval", default=30.0, show_default=True, type=click.FloatRange(min=0.1), help="Seconds between cycles.")
 @click.option("--cache-dir", default=None, type=click.Path(file_okay=False, path_type=Path),
-              help="Where the bare clone lives (default $KSGITOPS_CACHE_DIR or ~/.cache/ksgitops/sync).")
+              help="Where the bare clone lives (default sync/ in $KSGITOPS_CACHE_DIR, else ~/.cache/ksgitops/sync).")
 @click.option("--inventory-namespace", default="kube-system", show_default=True,
               help="Namespace of the ConfigMap recording what the agent applied.")
 def sync_cmd(mailbox: str, kubeconfig: str | None, context: str | None, repo: str, branch: str, once: bool,
@@ -358,15 +358,17 @@ def _seconds(ctx: click.Context, param: click.Parameter, value: float) -> float:
 
 @cli.command(name="run", exits="runs until SIGTERM, then 0; 2 a bad option or the port in use; with --once, the cycle's exit code")
 @click.option("--repo", "repo_arg", required=True, help="A git URL or bare repository (cloned), or a work tree.")
-@click.option("--branch", default="main", show_default=True)
+@click.option("--branch", default="main", show_default=True, help="The branch to reconcile, commit on and push.")
 @click.option("--interval", type=SECONDS, callback=_seconds, default=60.0, show_default=True,
               help="Seconds between polls (> 0).")
 @click.option("--workdir", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Where clones live (default $KSGITOPS_WORKDIR, else ~/.cache/ksgitops).")
 @click.option("--port", type=click.IntRange(0, 65535), default=8080, show_default=True, envvar="KSGITOPS_PORT",
               help="/healthz, /readyz, /metrics; 0: none (env KSGITOPS_PORT).")
-@click.option("--log-format", type=click.Choice(["text", "json"]), default="text", show_default=True)
-@click.option("--push-retries", type=click.IntRange(min=0), help="Refused pushes to retry (default RepoConfig pushRetries).")
+@click.option("--log-format", type=click.Choice(["text", "json"]), default="text", show_default=True,
+              help="One line per event: text, or a JSON object.")
+@click.option("--push-retries", type=click.IntRange(min=0),
+              help="Refused pushes to retry (default RepoConfig push.retries).")
 @click.option("--max-backoff", type=SECONDS, callback=_seconds, default=300.0, show_default=True,
               help="Longest wait after failed cycles (doubling from --interval, jittered).")
 @click.option("--unready-after", type=click.IntRange(min=1), default=3, show_default=True,

@@ -4,7 +4,7 @@
         api.seed(7, ["hello", "<!-- ksgitops-diff -->\nold"])
         ... GITHUB_API_URL=api.url ...
         api.calls          # [Call(method, path, query, authorized)], in order
-        api.comments(7)    # the comments now on #7
+        api.comments(7)    # the comments now on pull request 7
 
 Routes (as GitHub): GET/POST /repos/{owner}/{repo}/issues/{n}/comments (list with `per_page`
 and `page`, create), PATCH/DELETE /repos/{owner}/{repo}/issues/comments/{id}. Lists are paginated

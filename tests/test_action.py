@@ -167,7 +167,7 @@ def cli_supports(*args: str) -> bool:
 
 # --- action.yml itself -------------------------------------------------------------------------
 
-def test_action_declares_the_contracts_inputs_and_outputs() -> None:
+def test_action_declares_the_documented_inputs_and_outputs() -> None:
     assert {"command", "path", "commit", "push", "comment-on-pr", "github-token", "python-version"} <= set(ACTION["inputs"])
     assert set(ACTION["outputs"]) == {"changed", "commit", "affected-wecs", "frozen"}
     assert ACTION["runs"]["using"] == "composite"

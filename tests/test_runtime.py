@@ -1,4 +1,4 @@
-"""`ksgitops run` and `--push` against a real `git daemon` on 127.0.0.1 (issue 4).
+"""`ksgitops run` and `--push` against a real `git daemon` on 127.0.0.1.
 
 A "human" is the git CLI in a clone of its own; reconcilers are RemoteRuntimes (in-process) or
 `ksgitops` subprocesses. Every remote is a bare repository that logs its ref updates, so a test

@@ -1,4 +1,4 @@
-"""The status step: reported/ -> CombinedStatus files and STATUS.md (DESIGN §6, issue 3).
+"""The status step: reported/ -> CombinedStatus files and STATUS.md (docs/REFERENCE.md, "Generated files").
 
 Most cases run `summarize` on the bundled example's sources (copied, generated files left out) with
 reports built here; a few run `ksgitops status` end to end on a work tree.

@@ -1,4 +1,5 @@
-"""StatusCollector evaluation: filter, select or groupBy + combinedFields, in CEL (DESIGN §2, §6).
+"""StatusCollector evaluation: filter, select or groupBy + combinedFields, in CEL (docs/REFERENCE.md,
+"StatusCollector").
 
 A StatusCollector (`control.kubestellar.io/v1alpha1`, as in KubeStellar v0.23+) says how to combine
 the reported state of one workload object from the WECs it is placed on. Its CEL expressions see
@@ -6,7 +7,7 @@ one **binding** per (object, WEC)::
 
     {"inventory": {"name": <WEC name>}, "obj": <the workload object>, "returned": {"status": {...}}}
 
-Callers pass a Secret without its `data`/`stringData` (DESIGN §6: Secret data never reaches
+Callers pass a Secret without its `data`/`stringData` (Secret data never reaches
 status). `compile_collector(obj)` compiles every expression once (problems name the field:
 `StatusCollector <name>: spec.groupBy[1].def: invalid CEL: 1:4: ...`), and
 `Collector.evaluate(rows)` turns the bindings of one workload object into one result. Pure: no I/O;
@@ -38,7 +39,7 @@ Semantics (KubeStellar's, with the choices it left open written down):
 - Errors while evaluating a groupBy or select expression make that column `Null` for that row.
   `Collector.evaluate_with_problems` also returns them as warnings, one per (field, reason), naming
   how many WECs and the first few; reasons never quote object data (only the expression's own
-  identifiers), as DESIGN §6 asks of everything that reaches status.
+  identifiers), as nothing that reaches status may quote object data.
 
 The **output** follows KubeStellar's `NamedStatusCombination` JSON exactly, so a reader of
 KubeStellar's CombinedStatus reads ours::
@@ -133,7 +134,7 @@ class Binding(TypedDict):
     """What the expressions see for one (workload object, WEC)."""
 
     inventory: dict[str, Any]  # {"name": WEC name}
-    obj: dict[str, Any]  # the workload object (callers drop a Secret's data first: DESIGN §6)
+    obj: dict[str, Any]  # the workload object (callers drop a Secret's data first)
     returned: dict[str, Any]  # {"status": the reported status}
 
 

@@ -1,4 +1,5 @@
-"""One CombinedStatus (DESIGN §6, schema/combinedstatus.json) from the rows of one workload object.
+"""One CombinedStatus (docs/REFERENCE.md, "CombinedStatus"; schema/combinedstatus.json) from the rows
+of one workload object.
 
 A row per WEC the object was sent to (status.py computes them); this module orders them (worst
 health first, then WEC name), counts, adds `singletonStatus` when a placement wants it, exactly

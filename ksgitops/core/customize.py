@@ -1,6 +1,6 @@
 """Per-(object, destination) customization: parameter expansion, Customizer replacements, jsonPatch.
 
-Order (DESIGN.md section 2): when the object carries `expand-parameters: "true"`, expand every
+Order (docs/REFERENCE.md, "Customization"): when the object carries `expand-parameters: "true"`, expand every
 string leaf of the object; then apply the chosen Customizer's `replacements` in order; then its
 `jsonPatch` ops in order. When the Customizer carries `expand-parameters: "true"`, each
 replacement's `path` and `value` text are expanded before the path is parsed and the value is

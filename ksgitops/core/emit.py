@@ -1,4 +1,5 @@
-"""Stage 6: emit. MailboxPlans and placements -> the generated file trees (DESIGN §5).
+"""Stage 6: emit. MailboxPlans and placements -> the generated file trees (docs/REFERENCE.md,
+"Mailboxes").
 
 kustomization.yaml and space.yaml are rendered from templates (names are DNS-1123, values are
 single-quoted so `yes`, `1e3` or `true` stay strings): one template per mailbox is far cheaper

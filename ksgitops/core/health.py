@@ -8,8 +8,8 @@ Inputs to `assess`:
 - `obj`: the object as sent to the WEC (apiVersion/kind/metadata/spec). Its `spec` supplies what
   was asked for (replicas, Service type, update strategy); its apiVersion/kind pick the rule.
 - `reported`: the reported-state document `{object: {apiVersion, kind, namespace, name,
-  generation}, status: {...}, reportedAt}` (DESIGN §6), or None when the WEC has not reported the
-  object: Missing.
+  generation}, status: {...}, reportedAt}` (docs/REFERENCE.md, "Reported state"), or None when the
+  WEC has not reported the object: Missing.
 - `sent_generation`: the generation the sent object got on the WEC, when the caller knows it.
 
 Rules, checked in this order:

@@ -1,4 +1,5 @@
-"""RepoConfig: the optional `ksgitops.yaml` at the repository root (DESIGN section 8).
+"""RepoConfig: the optional `ksgitops.yaml` at the repository root (docs/REFERENCE.md,
+"RepoConfig (ksgitops.yaml)", which holds a complete example).
 
 ```yaml
 apiVersion: ksgitops.kubestellar.io/v1alpha1

@@ -1,4 +1,5 @@
-"""Reading a mailbox's `reported/` folder: reported-state documents (DESIGN §6), checked, never fatal.
+"""Reading a mailbox's `reported/` folder: reported-state documents (docs/REFERENCE.md,
+"Reported state"), checked, never fatal.
 
 A transport writes `reported/<group|core>/<resource>/<namespace|_cluster>/<name>.yaml` with
 `{object: {apiVersion, kind, namespace, name, generation}, status: {...}, reportedAt}`

@@ -145,7 +145,7 @@ def finding_problem(finding: Finding, origin: Origin, label: str, prunes: bool) 
 
 
 def validate_reported(data: Any, origin: Origin) -> list[Problem]:
-    """Problems of one reported-state document (mailbox `reported/` file, DESIGN section 6)."""
+    """Problems of one reported-state document (docs/REFERENCE.md, "Reported state")."""
     return validate_document(REPORTED_SCHEMA, data, origin, "reported state")
 
 

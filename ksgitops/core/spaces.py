@@ -1,5 +1,5 @@
-"""Stage 2: the space manager's state machine, over plain data (DESIGN §2 Space/SpaceProviderDesc,
-§3 step 2; the seed's space-framework design).
+"""Stage 2: the space manager's state machine, over plain data (docs/REFERENCE.md, "Space";
+docs/SPACES.md has the state machine and the space step of reconcile).
 
 `plan(objects, providers, observed)` compares the Space objects that exist with the spaces the
 providers report and returns the actions that bring the two together:
@@ -333,7 +333,7 @@ def inputs_from(spaces: Mapping[str, Iterable[Obj]]) -> SpaceInputs:
     return found
 
 
-# ---- the space step of reconcile (DESIGN §3 step 2) over the git provider
+# ---- the space step of reconcile (docs/SPACES.md, "In reconcile") over the git provider
 
 SPACE_DIR = "space"  # a discovered space's Space object: spaces/<space>/.ksgitops/space/space.yaml
 INVENTORY_ANNOTATION = "ksgitops.kubestellar.io/inventory-space"  # as core.emit writes it

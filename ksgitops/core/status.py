@@ -1,4 +1,5 @@
-"""The status step (DESIGN §6): reported state in the mailboxes -> CombinedStatus files + STATUS.md.
+"""The status step (docs/REFERENCE.md, "Generated files"): reported state in the mailboxes ->
+CombinedStatus files + STATUS.md.
 
 `summarize(result, source, memo, limit)` is pure over its inputs: a reconcile `Result` (which
 placements put which objects on which WECs), a `StatusSource` (what each mailbox holds: the

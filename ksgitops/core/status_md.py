@@ -1,4 +1,5 @@
-"""STATUS.md (DESIGN §6): the fleet at a glance, as GitHub-rendered Markdown tables.
+"""STATUS.md (docs/REFERENCE.md, "STATUS.md"; docs/STATUS.md): the fleet at a glance, as
+GitHub-rendered Markdown tables.
 
 Built from one small `MailboxSummary` per mailbox (counts per placement, last report, the broken
 rows), so a run where one mailbox changed re-summarizes one mailbox. Deterministic: the only times

@@ -185,7 +185,7 @@ def clause_mismatch(clause: Any, obj: Obj, info: KindInfo, ns_labels: NsLabels) 
 
 
 def clause_matches(clause: Any, obj: Obj, info: KindInfo, ns_labels: NsLabels) -> bool:
-    """True when `obj` satisfies all six criteria of the downsync clause (DESIGN §2)."""
+    """True when `obj` satisfies all six criteria of the downsync clause (docs/REFERENCE.md, "Downsync clauses")."""
     if not isinstance(clause, dict):
         return False
     subject = _subject(obj, info, ns_labels)

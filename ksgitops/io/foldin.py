@@ -1,4 +1,4 @@
-"""Fold-in (DESIGN §6, issue 5): per-WEC report refs -> the mailboxes' reported/ and upsynced/.
+"""Fold-in (docs/REFERENCE.md, "Generated files"): per-WEC report refs -> the mailboxes' reported/ and upsynced/.
 
 A `ksgitops sync` agent pushes its mailbox's reports to `refs/heads/ksgitops/reported/<mailbox>`
 (a commit whose tree holds only `spaces/<mailbox>/reported` and `spaces/<mailbox>/upsynced`). The

@@ -3,7 +3,7 @@
 The agent keeps a bare cache repository (pygit2) per source: a local path or a URL, fetched every
 cycle into `refs/remotes/origin/*`. Reports are committed there on
 `refs/heads/ksgitops/reported/<mailbox>` and pushed to the same ref of the source, never to the
-branch (DESIGN §6: thousands of WECs never contend for one ref), never forced.
+branch (so thousands of WECs never contend for one ref), never forced.
 
 A report commit's tree holds `spaces/<mailbox>/reported` and `spaces/<mailbox>/upsynced` and
 nothing else, so the fold-in can see at a glance that it stays inside its mailbox (and rejects it

@@ -954,8 +954,8 @@ def annotate(body: dict[str, Any], space: str) -> dict[str, Any]:
 
 
 class SpaceClients:
-    """Clients by space name, over several providers (the seed's msclient). A space name must be
-    unique across providers."""
+    """Clients by space name, over several providers (the msclient of KubeStellar's space
+    framework). A space name must be unique across providers."""
 
     def __init__(self, providers: Sequence[Provider]) -> None:
         self.providers = list(providers)
