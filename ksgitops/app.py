@@ -90,14 +90,46 @@ class ReconcileOutcome:
 def reconcile_worktree(path: Path, progress: Callable[[int, int], None] | None = None,
                        source: str = WORKTREE) -> ReconcileOutcome:
     """Write the generated files into the work tree, from the work tree's sources or a commit's
-    (`source` a REF); previous copies always come from the work tree, which is what is written."""
-    src = open_source(path, source)
+    (`source` a REF); previous copies always come from the work tree, which is what is written.
+    A mailbox whose inputs and files are as the work tree's record says is not rebuilt (REUSE)."""
+    src, record = open_recorded(path, source)
     previous = src.snapshot if source == WORKTREE else WorkTreeSnapshot(path)
     disk = _worktree_cache(path)
-    result = reconcile(src.snapshot, previous.read, disk.content, progress)
-    changed = write_generated(path, result.generated)
+    result = reconcile(src.snapshot, previous.read, disk.content, progress, reuse_recorded(record))
+    changed = write_generated(path, result.generated, record, regenerable=True)
+    keep_record(record, src, result)
     disk.save_content()
     return ReconcileOutcome(result, changed)
+
+
+def open_recorded(path: Path, source: str = WORKTREE) -> tuple[Source, Any]:
+    """open_source, with the work tree's stat record (io/statcache.py): the sources of the work
+    tree read through it, and every recorded generated root observed (lstat only)."""
+    from .io.git import git_dir
+    from .io.statcache import WorkTreeRecord
+    src = open_source(path, source)
+    record = WorkTreeRecord.load(path, git_dir(path))
+    if source == WORKTREE:
+        src.snapshot = WorkTreeSnapshot(path, record)
+    if record.enabled:
+        record.check(path)
+    return src, record
+
+
+def reuse_recorded(record: Any) -> Callable[[str, str], bool] | None:
+    if not record.enabled:
+        return None
+    return lambda mailbox, digest: record.reusable(f"spaces/{mailbox}", digest)  # type: ignore[no-any-return]
+
+
+def keep_record(record: Any, src: Source, result: Result) -> None:
+    """Save the record after a run: each clean mailbox's input digest beside its root."""
+    troubled = {p.wec for p in result.problems if p.wec}
+    record.set_inputs({f"spaces/{mb}": (None if mb in troubled else digest) for mb, digest in result.digests.items()})
+    record.forget_roots(set(result.generated))
+    if isinstance(src.snapshot, WorkTreeSnapshot) and src.snapshot.record is not None:
+        record.forget_sources(src.snapshot.seen)
+    record.save()
 
 
 def reconcile_commit(path: Path, source: str, progress: Callable[[int, int], None] | None = None,

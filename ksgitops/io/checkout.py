@@ -126,7 +126,7 @@ def apply(repo: pygit2.Repository, planned: Plan, generated: Generated | None = 
         else:
             for path, delta in _deltas(repo, planned, step.root):
                 _apply_delta(repo, index, workdir, path, delta, made, step.root)
-    write_generated(workdir, whole)
+    write_generated(workdir, whole, regenerable=True)  # synced below, with the files written one by one
     sync_filesystem(workdir)  # the files written one by one, on disk before the journal goes
     index.write()
     journal_path(repo).unlink(missing_ok=True)

@@ -46,18 +46,23 @@ import json
 import os
 import shutil
 import stat
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ..core.tree import KEEP, OTHERS, REUSE, FileTree, Generated, has_files
 from ..model import EnvError, KsgitopsError
-from .durable import exclusive, sync_filesystem, write_durably
+from .durable import exclusive, fsync_dir, sync_filesystem, write_durably
 from .fs import LinkError, check_path, write_new
+from .statcache import THREADS, Stamp, lstamp, stamp_of
 
 JOURNAL = ".ksgitops-journal"
 FORMAT = "ksgitops-journal-1"
 BATCH = 256  # roots per transaction: bounds the extra disk a full rewrite holds at once
+PARALLEL = 4  # roots in a batch from which staging runs in threads
+EXECUTABLE = 0o111
 
 
 @dataclass
@@ -72,9 +77,13 @@ def sibling(target: Path, role: str) -> Path:
     return target.with_name(f".{target.name}.ksgitops-{role}")
 
 
-def write_generated(root: Path, generated: Generated) -> list[str]:
-    """Bring every owned root to its generated content; returns the roots that changed."""
+def write_generated(root: Path, generated: Generated, record: Any = None, regenerable: bool = False) -> list[str]:
+    """Bring every owned root to its generated content; returns the roots that changed. With a
+    `record` (statcache.WorkTreeRecord), a root whose content and stamps are as recorded is not
+    read, and each root written or found equal is recorded. `regenerable`: what is written is
+    reconcile's own output, which the next run repairs (see `_make_durable`)."""
     root = Path(root)
+    record = record if record is not None and record.enabled else None
     with exclusive(root):
         recover(root)
         verified: set[str] = set()
@@ -85,11 +94,17 @@ def write_generated(root: Path, generated: Generated) -> list[str]:
             check_path(root, rel, verified)
             content: Any = tree
             _resolve_legacy(root, rel, content)
+            if record is not None:
+                if record.unchanged(rel, content):
+                    continue
+                record.clock()  # before the comparison it vouches for
             change = plan_root(root, rel, content)
             if change is not None:
                 changes.append(change)
+            elif record is not None:
+                record.verified(rel, content)
         for start in range(0, len(changes), BATCH):
-            transact(root, changes[start:start + BATCH])
+            transact(root, changes[start:start + BATCH], record, regenerable)
     return [c.path for c in changes]
 
 
@@ -138,6 +153,8 @@ def _compare(folder: str, tree: FileTree, prefix: str, scan: _Scan) -> None:
             _compare(entry.path, value if isinstance(value, dict) else {}, f"{path}/", scan)
         elif not isinstance(value, bytes) or not entry.is_file(follow_symlinks=False):
             scan.same = False
+        elif scan.same and entry.stat(follow_symlinks=False).st_mode & EXECUTABLE:
+            scan.same = False  # a generated file is never executable (git would see the mode)
         elif scan.same and Path(entry.path).read_bytes() != value:
             scan.same = False
     for name, value in tree.items():
@@ -145,18 +162,19 @@ def _compare(folder: str, tree: FileTree, prefix: str, scan: _Scan) -> None:
             scan.same = False
 
 
-def transact(root: Path, changes: list[Change]) -> None:
-    """Steps 1-7 of the protocol for one batch; on a failure, roll back and raise EnvError."""
+def transact(root: Path, changes: list[Change], record: Any = None, regenerable: bool = False) -> None:
+    """Steps 1-7 of the protocol for one batch; on a failure, roll back and raise EnvError.
+    With a `record`, what was written is recorded (its stamps taken as it was written)."""
     if not changes:
         return
     journal = _Journal(root)
     try:
         journal.write("started", changes)
-        for change in changes:
-            _stage(root, change)
+        stamps = _stage_all(root, changes, record is not None)
+        swapped_at = record.now() if record is not None else 0
         for change in changes:
             _swap(root, change)
-        sync_filesystem(root)
+        _make_durable(root, changes, regenerable)
         journal.write("done", changes)
     except OSError as e:
         _fail(root, journal, e)
@@ -167,31 +185,82 @@ def transact(root: Path, changes: list[Change]) -> None:
     except OSError as e:
         raise EnvError(_shown(root, e), f"{e.strerror} (the new files are in place; the next run "
                                         f"removes what is left of the old ones)") from None
+    if record is not None:
+        for change, written in zip(changes, stamps):
+            record.written(change.path, change.content, written, swapped_at)
 
 
-def _stage(root: Path, change: Change) -> None:
+def _make_durable(root: Path, changes: list[Change], regenerable: bool) -> None:
+    """Step 4: what must be on disk before the journal says `done`. Everything, for files only
+    this write has (reports, summaries). For reconcile's own output only the renames that carry
+    kept paths (their folders fsynced): a power loss can then cost generated files their data
+    (the next run finds them by their stamps or content and rewrites them), never a kept file."""
+    if not regenerable:
+        sync_filesystem(root)
+        return
+    folders: set[Path] = set()
+    for change in changes:
+        if change.keep:
+            target = root / change.path
+            folders.update((target, target.parent))
+    for folder in sorted(folders):
+        fsync_dir(folder)
+
+
+def _stage_all(root: Path, changes: list[Change], observe: bool) -> list[dict[str, Stamp] | None]:
+    """Step 2 for a batch: in two threads when there is much to write (the file system's calls
+    release the GIL). Every staging has ended before a failure is raised."""
+    if len(changes) < PARALLEL or THREADS < 2:
+        return [_stage(root, c, observe) for c in changes]
+    failed = threading.Event()
+
+    def one(change: Change) -> dict[str, Stamp] | None:
+        if failed.is_set():
+            return None
+        try:
+            return _stage(root, change, observe)
+        except BaseException:
+            failed.set()
+            raise
+    with ThreadPoolExecutor(THREADS) as pool:
+        futures = [pool.submit(one, c) for c in changes]
+    return [f.result() for f in futures]
+
+
+def _stage(root: Path, change: Change, observe: bool) -> dict[str, Stamp] | None:
+    """Write a root's new content to its staging sibling; with `observe`, the stamp of every
+    folder and file of a tree (by path inside the root, "" the root itself) as written."""
     target = root / change.path
     staging = sibling(target, "stage")
     _remove(staging)
     if change.content is None:
-        return
+        return None
     target.parent.mkdir(parents=True, exist_ok=True)
     if isinstance(change.content, bytes):
         write_new(str(staging), change.content)
-    else:
-        os.mkdir(staging)
-        _write_files(str(staging), change.content)
+        return None  # a file root's stamp changes as it is renamed in: recorded when next compared
+    os.mkdir(staging)
+    stamps: dict[str, Stamp] | None = {} if observe else None
+    _write_files(str(staging), change.content, stamps, "")
+    if stamps is not None:
+        stamps[""] = lstamp(str(staging))
+    return stamps
 
 
-def _write_files(folder: str, tree: FileTree) -> None:
+def _write_files(folder: str, tree: FileTree, stamps: dict[str, Stamp] | None, prefix: str) -> None:
     """The hot loop of a full reconcile into a work tree: plain os calls on str paths."""
     for name, value in tree.items():
         if isinstance(value, dict):
             if has_files(value):
-                os.mkdir(f"{folder}/{name}")
-                _write_files(f"{folder}/{name}", value)
+                path = f"{folder}/{name}"
+                os.mkdir(path)
+                _write_files(path, value, stamps, f"{prefix}{name}/")
+                if stamps is not None:
+                    stamps[f"{prefix}{name}"] = lstamp(path)  # after its last entry
         elif isinstance(value, bytes):
-            write_new(f"{folder}/{name}", value)
+            written = write_new(f"{folder}/{name}", value, stamps is not None)
+            if stamps is not None and written is not None:
+                stamps[f"{prefix}{name}"] = stamp_of(written)
 
 
 def _swap(root: Path, change: Change) -> None:
