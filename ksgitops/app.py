@@ -14,7 +14,7 @@ from .core import diff as diffs
 from .core.pipeline import Result, reconcile
 from .core.repoconfig import parse_repo_config
 from .core.snapshot import Snapshot
-from .core.tree import FileTree, same_files
+from .core.tree import REUSE, FileTree, same_files
 from .model import KsgitopsError
 from .io.fs import WorkTreeSnapshot, write_generated
 
@@ -122,10 +122,12 @@ def reuse_recorded(record: Any) -> Callable[[str, str], bool] | None:
     return lambda mailbox, digest: record.reusable(f"spaces/{mailbox}", digest)  # type: ignore[no-any-return]
 
 
-def keep_record(record: Any, src: Source, result: Result) -> None:
-    """Save the record after a run: each clean mailbox's input digest beside its root."""
-    troubled = {p.wec for p in result.problems if p.wec}
-    record.set_inputs({f"spaces/{mb}": (None if mb in troubled else digest) for mb, digest in result.digests.items()})
+def keep_record(record: Any, src: Source, result: Result, inputs: bool = True) -> None:
+    """Save the record after a run; with `inputs` (a run that wrote: every generated root is
+    now what it recorded), each clean mailbox's input digest beside its root."""
+    if inputs:
+        troubled = {p.wec for p in result.problems if p.wec}
+        record.set_inputs({f"spaces/{mb}": (None if mb in troubled else d) for mb, d in result.digests.items()})
     record.forget_roots(set(result.generated))
     if isinstance(src.snapshot, WorkTreeSnapshot) and src.snapshot.record is not None:
         record.forget_sources(src.snapshot.seen)
@@ -197,14 +199,24 @@ def _warn_uncommitted(src: Source, result: Result) -> None:
 
 
 def plan_diff(path: Path, against: str | None) -> tuple[Result, diffs.DiffResult]:
-    """What reconcile (of the work tree) would change, against the work tree or REF's tree."""
-    new = compute(open_source(path, WORKTREE))
-    old_src = open_source(path, against) if against else open_source(path, WORKTREE)
+    """What reconcile (of the work tree) would change, against the work tree or REF's tree.
+    Against the work tree it runs on reconcile's engine: only mailboxes whose inputs or files
+    moved are built, and only roots the record cannot vouch for are read."""
+    record = None
+    if against:
+        new = compute(open_source(path, WORKTREE))
+        old_src = open_source(path, against)
+    else:
+        old_src, record = open_recorded(path)
+        disk = _worktree_cache(path)
+        new = reconcile(old_src.snapshot, old_src.snapshot.read, disk.content, None, reuse_recorded(record))
+        disk.save_content()
     wec_names = wec_display_names(new)
     changed = False
     wecs = []
-    for root in new.generated:
-        new_tree = new.generated[root]
+    for root, new_tree in new.generated.items():
+        if new_tree is REUSE or (record is not None and record.enabled and record.unchanged(root, new_tree)):
+            continue
         old_file = old_src.snapshot.read(root)
         if isinstance(new_tree, bytes) or old_file is not None:  # a file root (a problems file)
             changed = changed or old_file != new_tree
@@ -218,6 +230,8 @@ def plan_diff(path: Path, against: str | None) -> tuple[Result, diffs.DiffResult
             text = diffs.mailbox_diff(mailbox, old_tree, new_tree if isinstance(new_tree, dict) else None)
             if text:
                 wecs.append(diffs.WecDiff(wec_names.get(mailbox) or _old_wec_name(old_tree, mailbox), mailbox, text))
+    if record is not None:
+        keep_record(record, old_src, new, inputs=False)
     wecs.sort(key=lambda w: w.wec)
     return new, diffs.DiffResult(changed, wecs)
 

@@ -42,6 +42,7 @@ FORMAT = "ksgitops-worktree-1"
 ABSENT = (0, 0, 0, 0, 0)
 Stamp = tuple[int, int, int, int, int]
 Shape = tuple[str, ...]  # paths relative to a root ("" is the root folder itself)
+Observed = list[tuple[str, Stamp]]  # (path in a root, stamp), as the writer saw them
 THREADS = 2  # threads that write a batch of roots (os.open and os.write release the GIL)
 
 
@@ -300,16 +301,16 @@ class WorkTreeRecord:
         settled = latest < self.clock()
         self.note_root(root, RootRecord(None, content_digest(tree, self._digests), shape, stamps) if settled else None)
 
-    def written(self, root: str, tree: Any, stamps: dict[str, Stamp] | None, swapped_at: int) -> None:
-        """The writer wrote `tree` at `root` with these stamps (None: a root that went, or a file
-        root, whose stamp the rename changed), after taking `swapped_at` from `now()`."""
-        if tree is not None and stamps is None:
+    def written(self, root: str, tree: Any, seen: Observed | None, swapped_at: int) -> None:
+        """The writer wrote `tree` at `root` and saw `seen` (None: the root went, or a file root,
+        whose stamp changes as it is renamed in), after taking `swapped_at` from `now()`."""
+        if tree is not None and seen is None:
             self.note_root(root, None)
             return
-        shape = shape_of(tree, self._shapes)
-        ordered = [stamps.get(p, ABSENT) for p in shape] if stamps is not None else [ABSENT]
-        settled = max(newest(s) for s in ordered) < swapped_at
-        rec = RootRecord(None, content_digest(tree, self._digests), shape, stamps_digest(ordered))
+        seen = seen if seen is not None else [("", ABSENT)]
+        stamps = [s for _, s in seen]
+        settled = max(newest(s) for s in stamps) < swapped_at
+        rec = RootRecord(None, content_digest(tree, self._digests), tuple(p for p, _ in seen), stamps_digest(stamps))
         self.note_root(root, rec if settled else None)
 
     def note_root(self, root: str, rec: RootRecord | None) -> None:

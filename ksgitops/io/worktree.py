@@ -56,7 +56,7 @@ from ..core.tree import KEEP, OTHERS, REUSE, FileTree, Generated, has_files
 from ..model import EnvError, KsgitopsError
 from .durable import exclusive, fsync_dir, sync_filesystem, write_durably
 from .fs import LinkError, check_path, write_new
-from .statcache import THREADS, Stamp, lstamp, stamp_of
+from .statcache import ABSENT, THREADS, Observed, lstamp, stamp_of
 
 JOURNAL = ".ksgitops-journal"
 FORMAT = "ksgitops-journal-1"
@@ -207,14 +207,14 @@ def _make_durable(root: Path, changes: list[Change], regenerable: bool) -> None:
         fsync_dir(folder)
 
 
-def _stage_all(root: Path, changes: list[Change], observe: bool) -> list[dict[str, Stamp] | None]:
+def _stage_all(root: Path, changes: list[Change], observe: bool) -> list[Observed | None]:
     """Step 2 for a batch: in two threads when there is much to write (the file system's calls
     release the GIL). Every staging has ended before a failure is raised."""
     if len(changes) < PARALLEL or THREADS < 2:
         return [_stage(root, c, observe) for c in changes]
     failed = threading.Event()
 
-    def one(change: Change) -> dict[str, Stamp] | None:
+    def one(change: Change) -> Observed | None:
         if failed.is_set():
             return None
         try:
@@ -227,9 +227,9 @@ def _stage_all(root: Path, changes: list[Change], observe: bool) -> list[dict[st
     return [f.result() for f in futures]
 
 
-def _stage(root: Path, change: Change, observe: bool) -> dict[str, Stamp] | None:
-    """Write a root's new content to its staging sibling; with `observe`, the stamp of every
-    folder and file of a tree (by path inside the root, "" the root itself) as written."""
+def _stage(root: Path, change: Change, observe: bool) -> Observed | None:
+    """Write a root's new content to its staging sibling; with `observe`, the path (inside the
+    root, "" the root itself) and stamp of everything it owns, as written, in the order written."""
     target = root / change.path
     staging = sibling(target, "stage")
     _remove(staging)
@@ -240,27 +240,35 @@ def _stage(root: Path, change: Change, observe: bool) -> dict[str, Stamp] | None
         write_new(str(staging), change.content)
         return None  # a file root's stamp changes as it is renamed in: recorded when next compared
     os.mkdir(staging)
-    stamps: dict[str, Stamp] | None = {} if observe else None
-    _write_files(str(staging), change.content, stamps, "")
-    if stamps is not None:
-        stamps[""] = lstamp(str(staging))
-    return stamps
+    seen: Observed | None = [] if observe else None
+    _write_files(str(staging), change.content, seen, "")
+    if seen is not None and not any(v is KEEP for v in change.content.values()):
+        seen.insert(0, ("", lstamp(str(staging))))  # no entry of its own but what the tree names
+    return seen
 
 
-def _write_files(folder: str, tree: FileTree, stamps: dict[str, Stamp] | None, prefix: str) -> None:
+def _write_files(folder: str, tree: FileTree, seen: Observed | None, prefix: str) -> None:
     """The hot loop of a full reconcile into a work tree: plain os calls on str paths."""
     for name, value in tree.items():
         if isinstance(value, dict):
-            if has_files(value):
-                path = f"{folder}/{name}"
-                os.mkdir(path)
-                _write_files(path, value, stamps, f"{prefix}{name}/")
-                if stamps is not None:
-                    stamps[f"{prefix}{name}"] = lstamp(path)  # after its last entry
+            rel = f"{prefix}{name}"
+            if not has_files(value):
+                if seen is not None:
+                    seen.append((rel, ABSENT))  # a folder the tree wants gone
+                continue
+            path = f"{folder}/{name}"
+            os.mkdir(path)
+            if seen is None:
+                _write_files(path, value, None, "")
+                continue
+            at = len(seen)
+            seen.append((rel, ABSENT))
+            _write_files(path, value, seen, f"{rel}/")
+            seen[at] = (rel, lstamp(path))  # after its last entry
         elif isinstance(value, bytes):
-            written = write_new(f"{folder}/{name}", value, stamps is not None)
-            if stamps is not None and written is not None:
-                stamps[f"{prefix}{name}"] = stamp_of(written)
+            written = write_new(f"{folder}/{name}", value, seen is not None)
+            if seen is not None and written is not None:
+                seen.append((f"{prefix}{name}", stamp_of(written)))
 
 
 def _swap(root: Path, change: Change) -> None:
