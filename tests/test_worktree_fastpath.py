@@ -293,3 +293,40 @@ def test_the_record_of_another_folder_is_not_used(example_git: Path, tmp_path: P
     moved = tmp_path / "moved"
     shutil.copytree(example_git, moved, copy_function=shutil.copy2)
     assert statcache.WorkTreeRecord.load(moved, str(moved / ".git")).roots == {}
+
+
+def test_a_check_split_with_a_forked_child_finds_the_same(example_git: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A large check runs half of the roots in a forked child: it finds what one process finds,
+    a damaged root in the child's half included."""
+    reconciled_twice(example_git)
+    _edit_same_size(example_git)  # florin, among the last roots (the child's half)
+    record = statcache.WorkTreeRecord.load(example_git, str(example_git / ".git"))
+    roots = sorted(record.roots, key=lambda r: r == FLORIN)  # florin last: in the child's half
+    record.check(example_git, roots)
+    alone = dict(record.intact)
+    assert alone[FLORIN] is False and sum(alone.values()) == len(roots) - 1
+    forks: list[int] = []
+    original_fork = os.fork
+
+    def counted_fork() -> int:
+        pid = original_fork()
+        if pid:
+            forks.append(pid)
+        return pid
+    monkeypatch.setattr(statcache, "FORK_FROM", 0)
+    monkeypatch.setattr(os, "fork", counted_fork)
+    record.intact.clear()
+    record.check(example_git, roots)
+    assert len(forks) == 1
+    assert record.intact == alone
+    parent, original_observe = os.getpid(), statcache.observe
+
+    def failing_in_child(base: str, shape: Any) -> Any:
+        if os.getpid() != parent:
+            raise OSError("the child fails")
+        return original_observe(base, shape)
+    monkeypatch.setattr(statcache, "observe", failing_in_child)
+    record.intact.clear()
+    record.check(example_git, roots)  # the parent does the child's half itself
+    assert len(forks) == 2
+    assert record.intact == alone

@@ -34,7 +34,7 @@ import threading
 from array import array
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, NamedTuple
+from typing import Any, Callable, Iterable, NamedTuple
 
 from ..core.tree import KEEP, OTHERS, FileTree, has_files
 
@@ -44,6 +44,7 @@ Stamp = tuple[int, int, int, int, int]
 Shape = tuple[str, ...]  # paths relative to a root ("" is the root folder itself)
 Observed = list[tuple[str, Stamp]]  # (path in a root, stamp), as the writer saw them
 THREADS = 2  # threads that write a batch of roots (os.open and os.write release the GIL)
+FORK_FROM = 50_000  # paths to check from which a forked child checks half of them
 
 
 _FORMAT, _DIR = stat.S_IFMT(0o177777), stat.S_IFDIR
@@ -97,6 +98,54 @@ def _digest(flat: list[int]) -> bytes:
     except OverflowError:  # an inode number beyond 2**63: exact, only slower
         packed = repr(flat).encode()
     return hashlib.blake2b(packed, digest_size=16).digest()
+
+
+def holding(base: str, records: list[tuple[str, RootRecord]]) -> list[bool]:
+    """Whether each recorded root (path, record) below `base` still holds. A large check runs
+    half in a forked child: lstat is one system call per path, and two threads would lose to the
+    GIL what they overlap."""
+    def check(part: list[tuple[str, RootRecord]]) -> list[bool]:
+        return [observe(f"{base}/{root}", rec.shape)[0] == rec.stamps for root, rec in part]
+    if sum(len(rec.shape) for _, rec in records) < FORK_FROM or not _may_fork():
+        return check(records)
+    half = len(records) // 2
+    theirs = _in_child(lambda: bytes(check(records[half:])), len(records) - half)
+    mine = check(records[:half])
+    found = theirs()
+    return mine + ([bool(b) for b in found] if found is not None else check(records[half:]))
+
+
+def _may_fork() -> bool:
+    return hasattr(os, "fork") and threading.active_count() == 1  # never fork beside other threads
+
+
+def _in_child(work: Callable[[], bytes], size: int) -> Callable[[], bytes | None]:
+    """Start `work` in a forked child; the returned function waits for its `size` bytes (None:
+    the child failed, and the caller does the work itself)."""
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: no cleanup, no output but the pipe
+        try:
+            os.close(read)
+            data = memoryview(work())
+            while data:
+                data = data[os.write(write, data):]
+            os._exit(0)
+        finally:
+            os._exit(1)
+    os.close(write)
+
+    def result() -> bytes | None:
+        chunks = []
+        try:
+            while chunk := os.read(read, 1 << 16):
+                chunks.append(chunk)
+        finally:
+            os.close(read)
+            _, status = os.waitpid(pid, 0)
+        data = b"".join(chunks)
+        return data if status == 0 and len(data) == size else None
+    return result
 
 
 def shape_of(tree: FileTree | bytes | None, memo: dict[int, Shape] | None = None) -> Shape:
@@ -271,13 +320,9 @@ class WorkTreeRecord:
     # --- generated roots -------------------------------------------------------------------------
 
     def check(self, work_tree: Path, roots: Iterable[str] | None = None) -> None:
-        """Observe the recorded roots (`roots`: only these) and note which still hold. One thread:
-        lstat is quick enough that two threads lose more to the GIL than they overlap."""
-        base = str(work_tree)
-        for root in (self.roots if roots is None else roots):
-            rec = self.roots.get(root)
-            if rec is not None and root not in self.intact:
-                self.intact[root] = observe(f"{base}/{root}", rec.shape)[0] == rec.stamps
+        """Observe the recorded roots (`roots`: only these) and note which still hold."""
+        wanted = [r for r in (self.roots if roots is None else roots) if r in self.roots and r not in self.intact]
+        self.intact.update(zip(wanted, holding(str(work_tree), [(r, self.roots[r]) for r in wanted])))
 
     def reusable(self, root: str, digest: str) -> bool:
         """The root holds a mailbox built from the same inputs and is as that run left it
