@@ -229,9 +229,11 @@ def write_new(path: str, data: bytes, observe: bool = False) -> os.stat_result |
     With `observe`, the file's stat as written (taken before it is closed)."""
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
     try:
-        view = memoryview(data)
-        while view:  # a short write (a full disk, a file size limit) continues or raises
-            view = view[os.write(fd, view):]
+        done = os.write(fd, data)
+        if done < len(data):  # a short write (a full disk, a file size limit) continues or raises
+            view = memoryview(data)[done:]
+            while view:
+                view = view[os.write(fd, view):]
         return os.fstat(fd) if observe else None
     except OSError as e:
         raise OSError(e.errno, e.strerror, path) from None  # os.write names no file
