@@ -330,3 +330,21 @@ def test_a_check_split_with_a_forked_child_finds_the_same(example_git: Path, mon
     record.check(example_git, roots)  # the parent does the child's half itself
     assert len(forks) == 2
     assert record.intact == alone
+
+
+def test_reconcile_flushes_only_what_it_does_not_own(example_git: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Reconcile's own files are regenerable: no syncfs, but the folders that kept files were
+    renamed into are fsynced before the journal says done. Status (not regenerable) syncs."""
+    reconciled_twice(example_git)
+    (example_git / FLORIN / "reported").mkdir()
+    (example_git / FLORIN / "reported" / "r.yaml").write_text("reported: true\n")
+    _append(example_git)
+    spy = Spy(monkeypatch)
+    spy.watch(worktree, "sync_filesystem")
+    spy.watch(worktree, "fsync_dir")
+    assert app.reconcile_worktree(example_git).changed_roots == [FLORIN]
+    assert spy.calls.get("sync_filesystem", []) == []
+    assert {Path(args[0]) for args in spy.calls["fsync_dir"]} == {example_git / "spaces", example_git / FLORIN}
+    assert (example_git / FLORIN / "reported" / "r.yaml").read_text() == "reported: true\n"
+    assert app.status_worktree(example_git).changed
+    assert spy.calls["sync_filesystem"]

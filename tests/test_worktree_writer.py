@@ -53,7 +53,7 @@ def crash_before_step(monkeypatch: pytest.MonkeyPatch, at: int) -> Iterator[list
         for module, name in ((os, "rename"), (os, "replace"), (os, "mkdir"), (os, "unlink"), (os, "rmdir"),
                              (shutil, "rmtree"), (fs, "write_new"), (worktree, "write_new"),
                              (worktree, "write_durably"), (checkout, "write_durably"),
-                             (worktree, "sync_filesystem"), (checkout, "sync_filesystem")):
+                             (worktree, "sync_filesystem"), (worktree, "fsync_dir"), (checkout, "sync_filesystem")):
             m.setattr(module, name, counted(getattr(module, name)))
         yield steps
 

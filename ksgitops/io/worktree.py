@@ -202,7 +202,8 @@ def _make_durable(root: Path, changes: list[Change], regenerable: bool) -> None:
     for change in changes:
         if change.keep:
             target = root / change.path
-            folders.update((target, target.parent))
+            folders.add(target.parent)  # D -> T, S -> D
+            folders.update((target / kept).parent for kept in change.keep)  # T/p -> D/p
     for folder in sorted(folders):
         fsync_dir(folder)
 
