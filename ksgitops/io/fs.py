@@ -129,7 +129,7 @@ class WorkTreeSnapshot:
 
     def _regular(self, path: str) -> bool:
         check_path(self.root, path, self._verified, last=False)
-        return stat.S_ISREG(_lstat_mode(self.root / path))
+        return stat.S_ISREG(lstat_mode(self.root / path))
 
     def file(self, path: str) -> SourceFile | None:
         return self._source(path) if self._regular(path) else None
@@ -141,7 +141,7 @@ class WorkTreeSnapshot:
         """The files below `path` as a nested tree (None when there is no such folder)."""
         check_path(self.root, path, self._verified, last=False)
         base = self.root / path
-        if not stat.S_ISDIR(_lstat_mode(base)):
+        if not stat.S_ISDIR(lstat_mode(base)):
             return None
         tree: FileTree = {}
         for rel in _walk(base):
@@ -187,7 +187,7 @@ def _list(full: str) -> tuple[tuple[str, bool], ...]:
                  if not e.is_symlink() and (e.is_dir(follow_symlinks=False) or e.is_file(follow_symlinks=False)))
 
 
-def _lstat_mode(path: Path) -> int:
+def lstat_mode(path: Path) -> int:
     try:
         return os.lstat(path).st_mode
     except (FileNotFoundError, NotADirectoryError):

@@ -15,7 +15,8 @@ For a root D = <parent>/<name>, a batch of roots is written in these steps (S an
     1. J := started, fsynced: every root of the batch, whether it existed, the kept paths in it
     2. every S written
     3. per root: D -> T (when it existed), S -> D (unless the root goes), each kept path T/p -> D/p
-    4. syncfs: the new files and every rename are on disk
+    4. syncfs: the new files and every rename are on disk (reconcile's own output, which the
+       next run repairs: only the folders kept paths were renamed into, and their parents, fsynced)
     5. J := done, fsynced
     6. every T removed
     7. J removed
@@ -35,7 +36,9 @@ and recoveries hold a lock on the work tree's folder (durable.exclusive): a jour
 belongs to a live writer while its lock is held, and is only recovered once it is not. A
 failure while writing (a full disk, EIO, a read-only folder) rolls back at once and is an EnvError
 (exit 3) naming the path; nothing is left half-written. Before step 4 a power loss rolls back to
-the old roots, which were on disk before the run began; from step 5 on, everything new is.
+the old roots, which were on disk before the run began; from step 5 on, everything step 4 made
+durable is (for reconcile's output: every kept path; a generated file may come back empty, and
+the next reconcile finds it by its stamp or its bytes).
 
 Leftovers of the earlier protocol (`.NAME.ksgitops-new` holding the kept folders, `.NAME.ksgitops-old`)
 are resolved before a root is planned, without deleting anything that could hold a kept file.
@@ -46,8 +49,6 @@ import json
 import os
 import shutil
 import stat
-import threading
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -55,26 +56,13 @@ from typing import Any
 from ..core.tree import KEEP, OTHERS, REUSE, FileTree, Generated, has_files
 from ..model import EnvError, KsgitopsError
 from .durable import exclusive, fsync_dir, sync_filesystem, write_durably
-from .fs import LinkError, check_path, write_new
-from .statcache import ABSENT, THREADS, Observed, lstamp, stamp_of
+from .fs import LinkError, check_path, lstat_mode
+from .staging import Change, remove as _remove, sibling, stage_all
 
 JOURNAL = ".ksgitops-journal"
 FORMAT = "ksgitops-journal-1"
 BATCH = 256  # roots per transaction: bounds the extra disk a full rewrite holds at once
-PARALLEL = 4  # roots in a batch from which staging runs in threads
 EXECUTABLE = 0o111
-
-
-@dataclass
-class Change:
-    path: str  # the root, relative to the work tree
-    content: FileTree | bytes | None  # None: the root goes
-    existed: bool
-    keep: list[str] = field(default_factory=list)  # paths inside the old root to carry over
-
-
-def sibling(target: Path, role: str) -> Path:
-    return target.with_name(f".{target.name}.ksgitops-{role}")
 
 
 def write_generated(root: Path, generated: Generated, record: Any = None, regenerable: bool = False) -> list[str]:
@@ -112,7 +100,7 @@ def plan_root(root: Path, rel: str, tree: FileTree | bytes | None) -> Change | N
     """What writing `tree` at `rel` takes (None: it is there already). Raises LinkError for a
     link inside the old root, before anything is written."""
     target = root / rel
-    mode = _lstat_mode(target)
+    mode = lstat_mode(target)
     existed = mode != 0
     if isinstance(tree, bytes):
         if stat.S_ISREG(mode) and target.read_bytes() == tree:
@@ -170,7 +158,7 @@ def transact(root: Path, changes: list[Change], record: Any = None, regenerable:
     journal = _Journal(root)
     try:
         journal.write("started", changes)
-        stamps = _stage_all(root, changes, record is not None)
+        stamps = stage_all(root, changes, record is not None)
         swapped_at = record.now() if record is not None else 0
         for change in changes:
             _swap(root, change)
@@ -208,70 +196,6 @@ def _make_durable(root: Path, changes: list[Change], regenerable: bool) -> None:
         fsync_dir(folder)
 
 
-def _stage_all(root: Path, changes: list[Change], observe: bool) -> list[Observed | None]:
-    """Step 2 for a batch: in two threads when there is much to write (the file system's calls
-    release the GIL). Every staging has ended before a failure is raised."""
-    if len(changes) < PARALLEL or THREADS < 2:
-        return [_stage(root, c, observe) for c in changes]
-    failed = threading.Event()
-
-    def one(change: Change) -> Observed | None:
-        if failed.is_set():
-            return None
-        try:
-            return _stage(root, change, observe)
-        except BaseException:
-            failed.set()
-            raise
-    with ThreadPoolExecutor(THREADS) as pool:
-        futures = [pool.submit(one, c) for c in changes]
-    return [f.result() for f in futures]
-
-
-def _stage(root: Path, change: Change, observe: bool) -> Observed | None:
-    """Write a root's new content to its staging sibling; with `observe`, the path (inside the
-    root, "" the root itself) and stamp of everything it owns, as written, in the order written."""
-    target = root / change.path
-    staging = sibling(target, "stage")
-    _remove(staging)
-    if change.content is None:
-        return None
-    target.parent.mkdir(parents=True, exist_ok=True)
-    if isinstance(change.content, bytes):
-        write_new(str(staging), change.content)
-        return None  # a file root's stamp changes as it is renamed in: recorded when next compared
-    os.mkdir(staging)
-    seen: Observed | None = [] if observe else None
-    _write_files(str(staging), change.content, seen, "")
-    if seen is not None and not any(v is KEEP for v in change.content.values()):
-        seen.insert(0, ("", lstamp(str(staging))))  # no entry of its own but what the tree names
-    return seen
-
-
-def _write_files(folder: str, tree: FileTree, seen: Observed | None, prefix: str) -> None:
-    """The hot loop of a full reconcile into a work tree: plain os calls on str paths."""
-    for name, value in tree.items():
-        if isinstance(value, dict):
-            rel = f"{prefix}{name}"
-            if not has_files(value):
-                if seen is not None:
-                    seen.append((rel, ABSENT))  # a folder the tree wants gone
-                continue
-            path = f"{folder}/{name}"
-            os.mkdir(path)
-            if seen is None:
-                _write_files(path, value, None, "")
-                continue
-            at = len(seen)
-            seen.append((rel, ABSENT))
-            _write_files(path, value, seen, f"{rel}/")
-            seen[at] = (rel, lstamp(path))  # after its last entry
-        elif isinstance(value, bytes):
-            written = write_new(f"{folder}/{name}", value, seen is not None)
-            if seen is not None and written is not None:
-                seen.append((f"{prefix}{name}", stamp_of(written)))
-
-
 def _swap(root: Path, change: Change) -> None:
     target = root / change.path
     trash = sibling(target, "trash")
@@ -291,21 +215,6 @@ def _move(source: Path, dest: Path) -> None:
         return
     dest.parent.mkdir(parents=True, exist_ok=True)
     os.rename(source, dest)
-
-
-def _remove(path: Path) -> None:
-    mode = _lstat_mode(path)
-    if stat.S_ISDIR(mode):
-        shutil.rmtree(path)
-    elif mode:
-        os.unlink(path)
-
-
-def _lstat_mode(path: Path) -> int:
-    try:
-        return os.lstat(path).st_mode
-    except (FileNotFoundError, NotADirectoryError):
-        return 0
 
 
 # --- recovery -------------------------------------------------------------------------------------
