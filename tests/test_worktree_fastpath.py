@@ -157,14 +157,18 @@ class _CoarseOs:
         return getattr(os, name)
 
     def lstat(self, path: Any, **kwargs: Any) -> Any:
-        st = os.lstat(path, **kwargs)
+        return self._coarse(os.lstat(path, **kwargs))
+
+    def fstat(self, fd: int) -> Any:
+        return self._coarse(os.fstat(fd))
+
+    def _coarse(self, st: os.stat_result) -> os.stat_result:
         fields = list(st)
-        for index in (7, 8, 9):  # the seconds, for os.stat_result's tuple part
+        for index in (7, 8, 9):  # the whole seconds of the tuple part
             fields[index] = fields[index] // 3600 * 3600
-        coarse = os.stat_result(fields, {"st_mtime_ns": st.st_mtime_ns // self.HOUR * self.HOUR,
-                                         "st_ctime_ns": st.st_ctime_ns // self.HOUR * self.HOUR,
-                                         "st_atime_ns": st.st_atime_ns // self.HOUR * self.HOUR})
-        return coarse
+        return os.stat_result(fields, {"st_mtime_ns": st.st_mtime_ns // self.HOUR * self.HOUR,
+                                       "st_ctime_ns": st.st_ctime_ns // self.HOUR * self.HOUR,
+                                       "st_atime_ns": st.st_atime_ns // self.HOUR * self.HOUR})
 
 
 def test_a_source_edited_within_the_stamps_granularity_is_read_again(example_git: Path,

@@ -110,8 +110,10 @@ def holding(base: str, records: list[tuple[str, RootRecord]]) -> list[bool]:
         return check(records)
     half = len(records) // 2
     theirs = _in_child(lambda: bytes(check(records[half:])), len(records) - half)
-    mine = check(records[:half])
-    found = theirs()
+    try:
+        mine = check(records[:half])
+    finally:
+        found = theirs()  # the child is waited for, whatever happens here
     return mine + ([bool(b) for b in found] if found is not None else check(records[half:]))
 
 
@@ -225,7 +227,6 @@ class WorkTreeRecord:
     _dirty: bool = False
     _digests: dict[int, bytes] = field(default_factory=dict)  # content digests by object, this run
     _shapes: dict[int, Shape] = field(default_factory=dict)
-    _lock: threading.Lock = field(default_factory=threading.Lock)
 
     @classmethod
     def load(cls, work_tree: Path, git_dir: str | None) -> "WorkTreeRecord":
@@ -286,14 +287,17 @@ class WorkTreeRecord:
         return self._clock
 
     def now(self) -> int:
-        """The file system's time now: the mtime of a probe file beside the record, set to now."""
+        """The file system's time now: the mtime of a probe file beside the record, set to now
+        (opened without following a link: a planted one means nothing is recorded)."""
         assert self.path is not None
-        probe = self.path.with_name("clock")
         try:
-            probe.parent.mkdir(parents=True, exist_ok=True)
-            probe.touch()
-            os.utime(probe)
-            return os.lstat(probe).st_mtime_ns
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            fd = os.open(self.path.with_name("clock"), os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW, 0o644)
+            try:
+                os.utime(fd)
+                return os.fstat(fd).st_mtime_ns
+            finally:
+                os.close(fd)
         except OSError:
             return -1  # nothing counts as settled: nothing is recorded
 
@@ -306,16 +310,12 @@ class WorkTreeRecord:
     def note_source(self, path: str, entry: SourceStat) -> None:
         """Keep what was read after `clock()`, unless its stamp is racy."""
         if self.enabled and newest(entry.stamp) < self.clock() and self.sources.get(path) != entry:
-            with self._lock:
-                self.sources[path] = entry
-                self._dirty = True
+            self.sources[path] = entry
+            self._dirty = True
 
     def forget_sources(self, seen: set[str]) -> None:
         """Drop the sources this run did not see (deleted files, folders no longer walked)."""
-        gone = set(self.sources) - seen
-        for path in gone:
-            del self.sources[path]
-        self._dirty = self._dirty or bool(gone)
+        self._dirty = _prune(self.sources, seen) or self._dirty
 
     # --- generated roots -------------------------------------------------------------------------
 
@@ -359,14 +359,12 @@ class WorkTreeRecord:
         self.note_root(root, rec if settled else None)
 
     def note_root(self, root: str, rec: RootRecord | None) -> None:
-        with self._lock:
-            if rec is None:
-                if self.roots.pop(root, None) is not None:
-                    self._dirty = True
-            elif self.roots.get(root) != rec:
-                self.roots[root] = rec
-                self._dirty = True
-            self.intact.pop(root, None)
+        if rec is None:
+            self._dirty = self.roots.pop(root, None) is not None or self._dirty
+        elif self.roots.get(root) != rec:
+            self.roots[root] = rec
+            self._dirty = True
+        self.intact.pop(root, None)
 
     def set_inputs(self, inputs: dict[str, str | None]) -> None:
         """The input digest of each mailbox root this run built (None: it had problems)."""
@@ -377,7 +375,12 @@ class WorkTreeRecord:
                 self._dirty = True
 
     def forget_roots(self, kept: set[str]) -> None:
-        gone = set(self.roots) - kept
-        for root in gone:
-            del self.roots[root]
-        self._dirty = self._dirty or bool(gone)
+        self._dirty = _prune(self.roots, kept) or self._dirty
+
+
+def _prune(entries: dict[str, Any], kept: set[str]) -> bool:
+    """Drop every entry not in `kept`; True when one went."""
+    gone = set(entries) - kept
+    for key in gone:
+        del entries[key]
+    return bool(gone)
