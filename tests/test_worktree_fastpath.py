@@ -188,6 +188,23 @@ def test_a_source_edited_within_the_stamps_granularity_is_read_again(example_git
     assert b"single web site" in (example_git / FLORIN_FILE).read_bytes()
 
 
+def test_a_generated_file_edited_within_the_stamps_granularity_is_repaired(example_git: Path,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """What the writer wrote in the tick it recorded in is racy too: an edit keeping the size in
+    the same tick is still found."""
+    monkeypatch.setattr(statcache, "os", _CoarseOs())
+    monkeypatch.setattr(fs, "os", _CoarseOs())  # the stamps the writer takes as it writes
+    app.reconcile_worktree(example_git)
+    clean = work_tree_files(example_git)
+    _edit_same_size(example_git)  # same hour, same size, same inode
+    assert app.reconcile_worktree(example_git).changed_roots == [FLORIN]
+    assert work_tree_files(example_git) == clean
+    assert app.reconcile_worktree(example_git).changed_roots == []  # compared equal: racy, not recorded
+    _edit_same_size(example_git)
+    assert app.reconcile_worktree(example_git).changed_roots == [FLORIN]
+    assert work_tree_files(example_git) == clean
+
+
 def test_a_source_edited_keeping_its_size_and_mtime_is_read_again(example_git: Path) -> None:
     source = example_git / SOURCE
     for _ in range(100):  # until the record vouches for it (its first stamp may be racy)
