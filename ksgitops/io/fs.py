@@ -20,7 +20,7 @@ import pygit2
 from ..core.snapshot import GENERATED_DIR, SOURCE_SUFFIXES, SourceFile
 from ..core.tree import FileTree, Generated, put
 from ..model import KsgitopsError, Origin, Problem
-from .statcache import ABSENT, SourceStat, lstamp
+from .statcache import ABSENT, SourceStat, Stamp, lstamp
 
 STATUS_FILE = "STATUS.md"
 
@@ -132,7 +132,9 @@ class WorkTreeSnapshot:
         return stat.S_ISREG(lstat_mode(self.root / path))
 
     def file(self, path: str) -> SourceFile | None:
-        return self._source(path) if self._regular(path) else None
+        check_path(self.root, path, self._verified, last=False)
+        stamp = lstamp(f"{self.root}/{path}")  # one lstat: is it a file, and is it as recorded
+        return self._source(path, stamp) if stat.S_ISREG(stamp[4]) else None
 
     def read(self, path: str) -> bytes | None:
         return (self.root / path).read_bytes() if self._regular(path) else None
@@ -148,13 +150,13 @@ class WorkTreeSnapshot:
             put(tree, rel, (base / rel).read_bytes())
         return tree
 
-    def _source(self, path: str) -> SourceFile:
+    def _source(self, path: str, stamp: Stamp | None = None) -> SourceFile:
         full = self.root / path
         if self.record is None:
             data = full.read_bytes()
             return SourceFile(path, _blob_id(data), lambda: data)
         self.seen.add(path)
-        stamp = lstamp(str(full))
+        stamp = stamp or lstamp(str(full))
         known = self.record.source(path, stamp)
         if known is not None:
             return SourceFile(path, known.key, lambda: _read_as(full, path, known.key))
