@@ -4,37 +4,25 @@ or a tool made, whatever the timestamps say. A record is only a cache: without i
 broken one, the output is the same."""
 from __future__ import annotations
 
-import importlib.util
 import os
 import random
 import shutil
 import stat
-import sys
 import time
 from pathlib import Path
 from typing import Any, Callable
 
 import pytest
 
-from conftest import git, git_init, work_tree_files
+from conftest import benchmark_module, git, git_init, work_tree_files
 from ksgitops import app
 from ksgitops.core import mailbox
 from ksgitops.io import fs, statcache, worktree
 
-ROOT = Path(__file__).resolve().parents[1]
 RECORD = Path(".git/ksgitops/worktree.pickle")
 FLORIN = "spaces/imw1-mb-florin"
 FLORIN_FILE = f"{FLORIN}/objects/core/configmaps/commonstuff/httpd-htdocs.yaml"
 SOURCE = "spaces/wmw-c/httpd.yaml"
-
-
-def _fleet() -> Any:
-    spec = importlib.util.spec_from_file_location("ksgitops_bench_fleet_fast", ROOT / "benchmarks" / "fleet.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
 
 
 class Spy:
@@ -283,7 +271,7 @@ def _drop_mailbox(repo: Path, rng: random.Random) -> None:
 
 
 def test_the_work_tree_equals_the_bare_path_byte_for_byte_across_random_edits(tmp_path: Path, cli) -> None:
-    fleet = _fleet()
+    fleet = benchmark_module("fleet")
     work = tmp_path / "work"
     fleet.generate(work, wecs=12, objects=24, seed=3)
     git_init(work)
