@@ -106,14 +106,48 @@ class ReconcileOutcome:
 def reconcile_worktree(path: Path, progress: Progress | None = None,
                        source: str = WORKTREE) -> ReconcileOutcome:
     """Write the generated files into the work tree, from the work tree's sources or a commit's
-    (`source` a REF); previous copies always come from the work tree, which is what is written."""
-    src = open_source(path, source)
+    (`source` a REF); previous copies always come from the work tree, which is what is written.
+    A mailbox whose inputs and files are as the work tree's record says is not rebuilt (REUSE)."""
+    src, record = open_recorded(path, source)
     previous = src.snapshot if source == WORKTREE else WorkTreeSnapshot(path)
     disk = _worktree_cache(path)
-    result = reconcile(src.snapshot, previous, disk.content, progress)
-    changed = write_generated(path, result.generated, progress)
+    result = reconcile(src.snapshot, previous, disk.content, progress, reuse_recorded(record))
+    changed = write_generated(path, result.generated, record, regenerable=True, progress=progress)
+    keep_record(record, src, result)
     disk.save_content()
     return ReconcileOutcome(result, changed)
+
+
+def open_recorded(path: Path, source: str = WORKTREE) -> tuple[Source, Any]:
+    """open_source, with the work tree's stat record (io/statcache.py): the sources of the work
+    tree read through it, and every recorded generated root observed (lstat only)."""
+    from .io.git import git_dir
+    from .io.statcache import WorkTreeRecord
+    src = open_source(path, source)
+    record = WorkTreeRecord.load(path, git_dir(path))
+    if source == WORKTREE:
+        src.snapshot = WorkTreeSnapshot(path, record)
+    if record.enabled:
+        record.check(path)
+    return src, record
+
+
+def reuse_recorded(record: Any) -> Callable[[str, str], bool] | None:
+    if not record.enabled:
+        return None
+    return lambda mailbox, digest: record.reusable(f"spaces/{mailbox}", digest)  # type: ignore[no-any-return]
+
+
+def keep_record(record: Any, src: Source, result: Result, inputs: bool = True) -> None:
+    """Save the record after a run; with `inputs` (a run that wrote: every generated root is
+    now what it recorded), each clean mailbox's input digest beside its root."""
+    if inputs:
+        troubled = {mb for p in result.problems for mb in p.mailboxes}  # as clean_mailboxes
+        record.set_inputs({f"spaces/{mb}": (None if mb in troubled else d) for mb, d in result.digests.items()})
+    record.forget_roots(set(result.generated))
+    if isinstance(src.snapshot, WorkTreeSnapshot) and src.snapshot.record is not None:
+        record.forget_sources(src.snapshot.seen)
+    record.save()
 
 
 def reconcile_commit(path: Path, source: str, progress: Progress | None = None,
@@ -183,15 +217,24 @@ def _warn_uncommitted(src: Source, result: Result) -> None:
 
 
 def plan_diff(path: Path, against: str | None, progress: Progress | None = None) -> tuple[Result, diffs.DiffResult]:
-    """What reconcile (of the work tree) would change, against the work tree or REF's tree."""
-    new = compute(open_source(path, WORKTREE), progress=progress)
-    old_src = open_source(path, against) if against else open_source(path, WORKTREE)
+    """What reconcile (of the work tree) would change, against the work tree or REF's tree.
+    Against the work tree it runs on reconcile's engine: only mailboxes whose inputs or files
+    moved are built, and only roots the record cannot vouch for are read."""
+    record = None
+    if against:
+        new = compute(open_source(path, WORKTREE), progress=progress)
+        old_src = open_source(path, against)
+    else:
+        old_src, record = open_recorded(path)
+        disk = _worktree_cache(path)
+        new = reconcile(old_src.snapshot, old_src.snapshot, disk.content, progress, reuse_recorded(record))
+        disk.save_content()
     wec_names = wec_display_names(new)
     changed = False
     wecs = []
-    for root in new.generated:
-        new_tree = new.generated[root]
-        if new_tree is REUSE:  # kept as it stands (frozen, or reused): no change
+    for root, new_tree in new.generated.items():
+        # kept as it stands (frozen, or reused), or as the record vouches: no change
+        if new_tree is REUSE or (record is not None and record.enabled and record.unchanged(root, new_tree)):
             continue
         old_file = old_src.snapshot.read(root)
         if isinstance(new_tree, bytes) or old_file is not None:  # a file root (a problems file)
@@ -207,6 +250,8 @@ def plan_diff(path: Path, against: str | None, progress: Progress | None = None)
             if changes:
                 wecs.append(diffs.WecDiff(wec_names.get(mailbox) or _old_wec_name(old_tree, mailbox), mailbox,
                                           diffs.changes_diff(mailbox, changes), changes))
+    if record is not None:
+        keep_record(record, old_src, new, inputs=False)
     wecs.sort(key=lambda w: w.wec)
     return new, diffs.DiffResult(changed, wecs, frozen_units(new))
 

@@ -1,13 +1,14 @@
 """Shared fixtures: a `tree` writer (dict -> files), the bundled example, real git repos, the CLI."""
 from __future__ import annotations
 
+import importlib.util
 import os
 import pty
 import shutil
 import subprocess
 import sys
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
 import pytest
 from click.testing import CliRunner
@@ -17,6 +18,18 @@ pytest_plugins = ["kube_fixtures"]
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "examples" / "repo"
 GENERATED_MARKERS = ("-mb-", "/.ksgitops/")
+
+
+def benchmark_module(name: str) -> Any:
+    """A module of benchmarks/ (not a package), loaded from its file, with benchmarks/ on the path."""
+    if str(ROOT / "benchmarks") not in sys.path:
+        sys.path.insert(0, str(ROOT / "benchmarks"))
+    spec = importlib.util.spec_from_file_location(f"ksgitops_bench_{name}", ROOT / "benchmarks" / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
 
 
 def write_tree(root: Path, files: dict[str, str | bytes]) -> Path:

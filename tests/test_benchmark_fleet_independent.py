@@ -2,10 +2,8 @@
 documented, valid for ksgitops, agreeing with kustomize, and its mutators edit one file each."""
 from __future__ import annotations
 
-import importlib.util
 import json
 import re
-import sys
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -13,20 +11,11 @@ from typing import Any
 import pytest
 import yaml
 
-from conftest import ROOT, run_cli_subprocess
+from conftest import benchmark_module, run_cli_subprocess
 from test_kustomize_oracle import KUBECTL, assert_oracle_agrees, mailboxes, reconcile
 
 
-def _load(name: str) -> Any:
-    spec = importlib.util.spec_from_file_location(f"ksgitops_bench_{name}", ROOT / "benchmarks" / f"{name}.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-fleet = _load("fleet_independent")
+fleet = benchmark_module("fleet_independent")
 
 WECS, OBJECTS = 30, 120  # every bundle kind appears
 

@@ -9,27 +9,16 @@ kills on 1,000 WECs). Bounded to about a dozen seconds per mode on an idle machi
 """
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+from conftest import benchmark_module
+
 TRIALS, BUDGET = 8, 15.0  # per mode: half killed at a random moment, half while writing
 
 
-def _harness():  # type: ignore[no-untyped-def]
-    sys.path.insert(0, str(ROOT / "benchmarks"))
-    spec = importlib.util.spec_from_file_location("ksgitops_bench_crash", ROOT / "benchmarks" / "crash.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-crash = _harness()
+crash = benchmark_module("crash")
 
 
 @pytest.mark.parametrize("mode", crash.MODES)

@@ -106,6 +106,8 @@ def apply(repo: pygit2.Repository, planned: Plan, generated: Generated | None = 
     from `generated` when given (they are in memory already), else from the new tree."""
     workdir = Path(repo.workdir)
     index = repo.index
+    bulk = _index_follows_tree(index, planned)
+    entries: Any = _Unindexed() if bulk else index
     whole: dict[str, Any] = {}
     made: set[Path] = set()
     for step in planned.steps:
@@ -113,23 +115,54 @@ def apply(repo: pygit2.Repository, planned: Plan, generated: Generated | None = 
             entry = _entry(repo, planned.new, step.root)
             (workdir / step.root).parent.mkdir(parents=True, exist_ok=True)  # problems.yaml: .ksgitops/ may be new
             write_file(workdir / step.root, _blob(repo, entry.id))
-            index.add(pygit2.IndexEntry(step.root, entry.id, entry.filemode))
+            entries.add(pygit2.IndexEntry(step.root, entry.id, entry.filemode))
         elif step.op == DELETE_FILE:
             (workdir / step.root).unlink(missing_ok=True)
-            _unindex(index, step.root)
+            _unindex(entries, step.root)
         elif step.op in (TREE, REMOVE):
             given = (generated or {}).get(step.root)
             whole[step.root] = given if step.op == TREE and isinstance(given, dict) else _whole(repo, planned, step)
-            index.remove_directory(step.root)
-            if step.op == TREE:
-                _index_tree(repo, index, planned.new, step.root)
+            if not bulk:
+                index.remove_directory(step.root)
+                if step.op == TREE:
+                    _index_tree(repo, index, planned.new, step.root)
         else:
             for path, delta in _deltas(repo, planned, step.root):
-                _apply_delta(repo, index, workdir, path, delta, made, step.root)
-    write_generated(workdir, whole)
+                _apply_delta(repo, entries, workdir, path, delta, made, step.root)
+    write_generated(workdir, whole, regenerable=True)  # synced below, with the files written one by one
     sync_filesystem(workdir)  # the files written one by one, on disk before the journal goes
+    if bulk:
+        index.read_tree(repo[planned.new].peel(pygit2.Tree))  # keeps the stat data of unchanged entries
     index.write()
     journal_path(repo).unlink(missing_ok=True)
+
+
+BULK = 32  # whole roots from which the index is read from the new tree rather than entry by entry
+
+
+def _index_follows_tree(index: pygit2.Index, planned: Plan) -> bool:
+    """Many whole roots appear, and the index holds exactly the old tree (nothing staged): then
+    the new index is the new tree, read at once (libgit2 keeps the stat data of every entry whose
+    path, mode and id stay) instead of hundreds of thousands of single additions."""
+    if sum(1 for s in planned.steps if s.op in (TREE, REMOVE)) < BULK:
+        return False
+    try:
+        return str(index.write_tree()) == planned.old
+    except pygit2.GitError:  # conflicts: entry by entry
+        return False
+
+
+class _Unindexed:
+    """Index operations to skip: the index is read from the new tree afterwards."""
+
+    def add(self, entry: pygit2.IndexEntry) -> None:
+        pass
+
+    def remove(self, path: str) -> None:
+        pass
+
+    def __contains__(self, path: str) -> bool:
+        return False
 
 
 def follow(repo: pygit2.Repository, planned: Plan, generated: Generated, commit: str) -> None:

@@ -13,13 +13,14 @@ from __future__ import annotations
 import os
 import stat
 from pathlib import Path
-from typing import Iterator
+from typing import Any, Iterator
 
 import pygit2
 
-from ..core.snapshot import GENERATED_DIR, SourceFile, is_source_path
+from ..core.snapshot import GENERATED_DIR, SOURCE_SUFFIXES, SourceFile
 from ..core.tree import FileTree, Generated, put
 from ..model import KsgitopsError, Origin, Problem, Progress
+from .statcache import ABSENT, SourceStat, Stamp, lstamp
 
 STATUS_FILE = "STATUS.md"
 
@@ -79,11 +80,15 @@ def check_layout(root: Path) -> None:
 
 
 class WorkTreeSnapshot:
-    """A Snapshot over a folder (a git work tree or any directory); never reads through a link."""
+    """A Snapshot over a folder (a git work tree or any directory); never reads through a link.
+    With a `record` (statcache.WorkTreeRecord), a source file or folder whose stamp is as
+    recorded is neither read nor listed again: its blob id and listing come from the record."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, record: Any = None) -> None:
         self.root = Path(root)
         self._verified: set[str] = set()
+        self.record = record if record is not None and record.enabled else None
+        self.seen: set[str] = set()  # source paths (and folders, with a trailing /) looked at
 
     def list_spaces(self) -> list[str]:
         spaces = self.root / "spaces"
@@ -94,19 +99,42 @@ class WorkTreeSnapshot:
 
     def space_files(self, space: str) -> list[SourceFile]:
         check_path(self.root, f"spaces/{space}", self._verified)
-        base = self.root / "spaces" / space
-        files = []
-        for rel in _walk(base):
-            if is_source_path(rel):
-                files.append(self._source(f"spaces/{space}/{rel}"))
-        return files
+        return [self._source(path) for path in self._source_walk(f"spaces/{space}")]
+
+    def _source_walk(self, folder: str) -> Iterator[str]:
+        """Source paths below `folder` in name order, never into links or generated folders."""
+        for name, is_dir in self._listing(folder):
+            path = f"{folder}/{name}"
+            if not is_dir:
+                if path.endswith(SOURCE_SUFFIXES):
+                    yield path
+            elif name != GENERATED_DIR:
+                yield from self._source_walk(path)
+
+    def _listing(self, folder: str) -> tuple[tuple[str, bool], ...]:
+        """(name, is folder) of the regular files and folders in `folder`, by name."""
+        full = f"{self.root}/{folder}"
+        if self.record is None:
+            return _list(full)
+        self.seen.add(f"{folder}/")
+        stamp = lstamp(full)
+        known = self.record.source(f"{folder}/", stamp)
+        if known is not None:
+            return known.listing  # type: ignore[no-any-return]
+        self.record.clock()  # before the listing it vouches for
+        listing = _list(full)
+        if stamp != ABSENT:
+            self.record.note_source(f"{folder}/", SourceStat(stamp, "", listing))
+        return listing
 
     def _regular(self, path: str) -> bool:
         check_path(self.root, path, self._verified, last=False)
-        return stat.S_ISREG(_lstat_mode(self.root / path))
+        return stat.S_ISREG(lstat_mode(self.root / path))
 
     def file(self, path: str) -> SourceFile | None:
-        return self._source(path) if self._regular(path) else None
+        check_path(self.root, path, self._verified, last=False)
+        stamp = lstamp(f"{self.root}/{path}")  # one lstat: is it a file, and is it as recorded
+        return self._source(path, stamp) if stat.S_ISREG(stamp[4]) else None
 
     def read(self, path: str) -> bytes | None:
         return (self.root / path).read_bytes() if self._regular(path) else None
@@ -115,20 +143,53 @@ class WorkTreeSnapshot:
         """The files below `path` as a nested tree (None when there is no such folder)."""
         check_path(self.root, path, self._verified, last=False)
         base = self.root / path
-        if not stat.S_ISDIR(_lstat_mode(base)):
+        if not stat.S_ISDIR(lstat_mode(base)):
             return None
         tree: FileTree = {}
         for rel in _walk(base):
             put(tree, rel, (base / rel).read_bytes())
         return tree
 
-    def _source(self, path: str) -> SourceFile:
-        data = (self.root / path).read_bytes()
-        key = str(pygit2.hash(data))  # the git blob id: work tree and commits share cache entries
+    def _source(self, path: str, stamp: Stamp | None = None) -> SourceFile:
+        full = self.root / path
+        if self.record is None:
+            data = full.read_bytes()
+            return SourceFile(path, _blob_id(data), lambda: data)
+        self.seen.add(path)
+        stamp = stamp or lstamp(str(full))
+        known = self.record.source(path, stamp)
+        if known is not None:
+            return SourceFile(path, known.key, lambda: _read_as(full, path, known.key))
+        self.record.clock()  # before the content it vouches for is read
+        data = full.read_bytes()
+        key = _blob_id(data)
+        self.record.note_source(path, SourceStat(stamp, key))
         return SourceFile(path, key, lambda: data)
 
 
-def _lstat_mode(path: Path) -> int:
+def _blob_id(data: bytes) -> str:
+    return str(pygit2.hash(data))  # the git blob id: work tree and commits share cache entries
+
+
+def _read_as(full: Path, path: str, key: str) -> bytes:
+    """A source's bytes, read only when its parse is not cached: they must still be the blob the
+    stamp stood for (else the file changed while ksgitops ran)."""
+    data = full.read_bytes()
+    if _blob_id(data) != key:
+        raise KsgitopsError(f"{path}: changed while ksgitops was reading the sources; run again")
+    return data
+
+
+def _list(full: str) -> tuple[tuple[str, bool], ...]:
+    try:
+        entries = sorted(os.scandir(full), key=lambda e: e.name)
+    except (FileNotFoundError, NotADirectoryError):
+        return ()
+    return tuple((e.name, e.is_dir(follow_symlinks=False)) for e in entries
+                 if not e.is_symlink() and (e.is_dir(follow_symlinks=False) or e.is_file(follow_symlinks=False)))
+
+
+def lstat_mode(path: Path) -> int:
     try:
         return os.lstat(path).st_mode
     except (FileNotFoundError, NotADirectoryError):
@@ -165,21 +226,26 @@ def write_file(target: Path, data: bytes) -> None:
     os.replace(staging, target)
 
 
-def write_new(path: str, data: bytes) -> None:
-    """Create (or truncate) `path` holding `data`: plain os calls, the hot loop of a full write."""
+def write_new(path: str, data: bytes, observe: bool = False) -> os.stat_result | None:
+    """Create (or truncate) `path` holding `data`: plain os calls, the hot loop of a full write.
+    With `observe`, the file's stat as written (taken before it is closed)."""
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
     try:
-        view = memoryview(data)
-        while view:  # a short write (a full disk, a file size limit) continues or raises
-            view = view[os.write(fd, view):]
+        done = os.write(fd, data)
+        if done < len(data):  # a short write (a full disk, a file size limit) continues or raises
+            view = memoryview(data)[done:]
+            while view:
+                view = view[os.write(fd, view):]
+        return os.fstat(fd) if observe else None
     except OSError as e:
         raise OSError(e.errno, e.strerror, path) from None  # os.write names no file
     finally:
         os.close(fd)
 
 
-def write_generated(root: Path, generated: Generated, progress: Progress | None = None) -> list[str]:
+def write_generated(root: Path, generated: Generated, record: Any = None, regenerable: bool = False,
+                    progress: Progress | None = None) -> list[str]:
     """Bring every owned root to its generated content (worktree.py); returns the roots that changed.
     `progress` hears ("writing", done, total)."""
     from .worktree import write_generated as write
-    return write(root, generated, progress)
+    return write(root, generated, record, regenerable, progress)

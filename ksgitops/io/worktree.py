@@ -15,7 +15,8 @@ For a root D = <parent>/<name>, a batch of roots is written in these steps (S an
     1. J := started, fsynced: every root of the batch, whether it existed, the kept paths in it
     2. every S written
     3. per root: D -> T (when it existed), S -> D (unless the root goes), each kept path T/p -> D/p
-    4. syncfs: the new files and every rename are on disk
+    4. syncfs: the new files and every rename are on disk (reconcile's own output, which the
+       next run repairs: only the folders kept paths were renamed into, and their parents, fsynced)
     5. J := done, fsynced
     6. every T removed
     7. J removed
@@ -35,7 +36,9 @@ and recoveries hold a lock on the work tree's folder (durable.exclusive): a jour
 belongs to a live writer while its lock is held, and is only recovered once it is not. A
 failure while writing (a full disk, EIO, a read-only folder) rolls back at once and is an EnvError
 (exit 3) naming the path; nothing is left half-written. Before step 4 a power loss rolls back to
-the old roots, which were on disk before the run began; from step 5 on, everything new is.
+the old roots, which were on disk before the run began; from step 5 on, everything step 4 made
+durable is (for reconcile's output: every kept path; a generated file may come back empty, and
+the next reconcile finds it by its stamp or its bytes).
 
 Leftovers of the earlier protocol (`.NAME.ksgitops-new` holding the kept folders, `.NAME.ksgitops-old`)
 are resolved before a root is planned, without deleting anything that could hold a kept file.
@@ -52,30 +55,25 @@ from typing import Any
 
 from ..core.tree import KEEP, OTHERS, REUSE, FileTree, Generated, has_files
 from ..model import EnvError, KsgitopsError, Progress
-from .durable import exclusive, sync_filesystem, write_durably
-from .fs import LinkError, check_path, write_new
+from .durable import exclusive, fsync_dir, sync_filesystem, write_durably
+from .fs import LinkError, check_path, lstat_mode
+from .staging import Change, remove as _remove, sibling, stage_all
 
 JOURNAL = ".ksgitops-journal"
 FORMAT = "ksgitops-journal-1"
 BATCH = 256  # roots per transaction: bounds the extra disk a full rewrite holds at once
+EXECUTABLE = 0o111
 
 
-@dataclass
-class Change:
-    path: str  # the root, relative to the work tree
-    content: FileTree | bytes | None  # None: the root goes
-    existed: bool
-    keep: list[str] = field(default_factory=list)  # paths inside the old root to carry over
-
-
-def sibling(target: Path, role: str) -> Path:
-    return target.with_name(f".{target.name}.ksgitops-{role}")
-
-
-def write_generated(root: Path, generated: Generated, progress: Progress | None = None) -> list[str]:
-    """Bring every owned root to its generated content; returns the roots that changed.
-    `progress` hears ("writing", done, total): roots compared, then folders written."""
+def write_generated(root: Path, generated: Generated, record: Any = None, regenerable: bool = False,
+                    progress: Progress | None = None) -> list[str]:
+    """Bring every owned root to its generated content; returns the roots that changed. With a
+    `record` (statcache.WorkTreeRecord), a root whose content and stamps are as recorded is not
+    read, and each root written or found equal is recorded. `regenerable`: what is written is
+    reconcile's own output, which the next run repairs (see `_make_durable`). `progress` hears
+    ("writing", done, total): roots compared, then folders written."""
     root = Path(root)
+    record = record if record is not None and record.enabled else None
     with exclusive(root):
         recover(root)
         verified: set[str] = set()
@@ -88,13 +86,19 @@ def write_generated(root: Path, generated: Generated, progress: Progress | None 
             check_path(root, rel, verified)
             content: Any = tree
             _resolve_legacy(root, rel, content)
+            if record is not None:
+                if record.unchanged(rel, content):
+                    continue
+                record.clock()  # before the comparison it vouches for
             change = plan_root(root, rel, content)
             if change is not None:
                 changes.append(change)
+            elif record is not None:
+                record.verified(rel, content)
         for start in range(0, len(changes), BATCH):
             if progress is not None:
                 progress("writing", len(generated) + start * len(generated) // len(changes), 2 * len(generated))
-            transact(root, changes[start:start + BATCH])
+            transact(root, changes[start:start + BATCH], record, regenerable)
         if progress is not None:
             progress("writing", 2 * len(generated), 2 * len(generated))
     return [c.path for c in changes]
@@ -104,7 +108,7 @@ def plan_root(root: Path, rel: str, tree: FileTree | bytes | None) -> Change | N
     """What writing `tree` at `rel` takes (None: it is there already). Raises LinkError for a
     link inside the old root, before anything is written."""
     target = root / rel
-    mode = _lstat_mode(target)
+    mode = lstat_mode(target)
     existed = mode != 0
     if isinstance(tree, bytes):
         if stat.S_ISREG(mode) and target.read_bytes() == tree:
@@ -145,6 +149,8 @@ def _compare(folder: str, tree: FileTree, prefix: str, scan: _Scan) -> None:
             _compare(entry.path, value if isinstance(value, dict) else {}, f"{path}/", scan)
         elif not isinstance(value, bytes) or not entry.is_file(follow_symlinks=False):
             scan.same = False
+        elif scan.same and entry.stat(follow_symlinks=False).st_mode & EXECUTABLE:
+            scan.same = False  # a generated file is never executable (git would see the mode)
         elif scan.same and Path(entry.path).read_bytes() != value:
             scan.same = False
     for name, value in tree.items():
@@ -152,18 +158,19 @@ def _compare(folder: str, tree: FileTree, prefix: str, scan: _Scan) -> None:
             scan.same = False
 
 
-def transact(root: Path, changes: list[Change]) -> None:
-    """Steps 1-7 of the protocol for one batch; on a failure, roll back and raise EnvError."""
+def transact(root: Path, changes: list[Change], record: Any = None, regenerable: bool = False) -> None:
+    """Steps 1-7 of the protocol for one batch; on a failure, roll back and raise EnvError.
+    With a `record`, what was written is recorded (its stamps taken as it was written)."""
     if not changes:
         return
     journal = _Journal(root)
     try:
         journal.write("started", changes)
-        for change in changes:
-            _stage(root, change)
+        stamps = stage_all(root, changes, record is not None)
+        swapped_at = record.now() if record is not None else 0
         for change in changes:
             _swap(root, change)
-        sync_filesystem(root)
+        _make_durable(root, changes, regenerable)
         journal.write("done", changes)
     except OSError as e:
         _fail(root, journal, e)
@@ -174,31 +181,27 @@ def transact(root: Path, changes: list[Change]) -> None:
     except OSError as e:
         raise EnvError(_shown(root, e), f"{e.strerror} (the new files are in place; the next run "
                                         f"removes what is left of the old ones)") from None
+    if record is not None:
+        for change, written in zip(changes, stamps):
+            record.written(change.path, change.content, written, swapped_at)
 
 
-def _stage(root: Path, change: Change) -> None:
-    target = root / change.path
-    staging = sibling(target, "stage")
-    _remove(staging)
-    if change.content is None:
+def _make_durable(root: Path, changes: list[Change], regenerable: bool) -> None:
+    """Step 4: what must be on disk before the journal says `done`. Everything, for files only
+    this write has (reports, summaries). For reconcile's own output only the renames that carry
+    kept paths (their folders fsynced): a power loss can then cost generated files their data
+    (the next run finds them by their stamps or content and rewrites them), never a kept file."""
+    if not regenerable:
+        sync_filesystem(root)
         return
-    target.parent.mkdir(parents=True, exist_ok=True)
-    if isinstance(change.content, bytes):
-        write_new(str(staging), change.content)
-    else:
-        os.mkdir(staging)
-        _write_files(str(staging), change.content)
-
-
-def _write_files(folder: str, tree: FileTree) -> None:
-    """The hot loop of a full reconcile into a work tree: plain os calls on str paths."""
-    for name, value in tree.items():
-        if isinstance(value, dict):
-            if has_files(value):
-                os.mkdir(f"{folder}/{name}")
-                _write_files(f"{folder}/{name}", value)
-        elif isinstance(value, bytes):
-            write_new(f"{folder}/{name}", value)
+    folders: set[Path] = set()
+    for change in changes:
+        if change.keep:
+            target = root / change.path
+            folders.add(target.parent)  # D -> T, S -> D
+            folders.update((target / kept).parent for kept in change.keep)  # T/p -> D/p
+    for folder in sorted(folders):
+        fsync_dir(folder)
 
 
 def _swap(root: Path, change: Change) -> None:
@@ -220,21 +223,6 @@ def _move(source: Path, dest: Path) -> None:
         return
     dest.parent.mkdir(parents=True, exist_ok=True)
     os.rename(source, dest)
-
-
-def _remove(path: Path) -> None:
-    mode = _lstat_mode(path)
-    if stat.S_ISDIR(mode):
-        shutil.rmtree(path)
-    elif mode:
-        os.unlink(path)
-
-
-def _lstat_mode(path: Path) -> int:
-    try:
-        return os.lstat(path).st_mode
-    except (FileNotFoundError, NotADirectoryError):
-        return 0
 
 
 # --- recovery -------------------------------------------------------------------------------------

@@ -1,0 +1,386 @@
+"""What the last run saw in the work tree, so that the next one proves "unchanged" by lstat alone.
+
+Like git's index, a record pairs what a path's lstat showed with what its content was then:
+
+- a source file: its stamp and git blob id (its content is neither read nor hashed while the stamp
+  holds); a source folder: its stamp and listing (not listed again while the stamp holds);
+- a generated root: the input digest of the mailbox it holds (when it was built without problems),
+  a digest of its content, the paths it owns (`shape`: files, folders, names that must be absent)
+  and a digest of their stamps. A root whose stamps all hold is byte for byte what the digest says.
+
+A stamp is (inode, size, mtime, ctime, mode) of a file, (inode, size, mtime, 0, mode) of a folder
+(whose mtime moves when an entry is added, removed or renamed in it; its ctime moves when it is
+renamed, which the writer does to a whole root), and zeros for a path that does not exist.
+
+Racy stamps. Timestamps have a granularity (a clock tick, up to seconds on some file systems): a
+change in the same tick as the observation could leave the stamp as it was. So an observation is
+kept only when its newest timestamp is older than `clock()`, a time read from the file system
+itself (a probe file's mtime, set to "now") before the content was read or the files were
+written; a later change then gets a newer timestamp. A racy path is just not recorded (read again
+next time). The probe lives beside the record, so the record is used only when the git directory
+is on the work tree's file system.
+
+Caches are only caches: a missing, stale, foreign (other code, other folder) or corrupt record
+means reading and comparing, with the same bytes out.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import pickle
+import stat
+import sys
+import threading
+from array import array
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterable, NamedTuple
+
+from ..core.tree import KEEP, OTHERS, FileTree, has_files
+
+FORMAT = "ksgitops-worktree-1"
+ABSENT = (0, 0, 0, 0, 0)
+Stamp = tuple[int, int, int, int, int]
+Shape = tuple[str, ...]  # paths relative to a root ("" is the root folder itself)
+Observed = list[tuple[str, Stamp]]  # (path in a root, stamp), as the writer saw them
+THREADS = 2  # threads that write a batch of roots (os.open and os.write release the GIL)
+FORK_FROM = 50_000  # paths to check from which a forked child checks half of them
+
+
+_FORMAT, _DIR = stat.S_IFMT(0o177777), stat.S_IFDIR
+
+
+def stamp_of(st: os.stat_result) -> Stamp:
+    if stat.S_ISDIR(st.st_mode):
+        return (st.st_ino, st.st_size, st.st_mtime_ns, 0, st.st_mode)
+    return (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_mode)
+
+
+def lstamp(path: str) -> Stamp:
+    try:
+        return stamp_of(os.lstat(path))
+    except (FileNotFoundError, NotADirectoryError):
+        return ABSENT
+
+
+def newest(stamp: Stamp) -> int:
+    return max(stamp[2], stamp[3])
+
+
+def stamps_digest(stamps: Iterable[Stamp]) -> bytes:
+    return _digest([n for s in stamps for n in s])
+
+
+def observe(base: str, shape: Shape) -> tuple[bytes, int]:
+    """(digest of the stamps of `shape` below `base`, newest timestamp among them): the hot loop
+    of a no-op run, one lstat per path (a file's in-place edit moves only its own stamp; an entry
+    added to or removed from a folder moves the folder's mtime)."""
+    flat: list[int] = []
+    add = flat.extend
+    lstat = os.lstat
+    latest = 0
+    for rel in shape:
+        try:
+            st = lstat(f"{base}/{rel}" if rel else base)
+        except (FileNotFoundError, NotADirectoryError):
+            add(ABSENT)
+            continue
+        mode = st.st_mode
+        changed = 0 if mode & _FORMAT == _DIR else st.st_ctime_ns
+        add((st.st_ino, st.st_size, st.st_mtime_ns, changed, mode))
+        latest = max(latest, st.st_mtime_ns, changed)
+    return _digest(flat), latest
+
+
+def _digest(flat: list[int]) -> bytes:
+    try:
+        packed = array("q", flat).tobytes()
+    except OverflowError:  # an inode number beyond 2**63: exact, only slower
+        packed = repr(flat).encode()
+    return hashlib.blake2b(packed, digest_size=16).digest()
+
+
+def holding(base: str, records: list[tuple[str, RootRecord]]) -> list[bool]:
+    """Whether each recorded root (path, record) below `base` still holds. A large check runs
+    half in a forked child: lstat is one system call per path, and two threads would lose to the
+    GIL what they overlap."""
+    def check(part: list[tuple[str, RootRecord]]) -> list[bool]:
+        return [observe(f"{base}/{root}", rec.shape)[0] == rec.stamps for root, rec in part]
+    if sum(len(rec.shape) for _, rec in records) < FORK_FROM or not _may_fork():
+        return check(records)
+    half = len(records) // 2
+    theirs = _in_child(lambda: bytes(check(records[half:])), len(records) - half)
+    try:
+        mine = check(records[:half])
+    finally:
+        found = theirs()  # the child is waited for, whatever happens here
+    return mine + ([bool(b) for b in found] if found is not None else check(records[half:]))
+
+
+def _may_fork() -> bool:
+    return hasattr(os, "fork") and threading.active_count() == 1  # never fork beside other threads
+
+
+def _in_child(work: Callable[[], bytes], size: int) -> Callable[[], bytes | None]:
+    """Start `work` in a forked child; the returned function waits for its `size` bytes (None:
+    the child failed, and the caller does the work itself)."""
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: no cleanup, no output but the pipe
+        try:
+            os.close(read)
+            data = memoryview(work())
+            while data:
+                data = data[os.write(write, data):]
+            os._exit(0)
+        finally:
+            os._exit(1)
+    os.close(write)
+
+    def result() -> bytes | None:
+        chunks = []
+        try:
+            while chunk := os.read(read, 1 << 16):
+                chunks.append(chunk)
+        finally:
+            os.close(read)
+            _, status = os.waitpid(pid, 0)
+        data = b"".join(chunks)
+        return data if status == 0 and len(data) == size else None
+    return result
+
+
+def shape_of(tree: FileTree | bytes | None, memo: dict[int, Shape] | None = None) -> Shape:
+    """The paths a root owns, in the order the writer creates them: "" (the root itself, unless
+    the tree keeps entries it does not name), folders before what they hold, files, and folders
+    the tree wants gone (no file below)."""
+    if isinstance(tree, bytes) or not isinstance(tree, dict) or not has_files(tree):
+        return ("",)  # a file, or a root that must not exist
+    memo = {} if memo is None else memo
+    keeps = any(v is KEEP for v in tree.values())
+    return (() if keeps else ("",)) + _inner(tree, memo)
+
+
+def _inner(tree: FileTree, memo: dict[int, Shape]) -> Shape:
+    found = memo.get(id(tree))
+    if found is not None:
+        return found
+    paths: list[str] = []
+    for name, value in tree.items():
+        if name == OTHERS or value is KEEP:
+            continue
+        if isinstance(value, dict):
+            paths.append(name)
+            if has_files(value):
+                paths.extend(f"{name}/{p}" for p in _inner(value, memo))
+        elif isinstance(value, bytes):
+            paths.append(name)
+    memo[id(tree)] = shape = tuple(paths)
+    return shape
+
+
+def content_digest(tree: Any, memo: dict[int, bytes]) -> bytes:
+    """A digest of a generated tree's content (KEEP markers included), memoized by object: the
+    trees and bytes that mailboxes share are digested once."""
+    found = memo.get(id(tree))
+    if found is not None:
+        return found
+    digest = hashlib.blake2b(digest_size=16)
+    if isinstance(tree, bytes):
+        digest.update(b"f")
+        digest.update(tree)
+    elif isinstance(tree, dict):
+        digest.update(b"d")
+        for name in sorted(tree):
+            value = tree[name]
+            digest.update(f"\0{name}\0".encode())
+            digest.update(b"k" if value is KEEP else content_digest(value, memo))
+    else:
+        digest.update(repr(tree).encode())
+    memo[id(tree)] = result = digest.digest()
+    return result
+
+
+class RootRecord(NamedTuple):
+    input: str | None  # the mailbox's input digest, when it was built without problems
+    content: bytes  # content_digest of the tree as written
+    shape: Shape
+    stamps: bytes  # stamps_digest of the shape's stamps
+
+
+class SourceStat(NamedTuple):
+    stamp: Stamp
+    key: str  # git blob id of a file; for a folder, unused
+    listing: tuple[tuple[str, bool], ...] = ()  # a folder's (name, is folder), links and others left out
+
+
+@dataclass
+class WorkTreeRecord:
+    """The record of one work tree, loaded from and saved to `path` (None: nothing is kept)."""
+
+    path: Path | None
+    identity: tuple[str, int, int] = ("", 0, 0)
+    sources: dict[str, SourceStat] = field(default_factory=dict)
+    roots: dict[str, RootRecord] = field(default_factory=dict)
+    intact: dict[str, bool] = field(default_factory=dict)  # root -> its stamps hold (checked this run)
+    _clock: int | None = None
+    _dirty: bool = False
+    _digests: dict[int, bytes] = field(default_factory=dict)  # content digests by object, this run
+    _shapes: dict[int, Shape] = field(default_factory=dict)
+
+    @classmethod
+    def load(cls, work_tree: Path, git_dir: str | None) -> "WorkTreeRecord":
+        """The record of `work_tree` kept in `git_dir` (an empty one when there is none, it is
+        unreadable, or it was made by other code or for another folder)."""
+        if git_dir is None:
+            return cls(None)
+        from .cache import code_fingerprint
+        from .fs import check_path
+        check_path(Path(git_dir), "ksgitops/worktree.pickle", shown=str(git_dir).rstrip("/"))
+        path = Path(git_dir) / "ksgitops" / "worktree.pickle"
+        try:
+            top, cache_dir = os.stat(work_tree), os.stat(Path(git_dir))
+        except OSError:
+            return cls(None)
+        if top.st_dev != cache_dir.st_dev:
+            return cls(None)  # the probe would read another file system's clock
+        identity = (os.path.realpath(work_tree), top.st_dev, top.st_ino)
+        record = cls(path, identity)
+        try:
+            with open(path, "rb") as f:
+                data = pickle.load(f)  # noqa: S301 - our own file inside .git, never from a remote
+            if data.get("format") == f"{FORMAT}-{code_fingerprint()}-{sys.version}" and data["identity"] == identity:
+                record.sources, record.roots = data["sources"], data["roots"]
+        except Exception:  # noqa: BLE001 - any unreadable record is just absent
+            pass
+        return record
+
+    def save(self) -> None:
+        """Write the record when this run changed it (atomically; a lost one costs only time)."""
+        if self.path is None or not self._dirty:
+            return
+        from .cache import code_fingerprint
+        from .fs import write_file
+        shapes: dict[Shape, Shape] = {}
+        roots = {r: rec._replace(shape=shapes.setdefault(rec.shape, rec.shape)) for r, rec in self.roots.items()}
+        data = {"format": f"{FORMAT}-{code_fingerprint()}-{sys.version}", "identity": self.identity,
+                "sources": self.sources, "roots": roots}
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            write_file(self.path, pickle.dumps(data, protocol=pickle.HIGHEST_PROTOCOL))
+            self._dirty = False
+        except OSError:
+            pass
+
+    @property
+    def enabled(self) -> bool:
+        return self.path is not None
+
+    @property
+    def work_tree(self) -> Path:
+        return Path(self.identity[0])
+
+    def clock(self) -> int:
+        """The file system's "now", taken once per run before anything it vouches for is read."""
+        if self._clock is None:
+            self._clock = self.now()
+        return self._clock
+
+    def now(self) -> int:
+        """The file system's time now: the mtime of a probe file beside the record, set to now
+        (opened without following a link: a planted one means nothing is recorded)."""
+        assert self.path is not None
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            fd = os.open(self.path.with_name("clock"), os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW, 0o644)
+            try:
+                os.utime(fd)
+                return os.fstat(fd).st_mtime_ns
+            finally:
+                os.close(fd)
+        except OSError:
+            return -1  # nothing counts as settled: nothing is recorded
+
+    # --- sources ---------------------------------------------------------------------------------
+
+    def source(self, path: str, stamp: Stamp) -> SourceStat | None:
+        found = self.sources.get(path)
+        return found if found is not None and found.stamp == stamp else None
+
+    def note_source(self, path: str, entry: SourceStat) -> None:
+        """Keep what was read after `clock()`, unless its stamp is racy."""
+        if self.enabled and newest(entry.stamp) < self.clock() and self.sources.get(path) != entry:
+            self.sources[path] = entry
+            self._dirty = True
+
+    def forget_sources(self, seen: set[str]) -> None:
+        """Drop the sources this run did not see (deleted files, folders no longer walked)."""
+        self._dirty = _prune(self.sources, seen) or self._dirty
+
+    # --- generated roots -------------------------------------------------------------------------
+
+    def check(self, work_tree: Path, roots: Iterable[str] | None = None) -> None:
+        """Observe the recorded roots (`roots`: only these) and note which still hold."""
+        wanted = [r for r in (self.roots if roots is None else roots) if r in self.roots and r not in self.intact]
+        self.intact.update(zip(wanted, holding(str(work_tree), [(r, self.roots[r]) for r in wanted])))
+
+    def reusable(self, root: str, digest: str) -> bool:
+        """The root holds a mailbox built from the same inputs and is as that run left it
+        (`check` first)."""
+        rec = self.roots.get(root)
+        return rec is not None and rec.input == digest and self.intact.get(root, False)
+
+    def unchanged(self, root: str, tree: Any) -> bool:
+        """The root on disk holds exactly `tree`, proven by the recorded digest and stamps."""
+        rec = self.roots.get(root)
+        if rec is None or rec.content != content_digest(tree, self._digests):
+            return False
+        if root not in self.intact:
+            self.check(self.work_tree, [root])
+        return self.intact.get(root, False)
+
+    def verified(self, root: str, tree: Any) -> None:
+        """The writer found the root equal to `tree` (after `clock()`): record what it saw."""
+        shape = shape_of(tree, self._shapes)
+        stamps, latest = observe(f"{self.work_tree}/{root}", shape)
+        settled = latest < self.clock()
+        self.note_root(root, RootRecord(None, content_digest(tree, self._digests), shape, stamps) if settled else None)
+
+    def written(self, root: str, tree: Any, seen: Observed | None, swapped_at: int) -> None:
+        """The writer wrote `tree` at `root` and saw `seen` (None: the root went, or a file root,
+        whose stamp changes as it is renamed in), after taking `swapped_at` from `now()`."""
+        if tree is not None and seen is None:
+            self.note_root(root, None)
+            return
+        seen = seen if seen is not None else [("", ABSENT)]
+        stamps = [s for _, s in seen]
+        settled = max(newest(s) for s in stamps) < swapped_at
+        rec = RootRecord(None, content_digest(tree, self._digests), tuple(p for p, _ in seen), stamps_digest(stamps))
+        self.note_root(root, rec if settled else None)
+
+    def note_root(self, root: str, rec: RootRecord | None) -> None:
+        if rec is None:
+            self._dirty = self.roots.pop(root, None) is not None or self._dirty
+        elif self.roots.get(root) != rec:
+            self.roots[root] = rec
+            self._dirty = True
+        self.intact.pop(root, None)
+
+    def set_inputs(self, inputs: dict[str, str | None]) -> None:
+        """The input digest of each mailbox root this run built (None: it had problems)."""
+        for root, digest in inputs.items():
+            rec = self.roots.get(root)
+            if rec is not None and rec.input != digest:
+                self.roots[root] = rec._replace(input=digest)
+                self._dirty = True
+
+    def forget_roots(self, kept: set[str]) -> None:
+        self._dirty = _prune(self.roots, kept) or self._dirty
+
+
+def _prune(entries: dict[str, Any], kept: set[str]) -> bool:
+    """Drop every entry not in `kept`; True when one went."""
+    gone = set(entries) - kept
+    for key in gone:
+        del entries[key]
+    return bool(gone)
