@@ -8,15 +8,15 @@ from __future__ import annotations
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, MutableMapping
+from typing import TYPE_CHECKING, Any, Callable, MutableMapping
 
-from .core import diff as diffs
-from .core.pipeline import Result, reconcile
-from .core.repoconfig import parse_repo_config
-from .core.snapshot import Snapshot
-from .core.tree import FileTree, same_files
 from .model import KsgitopsError
-from .io.fs import WorkTreeSnapshot, write_generated
+
+if TYPE_CHECKING:  # the modules themselves are imported where used: start-up is most of a no-op
+    from .core import diff as diffs
+    from .core.pipeline import Result
+    from .core.snapshot import Snapshot
+    from .core.tree import FileTree
 
 WORKTREE = "worktree"
 
@@ -35,6 +35,7 @@ class Source:
 def open_source(path: Path, source: str) -> Source:
     """Open what a command reads, after refusing links in the paths ksgitops owns and recovering
     what an interrupted run left (io/worktree.py, io/checkout.py)."""
+    from .io.fs import WorkTreeSnapshot
     if source == WORKTREE:
         if not path.is_dir():
             raise KsgitopsError(f"{path}: no such directory")
@@ -65,6 +66,7 @@ def compute(src: Source, cache: MutableMapping[Any, Any] | None = None,
             reuse: Callable[[str, str], bool] | None = None) -> Result:
     """Run the pure pipeline; previous copies come from the same snapshot (HEAD or work tree).
     Without a cache of its own, a work tree inside a git repository uses the repository's."""
+    from .core.pipeline import reconcile
     if cache is None and src.repo is None:
         disk = _worktree_cache(src.path)
         result = reconcile(src.snapshot, src.snapshot.read, disk.content, progress, reuse)
@@ -91,6 +93,8 @@ def reconcile_worktree(path: Path, progress: Callable[[int, int], None] | None =
                        source: str = WORKTREE) -> ReconcileOutcome:
     """Write the generated files into the work tree, from the work tree's sources or a commit's
     (`source` a REF); previous copies always come from the work tree, which is what is written."""
+    from .core.pipeline import reconcile
+    from .io.fs import WorkTreeSnapshot, write_generated
     src = open_source(path, source)
     previous = src.snapshot if source == WORKTREE else WorkTreeSnapshot(path)
     disk = _worktree_cache(path)
@@ -166,6 +170,8 @@ def _warn_uncommitted(src: Source, result: Result) -> None:
 
 def plan_diff(path: Path, against: str | None) -> tuple[Result, diffs.DiffResult]:
     """What reconcile (of the work tree) would change, against the work tree or REF's tree."""
+    from .core import diff as diffs
+    from .core.tree import same_files
     new = compute(open_source(path, WORKTREE))
     old_src = open_source(path, against) if against else open_source(path, WORKTREE)
     wec_names = wec_display_names(new)
@@ -254,6 +260,7 @@ def placements_only(src: Source, cache: MutableMapping[Any, Any] | None = None) 
 def status_worktree(path: Path) -> StatusOutcome:
     """`ksgitops status` on the work tree: summarize every mailbox's reported/ into the WDSes'
     .ksgitops/status/ folders and STATUS.md (each rewritten only when its bytes change)."""
+    from .io.fs import write_generated
     from .core.status import STATUS_MD, summarize
     from .io import status_sources as ss
     from .io.git import git_dir
@@ -279,6 +286,7 @@ FOLD_SUBJECT = "ksgitops: fold in reports of {affected} WECs"
 
 def fold_in(path: Path, source: str = "HEAD", cache: Any = None) -> FoldOutcome:
     """Commit the per-WEC report refs' reported/ and upsynced/ into their mailboxes (io/foldin.py)."""
+    from .core.repoconfig import parse_repo_config
     from .io.cache import DiskCache
     src = open_branch(path, source)
     cache = cache or DiskCache.for_git_dir(src.repo.path)  # type: ignore[attr-defined]
