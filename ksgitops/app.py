@@ -6,7 +6,7 @@ future runtimes (poller, action) call the same functions.
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, MutableMapping
 
@@ -88,6 +88,30 @@ class ReconcileOutcome:
     changed_roots: list[str]
     commit: str | None = None
 
+    @property
+    def problems(self) -> list[Any]:
+        return self.result.problems
+
+    @property
+    def wec_count(self) -> int:
+        return len(self.result.wecs)
+
+    @property
+    def config(self) -> Any:
+        return self.result.config
+
+
+@dataclass
+class ProvenOutcome:
+    """A commit that the last reconcile's record proves reconciled (io/runrecord.py): nothing was
+    computed and nothing is committed; problems and counts are the recorded ones."""
+
+    problems: list[Any]
+    wec_count: int
+    config: Any  # core.repoconfig.RepoConfig
+    changed_roots: list[str] = field(default_factory=list)
+    commit: str | None = None
+
 
 def reconcile_worktree(path: Path, progress: Callable[[int, int], None] | None = None,
                        source: str = WORKTREE) -> ReconcileOutcome:
@@ -105,22 +129,28 @@ def reconcile_worktree(path: Path, progress: Callable[[int, int], None] | None =
 
 
 def reconcile_commit(path: Path, source: str, progress: Callable[[int, int], None] | None = None,
-                     cache: Any = None) -> ReconcileOutcome:
+                     cache: Any = None) -> ReconcileOutcome | ProvenOutcome:
     """Reconcile a commit and commit the result on its branch, reusing what a local cache
-    proves unchanged (a mailbox whose input digest and committed tree are both as cached).
+    proves unchanged (a mailbox whose input digest and committed tree are both as cached); a
+    commit the last run's record proves reconciled is answered from the record.
     `cache`: a DiskCache kept by a long-running caller (else the repository's is read)."""
-    from .io import git
+    from .io import git, runrecord
     from .io.cache import DiskCache
     src = open_branch(path, source)
     cache = cache or DiskCache.for_git_dir(src.repo.path)  # type: ignore[attr-defined]
     base = src.snapshot.index  # type: ignore[attr-defined]
+    record = cache.record
+    if runrecord.proves_unchanged(record, base):
+        _warn_uncommitted(src, record.loaded_mailboxes)
+        return ProvenOutcome(list(record.problems), record.wecs, record.config)
     result = reconcile_reusing(src, cache, progress)
-    _warn_uncommitted(src, result)
+    _warn_uncommitted(src, result.loaded.mailboxes)
     config = result.config
     committed = _commit_on_branch(src, result.generated, config, config.commit_message(str(src.commit.id)))  # type: ignore[attr-defined]
     new = git.TreeIndex(src.repo, src.repo[committed.tree])  # type: ignore[arg-type, index]
     roots = git.changed_roots(base, new, list(result.generated))
     cache.save(clean_mailboxes(result, new))
+    cache.save_record(runrecord.record_of(new, result))
     return ReconcileOutcome(result, roots, committed.commit)
 
 
@@ -160,9 +190,9 @@ def clean_mailboxes(result: Result, tree: Any) -> dict[str, tuple[str, str]]:
             if mb not in troubled}
 
 
-def _warn_uncommitted(src: Source, result: Result) -> None:
+def _warn_uncommitted(src: Source, mailboxes: Any) -> None:
     from .io import git
-    dirty = git.uncommitted_sources(src.repo, src.snapshot, set(result.loaded.mailboxes))  # type: ignore[arg-type]
+    dirty = git.uncommitted_sources(src.repo, src.snapshot, set(mailboxes))  # type: ignore[arg-type]
     if dirty:
         shown = ", ".join(dirty[:5]) + (" ..." if len(dirty) > 5 else "")
         print(f"warning: uncommitted source changes are not used: {shown}", file=sys.stderr)

@@ -123,7 +123,7 @@ def reconcile_cmd(repo: Path, source: str | None, do_commit: bool, do_push: bool
     source = source or ("HEAD" if do_commit else app.WORKTREE)
     progress = _Progress("reconciling")
     pushed = None
-    outcome: app.ReconcileOutcome
+    outcome: app.ReconcileOutcome | app.ProvenOutcome
     if do_push:
         published = app.publish(repo, app.branch_of(repo, source), remote, progress=progress)
         assert published.reconciled is not None  # publish reconciles unless told not to
@@ -132,17 +132,16 @@ def reconcile_cmd(repo: Path, source: str | None, do_commit: bool, do_push: bool
         outcome = app.reconcile_commit(repo, source, progress)
     else:
         outcome = app.reconcile_worktree(repo, progress, source)
-    result = outcome.result
-    _print_problems(result.problems)
+    _print_problems(outcome.problems)
     if output == "json":
-        _dump({"commit": outcome.commit, "changed": outcome.changed_roots, "wecs": len(result.wecs),
-               "problems": [_problem_json(p) for p in result.problems],
+        _dump({"commit": outcome.commit, "changed": outcome.changed_roots, "wecs": outcome.wec_count,
+               "problems": [_problem_json(p) for p in outcome.problems],
                **({"pushed": pushed} if pushed is not None else {})})
         return
     what = f"committed {outcome.commit[:12]}" if outcome.commit else ("no commit (unchanged)" if do_commit else "written")
     if pushed is not None:
         what += ", pushed" if pushed else ", nothing to push"
-    click.echo(f"{len(result.wecs)} WECs, {len(outcome.changed_roots)} generated folders changed, {what}")
+    click.echo(f"{outcome.wec_count} WECs, {len(outcome.changed_roots)} generated folders changed, {what}")
 
 
 @cli.command()
