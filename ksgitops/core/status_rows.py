@@ -89,6 +89,10 @@ class Run:
             self._docs[key] = found[2]
         return found
 
+    def forget_documents(self) -> None:
+        """Drop the report documents kept so far (`doc` reads one again when asked)."""
+        self._docs.clear()
+
     def doc(self, key: str) -> dict[str, Any]:
         """The document of a report checked valid (in this run or an earlier one)."""
         found = self._docs.get(key)
@@ -110,6 +114,7 @@ def rows_of_mailbox(mb: str, old: Detail | None, infos: dict[str, Info], run: Ru
                errors.get(rel, ""), drift.get(rel))
         before = old.rows.get(rel) if old is not None else None
         rows[rel] = before if before is not None and _same_inputs(before, now) else _row(now, run)
+    run.forget_documents()  # streaming: a mailbox's reports are not held once its rows are judged
     # a valid report that a row records is not kept twice (see _known_report)
     kept = {n: r for n, r in reports.items() if not (r[1] in rows and rows[r[1]].report == r[0])}
     return Detail(kept, rows), problems, report

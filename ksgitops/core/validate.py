@@ -5,6 +5,7 @@ label and kind checks; names that become paths must be DNS-1123 so no path escap
 """
 from __future__ import annotations
 
+import hashlib
 from typing import Any, Iterable, MutableMapping
 
 from ..kinds import KindTable, is_control
@@ -12,6 +13,7 @@ from ..model import Obj, Problem
 from ..names import dns1123_label_error, dns1123_subdomain_error
 from .customize import wants_expansion
 from .schemas import validate_schema
+from .serialize import canonical_json
 from .selectors import label_key_error, label_value_error, selector_error
 from .what import selector_problems
 from .where import mailbox_name
@@ -33,12 +35,20 @@ def validate(spaces: dict[str, list[Obj]], kinds: KindTable,
             key = ("validate", obj.key, obj.origin, kinds_digest) if obj.key else None
             found = memo.get(key) if key else None
             if found is None:
-                found = tuple(_object_problems(obj, kinds))
+                # a file that changed mostly holds objects that did not: find them by content
+                content = ("validate-object", _content(obj), obj.origin, kinds_digest)
+                found = memo.get(content)
+                if found is None:
+                    found = memo[content] = tuple(_object_problems(obj, kinds))
                 if key:
                     memo[key] = found
             problems.extend(found)
     problems.extend(_mailbox_problems(spaces))
     return sorted(set(problems))
+
+
+def _content(obj: Obj) -> str:
+    return hashlib.blake2b(canonical_json(obj.body), digest_size=20).hexdigest()
 
 
 def _object_problems(obj: Obj, kinds: KindTable) -> Iterable[Problem]:
