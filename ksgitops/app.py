@@ -318,7 +318,10 @@ def fold_in(path: Path, source: str = "HEAD", cache: Any = None) -> FoldOutcome:
     """Commit the per-WEC report refs' reported/ and upsynced/ into their mailboxes (io/foldin.py)."""
     from .core.repoconfig import parse_repo_config
     from .io.cache import DiskCache
+    from .io.foldin import report_refs
     src = open_branch(path, source)
+    if not report_refs(src.repo):  # type: ignore[arg-type]  # nothing to fold in: no need to load the sources
+        return FoldOutcome(None, [], [])
     cache = cache or DiskCache.for_git_dir(src.repo.path)  # type: ignore[attr-defined]
     planned, loaded = plan_fold_in(src, cache.content)
     if not planned.generated:
