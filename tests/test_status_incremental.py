@@ -260,3 +260,33 @@ def test_a_memo_kept_on_disk_gives_the_same_bytes_and_reads_only_what_changed(re
         assert outputs(incremental) == outputs(fresh), f"step {step}"
         if step and step % 5 != 4:
             assert set(fetched) <= {f"d:{mb}", f"r:wmw-c:{COMMOND}"}, fetched
+
+
+def test_an_unchanged_sync_report_is_not_read_again(result: Any, monkeypatch) -> None:
+    """A mailbox whose object report changed keeps what its unchanged sync report said (valid or
+    not); a changed sync report is read again. Every output equals a fresh run's."""
+    from ksgitops.core import status_rows
+    from ksgitops.core.syncreport import SYNC_FILE, SyncError, SyncReport, dump_sync_report
+    calls: list[str] = []
+    original = status_rows.parse_sync_report
+
+    def counting(path: str, data: bytes):  # type: ignore[no-untyped-def]
+        calls.append(path)
+        return original(path, data)
+
+    monkeypatch.setattr(status_rows, "parse_sync_report", counting)
+    memo = StatusMemo()
+    failing = dump_sync_report(SyncReport(FLORIN, "0" * 40, errors=(SyncError("", "unreachable"),)))
+    reports = {FLORIN: {SYNC_FILE: failing, f"{COMMOND}.yaml": rs_report(1, "2026-01-01T00:00:00Z")},
+               GUILDER: {SYNC_FILE: b"not: [valid"}}
+    for step, (mb, name, data, reads) in enumerate([
+            (FLORIN, f"{COMMOND}.yaml", rs_report(0, "2026-01-01T00:00:01Z"), 0),
+            (GUILDER, f"{COMMOND}.yaml", rs_report(1, "2026-01-01T00:00:02Z"), 0),
+            (FLORIN, SYNC_FILE, dump_sync_report(SyncReport(FLORIN, "1" * 40)), 1)]):
+        summarize(result, MemorySource(with_reports(result.generated, reports)), memo)
+        calls.clear()
+        reports[mb][name] = data
+        incremental = summarize(result, MemorySource(with_reports(result.generated, reports)), memo)
+        assert len(calls) == reads, (step, calls)
+        fresh = summarize(result, MemorySource(with_reports(result.generated, reports)), None)
+        assert outputs(incremental) == outputs(fresh) and incremental.facts() == fresh.facts(), step
