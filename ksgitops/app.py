@@ -6,12 +6,12 @@ future runtimes (poller, action) call the same functions.
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, MutableMapping
+from typing import TYPE_CHECKING, Any, Callable, MutableMapping
 
 from .core import diff as diffs
-from .core.pipeline import Result, reconcile
+from .core.pipeline import RecordedResult, Result, reconcile
 from .core.repoconfig import parse_repo_config
 from .core.snapshot import Snapshot
 from .core.wecs import find_wec, wec_display_names, wec_rows
@@ -36,6 +36,7 @@ class Source:
 def open_source(path: Path, source: str) -> Source:
     """Open what a command reads, after refusing links in the paths ksgitops owns and recovering
     what an interrupted run left (io/worktree.py, io/checkout.py)."""
+    from .io.fs import WorkTreeSnapshot
     if source == WORKTREE:
         if not path.is_dir():
             raise KsgitopsError(f"{path}: no such directory")
@@ -66,6 +67,7 @@ def compute(src: Source, cache: MutableMapping[Any, Any] | None = None,
             reuse: Callable[[str, str], bool] | None = None) -> Result:
     """Run the pure pipeline; previous copies come from the same snapshot (HEAD or work tree).
     Without a cache of its own, a work tree inside a git repository uses the repository's."""
+    from .core.pipeline import reconcile
     if cache is None and src.repo is None:
         disk = _worktree_cache(src.path)
         result = reconcile(src.snapshot, src.snapshot, disk.content, progress, reuse)
@@ -96,10 +98,36 @@ def init_repo(directory: Path) -> None:
                     ignore=shutil.ignore_patterns("__init__.py", "__pycache__"))
 
 
+class _Reported:
+    result: Any
+
+    @property
+    def problems(self) -> list[Any]:
+        return self.result.problems  # type: ignore[no-any-return]
+
+    @property
+    def wec_count(self) -> int:
+        return len(self.result.wecs)
+
+    @property
+    def config(self) -> Any:
+        return self.result.config
+
+
 @dataclass
-class ReconcileOutcome:
+class ReconcileOutcome(_Reported):
     result: Result
     changed_roots: list[str]
+    commit: str | None = None
+
+
+@dataclass
+class ProvenOutcome(_Reported):
+    """A commit that the last reconcile's record proves reconciled (io/runrecord.py): nothing was
+    computed and nothing is committed; what it reports is the recorded run's."""
+
+    result: RecordedResult
+    changed_roots: list[str] = field(default_factory=list)
     commit: str | None = None
 
 
@@ -151,23 +179,29 @@ def keep_record(record: Any, src: Source, result: Result, inputs: bool = True) -
 
 
 def reconcile_commit(path: Path, source: str, progress: Progress | None = None,
-                     cache: Any = None) -> ReconcileOutcome:
+                     cache: Any = None) -> ReconcileOutcome | ProvenOutcome:
     """Reconcile a commit and commit the result on its branch, reusing what a local cache
-    proves unchanged (a mailbox whose input digest and committed tree are both as cached).
+    proves unchanged (a mailbox whose input digest and committed tree are both as cached); a
+    commit the last run's record proves reconciled is answered from the record.
     `cache`: a DiskCache kept by a long-running caller (else the repository's is read)."""
-    from .io import git
+    from .io import git, runrecord
     from .io.cache import DiskCache
     src = open_branch(path, source)
     cache = cache or DiskCache.for_git_dir(src.repo.path)  # type: ignore[attr-defined]
     base = src.snapshot.index  # type: ignore[attr-defined]
+    record = cache.record
+    if runrecord.proves_unchanged(record, base):
+        _warn_uncommitted(src, record.loaded_mailboxes)
+        return ProvenOutcome(record.result)
     result = reconcile_reusing(src, cache, progress)
-    _warn_uncommitted(src, result)
+    _warn_uncommitted(src, result.loaded.mailboxes)
     config = result.config
     message = config.commit_message(str(src.commit.id), frozen=result.frozen.trailer())  # type: ignore[attr-defined]
     committed = _commit_on_branch(src, result.generated, config, message)
     new = git.TreeIndex(src.repo, src.repo[committed.tree])  # type: ignore[arg-type, index]
     roots = git.changed_roots(base, new, list(result.generated))
     cache.save(clean_mailboxes(result, new))
+    cache.save_record(runrecord.record_of(new, result))
     return ReconcileOutcome(result, roots, committed.commit)
 
 
@@ -208,9 +242,9 @@ def clean_mailboxes(result: Result, tree: Any) -> dict[str, tuple[str, str]]:
             if mb not in troubled}
 
 
-def _warn_uncommitted(src: Source, result: Result) -> None:
+def _warn_uncommitted(src: Source, mailboxes: Any) -> None:
     from .io import git
-    dirty = git.uncommitted_sources(src.repo, src.snapshot, set(result.loaded.mailboxes))  # type: ignore[arg-type]
+    dirty = git.uncommitted_sources(src.repo, src.snapshot, set(mailboxes))  # type: ignore[arg-type]
     if dirty:
         shown = ", ".join(dirty[:5]) + (" ..." if len(dirty) > 5 else "")
         print(f"warning: uncommitted source changes are not used: {shown}", file=sys.stderr)
@@ -284,12 +318,12 @@ def mailbox_tree(path: Path, result: Result, mailbox: str) -> FileTree | None:
     return tree if isinstance(tree, dict) else None
 
 
-def frozen_units(result: Result) -> list[Any]:
+def frozen_units(result: Result | RecordedResult) -> list[Any]:
     """What the run froze (core.isolation.FrozenUnit), one per space, WEC or WECs of a space."""
     return result.frozen.units(wec_display_names(result))
 
 
-def frozen_facts(result: Result | None) -> dict[str, Any]:
+def frozen_facts(result: Result | RecordedResult | None) -> dict[str, Any]:
     """A reconcile's frozen parts and its errors of spaces and WECs, as a `run` cycle reports them."""
     if result is None:
         return {}
@@ -325,6 +359,7 @@ def placements_only(src: Source, cache: MutableMapping[Any, Any] | None = None,
 def status_worktree(path: Path) -> StatusOutcome:
     """`ksgitops status` on the work tree: summarize every mailbox's reported/ into the WDSes'
     .ksgitops/status/ folders and STATUS.md (each rewritten only when its bytes change)."""
+    from .io.fs import write_generated
     from .core.status import STATUS_MD, summarize
     from .io import status_sources as ss
     from .io.git import git_dir
@@ -350,8 +385,12 @@ FOLD_SUBJECT = "ksgitops: fold in reports of {affected} WECs"
 
 def fold_in(path: Path, source: str = "HEAD", cache: Any = None) -> FoldOutcome:
     """Commit the per-WEC report refs' reported/ and upsynced/ into their mailboxes (io/foldin.py)."""
+    from .core.repoconfig import parse_repo_config
     from .io.cache import DiskCache
+    from .io.foldin import report_refs
     src = open_branch(path, source)
+    if not report_refs(src.repo):  # type: ignore[arg-type]  # nothing to fold in: no need to load the sources
+        return FoldOutcome(None, [], [])
     cache = cache or DiskCache.for_git_dir(src.repo.path)  # type: ignore[attr-defined]
     planned, loaded = plan_fold_in(src, cache.content)
     if not planned.generated:

@@ -7,6 +7,7 @@ one line each (`file:line: message`), also as a JSON document with `-o json`; a 
 """
 from __future__ import annotations
 
+import gc
 import os
 import sys
 import traceback
@@ -101,7 +102,7 @@ def reconcile_cmd(repo: Path | None, source: str | None, do_commit: bool, do_pus
     source = source or ("HEAD" if do_commit else app.WORKTREE)
     root = locate(repo, Need.GIT if do_commit else Need.WORKTREE)
     pushed = None
-    outcome: app.ReconcileOutcome
+    outcome: app.ReconcileOutcome | app.ProvenOutcome
     with ProgressBars(output) as progress:
         if do_push:
             published = app.publish(root, app.branch_of(root, source), remote, progress=progress)
@@ -406,6 +407,9 @@ def run_cmd(repo_arg: str, branch: str, interval: float, workdir: Path | None, p
 
 
 def main(argv: list[str] | None = None) -> None:
+    # A run allocates millions of small objects and makes almost no reference cycles: collecting
+    # the youngest generation every 700 allocations cost ~13% of a full reconcile (1,000 WECs).
+    gc.set_threshold(100_000, 50, 100)
     args = list(sys.argv[1:] if argv is None else argv)
     debug, as_json = "--debug" in args, wants_json(args)
     try:

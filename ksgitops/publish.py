@@ -21,7 +21,7 @@ from .model import KsgitopsError, Progress
 from .shutdown import Shutdown
 
 if TYPE_CHECKING:
-    from .app import ReconcileOutcome, Source, StatusOutcome
+    from .app import ProvenOutcome, ReconcileOutcome, Source, StatusOutcome
 
 
 @dataclass
@@ -40,7 +40,7 @@ class CycleCommit:
 
 @dataclass
 class PublishOutcome:
-    reconciled: ReconcileOutcome | None
+    reconciled: ReconcileOutcome | ProvenOutcome | None
     status: StatusOutcome | None
     head: str  # the branch head after the run (pushed when `pushed`)
     pushed: bool
@@ -64,6 +64,7 @@ def publish(path: Path, branch: str, remote: str = "origin", retries: int | None
     ref = f"refs/heads/{branch}"
     wait = sleep or guard.sleep
     attempt = 0
+    reconciled: ReconcileOutcome | ProvenOutcome | None
     while True:
         attempt += 1
         made = commit_cycle(path, ref, do_reconcile, do_status, cache, memo, progress, guard) if one_commit else None
@@ -72,7 +73,8 @@ def publish(path: Path, branch: str, remote: str = "origin", retries: int | None
         else:
             reconciled = app.reconcile_commit(path, ref, progress, cache) if do_reconcile else None
             status = app.status_commit(path, ref, memo, cache) if do_status else None
-        limit = (reconciled or status).result.config.push_retries if retries is None else retries  # type: ignore[union-attr]
+        config = reconciled.config if reconciled is not None else status.result.config  # type: ignore[union-attr]
+        limit = config.push_retries if retries is None else retries
         head = repo.references[ref].target
         tracking = repo.references.get(f"refs/remotes/{remote}/{branch}")
         if tracking is not None and tracking.target == head:

@@ -141,7 +141,7 @@ def test_status_commit_on_a_bare_clone_with_a_lost_memo(reconciled: Path, tmp_pa
     repo = pygit2.Repository(str(bare))
     text = repo[repo.revparse_single("main").tree[STATUS_MD].id].data.decode()
     assert "2027-03-03T00:00:00Z" in text
-    memo = bare / "ksgitops" / "status-git.pickle"
+    memo = bare / "ksgitops" / "status-git.sqlite"
     assert memo.is_file()
     memo.write_bytes(b"garbage")  # a broken memo costs time, never correctness
     assert app.status_commit(bare, "main").commit is None
@@ -200,16 +200,22 @@ def test_memo_stays_exact_when_placements_and_inventory_change(example: Path) ->
 def test_a_memo_pickled_by_other_code_is_never_used(tmp_path: Path, result: Any) -> None:
     """A memo from another version of ksgitops (its classes may have other fields) is dropped."""
     import pickle
+    import sqlite3
 
     from ksgitops.io import status_sources as ss
     memo = StatusMemo()
     summarize(result, MemorySource(with_reports(result.generated, {})), memo)
-    path = tmp_path / "status-git.pickle"
+    path = tmp_path / "status-git.sqlite"
+    memo.changed = True
     ss.save_memo(path, memo)
-    assert ss.load_memo(path).mailboxes.keys() == memo.mailboxes.keys() != set()
-    data = pickle.loads(path.read_bytes())
-    data["format"] = "0.0.1-somebody-else"
-    path.write_bytes(pickle.dumps(data))
+    loaded = ss.load_memo(path)
+    assert loaded.mailboxes.keys() == memo.mailboxes.keys() != set()
+    ss.save_memo(path, loaded)  # unchanged: closes its read transaction, writes nothing
+    with sqlite3.connect(path) as db:
+        (index,) = db.execute("SELECT value FROM memo WHERE name = 'index'").fetchone()
+        data = pickle.loads(index)
+        data["format"] = "0.0.1-somebody-else"
+        db.execute("UPDATE memo SET value = ? WHERE name = 'index'", (pickle.dumps(data),))
     assert ss.load_memo(path).mailboxes == {}
 
 
@@ -222,3 +228,65 @@ def test_two_files_reporting_one_object_keep_the_first_and_warn(result: Any) -> 
     assert florin["reportedAt"] == "2026-01-01T00:00:00Z"
     assert [str(p) for p in out.problems if "second report" in p.message] == \
         [f"spaces/{FLORIN}/reported/{COMMOND}.yaml: warning: reported state: a second report for {COMMOND}, skipped"]
+
+
+def test_a_memo_kept_on_disk_gives_the_same_bytes_and_reads_only_what_changed(result: Any, tmp_path: Path) -> None:
+    """Saved and loaded between runs (its rows in a store, fetched when their mailbox or object
+    changed), through random report changes, and with parts of the store lost."""
+    import sqlite3
+
+    from ksgitops.io import status_sources as ss
+    rng = random.Random(11)
+    path = tmp_path / "status-git.sqlite"
+    reports: dict[str, dict[str, bytes]] = {FLORIN: {}, GUILDER: {}}
+    for step in range(16):
+        mb = rng.choice([FLORIN, GUILDER])
+        reports[mb][f"{COMMOND}.yaml"] = rs_report(rng.choice([0, 1]), f"2026-01-01T00:00:{step:02d}Z")
+        if step % 5 == 4:
+            with sqlite3.connect(path) as db:  # a lost part: the run starts over, same bytes
+                db.execute("DELETE FROM memo WHERE name LIKE ?", (rng.choice(["d:%", "r:%"]),))
+        memo = ss.load_memo(path)
+        fetched: list[str] = []
+        store = memo.fetch
+
+        def counting(name: str, store: Any = store) -> bytes | None:
+            fetched.append(name)
+            return store(name) if store is not None else None
+
+        memo.fetch = counting
+        incremental = summarize(result, MemorySource(with_reports(result.generated, reports)), memo)
+        ss.save_memo(path, memo)
+        fresh = summarize(result, MemorySource(with_reports(result.generated, reports)), None)
+        assert outputs(incremental) == outputs(fresh), f"step {step}"
+        if step and step % 5 != 4:
+            assert set(fetched) <= {f"d:{mb}", f"r:wmw-c:{COMMOND}"}, fetched
+
+
+def test_an_unchanged_sync_report_is_not_read_again(result: Any, monkeypatch) -> None:
+    """A mailbox whose object report changed keeps what its unchanged sync report said (valid or
+    not); a changed sync report is read again. Every output equals a fresh run's."""
+    from ksgitops.core import status_rows
+    from ksgitops.core.syncreport import SYNC_FILE, SyncError, SyncReport, dump_sync_report
+    calls: list[str] = []
+    original = status_rows.parse_sync_report
+
+    def counting(path: str, data: bytes):  # type: ignore[no-untyped-def]
+        calls.append(path)
+        return original(path, data)
+
+    monkeypatch.setattr(status_rows, "parse_sync_report", counting)
+    memo = StatusMemo()
+    failing = dump_sync_report(SyncReport(FLORIN, "0" * 40, errors=(SyncError("", "unreachable"),)))
+    reports = {FLORIN: {SYNC_FILE: failing, f"{COMMOND}.yaml": rs_report(1, "2026-01-01T00:00:00Z")},
+               GUILDER: {SYNC_FILE: b"not: [valid"}}
+    for step, (mb, name, data, reads) in enumerate([
+            (FLORIN, f"{COMMOND}.yaml", rs_report(0, "2026-01-01T00:00:01Z"), 0),
+            (GUILDER, f"{COMMOND}.yaml", rs_report(1, "2026-01-01T00:00:02Z"), 0),
+            (FLORIN, SYNC_FILE, dump_sync_report(SyncReport(FLORIN, "1" * 40)), 1)]):
+        summarize(result, MemorySource(with_reports(result.generated, reports)), memo)
+        calls.clear()
+        reports[mb][name] = data
+        incremental = summarize(result, MemorySource(with_reports(result.generated, reports)), memo)
+        assert len(calls) == reads, (step, calls)
+        fresh = summarize(result, MemorySource(with_reports(result.generated, reports)), None)
+        assert outputs(incremental) == outputs(fresh) and incremental.facts() == fresh.facts(), step

@@ -100,9 +100,23 @@ def expand_shared(value: Any, params: Mapping[str, str]) -> Any:
     if isinstance(value, str):
         return expand_string(value, params)
     if isinstance(value, dict):
-        items = {k: expand_shared(v, params) for k, v in value.items()}
-        return value if all(items[k] is v for k, v in value.items()) else items
+        # the hot path of a full reconcile (an object per WEC): leaves without `%` cost one test
+        changed: dict[str, Any] | None = None
+        for key, item in value.items():
+            if isinstance(item, str):
+                if "%" not in item:
+                    continue
+                new = expand_string(item, params)
+            elif isinstance(item, (dict, list)):
+                new = expand_shared(item, params)
+            else:
+                continue
+            if new is not item:
+                if changed is None:
+                    changed = dict(value)
+                changed[key] = new
+        return value if changed is None else changed
     if isinstance(value, list):
-        elements = [expand_shared(v, params) for v in value]
+        elements = [expand_shared(v, params) if isinstance(v, (str, dict, list)) else v for v in value]
         return value if all(e is v for e, v in zip(elements, value)) else elements
     return value

@@ -37,8 +37,23 @@ def no_previous(path: str) -> bytes | None:
     return None
 
 
+class Judged:
+    """What a run's problems mean for its exit: errors, and those confined to a space or WEC."""
+
+    problems: list[Problem]
+
+    @property
+    def errors(self) -> list[Problem]:
+        return [p for p in self.problems if p.is_error]
+
+    @property
+    def confined_errors(self) -> list[Problem]:
+        """Errors of a space or a WEC (not of one (object, WEC) pair): the run exits 2."""
+        return [p for p in self.problems if p.is_error and not p.wec]
+
+
 @dataclass
-class Result:
+class Result(Judged):
     """Everything one reconcile computed; `generated` is what gets written."""
 
     loaded: Loaded
@@ -53,14 +68,20 @@ class Result:
     spaces: Plan | None = None  # the space step's plan (core/spaces.py)
     frozen: Frozen = field(default_factory=Frozen)  # what problems confined to a space or WEC froze
 
-    @property
-    def errors(self) -> list[Problem]:
-        return [p for p in self.problems if p.is_error]
 
-    @property
-    def confined_errors(self) -> list[Problem]:
-        """Errors of a space or a WEC (not of one (object, WEC) pair): the run exits 2."""
-        return [p for p in self.problems if p.is_error and not p.wec]
+@dataclass
+class RecordedResult(Judged):
+    """What a reconcile reported, as a record of it keeps it (io/runrecord.py): enough to answer
+    a command again (problems, WECs, what was frozen) without the objects it computed."""
+
+    problems: list[Problem]
+    wecs: dict[str, Wec]
+    config: RepoConfig
+    frozen: Frozen
+
+    @classmethod
+    def of(cls, result: Result) -> RecordedResult:
+        return cls(list(result.problems), dict(result.wecs), result.config, result.frozen)
 
 
 def reconcile(snapshot: Snapshot, previous: Previous = NO_PREVIOUS,

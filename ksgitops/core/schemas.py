@@ -20,12 +20,13 @@ import re
 from dataclasses import dataclass
 from datetime import date, datetime
 from pathlib import Path
-from typing import Any, Iterable
+from typing import TYPE_CHECKING, Any, Iterable
 
-from jsonschema import Draft202012Validator
-from jsonschema.exceptions import ValidationError, best_match
-from referencing import Registry, Resource
-from referencing.jsonschema import DRAFT202012
+if TYPE_CHECKING:  # imported where used: jsonschema + referencing cost ~35 ms of start-up, and a
+    # run whose per-object checks all come from the cache never needs them
+    from jsonschema import Draft202012Validator
+    from jsonschema.exceptions import ValidationError
+    from referencing import Registry
 
 from ..model import Obj, Origin, Problem
 
@@ -90,6 +91,8 @@ def load_schema(name: str) -> dict[str, Any]:
 
 @functools.lru_cache(maxsize=1)
 def _registry() -> Registry:
+    from referencing import Registry, Resource
+    from referencing.jsonschema import DRAFT202012
     resources = [(name, Resource.from_contents(load_schema(name), default_specification=DRAFT202012))
                  for name in schema_names()]
     return Registry().with_resources(resources).crawl()
@@ -98,6 +101,7 @@ def _registry() -> Registry:
 @functools.lru_cache(maxsize=None)
 def validator_for(name: str) -> Draft202012Validator:
     """The cached validator of schema file `name`, with cross-file references resolvable."""
+    from jsonschema import Draft202012Validator
     return Draft202012Validator(load_schema(name), registry=_registry())
 
 
@@ -207,6 +211,7 @@ def format_path(parts: Iterable[str | int]) -> str:
 
 def _deepest(error: ValidationError) -> ValidationError:
     """For anyOf/oneOf failures, the most relevant branch error (our schemas avoid them)."""
+    from jsonschema.exceptions import best_match
     while error.context:
         error = best_match(error.context)
     return error

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import pickle
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 from ..model import Problem
 from .base import rel_path
@@ -55,26 +55,62 @@ class MailboxMemo:
     key: str
     summary: MailboxSummary
     problems: list[Problem]
-    detail: bytes  # a pickled Detail
+    detail: bytes | None  # a pickled Detail; None: kept in the memo's store (fetched when needed)
 
 
 @dataclass
 class ObjectMemo:
     context: str
     status: bytes  # the CombinedStatus file
-    rows: bytes  # pickled {mailbox: Row}: every row of the object, kept in step with the mailboxes'
+    rows: bytes | None  # pickled {mailbox: Row}: every row of the object, kept in step with the
+    # mailboxes'; None: kept in the memo's store
 
 
 @dataclass
 class StatusMemo:
     """What one run leaves for the next. Large parts stay pickled so an unchanged mailbox or
-    object costs a few bytes to load, not its rows."""
+    object costs a few bytes to load, not its rows; on disk they stay in a store and are fetched
+    only for what changed (`fetch(name)`, names from `detail_name` and `rows_name`)."""
 
     format: int = MEMO_FORMAT
     mailboxes: dict[str, MailboxMemo] = field(default_factory=dict)
     objects: dict[tuple[str, str], ObjectMemo] = field(default_factory=dict)
     problems: dict[str, tuple[str, ParsedProblems]] = field(default_factory=dict)  # space -> (key, parsed)
     changed: bool = False
+    fetch: Callable[[str], bytes | None] | None = field(default=None, repr=False, compare=False)
+
+    def detail(self, mailbox: str, memo: MailboxMemo) -> Detail:
+        data = memo.detail if memo.detail is not None else self._fetch(detail_name(mailbox))
+        return _decode(data)  # type: ignore[no-any-return]
+
+    def rows(self, key: tuple[str, str], memo: ObjectMemo) -> dict[str, Row]:
+        data = memo.rows if memo.rows is not None else self._fetch(rows_name(key))
+        return _decode(data)  # type: ignore[no-any-return]
+
+    def _fetch(self, name: str) -> bytes:
+        found = self.fetch(name) if self.fetch is not None else None
+        if found is None:
+            raise _MemoLost(name)
+        return found
+
+    def forget(self) -> None:
+        """Empty it (in place: the caller saves this object)."""
+        self.mailboxes.clear()
+        self.objects.clear()
+        self.problems.clear()
+        self.fetch, self.changed = None, True
+
+
+class _MemoLost(Exception):
+    """A part of the memo its store no longer holds: summarize from scratch."""
+
+
+def detail_name(mailbox: str) -> str:
+    return f"d:{mailbox}"
+
+
+def rows_name(key: tuple[str, str]) -> str:
+    return f"r:{key[0]}:{key[1]}"
 
 
 @dataclass
@@ -115,6 +151,14 @@ def summarize(result: Any, source: StatusSource, memo: StatusMemo | None = None,
     """CombinedStatus files and STATUS.md; `memo` (updated in place) makes it incremental."""
     if memo is None or memo.format != MEMO_FORMAT:
         memo = StatusMemo()
+    try:
+        return _summarize(result, source, memo, limit, broken_limit)
+    except _MemoLost:
+        memo.forget()
+        return _summarize(result, source, memo, limit, broken_limit)
+
+
+def _summarize(result: Any, source: StatusSource, memo: StatusMemo, limit: int, broken_limit: int) -> StatusOutput:
     names = wec_names(result.wecs)
     reconcile = _space_problems(result, source, memo, names)
     contexts = _contexts(result, reconcile)
@@ -126,7 +170,7 @@ def summarize(result: Any, source: StatusSource, memo: StatusMemo | None = None,
         old = memo.mailboxes.get(mb)
         if old is not None and old.key == key:
             continue
-        before = _decode(old.detail) if old is not None else None
+        before = memo.detail(mb, old) if old is not None else None
         detail, problems, report = rows_of_mailbox(mb, before, _infos(reaching), run)
         sync = SyncSummary.of(report, source.revision(mb), broken_limit)
         summary = MailboxSummary.of(mb, names[mb], detail.rows, _infos(reaching), last_report(detail),
@@ -135,7 +179,7 @@ def summarize(result: Any, source: StatusSource, memo: StatusMemo | None = None,
         memo.mailboxes[mb] = MailboxMemo(key, summary, problems, _encode(detail))
         memo.changed = True
     for mb in [m for m in memo.mailboxes if m not in result.wecs]:
-        _note_changes(changes, mb, _decode(memo.mailboxes.pop(mb).detail), None)
+        _note_changes(changes, mb, memo.detail(mb, memo.mailboxes.pop(mb)), None)
         memo.changed = True
     output = _combine(result, contexts, memo, changes, names, run, limit)
     mailboxes = {mb: memo.mailboxes[mb] for mb in sorted(result.wecs)}
@@ -311,7 +355,7 @@ def _combine(result: Any, contexts: _Contexts, memo: StatusMemo, changes: dict[t
         if cached is not None and cached.context == context_key and not changed:
             combined[key] = cached.status
             continue
-        rows: dict[str, Row] = _decode(cached.rows) if cached is not None else {}
+        rows: dict[str, Row] = memo.rows(key, cached) if cached is not None else {}
         for mb, row in (changed or {}).items():
             if row is None:
                 rows.pop(mb, None)

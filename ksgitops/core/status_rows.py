@@ -51,6 +51,7 @@ class Detail:
 
     reports: dict[str, tuple[str, str | None, str | None]]  # name -> (key, rel, reportedAt); rel None: invalid
     rows: dict[str, Row]  # a row also records what it was computed from (`_same_inputs`)
+    sync: tuple[str, SyncReport | list[Problem]] | None = None  # the sync report's key, read once per content
 
 
 class Run:
@@ -89,6 +90,10 @@ class Run:
             self._docs[key] = found[2]
         return found
 
+    def forget_documents(self) -> None:
+        """Drop the report documents kept so far (`doc` reads one again when asked)."""
+        self._docs.clear()
+
     def doc(self, key: str) -> dict[str, Any]:
         """The document of a report checked valid (in this run or an earlier one)."""
         found = self._docs.get(key)
@@ -100,7 +105,10 @@ class Run:
 def rows_of_mailbox(mb: str, old: Detail | None, infos: dict[str, Info], run: Run
                      ) -> tuple[Detail, list[Problem], SyncReport | None]:
     listing = run.source.listing(mb)
-    report, problems = _sync_report(listing, run)
+    sync = _sync_report(listing, old, run)
+    parsed = sync[1] if sync is not None else None
+    report = parsed if isinstance(parsed, SyncReport) else None
+    problems = list(parsed) if isinstance(parsed, list) else []
     reports, found, by_rel = _reports(listing, old, run)
     problems += found
     errors, drift = object_facts(report)
@@ -110,17 +118,22 @@ def rows_of_mailbox(mb: str, old: Detail | None, infos: dict[str, Info], run: Ru
                errors.get(rel, ""), drift.get(rel))
         before = old.rows.get(rel) if old is not None else None
         rows[rel] = before if before is not None and _same_inputs(before, now) else _row(now, run)
+    run.forget_documents()  # streaming: a mailbox's reports are not held once its rows are judged
     # a valid report that a row records is not kept twice (see _known_report)
     kept = {n: r for n, r in reports.items() if not (r[1] in rows and rows[r[1]].report == r[0])}
-    return Detail(kept, rows), problems, report
+    return Detail(kept, rows, sync), problems, report
 
 
-def _sync_report(listing: MailboxListing, run: Run) -> tuple[SyncReport | None, list[Problem]]:
+def _sync_report(listing: MailboxListing, old: Detail | None, run: Run
+                 ) -> tuple[str, SyncReport | list[Problem]] | None:
+    """The sync report's key and what it says (or why it is ignored); an unchanged one is not read
+    again (its schema check would cost a run that changed one object report the schema library)."""
     found = listing.reports.get(SYNC_FILE)
     if found is None:
-        return None, []
-    parsed = parse_sync_report(found[0], run.source.blob(found[1]))
-    return (None, parsed) if isinstance(parsed, list) else (parsed, [])
+        return None
+    if old is not None and old.sync is not None and old.sync[0] == found[1]:
+        return old.sync
+    return found[1], parse_sync_report(found[0], run.source.blob(found[1]))
 
 
 def _known_report(detail: Detail, name: str) -> tuple[str, str | None, str | None] | None:

@@ -14,6 +14,7 @@ selectors and clauses KubeStellar's CRDs accept but that match nothing or everyt
 from __future__ import annotations
 
 import difflib
+import hashlib
 from dataclasses import replace
 from typing import Any, Iterable, MutableMapping
 
@@ -23,6 +24,7 @@ from ..names import dns1123_label_error
 from .clauses import clause_warnings, selector_warnings
 from .schemas import SCHEMA_FILES
 from .customize import customizer_errors, wants_expansion
+from .serialize import canonical_json
 from .selectors import label_key_error, label_value_error
 from .where import mailbox_name
 
@@ -44,13 +46,21 @@ def validate(spaces: dict[str, list[Obj]], kinds: KindTable,
             key = ("validate", obj.key, obj.origin, obj.namespace, kinds_digest) if obj.key else None
             found = memo.get(key) if key else None
             if found is None:
-                found = tuple(_object_problems(obj, kinds))
+                # a file that changed mostly holds objects that did not: find them by content
+                content = ("validate-object", _content(obj), obj.origin, obj.namespace, kinds_digest)
+                found = memo.get(content)
+                if found is None:
+                    found = memo[content] = tuple(_object_problems(obj, kinds))
                 if key:
                     memo[key] = found
             problems.extend(found)
     problems = _one_per_unknown_kind(problems)
     problems.extend(_mailbox_problems(spaces))
     return sorted(set(problems))
+
+
+def _content(obj: Obj) -> str:
+    return hashlib.blake2b(canonical_json(obj.body), digest_size=20).hexdigest()
 
 
 def _object_problems(obj: Obj, kinds: KindTable) -> Iterable[Problem]:

@@ -4,12 +4,12 @@ from __future__ import annotations
 from typing import Any
 
 from ..model import KsgitopsError
-from .pipeline import Result
+from .pipeline import RecordedResult, Result
 from .suggest import did_you_mean
 from .where import wec_names
 
 
-def wec_display_names(result: Result) -> dict[str, str]:
+def wec_display_names(result: Result | RecordedResult) -> dict[str, str]:
     """mailbox -> the SyncTarget name, or `<space>/<name>` when the name is not unique."""
     return wec_names(result.wecs)
 

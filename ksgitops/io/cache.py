@@ -1,11 +1,14 @@
 """A persistent, local-only cache in the git directory: parse results by blob id, per-object
-checks, and the input digest + tree id of each mailbox committed without problems.
+checks, and the input digest + tree id of each mailbox committed without problems
+(`cache.pickle`, read only when a run needs it), and the record of the last reconcile of a commit
+(`reconciled.pickle`, small: see runrecord.py).
 
 It is an optimisation only: a missing, stale or corrupt file means a full reconcile. Entries not
 used by a run are dropped when it saves, so the file tracks the repo's current content.
 """
 from __future__ import annotations
 
+import gc
 import hashlib
 import pickle
 from pathlib import Path
@@ -64,16 +67,63 @@ class TouchedDict(MutableMapping[Any, Any]):
 class DiskCache:
     def __init__(self, path: Path | None) -> None:
         self.path = path
-        data = _read(path) if path is not None else {}
-        self.content = TouchedDict(data.get("content", {}))
-        self.mailboxes: dict[str, tuple[str, str]] = data.get("mailboxes", {})
-        self._loaded_keys = frozenset(self.content)
-        self._loaded_mailboxes = dict(self.mailboxes)
+        self._content: TouchedDict | None = None
+        self._mailboxes: dict[str, tuple[str, str]] = {}
+        self._loaded_keys: frozenset[Any] = frozenset()
+        self._loaded_mailboxes: dict[str, tuple[str, str]] = {}
+        self._record: Any = _MISSING
+
+    @property
+    def content(self) -> TouchedDict:
+        """Parse results and memos by content; read from disk on first use (a run proven
+        unchanged by its record never reads them)."""
+        if self._content is None:
+            data = _read(self.path) if self.path is not None else {}
+            self._content = TouchedDict(data.get("content", {}))
+            self._mailboxes = data.get("mailboxes", {})
+            self._loaded_keys = frozenset(self._content)
+            self._loaded_mailboxes = dict(self._mailboxes)
+        return self._content
+
+    @content.setter
+    def content(self, value: TouchedDict) -> None:
+        self._content = value
+
+    @property
+    def mailboxes(self) -> dict[str, tuple[str, str]]:
+        self.content  # noqa: B018 - loads them
+        return self._mailboxes
+
+    @mailboxes.setter
+    def mailboxes(self, value: dict[str, tuple[str, str]]) -> None:
+        self.content  # noqa: B018 - a later read must not load over them
+        self._mailboxes = value
+
+    @property
+    def record(self) -> Any:
+        """The last reconcile's RunRecord (runrecord.py), or None."""
+        if self._record is _MISSING:
+            data = _read(self._record_path()) if self.path is not None else {}
+            self._record = data.get("record")
+        return self._record
+
+    def save_record(self, record: Any) -> None:
+        """Keep `record` (only written when it differs from the one read)."""
+        if record == self.record:
+            return
+        self._record = record
+        path = self._record_path()
+        if path is not None:
+            _write(path, {"format": f"{FORMAT}-{code_fingerprint()}", "record": record})
+
+    def _record_path(self) -> Path | None:
+        return self.path.with_name("reconciled.pickle") if self.path is not None else None
 
     @classmethod
     def for_git_dir(cls, git_dir: str) -> "DiskCache":
         """The repository's cache (a link on the way is a LinkError: never read or written through)."""
         check_path(Path(git_dir), "ksgitops/cache.pickle", shown=str(git_dir).rstrip("/"))
+        check_path(Path(git_dir), "ksgitops/reconciled.pickle", shown=str(git_dir).rstrip("/"))
         return cls(Path(git_dir) / "ksgitops" / "cache.pickle")
 
     def next_run(self) -> None:
@@ -92,19 +142,37 @@ class DiskCache:
         self.mailboxes = mailboxes
         if self.path is None or not news:
             return
-        try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            write_file(self.path, pickle.dumps({"format": f"{FORMAT}-{code_fingerprint()}",
-                                                "content": self.content.used(), "mailboxes": mailboxes},
-                                               protocol=pickle.HIGHEST_PROTOCOL))
-        except OSError:
-            pass  # a cache that cannot be written only costs time next run
+        _write(self.path, {"format": f"{FORMAT}-{code_fingerprint()}", "content": self.content.used(),
+                           "mailboxes": mailboxes})
 
 
-def _read(path: Path) -> dict[str, Any]:
+_MISSING = object()
+
+
+def _write(path: Path, data: dict[str, Any]) -> None:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_file(path, pickle.dumps(data, protocol=pickle.HIGHEST_PROTOCOL))
+    except OSError:
+        pass  # a cache that cannot be written only costs time next run
+
+
+def unpickle(path: Path) -> Any:
+    """A pickle of our own, read with the cyclic GC paused: unpickling creates many objects and no
+    garbage, and the collections it would trigger took about half the time of a 1 MiB cache."""
+    enabled = gc.isenabled()
+    gc.disable()
     try:
         with open(path, "rb") as f:
-            data = pickle.load(f)  # noqa: S301 - our own file inside .git, never from a remote
+            return pickle.load(f)  # noqa: S301 - our own file inside .git, never from a remote
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _read(path: Path | None) -> dict[str, Any]:
+    try:
+        data = unpickle(path) if path is not None else {}
     except Exception:  # noqa: BLE001 - any unreadable cache is just absent
         return {}
     return data if isinstance(data, dict) and data.get("format") == f"{FORMAT}-{code_fingerprint()}" else {}

@@ -95,6 +95,10 @@ class TreeIndex:
         entry = self.get(path)
         return str(entry.id) if entry is not None else ""
 
+    def listing(self, path: str) -> list[Any]:
+        """The entries of the folder at `path` ("" the root), in tree order; [] when none."""
+        return list((self._dir(path) or {}).values())
+
     def _dir(self, path: str) -> dict[str, Any] | None:
         if path not in self._dirs:
             entry = self.get(path)

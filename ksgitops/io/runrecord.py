@@ -1,0 +1,91 @@
+"""The record of a commit's reconcile: proof, from tree ids alone, that a commit needs nothing.
+
+Reconcile's output over a commit depends only on `ksgitops.yaml`, on which names `spaces/` holds,
+on every source space's files (`.ksgitops/status/` aside: status writes it, reconcile neither
+reads nor writes it), and, in each mailbox, on `space.yaml` (what makes it a mailbox) and the
+previous copies in `objects/` and `patches/` (kept on a per-(object, WEC) error). Those parts and
+everything reconcile writes are summed up in a fingerprint: {path: git id}. After a reconcile of a
+commit the fingerprint of the resulting tree (the new commit's, or the source's when nothing
+changed) is recorded with what the run reported. A later commit with an equal fingerprint has the
+same inputs and already holds the same output, so reconciling it would commit nothing and report
+the same problems: the record answers without parsing or building anything. A mailbox whose whole
+tree id is the recorded one costs no lookup at all.
+"""
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from ..core.snapshot import CONFIG_FILE, GENERATED_DIR
+
+if TYPE_CHECKING:  # a record is read without loading the pipeline
+    from ..core.pipeline import RecordedResult
+
+MAILBOX_PARTS = ("space.yaml", "kustomization.yaml", "syncerconfig.yaml", "objects", "patches")
+NOT_READ = "status"  # in a source space's .ksgitops/: written by status only
+
+
+@dataclass
+class RunRecord:
+    fingerprint: dict[str, str]
+    mailboxes: dict[str, str]  # owned mailbox -> its tree id when recorded
+    result: RecordedResult  # what the run reported
+    loaded_mailboxes: list[str] = field(default_factory=list)  # every mailbox space (owned or not)
+
+
+def fingerprint(index: Any, mailboxes: dict[str, str] | set[str] | list[str],
+                known: RunRecord | None = None) -> dict[str, str]:
+    """The fingerprint of the tree behind `index` (io.git.TreeIndex), reading `mailboxes` as
+    mailboxes; a mailbox whose tree id `known` recorded takes the recorded ids."""
+    found = {CONFIG_FILE: index.entry_id(CONFIG_FILE)}
+    spaces = index.get("spaces")
+    if spaces is None or spaces.type_str != "tree":
+        return found
+    for entry in index.listing("spaces"):
+        name, path = str(entry.name), f"spaces/{entry.name}"
+        if entry.type_str != "tree":
+            found[path] = f"{entry.filemode:o}:{entry.id}"
+        elif name in mailboxes:
+            found.update(_mailbox(index, path, str(entry.id), known))
+        else:
+            found.update(_source_space(index, path))
+    return found
+
+
+def _mailbox(index: Any, path: str, tree_id: str, known: RunRecord | None) -> dict[str, str]:
+    parts = [f"{path}/{part}" for part in MAILBOX_PARTS]
+    if known is not None and known.mailboxes.get(path[len("spaces/"):]) == tree_id:
+        return {p: known.fingerprint.get(p, "") for p in parts}
+    return {p: index.entry_id(p) for p in parts}
+
+
+def _source_space(index: Any, path: str) -> dict[str, str]:
+    digest = hashlib.blake2b(digest_size=20)
+    found: dict[str, str] = {}
+    for entry in index.listing(path):
+        if entry.name == GENERATED_DIR and entry.type_str == "tree":
+            for inner in index.listing(f"{path}/{GENERATED_DIR}"):
+                if inner.name != NOT_READ:
+                    found[f"{path}/{GENERATED_DIR}/{inner.name}"] = f"{inner.filemode:o}:{inner.id}"
+        else:
+            digest.update(f"{entry.name}\0{entry.filemode:o}\0{entry.id}\0".encode())
+    found[path] = digest.hexdigest()
+    return found
+
+
+def record_of(index: Any, result: Any) -> RunRecord:
+    """The record of a reconcile (core.pipeline.Result) whose output is the tree behind `index`."""
+    from ..core.pipeline import RecordedResult
+    owned = {root.split("/", 1)[1] for root, tree in result.generated.items()
+             if root.count("/") == 1 and tree is not None}
+    boxes = {mb: index.entry_id(f"spaces/{mb}") for mb in sorted(owned)}
+    return RunRecord(fingerprint(index, boxes), boxes, RecordedResult.of(result), sorted(result.loaded.mailboxes))
+
+
+def proves_unchanged(record: RunRecord | None, index: Any) -> bool:
+    """True when reconciling the tree behind `index` would change nothing (see the module)."""
+    return record is not None and fingerprint(index, record.mailboxes, record) == record.fingerprint
+
+
+__all__ = ["RunRecord", "fingerprint", "record_of", "proves_unchanged", "MAILBOX_PARTS"]

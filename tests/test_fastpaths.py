@@ -1,0 +1,54 @@
+"""Shortcuts taken for speed give the answers of the full computation."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import orjson
+import pytest
+
+from conftest import git
+from ksgitops import app
+from ksgitops.core import parse
+from test_incremental import relabel_florin
+
+DEEP = "[" * 101 + "]" * 101
+
+
+@pytest.mark.parametrize("text", [
+    '{"n": %d}' % 2**53, '{"n": %d}' % (2**53 + 1), '{"n": -%d}' % (2**53 + 1), '{"n": %d}' % (2**63 - 1),
+    '{"n": 1234567890123456.5}', '{"a": %s}' % DEEP, '{"a": %s}' % ("[" * 99 + "]" * 99),
+    '{"a": {"b": [1, 2.5, "x", null, true]}}', '{"s": "%s"}' % ("9" * 40),
+])
+def test_json_check_agrees_with_the_full_shape_check(text: str) -> None:
+    """parse_json skips the walk over the document only when it could find nothing."""
+    found = parse.parse_json("r.json", text.encode())
+    error = parse._shape_error(orjson.loads(text))
+    assert [p.message for p in found.problems] == ([error] if error else [])
+    assert bool(found.docs) == (error is None)
+
+
+def test_a_changed_file_checks_only_its_changed_objects(example_git: Path, monkeypatch) -> None:
+    """The per-object checks of objects whose content and line did not change come from the cache
+    even when their file changed (florin.yaml holds a SyncTarget and a Location)."""
+    from ksgitops.core import validate
+    assert isinstance(app.reconcile_commit(example_git, "HEAD"), app.ReconcileOutcome)
+    relabel_florin(example_git)
+    git(example_git, "commit", "-qam", "relabel")
+    checked: list[str] = []
+    original = validate._object_problems
+
+    def counting(obj, kinds):  # type: ignore[no-untyped-def]
+        checked.append(f"{obj.kind}/{obj.name}")
+        return original(obj, kinds)
+
+    monkeypatch.setattr(validate, "_object_problems", counting)
+    warm = app.reconcile_commit(example_git, "HEAD")
+    assert checked == ["Location/florin"]
+    warm_tree = git(example_git, "rev-parse", "HEAD^{tree}")
+    source = git(example_git, "rev-parse", "HEAD~1")
+    for name in ("cache.pickle", "reconciled.pickle"):
+        (example_git / ".git/ksgitops" / name).unlink()
+    git(example_git, "reset", "-q", "--hard", source)
+    cold = app.reconcile_commit(example_git, "HEAD")
+    assert git(example_git, "rev-parse", "HEAD^{tree}") == warm_tree
+    assert cold.problems == warm.problems
