@@ -17,6 +17,7 @@ from typing import Iterator
 
 import pygit2
 
+from ..core.parse import MAX_FILE_BYTES
 from ..core.snapshot import GENERATED_DIR, SourceFile, is_source_path
 from ..core.tree import FileTree, Generated, put
 from ..model import KsgitopsError, Origin, Problem, Progress
@@ -123,9 +124,18 @@ class WorkTreeSnapshot:
         return tree
 
     def _source(self, path: str) -> SourceFile:
-        data = (self.root / path).read_bytes()
+        full = self.root / path
+        if os.stat(full).st_size > MAX_FILE_BYTES:  # never held whole: the parser only says it is too large
+            return SourceFile(path, str(pygit2.hashfile(str(full))), lambda: _prefix(full))
+        data = full.read_bytes()
         key = str(pygit2.hash(data))  # the git blob id: work tree and commits share cache entries
         return SourceFile(path, key, lambda: data)
+
+
+def _prefix(path: Path) -> bytes:
+    """The first bytes of a file over the parse limit: enough for the parser to say so."""
+    with open(path, "rb") as f:
+        return f.read(MAX_FILE_BYTES + 1)
 
 
 def _lstat_mode(path: Path) -> int:
