@@ -49,3 +49,17 @@ def test_a_journal_naming_what_ksgitops_does_not_own_touches_nothing(example_git
     assert sorted(str(p.relative_to(example_git)) for p in (example_git / root).rglob("*")) == before
     assert found.returncode == 3 and JOURNAL in found.stderr, found.stderr
 
+
+
+@pytest.mark.xfail(strict=True, reason="a root the journal says did not exist is removed on rollback whatever it "
+                                       "holds now (io/worktree.py _roll_back): reports not yet committed go with it")
+def test_a_stale_journal_never_removes_a_mailboxs_reports(example_git: Path) -> None:
+    """A journal of another state of the repository (committed by mistake or on purpose, or copied
+    with a work tree) that names a mailbox as new: the mailbox exists now, holding reports."""
+    assert run_cli_subprocess("reconcile", str(example_git)).returncode == 0
+    report = example_git / "spaces" / "imw1-mb-florin" / "reported" / "core" / "configmaps" / "commonstuff" / "x.yaml"
+    report.parent.mkdir(parents=True)
+    report.write_text("collected, not yet committed\n")
+    plant(example_git, {"path": "spaces/imw1-mb-florin", "existed": False, "keep": []})
+    run_cli_subprocess("validate", str(example_git))
+    assert report.read_text() == "collected, not yet committed\n"
