@@ -20,7 +20,7 @@ spec:                               # every field optional; unknown fields are e
 
 `messageTemplate` is a Python format string with the placeholders `{source}` (the source commit's
 full sha), `{source_short}` (its first 7 characters) and `{affected}` (the number of affected
-WECs); `RepoConfig.commit_message` fills it and appends the `Ksgitops-Source: <sha>` trailer.
+WECs), each plain (no format spec or conversion); `RepoConfig.commit_message` fills it and appends the `Ksgitops-Source: <sha>` trailer.
 """
 from __future__ import annotations
 
