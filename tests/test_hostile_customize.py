@@ -121,3 +121,27 @@ def test_a_customizer_value_meant_for_a_secret_is_not_quoted_when_it_is_no_json(
     shown = secret_outputs(repo)
     assert "Secret commonstuff/target" in shown and "is not valid JSON" in shown
     assert "aHVudGVyMg" not in shown and "c2VjcmV0" not in shown
+
+
+# --- StatusCollectors ---------------------------------------------------------------------------------
+
+@pytest.mark.xfail(strict=True, reason="CEL evaluation has no cost bound (core/collect.py; the `cel` library has "
+                                       "none): nested comprehensions make `status` run for hours")
+def test_a_status_collector_whose_work_multiplies_is_an_error_not_a_hang(tmp_path: Path) -> None:
+    numbers = "[" + ",".join(map(str, range(20))) + "]"
+    expression = "1"
+    for depth in range(7):  # 20^7 evaluations
+        expression = f"{numbers}.map(v{depth}, {expression})"
+    repo = copy_example_sources(tmp_path / "repo")
+    write_tree(repo, {f"{WDS}/collector.yaml": yaml.safe_dump({
+        "apiVersion": "control.kubestellar.io/v1alpha1", "kind": "StatusCollector", "metadata": {"name": "hostile"},
+        "spec": {"select": [{"name": "n", "def": f"size({expression})"}]}})})
+    placement = repo / WDS / "edge-placement-c.yaml"
+    placement.write_text(placement.read_text().replace(
+        "  wantSingletonReportedState: true", "  wantSingletonReportedState: true\n  statusCollectors: [hostile]"))
+    assert ksgitops("reconcile", str(repo)).returncode == 0
+    try:
+        found = ksgitops("status", str(repo), timeout=20)
+    except subprocess.TimeoutExpired:
+        pytest.fail("status still ran after 20 s")
+    assert "hostile" in found.stderr and "Traceback" not in found.stderr, found.stderr
