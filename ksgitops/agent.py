@@ -34,6 +34,7 @@ from .core.syncreport import (SYNC_FILE, Drift, ObjectId, SyncError, SyncReport,
 from .core.tree import FileTree, put, walk
 from .model import KsgitopsError
 from .names import dns1123_label_error
+from .shutdown import Shutdown
 
 FIELD_MANAGER = "ksgitops"
 CONTEXT_ANNOTATION = "ksgitops.kubestellar.io/kubeconfig-context"
@@ -821,7 +822,11 @@ def check_mailbox_name(name: str) -> None:
 
 
 class Agent:
-    """`ksgitops sync`: one cycle = fetch, render, apply + prune, report + upsync, commit, push."""
+    """`ksgitops sync`: one cycle = fetch, render, apply + prune, report + upsync, commit, push.
+
+    Fetch, apply (with its prune and inventory), the report commit and the push are its write
+    steps: a cycle given a `Shutdown` checks it before each (shutdown.py), so a second signal stops
+    the agent between two of them, never inside one."""
 
     def __init__(self, options: SyncOptions) -> None:
         from .io.reportref import MailboxRepo, default_cache_dir
@@ -829,10 +834,12 @@ class Agent:
         self.options = options
         self.git = MailboxRepo(options.repo, options.branch, options.mailbox, options.cache_dir or default_cache_dir())
 
-    def cycle(self, now: str | None = None) -> CycleOutcome:
+    def cycle(self, now: str | None = None, guard: Shutdown | None = None) -> CycleOutcome:
         from .io import kube
         o = self.options
+        guard = guard or Shutdown()
         out = CycleOutcome(o.mailbox)
+        guard.checkpoint()
         fetch_error = self.git.fetch()
         if fetch_error:
             out.errors.append(fetch_error)
@@ -843,7 +850,7 @@ class Agent:
         files = self.git.mailbox_files(head)
         if files is None:
             out.errors.append(f"no mailbox spaces/{o.mailbox} on {o.branch} at {str(head.id)[:12]}: nothing applied")
-            self._push(out)
+            self._push(out, guard)
             return out
         stamp = now or utc_now()
         previous = self.git.previous(head, "reported")
@@ -854,9 +861,10 @@ class Agent:
         except Exception as e:  # noqa: BLE001 - a patch that does not apply: the whole mailbox waits
             message = f"cannot render the mailbox ({type(e).__name__}): nothing applied"
             out.errors.append(f"spaces/{o.mailbox}: {message}")
-            return self._failed(out, head, previous, failed_report(last, o.mailbox, message, stamp))
+            return self._failed(out, head, previous, failed_report(last, o.mailbox, message, stamp), guard)
         old = self.git.files_at(last.commit) if last is not None and last.commit and last.revision != revision else None
         steady = steady_objects(last, revision, old, files, [d.rel for d in objects])
+        guard.checkpoint()
         try:
             with kube.Cluster(o.kubeconfig, o.context, o.timeout) as cluster:
                 cluster.probe()
@@ -870,41 +878,47 @@ class Agent:
         except (kube.KubeError, InventoryError) as e:
             message = f"unreachable: {e}" if isinstance(e, kube.Unreachable) else str(e)
             out.errors.append(f"{o.mailbox}: {message}")
-            return self._failed(out, head, previous, failed_report(last, o.mailbox, message, stamp))
+            return self._failed(out, head, previous, failed_report(last, o.mailbox, message, stamp), guard)
         reported = report_tree(objects, applied.live, previous, stamp, applied.unread)
         out.reports, out.upsynced = count_files(reported), count_files(upsynced)
         drifted = [Drift(rel, identity, change, fields, stamp) for rel, (identity, change, fields) in applied.drift.items()]
         sync = applied_report(last, o.mailbox, revision, str(head.id), stamp, applied.failures, drifted,
                               {d.rel for d in objects})
         reported[SYNC_FILE] = dump_sync_report(sync)
+        guard.checkpoint()
         out.commit = self.git.commit(head, reported, upsynced, _author()).commit
-        self._push(out)
+        self._push(out, guard)
         return out
 
-    def _failed(self, out: CycleOutcome, head: Any, previous: FileTree | None, sync: SyncReport) -> CycleOutcome:
+    def _failed(self, out: CycleOutcome, head: Any, previous: FileTree | None, sync: SyncReport,
+                guard: Shutdown) -> CycleOutcome:
         """Nothing could be applied: the reports stay, the sync report says why."""
         reported = dict(previous or {})
         reported[SYNC_FILE] = dump_sync_report(sync)
+        guard.checkpoint()
         out.commit = self.git.commit(head, reported, self.git.previous(head, "upsynced"), _author()).commit
-        self._push(out)
+        self._push(out, guard)
         return out
 
-    def _push(self, out: CycleOutcome) -> None:
+    def _push(self, out: CycleOutcome, guard: Shutdown) -> None:
         if not self.git.pending():
             return
+        guard.checkpoint()
         error = self.git.push()
         if error:
             out.errors.append(f"{error} (kept locally, retried next cycle)")
         else:
             out.pushed = self.git.local_commit()
 
-    def run(self, interval: float, stop: threading.Event, report: Callable[[CycleOutcome], None]) -> None:
-        """Cycle every `interval` seconds until `stop` is set (SIGTERM)."""
-        while not stop.is_set():
+    def run(self, interval: float, stop: Shutdown | threading.Event, report: Callable[[CycleOutcome], None]) -> None:
+        """Cycle every `interval` seconds until `stop` is requested (the first SIGTERM: the cycle
+        under way finishes first). A second signal raises Abandoned between two write steps."""
+        guard = stop if isinstance(stop, Shutdown) else Shutdown(stop)
+        while not guard.requested.is_set():
             try:
-                outcome = self.cycle()
+                outcome = self.cycle(guard=guard)
             except Exception as e:  # noqa: BLE001 - a long-running agent reports and tries again
                 outcome = CycleOutcome(self.options.mailbox, errors=[f"{self.options.mailbox}: internal error "
                                                                      f"({type(e).__name__}); retried next cycle"])
             report(outcome)
-            stop.wait(interval)
+            guard.requested.wait(interval)

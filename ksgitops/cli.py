@@ -293,9 +293,8 @@ def collect_cmd(repo: Path | None, kubeconfig: str | None, timeout: float, worke
 def sync_cmd(mailbox: str, kubeconfig: str | None, context: str | None, repo: str, branch: str, once: bool,
              interval: float, cache_dir: Path | None, inventory_namespace: str) -> None:
     """The agent beside a WEC: apply its mailbox (server-side apply, prune, create-only), report, upsync, push."""
-    import signal
-    import threading
     from . import agent
+    from .shutdown import Abandoned, Shutdown
     runner = agent.Agent(agent.SyncOptions(mailbox, repo, branch, kubeconfig, context, cache_dir, inventory_namespace))
 
     def show(outcome: Any) -> None:
@@ -303,14 +302,24 @@ def sync_cmd(mailbox: str, kubeconfig: str | None, context: str | None, repo: st
             click.echo(line, err=True)
         click.echo(outcome.summary())
 
-    if once:
-        outcome = runner.cycle()
-        show(outcome)
+    shutdown = Shutdown()  # a signal stops the agent between write steps, never inside a fetch or push
+    with shutdown.installed():
+        try:
+            if once:
+                outcome = runner.cycle(guard=shutdown)
+                show(outcome)
+            else:
+                outcome = None
+                runner.run(interval, shutdown, show)
+        except Abandoned:
+            click.echo(ABANDONED, err=True)
+            return
+    if outcome is not None:
         sys.exit(outcome.exit_code)
-    stop = threading.Event()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(sig, lambda *_: stop.set())
-    runner.run(interval, stop, show)
+
+
+ABANDONED = ("ksgitops: stopped: a second signal abandoned the cycle between two write steps; nothing was cut "
+             "short, the next start begins afresh")
 
 
 @cli.command(name="spaces", exits="0; 2 invalid input; 3 --apply failed")

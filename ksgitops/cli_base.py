@@ -12,6 +12,7 @@ from typing import Any, Callable, Sequence
 import click
 
 from .model import FEW_WECS, Problem
+from .names import printable
 
 # Exit codes of every command (the README's table is checked against these).
 EXIT_CODES: dict[int, str] = {
@@ -119,7 +120,7 @@ def dump(data: Any) -> None:
 
 def print_problems(problems: Sequence[Problem]) -> None:
     for problem in problems:
-        click.echo(str(problem), err=True)
+        click.echo(printable(str(problem)), err=True)
 
 
 def problem_json(p: Problem) -> dict[str, Any]:

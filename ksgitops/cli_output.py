@@ -13,6 +13,7 @@ from typing import Any
 import click
 
 from .cli_base import color_enabled
+from .names import printable
 
 
 class ProgressBars:
@@ -103,6 +104,7 @@ def print_paged(text: str, page: bool = False) -> None:
 
 def table(headers: list[str], rows: list[list[str]]) -> str:
     """Columns padded to their widest cell, as `kubectl get` prints them."""
+    rows = [[printable(str(c)) for c in row] for row in rows]
     widths = [max(len(str(c)) for c in column) for column in zip(headers, *rows)]
     return "".join("   ".join(str(c).ljust(w) for c, w in zip(line, widths)).rstrip() + "\n"
                    for line in [headers, *rows])

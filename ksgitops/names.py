@@ -92,3 +92,13 @@ def file_stem(name: str) -> str:
     if readable[:1] in (".", "-"):
         readable = "_" + readable[1:]
     return f"{readable}{DIGEST_MARK}{name_digest(name)}"
+
+
+def printable(text: str) -> str:
+    """`text` safe to show on one line of a terminal or a page: every character that is not
+    printable (control characters such as ESC and newline, bidirectional overrides, other format
+    and separator characters but the plain space) as its Python escape. Names of RBAC kinds and
+    custom resources may hold any of them, and a terminal would obey an escape sequence."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text)

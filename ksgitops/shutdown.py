@@ -40,6 +40,18 @@ class Shutdown:
             signal.signal(sig, self.on_signal)
             signal.siginterrupt(sig, False)
 
+    @contextmanager
+    def installed(self) -> Iterator[None]:
+        """`install()` for the length of a `with` block; the previous handlers come back after it
+        (a command run in-process, by a test or an embedding program, leaves no handler behind)."""
+        previous = {sig: signal.getsignal(sig) for sig in (signal.SIGTERM, signal.SIGINT)}
+        self.install()
+        try:
+            yield
+        finally:
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+
     def on_signal(self, signum: int = signal.SIGTERM, frame: FrameType | None = None) -> None:
         if not self.requested.is_set():
             self.requested.set()

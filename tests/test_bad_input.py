@@ -734,7 +734,7 @@ def test_integer_that_kustomize_would_round_is_an_input_error(number: str, tree:
     result = ks("reconcile", repo)
     assert_clean(result.stderr)
     assert result.returncode == 2, result
-    assert_problem(result.stderr, "spaces/wmw-c/big.yaml", 1, "integer|2\\^53")
+    assert_problem(result.stderr, "spaces/wmw-c/big.yaml", 4, "spec.n: integer|2\\^53")
 
 
 def test_integer_at_the_exact_limit_is_accepted(tree: Callable[[Files], Path]) -> None:
@@ -767,22 +767,23 @@ def test_nan_and_infinity_are_input_errors(tree: Callable[[Files], Path]) -> Non
     result = ks("reconcile", repo)
     assert_clean(result.stderr)
     assert result.returncode == 2, result
-    assert_problem(result.stderr, "spaces/wmw-c/nan.yaml", 1, "JSON|NaN|nan|inf")
+    assert_problem(result.stderr, "spaces/wmw-c/nan.yaml", 4, "spec.n: NaN")  # the field, at its line
 
 
-@pytest.mark.parametrize("content, pattern", [
-    (CM + "metadata: {name: b, namespace: commonstuff}\ndata:\n  a: !!binary aGVsbG8=\n", "not JSON"),
-    ("a: !!python/object/apply:os.system ['true']\n", "malformed YAML"),
-    ("? [a]\n: b\n", "malformed YAML"),
-    (CM + "metadata: {name: k, namespace: commonstuff}\ndata:\n  1: one\n", "not a string"),
-    (CM + "metadata: {name: 7, namespace: commonstuff}\n", r"metadata\.name"),
+@pytest.mark.parametrize("content, line, pattern", [
+    (CM + "metadata: {name: b, namespace: commonstuff}\ndata:\n  a: !!binary aGVsbG8=\n", 5, "data.a: .*not JSON"),
+    ("a: !!python/object/apply:os.system ['true']\n", 1, "malformed YAML"),
+    ("? [a]\n: b\n", 1, "malformed YAML"),
+    (CM + "metadata: {name: k, namespace: commonstuff}\ndata:\n  1: one\n", 5, "data: map key 1 is not a string"),
+    (CM + "metadata: {name: 7, namespace: commonstuff}\n", 1, r"metadata\.name"),
 ])
-def test_non_json_yaml_values_are_input_errors(content: str, pattern: str, tree: Callable[[Files], Path]) -> None:
+def test_non_json_yaml_values_are_input_errors(content: str, line: int, pattern: str,
+                                               tree: Callable[[Files], Path]) -> None:
     repo = tree({**example_files(), "spaces/wmw-c/odd.yaml": content})
     result = ks("reconcile", repo)
     assert result.returncode == 2, result
     assert_clean(result.stderr)
-    assert_problem(result.stderr, "spaces/wmw-c/odd.yaml", 1, pattern)
+    assert_problem(result.stderr, "spaces/wmw-c/odd.yaml", line, pattern)
     assert_contributes_nothing(repo)
 
 

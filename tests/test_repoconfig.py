@@ -130,6 +130,11 @@ def test_schema_defaults_match_the_dataclass_defaults() -> None:
     ("spec: {commit: {messageTemplate: 'sync {}'}}", "spec.commit.messageTemplate: unknown placeholder {}"),
     ("spec: {commit: {messageTemplate: 'sync {source'}}", "spec.commit.messageTemplate: "),
     ("spec: {commit: {messageTemplate: 'sync {affected:q}'}}", "spec.commit.messageTemplate: "),
+    # a format spec made the check itself build a message of gigabytes (MemoryError, exit 4)
+    ("spec: {commit: {messageTemplate: 'sync {source:>3000000000}'}}",
+     "spec.commit.messageTemplate: a placeholder takes no format spec or conversion: write {source}"),
+    ("spec: {commit: {messageTemplate: 'sync {source_short!r}'}}",
+     "spec.commit.messageTemplate: a placeholder takes no format spec or conversion: write {source_short}"),
     ("spec: {kinds: [{group: a.io, kind: A, resource: as}, {group: a.io, kind: A, resource: bs}]}",
      "spec.kinds: A.a.io is listed more than once"),
     ("spec: {kinds: [{group: a.io, kind: A, resource: as}, {group: a.io, kind: B, resource: as}]}",

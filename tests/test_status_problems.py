@@ -142,8 +142,8 @@ stringData: {password: "hunter2-%(nosuchkey)"}
     assert cli("reconcile", str(example)).code == 0
     assert cli("status", str(example)).code == 0
     shown = (example / problems_root("wmw-c")).read_text() + (example / "STATUS.md").read_text()
-    assert "Secret commonstuff/creds" in shown and "nosuchkey" in shown
-    assert "hunter2" not in shown
+    assert "Secret commonstuff/creds" in shown and "a parameter it references is not defined" in shown
+    assert "hunter2" not in shown and "nosuchkey" not in shown  # what stands in %(...) is Secret data too
 
 
 def test_status_over_git_reads_the_committed_problems_file(example_git: Path, cli) -> None:

@@ -7,6 +7,12 @@ replacement's `path` and `value` text are expanded before the path is parsed and
 decoded as JSON, and every string inside each jsonPatch op (`path`, `from`, string leaves of
 `value`) is expanded before the op is applied. Any failure yields an error and no body: the
 caller must never ship a half-customized object.
+
+Bounds: a customization may add at most MAX_GROWTH bytes to the object (every parameter value it
+puts, every replacement value at every place, every jsonPatch copy), and a path may visit at most
+jsonpath.MAX_VISITS places: a Customizer or a parameter that would go beyond is an error for that
+(object, WEC), never a run that exhausts memory or time. Messages about a Secret never quote what
+may become its data: parameter names found in it, or a replacement value.
 """
 from __future__ import annotations
 
@@ -22,12 +28,14 @@ from ..model import Obj
 from .jsonpath import PathError, parse_path, replace_all
 from .params import ParamError, expand_leaves, expand_shared, expand_string, referenced_keys
 from .patchdiff import copy_json
+from .render import is_secret
 
 __all__ = [
     "CUSTOMIZER_ANNOTATION", "EXPAND_ANNOTATION", "CustomizeResult",
     "wants_expansion", "find_customizer", "customize", "customizer_errors",
 ]
 
+MAX_GROWTH = 16 * 1024 * 1024  # far above what the API server stores (about 1.5 MiB an object)
 CUSTOMIZER_ANNOTATION = "edge.kubestellar.io/customizer"
 EXPAND_ANNOTATION = "edge.kubestellar.io/expand-parameters"
 
@@ -50,16 +58,32 @@ class _Failure(Exception):
     """Internal: aborts customization with a ready-to-report message."""
 
 
-class _Recorder(Mapping[str, str]):
-    """A read-only view of the parameters that remembers every key successfully looked up."""
+class _Budget:
+    """What one customization may still add to its object (MAX_GROWTH bytes in all)."""
 
-    def __init__(self, params: Mapping[str, str]) -> None:
+    def __init__(self) -> None:
+        self.left = MAX_GROWTH
+
+    def spend(self, size: int, what: str) -> None:
+        self.left -= size
+        if self.left < 0:
+            raise _Failure(f"{what}: the customized object would grow by more than {MAX_GROWTH // 2 ** 20} MiB "
+                           "(a value put too many times); the API server stores objects of about 1.5 MiB at most")
+
+
+class _Recorder(Mapping[str, str]):
+    """A read-only view of the parameters that remembers every key successfully looked up and
+    charges every value it hands out to the budget."""
+
+    def __init__(self, params: Mapping[str, str], budget: _Budget) -> None:
         self._params = params
         self.used: dict[str, str] = {}
+        self.budget = budget
 
     def __getitem__(self, key: str) -> str:
         value = self._params[key]
         self.used[key] = value
+        self.budget.spend(len(value), "parameter expansion")
         return value
 
     def __iter__(self) -> Iterator[str]:
@@ -128,20 +152,40 @@ def customizer_errors(customizer: Obj) -> list[str]:
             try:
                 orjson.loads(text)
             except orjson.JSONDecodeError as exc:
-                found.append(f"replacements[{i}].value: {text!r} is not valid JSON ({exc}); write it JSON-encoded, "
+                # not quoted: the value may be meant for a Secret
+                found.append(f"replacements[{i}].value is not valid JSON ({exc}); write it JSON-encoded, "
                              "e.g. '\"text\"' or '3'")
     return found
 
 
-def _decode(text: str, where: str) -> Any:
+SECRET_HIDDEN = "(not shown: it would be Secret data)"
+
+
+def _decode(text: str, where: str, secret: bool) -> Any:
     """The JSON value encoded in a replacement's `value` text."""
     try:
         return orjson.loads(text)
     except orjson.JSONDecodeError as exc:
-        raise _Failure(f"{where}: value {text!r} is not valid JSON ({exc})") from None
+        shown = SECRET_HIDDEN if secret else repr(text)
+        raise _Failure(f"{where}: value {shown} is not valid JSON ({exc})") from None
 
 
-def _replace(body: Any, item: Any, where: str, expand: bool, params: Mapping[str, str]) -> str | None:
+def _expanded_value(text: str, params: Mapping[str, str], where: str, secret: bool) -> str:
+    try:
+        return expand_string(text, params)
+    except ParamError as exc:
+        raise _Failure(f"{where}: value: {_param_failure(exc, secret)}") from None
+
+
+def _param_failure(exc: ParamError, secret: bool) -> str:
+    """A ParamError's message; for a Secret without the parameter's name, which is Secret data."""
+    if secret and exc.key is not None:
+        return f"a parameter it references is not defined (no such Location label or annotation); its name " \
+               f"is {SECRET_HIDDEN[1:-1]}"
+    return str(exc)
+
+
+def _replace(body: Any, item: Any, where: str, expand: bool, params: _Recorder, secret: bool) -> str | None:
     """Apply one replacement {path, value} to `body` in place; a warning when it selects nothing."""
     if not isinstance(item, dict) or not isinstance(item.get("path"), str):
         raise _Failure(f"{where}: must be a map with a string 'path'")
@@ -149,26 +193,40 @@ def _replace(body: Any, item: Any, where: str, expand: bool, params: Mapping[str
     where = f"{where} (path {path!r})"
     if not isinstance(text, str):
         raise _Failure(f"{where}: 'value' must be a string holding JSON, e.g. '\"text\"' or '3'")
+    if expand:
+        text = _expanded_value(text, params, where, secret)
     try:
         if expand:
-            path, text = expand_string(path, params), expand_string(text, params)
-        count = replace_all(body, parse_path(path), _decode(text, where))
+            path = expand_string(path, params)
+        value, parsed = _decode(text, where, secret), parse_path(path)
+        count = replace_all(body, parsed, value, max_places=max(params.budget.left // max(len(text), 1), 1))
     except (ParamError, PathError) as exc:
         raise _Failure(f"{where}: {exc}") from None
+    params.budget.spend(count * len(text), where)
     return None if count else f"{where}: the path selects nothing in the object, so it changes nothing"
 
 
-def _apply_op(body: Any, op: Any, where: str, expand: bool, params: Mapping[str, str]) -> Any:
+def _apply_op(body: Any, op: Any, where: str, expand: bool, params: _Recorder, secret: bool) -> Any:
     """Apply one RFC 6902 op; returns the (possibly new) body."""
     if isinstance(op, dict):
         where = f"{where} ({op.get('op', 'no op')} {op.get('path')!r})"
     try:
         op = expand_leaves(op, params) if expand else copy_json(op)
+        if isinstance(op, dict) and op.get("op") == "copy":
+            params.budget.spend(_size_at(body, op.get("from")), where)
         return jsonpatch.apply_patch(body, [op], in_place=True)
     except ParamError as exc:
-        raise _Failure(f"{where}: {exc}") from None
+        raise _Failure(f"{where}: {_param_failure(exc, secret)}") from None
     except _PATCH_ERRORS as exc:  # never the library's text: it may quote object (Secret) data
         raise _Failure(f"{where}: {_patch_failure(exc)}") from None
+
+
+def _size_at(body: Any, pointer: Any) -> int:
+    """The size (as JSON) of what a copy op copies; 0 when `from` does not resolve (the op fails)."""
+    try:
+        return len(orjson.dumps(jsonpointer.resolve_pointer(body, pointer)))
+    except (jsonpointer.JsonPointerException, TypeError, KeyError, IndexError):
+        return 0
 
 
 def _patch_failure(exc: Exception) -> str:
@@ -189,16 +247,16 @@ def _list_field(customizer: Obj, name: str, who: str) -> list[Any]:
     return value
 
 
-def _apply_customizer(body: Any, customizer: Obj, params: Mapping[str, str], warnings: list[str]) -> Any:
+def _apply_customizer(body: Any, customizer: Obj, params: _Recorder, warnings: list[str], secret: bool) -> Any:
     """Apply the Customizer's replacements then its jsonPatch; returns the new body."""
     who = f"Customizer {customizer.namespace}/{customizer.name}"
     expand = wants_expansion(customizer.annotations)
     for i, item in enumerate(_list_field(customizer, "replacements", who)):
-        warning = _replace(body, item, f"{who}: replacements[{i}]", expand, params)
+        warning = _replace(body, item, f"{who}: replacements[{i}]", expand, params, secret)
         if warning:
             warnings.append(warning)
     for i, op in enumerate(_list_field(customizer, "jsonPatch", who)):
-        body = _apply_op(body, op, f"{who}: jsonPatch[{i}]", expand, params)
+        body = _apply_op(body, op, f"{who}: jsonPatch[{i}]", expand, params, secret)
     if not isinstance(body, dict):
         raise _Failure(f"{who}: jsonPatch turned the object into {type(body).__name__}, not a map")
     return body
@@ -210,6 +268,8 @@ def _expand_object(base: dict[str, Any], params: Mapping[str, str], shared: bool
     try:
         return expand_shared(base, params) if shared else expand_leaves(base, params)
     except ParamError as exc:
+        if is_secret(base):
+            raise _Failure(f"{EXPAND_ANNOTATION} on the object: {_param_failure(exc, True)}") from None
         missing = sorted(k for k in referenced_keys(base) if k not in params)
         if exc.key is not None and len(missing) > 1:  # all of them, in an order keys cannot change
             names = ", ".join(repr(k) for k in missing)
@@ -226,7 +286,7 @@ def customize(base: dict[str, Any], obj_expand: bool, customizer: Obj | None,
     as read-only. On any failure the result has body None and a message naming the Customizer,
     the replacement index or jsonPatch op, and the path.
     """
-    recorder = _Recorder(params)
+    recorder = _Recorder(params, _Budget())
     warnings: list[str] = []
     try:
         if obj_expand:
@@ -234,7 +294,7 @@ def customize(base: dict[str, Any], obj_expand: bool, customizer: Obj | None,
         else:
             body = copy_json(base)
         if customizer is not None:
-            body = _apply_customizer(body, customizer, recorder, warnings)
+            body = _apply_customizer(body, customizer, recorder, warnings, is_secret(base))
     except _Failure as exc:
         return CustomizeResult(None, str(exc), dict(sorted(recorder.used.items())))
     return CustomizeResult(body, None, dict(sorted(recorder.used.items())), tuple(warnings))

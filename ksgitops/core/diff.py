@@ -7,9 +7,11 @@ from __future__ import annotations
 
 import difflib
 import html
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..names import file_stem, printable
 from .render import redact_pair, render_mailbox
 from .serialize import dump_yaml
 from .tree import FileTree
@@ -29,17 +31,19 @@ class ObjectChange:
 
     @property
     def title(self) -> str:
-        """`Kind[.group] [namespace/]name`, as problems name objects."""
+        """`Kind[.group] [namespace/]name`, as problems name objects (characters a terminal would
+        obey, or that would end the header line, escaped)."""
         group, kind, namespace, name = _identity(self.body)
         gk = f"{kind}.{group}" if group else kind
-        return f"{gk} {namespace}/{name}" if namespace else f"{gk} {name}"
+        return printable(f"{gk} {namespace}/{name}" if namespace else f"{gk} {name}")
 
     @property
     def file_name(self) -> str:
-        """`[group.]version.Kind.namespace.name`: how `kubectl diff` names an object's file."""
+        """`[group.]version.Kind.namespace.name`: how `kubectl diff` names an object's file, with
+        the name spelled as in mailboxes (names.file_stem: short, portable, never colliding)."""
         group, kind, namespace, name = _identity(self.body)
         version = str(self.body.get("apiVersion") or "").rpartition("/")[2]
-        return f"{group + '.' if group else ''}{version}.{kind}.{namespace}.{name}"
+        return f"{group + '.' if group else ''}{version}.{kind}.{namespace}.{file_stem(name)}"
 
 
 def _identity(body: dict[str, Any]) -> tuple[str, str, str, str]:
@@ -108,12 +112,16 @@ def markdown(result: DiffResult) -> str:
         lines.append("No WEC would receive different objects." if not result.changed
                      else "Generated files change, but no WEC would receive different objects.")
     for w in result.wecs:
-        lines += [f"<details><summary>{w.wec} (<code>spaces/{w.mailbox}</code>)</summary>", "",
-                  "```diff", w.diff.rstrip("\n"), "```", "</details>", ""]
+        fence = "`" * max(3, 1 + max((len(run) for run in _BACKTICKS.findall(w.diff)), default=0))
+        lines += [f"<details><summary>{html.escape(printable(w.wec))} (<code>spaces/{w.mailbox}</code>)</summary>",
+                  "", f"{fence}diff", w.diff.rstrip("\n"), fence, "</details>", ""]
     if result.frozen:
         lines += ["#### Frozen", "", "These parts have errors: reconcile keeps them as they are (the run fails).", ""]
-        lines += [f"- `spaces/{u.space}`: {html.escape(u.kept, quote=False)}" for u in result.frozen]
+        lines += [f"- `spaces/{printable(u.space)}`: {html.escape(printable(u.kept), quote=False)}" for u in result.frozen]
     return "\n".join(lines) + "\n"
+
+
+_BACKTICKS = re.compile(r"`{3,}")  # a fence longer than any run in the diff: no line can close it early
 
 
 def text(result: DiffResult) -> str:

@@ -5,6 +5,7 @@ from typing import Any
 
 from ..kinds import is_control
 from ..model import Obj
+from ..names import printable
 from .mailbox import FROZEN_CLAUSE, MailboxPlan, PlacementPlan, Via
 from .pipeline import Result
 from .selectors import selector_mismatch
@@ -170,9 +171,9 @@ def as_text(data: dict[str, Any], indent: int = 0) -> str:
                     lines.append(f"{pad}  -")
                     lines.append(as_text(item, indent + 2))
                 else:
-                    lines.append(f"{pad}  - {item}")
+                    lines.append(f"{pad}  - {printable(str(item))}")
         else:
-            lines.append(f"{pad}{key}: {_word(value)}")
+            lines.append(f"{pad}{key}: {printable(_word(value))}")
     return "\n".join(line for line in lines if line)
 
 

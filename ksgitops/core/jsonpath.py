@@ -24,6 +24,10 @@ before the last step, or a name applied to a list or a scalar selects nothing. (
 add such a missing intermediate key with a null value; here it selects nothing.) The places are
 found in the object as it was before the replacement, so a replacement never selects inside a
 value it has just put.
+
+Bounds: finding the places visits at most MAX_VISITS nodes (each `..` and each list of indices
+multiplies the work: `$..*..*..*` on a deep object, or `[0,0,0,0]` repeated, would take hours), and
+`replace_all` may be told how many places it may fill; beyond either, the path is a PathError.
 """
 from __future__ import annotations
 
@@ -37,8 +41,22 @@ __all__ = ["PathError", "Name", "Slice", "Every", "Recurse", "Choice", "Path",
            "parse_path", "format_path", "replace_all"]
 
 
+MAX_VISITS = 1_000_000
+
+
 class PathError(ValueError):
-    """A path that does not parse."""
+    """A path that does not parse, or that selects beyond the bounds."""
+
+
+class _Visits:
+    def __init__(self) -> None:
+        self.left = MAX_VISITS
+
+    def take(self, count: int = 1) -> None:
+        self.left -= count
+        if self.left < 0:
+            raise PathError(f"the path visits more than {MAX_VISITS:,} places in the object (each '..' and "
+                            "each list of indices multiplies them); make it more specific")
 
 
 @dataclass(frozen=True, slots=True)
@@ -323,30 +341,38 @@ def _keeps_definite(sel: Selector) -> bool:
     return False
 
 
-def _places(node: Any, path: Path, definite: bool, out: list[Place]) -> None:
+def _places(node: Any, path: Path, definite: bool, out: list[Place], visits: _Visits) -> None:
     """Append to `out` the places `path` selects below `node`. Only the last step may name a map
     key that does not exist yet, and only while the path is definite."""
     sel, rest = path[0], path[1:]
+    visits.take()
     if isinstance(sel, Recurse):
         for below in _descendants(node):
+            visits.take()
             if rest:
-                _places(below, rest, False, out)
+                _places(below, rest, False, out, visits)
         return
     if not rest:
-        out.extend(_step(node, sel, definite))
+        found = list(_step(node, sel, definite))
+        visits.take(len(found))
+        out.extend(found)
         return
     definite = definite and _keeps_definite(sel)
     for container, key in _step(node, sel, False):
-        _places(container[key], rest, definite, out)
+        _places(container[key], rest, definite, out, visits)
 
 
-def replace_all(doc: Any, path: Path, value: Any) -> int:
+def replace_all(doc: Any, path: Path, value: Any, max_places: int | None = None) -> int:
     """Put a copy of `value` at every place `path` selects in `doc` (in place, see the module
-    doc); returns how many places that was (0: the path selects nothing)."""
+    doc); returns how many places that was (0: the path selects nothing). More than `max_places`
+    places is a PathError, raised before anything is replaced."""
     if not path:
         raise PathError("an empty path would replace the whole object")
     places: list[Place] = []
-    _places(doc, path, True, places)
+    _places(doc, path, True, places, _Visits())
+    if max_places is not None and len(places) > max_places:
+        raise PathError(f"the path selects {len(places):,} places: putting the value at each would grow the "
+                        "object beyond its bounds")
     for container, key in places:
         container[key] = copy_json(value)
     return len(places)

@@ -1,10 +1,11 @@
 """Parse one source file into documents with line numbers, guarding against hostile input.
 
 YAML goes through PyYAML's C parser (YAML 1.1 booleans as kubectl reads them, but timestamps kept
-as strings so every value stays JSON); JSON through orjson. Limits: files over 10 MiB, non-UTF-8
-text, alias bombs and recursive aliases, non-mapping documents, non-JSON values and duplicate keys
-in a mapping (kubectl refuses them too; a YAML merge key may still be overridden) are all fatal,
-reported as `file:line: message`.
+as strings so every value stays JSON, and no base-60 numbers, which kubectl's reader does not
+have); JSON through orjson (a byte order mark skipped). Limits: files over 10 MiB, non-UTF-8
+text, alias bombs and recursive aliases, non-mapping documents, non-JSON values (jsonshape.py) and
+duplicate keys in a mapping or a source file's JSON object (kubectl refuses them too; a YAML merge
+key may still be overridden) are all fatal, reported as `file:line: message`.
 
 Read as kubectl reads files: a `kind: List` document, or a `v1` `...List` one, stands for its
 `items`, each with its own line. A label or annotation value that YAML reads as a boolean, a
@@ -14,7 +15,7 @@ documents are still returned, so later checks see them.
 from __future__ import annotations
 
 from dataclasses import dataclass
-import math
+import json
 import re
 from typing import Any
 
@@ -22,11 +23,11 @@ import orjson
 import yaml
 
 from ..model import Origin, Problem
+from .jsonshape import line_of, located, shape_error
 
 MAX_FILE_BYTES = 10 * 1024 * 1024
 MAX_EXPANDED_NODES = 1_000_000
 MAX_NESTING = 500  # libyaml's composer recurses in C: far deeper input would overflow its stack
-INT_LIMIT = 2 ** 53  # kustomize reads numbers as float64: larger integers would change on the way
 
 
 class _Loader(yaml.CSafeLoader if hasattr(yaml, "CSafeLoader") else yaml.SafeLoader):  # type: ignore[misc]
@@ -54,13 +55,24 @@ def _refuse_duplicates(loader: Any, entries: list[tuple[yaml.Node, yaml.Node]]) 
         first[key] = line
 
 
+_INT_TAG, _FLOAT_TAG = "tag:yaml.org,2002:int", "tag:yaml.org,2002:float"
 _Loader.yaml_implicit_resolvers = {
-    first: [(tag, rx) for tag, rx in resolvers if tag != "tag:yaml.org,2002:timestamp"]
+    first: [(tag, rx) for tag, rx in resolvers if tag not in ("tag:yaml.org,2002:timestamp", _INT_TAG, _FLOAT_TAG)]
     for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
 }
+# YAML 1.1's numbers but its base-60 ones: kubectl's reader (go-yaml v2) takes `12:30`, `1:20:30.5` and
+# `11:22:33:44:55` as text, where PyYAML would turn them into 750, 4830.5 and a large integer.
+_Loader.add_implicit_resolver(_INT_TAG, re.compile(r"""^(?:[-+]?0b[0-1_]+
+    |[-+]?0[0-7_]+
+    |[-+]?(?:0|[1-9][0-9_]*)
+    |[-+]?0x[0-9a-fA-F_]+)$""", re.X), list("-+0123456789"))
+_Loader.add_implicit_resolver(_FLOAT_TAG, re.compile(r"""^(?:[-+]?(?:[0-9][0-9_]*)\.[0-9_]*(?:[eE][-+][0-9]+)?
+    |\.[0-9][0-9_]*(?:[eE][-+][0-9]+)?
+    |[-+]?\.(?:inf|Inf|INF)
+    |\.(?:nan|NaN|NAN))$""", re.X), list("-+0123456789."))
 # kubectl's reader takes `1e3` as a number (YAML 1.1 wants a dot): read it as kubectl does.
 _Loader.add_implicit_resolver(
-    "tag:yaml.org,2002:float", re.compile(r"^[-+]?(?:[0-9]+)(?:[eE][-+]?[0-9]+)$"), list("-+0123456789"))
+    _FLOAT_TAG, re.compile(r"^[-+]?(?:[0-9]+)(?:[eE][-+]?[0-9]+)$"), list("-+0123456789"))
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,7 +93,7 @@ def parse_file(path: str, data: bytes) -> ParsedFile:
         line = data[: e.start].count(b"\n") + 1
         return _fail(path, line, "file is not valid UTF-8")
     if path.endswith(".json"):
-        return _parse_json(path, text)
+        return _parse_json(path, text, source=True)
     return _parse_yaml(path, text, data)
 
 
@@ -99,23 +111,59 @@ def _fail(path: str, line: int, message: str) -> ParsedFile:
     return ParsedFile((), (Problem(Origin(path, line), message),))
 
 
-def _parse_json(path: str, text: str) -> ParsedFile:
+def _parse_json(path: str, text: str, source: bool = False) -> ParsedFile:
+    """One JSON document. A `source` file is also refused when an object gives a key twice (as
+    in YAML); a byte order mark is skipped, as kubectl's reader does."""
+    text = text.removeprefix("\ufeff")
     try:
         doc = orjson.loads(text)
     except orjson.JSONDecodeError as e:
         return _fail(path, int(getattr(e, "lineno", 0) or 0), f"malformed JSON: {e.msg}")
     if not isinstance(doc, dict):
         return _fail(path, 1, "document is not a mapping (an object must be a JSON object)")
-    if text.count("{") + text.count("[") <= 100 and not _LONG_DIGITS.search(text):
-        return ParsedFile(((1, doc),))  # orjson gives only JSON values: nothing _shape_error could find
-    error = _shape_error(doc)
+    if source:
+        duplicate = _json_duplicate(text)
+        if duplicate:
+            return _fail(path, *duplicate)
+    # orjson gives only JSON values: shallow, without long numbers, nothing shape_error could find
+    plain = text.count("{") + text.count("[") <= 100 and not _LONG_DIGITS.search(text)
+    error = None if plain else shape_error(doc)
     if error:
-        return _fail(path, 1, error)
+        return _fail(path, 1, located(*error))
     docs, problems = [], []
     for line, body, _ in _expanded(1, doc, None):
         docs.append((line, body))
         problems.extend(_scalar_metadata_problems(path, line, body, None))
     return _checked(path, docs, problems)
+
+
+class _Duplicate(Exception):
+    pass
+
+
+def _refuse_duplicate_pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    mapping = dict(pairs)
+    if len(mapping) != len(pairs):
+        raise _Duplicate
+    return mapping
+
+
+def _json_duplicate(text: str) -> tuple[int, str] | None:
+    """(line, message) when an object of the JSON text gives a key twice. The line comes from
+    reading the text as YAML (JSON is YAML), which names both places."""
+    try:
+        json.loads(text, object_pairs_hook=_refuse_duplicate_pairs)
+        return None
+    except _Duplicate:
+        pass
+    try:
+        yaml.load(text, Loader=_Loader)  # noqa: S506 - the safe loader of this module
+    except yaml.MarkedYAMLError as e:
+        if e.problem and e.problem_mark and e.problem.startswith("duplicate key"):
+            return e.problem_mark.line + 1, f"malformed JSON: {e.problem.replace('a mapping', 'an object')}"
+    except (yaml.YAMLError, ValueError, TypeError, RecursionError):
+        pass
+    return 1, "malformed JSON: an object gives a key twice"
 
 
 def _checked(path: str, docs: list[tuple[int, Any]], problems: list[Problem]) -> ParsedFile:
@@ -259,9 +307,9 @@ def _parse_yaml(path: str, text: str, data: bytes) -> ParsedFile:
             doc = loader.construct_document(node)
             if doc is None:
                 continue
-            error = _shape_error(doc)
-            if error:
-                return _fail(path, line, error)
+            shape = shape_error(doc)
+            if shape:
+                return _fail(path, line_of(node, shape[1]) or line, located(*shape))
             for item_line, body, item_node in _expanded(line, doc, node):
                 docs.append((item_line, body))
                 problems.extend(_scalar_metadata_problems(path, item_line, body, item_node))
@@ -318,34 +366,3 @@ class _TooLarge(Exception):
     pass
 
 
-def _shape_error(doc: Any) -> str | None:
-    if not isinstance(doc, dict):
-        return f"document is not a mapping (found {type(doc).__name__})"
-    try:
-        return _value_error(doc, 0)
-    except RecursionError:
-        return "document nesting is too deep"
-
-
-def _value_error(value: Any, depth: int) -> str | None:
-    if depth > 100:
-        return "document nesting is deeper than 100 levels"
-    if isinstance(value, dict):
-        for key, item in value.items():
-            if not isinstance(key, str):
-                return f"map key {key!r} is not a string"
-            error = _value_error(item, depth + 1)
-            if error:
-                return error
-    elif isinstance(value, list):
-        for item in value:
-            error = _value_error(item, depth + 1)
-            if error:
-                return error
-    elif isinstance(value, float) and not math.isfinite(value):
-        return "NaN and infinite numbers are not JSON (quote them to keep them as text)"
-    elif isinstance(value, int) and not isinstance(value, bool) and not -INT_LIMIT <= value <= INT_LIMIT:
-        return "integer beyond ±2^53 would lose precision in kustomize and JSON readers (quote it)"
-    elif not isinstance(value, (str, int, float, bool)) and value is not None:
-        return f"value of type {type(value).__name__} is not JSON (use a plain string)"
-    return None

@@ -21,7 +21,7 @@ spec:                               # every field optional; unknown fields are e
 
 `messageTemplate` is a Python format string with the placeholders `{source}` (the source commit's
 full sha), `{source_short}` (its first 7 characters) and `{affected}` (the number of affected
-WECs); `RepoConfig.commit_message` fills it and appends the `Ksgitops-Source: <sha>` trailer.
+WECs), each plain (no format spec or conversion); `RepoConfig.commit_message` fills it and appends the `Ksgitops-Source: <sha>` trailer.
 """
 from __future__ import annotations
 
@@ -124,13 +124,19 @@ def _template_messages(template: str) -> list[str]:
     where = "spec.commit.messageTemplate"
     allowed = ", ".join("{" + f + "}" for f in TEMPLATE_FIELDS)
     try:
-        fields = [f for _, f, _, _ in string.Formatter().parse(template) if f is not None]
+        parsed = [(f, spec, conversion) for _, f, spec, conversion in string.Formatter().parse(template)
+                  if f is not None]
     except ValueError as e:
         return [f"{where}: {e} (write {{{{ and }}}} for literal braces)"]
+    fields = [f for f, _, _ in parsed]
     unknown = sorted({f for f in fields if f not in TEMPLATE_FIELDS})
     if unknown:
         names = ", ".join("{" + f + "}" if f else "{}" for f in unknown)
         return [f"{where}: unknown placeholder {names} (allowed: {allowed})"]
+    formatted = sorted({f for f, spec, conversion in parsed if spec or conversion})
+    if formatted:  # `{source:>3000000000}` would make a message of gigabytes
+        return [f"{where}: a placeholder takes no format spec or conversion: write "
+                f"{', '.join('{' + f + '}' for f in formatted)}"]
     try:
         template.format(source="0" * 40, source_short="0" * 7, affected=0)
     except (ValueError, TypeError, IndexError, KeyError) as e:

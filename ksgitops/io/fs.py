@@ -17,6 +17,7 @@ from typing import Any, Iterator
 
 import pygit2
 
+from ..core.parse import MAX_FILE_BYTES
 from ..core.snapshot import GENERATED_DIR, SOURCE_SUFFIXES, SourceFile
 from ..core.tree import FileTree, Generated, put
 from ..model import KsgitopsError, Origin, Problem, Progress
@@ -152,11 +153,16 @@ class WorkTreeSnapshot:
 
     def _source(self, path: str, stamp: Stamp | None = None) -> SourceFile:
         full = self.root / path
+        if self.record is not None:
+            self.seen.add(path)
+            stamp = stamp or lstamp(str(full))
+        if (stamp[1] if stamp else os.stat(full).st_size) > MAX_FILE_BYTES:
+            # never held whole: the parser only needs to see that it is too large
+            return SourceFile(path, str(pygit2.hashfile(str(full))), lambda: _prefix(full))
         if self.record is None:
             data = full.read_bytes()
             return SourceFile(path, _blob_id(data), lambda: data)
-        self.seen.add(path)
-        stamp = stamp or lstamp(str(full))
+        assert stamp is not None
         known = self.record.source(path, stamp)
         if known is not None:
             return SourceFile(path, known.key, lambda: _read_as(full, path, known.key))
@@ -178,6 +184,12 @@ def _read_as(full: Path, path: str, key: str) -> bytes:
     if _blob_id(data) != key:
         raise KsgitopsError(f"{path}: changed while ksgitops was reading the sources; run again")
     return data
+
+
+def _prefix(path: Path) -> bytes:
+    """The first bytes of a file over the parse limit: enough for the parser to say so."""
+    with open(path, "rb") as f:
+        return f.read(MAX_FILE_BYTES + 1)
 
 
 def _list(full: str) -> tuple[tuple[str, bool], ...]:

@@ -14,6 +14,7 @@ from typing import Any, cast
 
 import pygit2
 
+from ..core.parse import MAX_FILE_BYTES
 from ..core.snapshot import SourceFile, is_source_path
 from ..core.tree import KEEP, OTHERS, REUSE, FileTree, Generated, Subtree
 from ..model import EnvError, GitError, KsgitopsError
@@ -33,6 +34,14 @@ def tree_at(repo: pygit2.Repository, oid: Any) -> pygit2.Tree:
 
 def blob_data(repo: pygit2.Repository, oid: Any) -> bytes:
     return cast(pygit2.Blob, repo[oid]).data
+
+
+def source_data(repo: pygit2.Repository, oid: Any) -> bytes:
+    """A source blob's bytes. One over the parse limit is never inflated (a few compressed kilobytes
+    can stand for gigabytes): it reads as that many zero bytes plus one, all the parser needs to
+    refuse it."""
+    _, size = repo.odb.read_header(oid)
+    return bytes(MAX_FILE_BYTES + 1) if size > MAX_FILE_BYTES else blob_data(repo, oid)
 
 
 def consolidate_packs(repo: pygit2.Repository, most: int = 16) -> int:
@@ -141,7 +150,7 @@ class TreeSnapshot:
 
     def _source(self, path: str, oid: pygit2.Oid) -> SourceFile:
         repo = self.repo
-        return SourceFile(path, str(oid), lambda: blob_data(repo, oid))
+        return SourceFile(path, str(oid), lambda: source_data(repo, oid))
 
     def file(self, path: str) -> SourceFile | None:
         entry = self._entry(path)

@@ -1,0 +1,65 @@
+"""A `.ksgitops-journal` that ksgitops did not write: planted in the work tree, or committed to git
+by a hostile pull request (a CI checkout then holds it). Recovery reads the roots it names and
+removes or renames them; it must act only on roots ksgitops owns, inside the repository, and refuse
+any other journal with nothing touched.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from conftest import copy_example_sources, run_cli_subprocess
+
+JOURNAL = ".ksgitops-journal"
+REASON = ("recovery trusts the journal's root paths: an absolute path, a '..' path, .git or a source "
+          "space named there is removed (io/worktree.py _recover)")
+
+
+def plant(repo: Path, *roots: dict) -> None:
+    (repo / JOURNAL).write_text(json.dumps({"format": "ksgitops-journal-1", "state": "started",
+                                            "roots": list(roots)}))
+
+
+def precious(folder: Path) -> Path:
+    (folder / "sub").mkdir(parents=True)
+    (folder / "sub" / "file").write_text("not ksgitops' to delete\n")
+    return folder
+
+
+@pytest.mark.xfail(strict=True, reason=REASON)
+@pytest.mark.parametrize("command", ["validate", "reconcile"])
+def test_a_journal_naming_a_folder_outside_the_repository_touches_nothing(tmp_path: Path, command: str) -> None:
+    repo = copy_example_sources(tmp_path / "repo")
+    outside, beside = precious(tmp_path / "victim"), precious(tmp_path / "beside")
+    plant(repo, {"path": str(outside), "existed": False, "keep": []},
+          {"path": "../beside", "existed": False, "keep": []})
+    found = run_cli_subprocess(command, str(repo))
+    assert (outside / "sub" / "file").exists() and (beside / "sub" / "file").exists()
+    assert found.returncode == 3 and JOURNAL in found.stderr and "Traceback" not in found.stderr, found.stderr
+
+
+@pytest.mark.xfail(strict=True, reason=REASON)
+@pytest.mark.parametrize("root", [".git", "spaces/wmw-c", "spaces"])
+def test_a_journal_naming_what_ksgitops_does_not_own_touches_nothing(example_git: Path, root: str) -> None:
+    before = sorted(str(p.relative_to(example_git)) for p in (example_git / root).rglob("*"))
+    plant(example_git, {"path": root, "existed": False, "keep": []})
+    found = run_cli_subprocess("validate", str(example_git))
+    assert sorted(str(p.relative_to(example_git)) for p in (example_git / root).rglob("*")) == before
+    assert found.returncode == 3 and JOURNAL in found.stderr, found.stderr
+
+
+
+@pytest.mark.xfail(strict=True, reason="a root the journal says did not exist is removed on rollback whatever it "
+                                       "holds now (io/worktree.py _roll_back): reports not yet committed go with it")
+def test_a_stale_journal_never_removes_a_mailboxs_reports(example_git: Path) -> None:
+    """A journal of another state of the repository (committed by mistake or on purpose, or copied
+    with a work tree) that names a mailbox as new: the mailbox exists now, holding reports."""
+    assert run_cli_subprocess("reconcile", str(example_git)).returncode == 0
+    report = example_git / "spaces" / "imw1-mb-florin" / "reported" / "core" / "configmaps" / "commonstuff" / "x.yaml"
+    report.parent.mkdir(parents=True)
+    report.write_text("collected, not yet committed\n")
+    plant(example_git, {"path": "spaces/imw1-mb-florin", "existed": False, "keep": []})
+    run_cli_subprocess("validate", str(example_git))
+    assert report.read_text() == "collected, not yet committed\n"
