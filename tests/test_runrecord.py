@@ -179,3 +179,20 @@ def test_the_cli_prints_the_recorded_problems(example_git: Path, cli) -> None:
     second = cli("reconcile", str(example_git), "--commit")
     assert "not defined" in first.err and first.err == second.err
     assert second.out.strip() == "2 WECs, 0 generated folders changed, no commit (unchanged)"
+
+
+def test_a_proven_run_in_a_checkout_reads_no_mailbox(example_git: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The check for uncommitted sources skips the mailboxes the recorded run wrote (reading them
+    made a no-op in a checkout of 1,000 WECs cost as much as a full checkout)."""
+    from ksgitops.io import fs
+    assert isinstance(reconcile(example_git), app.ReconcileOutcome)  # its commit holds the mailboxes now
+    read: list[str] = []
+    original = fs.WorkTreeSnapshot.space_files
+
+    def listing(self: fs.WorkTreeSnapshot, space: str):  # type: ignore[no-untyped-def]
+        read.append(space)
+        return original(self, space)
+
+    monkeypatch.setattr(fs.WorkTreeSnapshot, "space_files", listing)
+    assert isinstance(reconcile(example_git), app.ProvenOutcome)
+    assert read and not [space for space in read if "-mb-" in space], read

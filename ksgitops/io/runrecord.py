@@ -31,7 +31,7 @@ class RunRecord:
     fingerprint: dict[str, str]
     mailboxes: dict[str, str]  # owned mailbox -> its tree id when recorded
     result: RecordedResult  # what the run reported
-    loaded_mailboxes: list[str] = field(default_factory=list)  # every mailbox space (owned or not)
+    loaded_mailboxes: list[str] = field(default_factory=list)  # every mailbox space, read or written
 
 
 def fingerprint(index: Any, mailboxes: dict[str, str] | set[str] | list[str],
@@ -80,7 +80,8 @@ def record_of(index: Any, result: Any) -> RunRecord:
     owned = {root.split("/", 1)[1] for root, tree in result.generated.items()
              if root.count("/") == 1 and tree is not None}
     boxes = {mb: index.entry_id(f"spaces/{mb}") for mb in sorted(owned)}
-    return RunRecord(fingerprint(index, boxes), boxes, RecordedResult.of(result), sorted(result.loaded.mailboxes))
+    return RunRecord(fingerprint(index, boxes), boxes, RecordedResult.of(result),
+                     sorted(set(result.loaded.mailboxes) | owned))
 
 
 def proves_unchanged(record: RunRecord | None, index: Any) -> bool:
