@@ -28,7 +28,6 @@ def precious(folder: Path) -> Path:
     return folder
 
 
-@pytest.mark.xfail(strict=True, reason=REASON)
 @pytest.mark.parametrize("command", ["validate", "reconcile"])
 def test_a_journal_naming_a_folder_outside_the_repository_touches_nothing(tmp_path: Path, command: str) -> None:
     repo = copy_example_sources(tmp_path / "repo")
@@ -40,7 +39,6 @@ def test_a_journal_naming_a_folder_outside_the_repository_touches_nothing(tmp_pa
     assert found.returncode == 3 and JOURNAL in found.stderr and "Traceback" not in found.stderr, found.stderr
 
 
-@pytest.mark.xfail(strict=True, reason=REASON)
 @pytest.mark.parametrize("root", [".git", "spaces/wmw-c", "spaces"])
 def test_a_journal_naming_what_ksgitops_does_not_own_touches_nothing(example_git: Path, root: str) -> None:
     before = sorted(str(p.relative_to(example_git)) for p in (example_git / root).rglob("*"))
@@ -51,8 +49,6 @@ def test_a_journal_naming_what_ksgitops_does_not_own_touches_nothing(example_git
 
 
 
-@pytest.mark.xfail(strict=True, reason="a root the journal says did not exist is removed on rollback whatever it "
-                                       "holds now (io/worktree.py _roll_back): reports not yet committed go with it")
 def test_a_stale_journal_never_removes_a_mailboxs_reports(example_git: Path) -> None:
     """A journal of another state of the repository (committed by mistake or on purpose, or copied
     with a work tree) that names a mailbox as new: the mailbox exists now, holding reports."""

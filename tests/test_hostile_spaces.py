@@ -29,9 +29,6 @@ data: {a: "1"}
 """
 
 
-@pytest.mark.xfail(strict=True, reason="a space whose space.yaml is a managed Space with the sync-target "
-                                       "annotation is taken for a mailbox (core/load.py is_mailbox_space), and "
-                                       "a mailbox no SyncTarget derives is removed whole, the user's files with it")
 def test_a_space_that_only_looks_like_a_mailbox_is_never_deleted(tmp_path: Path) -> None:
     repo = write_tree(copy_example_sources(tmp_path / "repo"),
                       {"spaces/team/space.yaml": LOOKALIKE, "spaces/team/work.yaml": WORK})

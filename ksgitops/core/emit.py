@@ -10,13 +10,12 @@ from __future__ import annotations
 from typing import Any, Iterable
 
 from .base import Base
-from .load import SPACE_API, SYNC_TARGET_ANNOTATION
+from .load import INVENTORY_ANNOTATION, SPACE_API, SYNC_TARGET_ANNOTATION
 from .mailbox import Entry, MailboxPlan, upsync_sets
 from .serialize import canonical_json, dump_yaml, yaml_str
 from .tree import KEEP, OTHERS, FileTree, put
 from .where import EDGE_API, Destination, Wec
 
-INVENTORY_ANNOTATION = "ksgitops.kubestellar.io/inventory-space"
 UID_ANNOTATION = "edge.kubestellar.io/sync-target-uid"
 
 

@@ -22,13 +22,12 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping, NamedTuple
 
 from ..model import FEW_WECS, Obj, Problem, few
+from .load import INVENTORY_ANNOTATION, SYNC_TARGET_ANNOTATION
 from .records import RECORDS_DIR, SPS_DIR, RecordedPlacement, parse_record, sps_mailboxes
 from .snapshot import GENERATED_DIR, Previous
 from .where import mailbox_name
 
 EDGE_GROUP = "edge.kubestellar.io"
-INVENTORY_ANNOTATION = "ksgitops.kubestellar.io/inventory-space"  # as core/emit.py writes it
-SYNC_TARGET_ANNOTATION = "edge.kubestellar.io/sync-target-name"
 FROZEN_DIGEST = ""  # the reuse digest of a mailbox a frozen placement reaches: it never matches a cache
 
 

@@ -15,6 +15,7 @@ from .convert import read_source
 from .snapshot import CONFIG_FILE, Snapshot, SourceFile
 
 SYNC_TARGET_ANNOTATION = "edge.kubestellar.io/sync-target-name"
+INVENTORY_ANNOTATION = "ksgitops.kubestellar.io/inventory-space"  # only ksgitops writes it (core/emit.py)
 SPACE_API = "space.kubestellar.io/v1alpha1"
 
 ParseCache = MutableMapping[Any, Any]  # parse results by blob id, plus other memos keyed by tuples
@@ -71,10 +72,22 @@ def _digest(files: list[SourceFile]) -> str:
 
 
 def is_mailbox_space(obj: Obj) -> bool:
-    """A managed Space carrying the sync-target annotation: generated, never input."""
-    spec = obj.spec
-    return (obj.api_version == SPACE_API and obj.kind == "Space"
-            and SYNC_TARGET_ANNOTATION in obj.annotations and spec.get("Type") == "managed")
+    """A managed Space carrying the sync-target annotation and ksgitops' own inventory-space
+    annotation: generated, never input. A Space without ksgitops' annotation (one copied from a
+    KubeStellar mailbox, or written by hand) is a source space: ksgitops never replaces or removes
+    a folder it did not write."""
+    return is_mailbox_document(obj.body)
+
+
+def is_mailbox_document(body: Any) -> bool:
+    """is_mailbox_space, for a document as parsed."""
+    if not isinstance(body, dict):
+        return False
+    metadata, spec = body.get("metadata"), body.get("spec")
+    annotations = metadata.get("annotations") if isinstance(metadata, dict) else None
+    return (body.get("apiVersion") == SPACE_API and body.get("kind") == "Space"
+            and isinstance(spec, dict) and spec.get("Type") == "managed" and isinstance(annotations, dict)
+            and SYNC_TARGET_ANNOTATION in annotations and INVENTORY_ANNOTATION in annotations)
 
 
 def mailbox_space(snapshot: Snapshot, space: str, cache: ParseCache | None = None) -> Obj | None:

@@ -15,7 +15,8 @@ from .. import __version__
 from ..kinds import KindTable, is_control
 from ..model import KsgitopsError, Obj, Problem, Progress, grouped_by_wec
 from ..names import file_stem
-from .emit import INVENTORY_ANNOTATION, Emitter, sps_yaml
+from .emit import Emitter, sps_yaml
+from .load import INVENTORY_ANNOTATION
 from .isolation import FROZEN_DIGEST, Frozen, Isolation, isolate
 from .load import Loaded, ParseCache, load
 from .mailbox import MailboxBuilder, MailboxPlan, PlacementPlan

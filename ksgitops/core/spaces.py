@@ -29,7 +29,7 @@ from typing import Any, Iterable, Mapping
 
 from ..model import Obj, Origin, Problem
 from ..names import dns1123_label_error
-from .load import SPACE_API, Loaded
+from .load import INVENTORY_ANNOTATION, SPACE_API, Loaded
 from .parse import parse_file
 from .serialize import dump_yaml
 from .snapshot import GENERATED_DIR, Snapshot
@@ -336,7 +336,6 @@ def inputs_from(spaces: Mapping[str, Iterable[Obj]]) -> SpaceInputs:
 # ---- the space step of reconcile (docs/SPACES.md, "In reconcile") over the git provider
 
 SPACE_DIR = "space"  # a discovered space's Space object: spaces/<space>/.ksgitops/space/space.yaml
-INVENTORY_ANNOTATION = "ksgitops.kubestellar.io/inventory-space"  # as core.emit writes it
 # The managed marker of a git space ksgitops created (GitFolderProvider.create): a managed Space in
 # spaces/<space>/.ksgitops/managed-space.yaml. Under .ksgitops/ it is never input, so it neither
 # duplicates the Space object (which lives in another space) nor keeps the space alive once the

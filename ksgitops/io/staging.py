@@ -24,6 +24,7 @@ class Change:
     content: FileTree | bytes | None  # None: the root goes
     existed: bool
     keep: list[str] = field(default_factory=list)  # paths inside the old root to carry over
+    made: list[str] | None = None  # read from a journal: the top-level names a new root was staged with
 
 
 def sibling(target: Path, role: str) -> Path:

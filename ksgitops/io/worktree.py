@@ -10,7 +10,7 @@ For a root D = <parent>/<name>, a batch of roots is written in these steps (S an
 
     S = .<name>.ksgitops-stage     the new content (generated files only, nothing kept)
     T = .<name>.ksgitops-trash     the old root, once moved aside
-    J = <work tree>/.ksgitops-journal    {"state": "started" | "done", "roots": [{path, existed, keep}]}
+    J = <work tree>/.ksgitops-journal    {"state": "started" | "done", "roots": [{path, existed, keep, made}]}
 
     1. J := started, fsynced: every root of the batch, whether it existed, the kept paths in it
     2. every S written
@@ -27,9 +27,19 @@ next command that reads or writes the work tree (`recover`), before it reads any
     no J          nothing in flight.
     J started     roll back, per root in reverse order: when T exists, move each kept path that
                   is in D and not in T back into T, remove D, rename T -> D; when it does not and the
-                  root did not exist before, remove D; remove S. The old roots are back, with every
-                  kept file in them (a kill never loses one: each is in D or in T, never elsewhere).
+                  root did not exist before, remove D — only when D holds nothing but the entries
+                  the write staged (`made`, the new root's top-level names): a D holding anything
+                  else is not this write's, and is left whole; remove S. The old roots are back,
+                  with every kept file in them (a kill never loses one: each is in D or in T, never
+                  elsewhere).
     J done        roll forward: remove what is left of every T and S.
+
+A journal is trusted only as far as it names what ksgitops writes (`owned_root_problem`): every
+root a relative path inside the work tree, without `..` or links on the way, of one of the shapes
+ksgitops writes (`STATUS.md`; `spaces/<space>/.ksgitops/<name>`; a mailbox `spaces/<mailbox>` or
+its `reported`, where the mailbox folder, if it is there, has a ksgitops mailbox's `space.yaml`),
+every kept path inside its root. A journal naming anything else was not written by ksgitops (planted in the work
+tree or committed): it is refused, exit 3, before anything is touched.
 
 Each recovery step is idempotent, so a kill during recovery is recovered by the next run. Writes
 and recoveries hold a lock on the work tree's folder (durable.exclusive): a journal in flight
@@ -56,7 +66,10 @@ from typing import Any
 from ..core.tree import KEEP, OTHERS, REUSE, FileTree, Generated, has_files
 from ..model import EnvError, KsgitopsError, Progress
 from .durable import exclusive, fsync_dir, sync_filesystem, write_durably
-from .fs import LinkError, check_path, lstat_mode
+from ..core.load import is_mailbox_document
+from ..core.parse import MAX_FILE_BYTES, parse_file
+from ..core.snapshot import GENERATED_DIR
+from .fs import STATUS_FILE, LinkError, check_path, lstat_mode
 from .staging import Change, remove as _remove, sibling, stage_all
 
 JOURNAL = ".ksgitops-journal"
@@ -240,9 +253,7 @@ def _recover(root: Path) -> bool:
     data = journal.read()
     if data is None:
         return False
-    changes = [Change(r["path"], None, bool(r["existed"]), list(r["keep"])) for r in data["roots"]]
-    for change in changes:
-        check_path(journal.root, change.path)
+    changes = journal.changes(data)
     try:
         if data["state"] == "done":
             _roll_forward(journal.root, changes)
@@ -264,9 +275,16 @@ def _roll_back(root: Path, changes: list[Change]) -> None:
                 _move(target / kept, trash / kept)
             _remove(target)
             os.rename(trash, target)
-        elif not change.existed:
+        elif not change.existed and _only_made(target, change.made):
             _remove(target)
         _remove(sibling(target, "stage"))
+
+
+def _only_made(target: Path, made: list[str] | None) -> bool:
+    """Whether `target` holds nothing but what a write that created it staged (a file root: yes)."""
+    if not stat.S_ISDIR(lstat_mode(target)):
+        return True
+    return set(os.listdir(target)) <= set(made or ())  # a journal without `made` staged nothing we know of
 
 
 def _roll_forward(root: Path, changes: list[Change]) -> None:
@@ -283,7 +301,7 @@ def _fail(root: Path, journal: "_Journal", error: OSError) -> None:
         _remove(sibling(journal.path, "tmp"))  # the journal itself may be what could not be written
         data = journal.read()
         if data is not None:
-            _roll_back(root, [Change(r["path"], None, bool(r["existed"]), list(r["keep"])) for r in data["roots"]])
+            _roll_back(root, journal.changes(data))
             journal.remove()
     except OSError as again:
         raise EnvError(where, f"{error.strerror}; undoing the write failed too ({again.strerror}): the next "
@@ -325,9 +343,28 @@ class _Journal:
             raise KsgitopsError(f"{JOURNAL}: an interrupted write left a journal ksgitops cannot read ({e}); "
                                 f"move it away and check the generated folders", exit_code=3) from None
 
+    def changes(self, data: dict[str, Any]) -> list[Change]:
+        """The roots of a journal read, each checked to be one ksgitops writes (else KsgitopsError,
+        exit 3, with nothing touched)."""
+        roots = data.get("roots")
+        if not isinstance(roots, list):
+            raise self._refused("it names no roots")
+        changes = []
+        for entry in roots:
+            change = _change_of(entry)
+            problem = owned_root_problem(self.root, change.path, change.keep) if change else "an entry is malformed"
+            if problem or change is None:
+                raise self._refused(problem or "an entry is malformed")
+            changes.append(change)
+        return changes
+
+    def _refused(self, problem: str) -> KsgitopsError:
+        return KsgitopsError(f"{JOURNAL}: {problem}: ksgitops did not write this journal, so nothing was recovered "
+                             f"or changed; remove the file and check the generated folders", exit_code=3)
+
     def write(self, state: str, changes: list[Change]) -> None:
         check_path(self.root, JOURNAL)
-        roots = [{"path": c.path, "existed": c.existed, "keep": c.keep} for c in changes]
+        roots = [{"path": c.path, "existed": c.existed, "keep": c.keep, "made": _made(c)} for c in changes]
         write_durably(self.path, json.dumps({"format": FORMAT, "state": state, "roots": roots}).encode())
 
     def remove(self) -> None:
@@ -368,3 +405,70 @@ def _resolve_legacy(root: Path, rel: str, tree: FileTree | bytes | None) -> None
         _remove(new)
     if has_old:
         _remove(old)
+
+
+# --- what a journal may name ------------------------------------------------------------------------
+
+def _made(change: Change) -> list[str] | None:
+    """The top-level names a root that did not exist is made of (None: a file root, or it existed)."""
+    if change.existed or not isinstance(change.content, dict):
+        return None
+    return sorted(name for name, value in change.content.items()
+                  if name != OTHERS and value is not KEEP and value is not REUSE)
+
+
+def _change_of(entry: Any) -> Change | None:
+    if not isinstance(entry, dict):
+        return None
+    path, existed, keep, made = entry.get("path"), entry.get("existed"), entry.get("keep", []), entry.get("made")
+    if not isinstance(path, str) or not isinstance(existed, bool) or not isinstance(keep, list) \
+            or not all(isinstance(k, str) for k in keep) \
+            or not (made is None or (isinstance(made, list) and all(isinstance(m, str) for m in made))):
+        return None
+    return Change(path, None, existed, list(keep), made)
+
+
+def owned_root_problem(root: Path, rel: str, keep: list[str]) -> str | None:
+    """Why `rel` (with kept paths `keep`) is not a root ksgitops writes in the work tree `root`, or None."""
+    shown = repr(rel[:200])
+    if not _plain_relative(rel):
+        return f"root {shown} is not a plain path inside the repository"
+    bad = next((k for k in keep if not _plain_relative(k)), None)
+    if bad is not None:
+        return f"kept path {bad[:200]!r} of root {shown} is not a plain path inside it"
+    try:
+        check_path(root, rel)
+    except LinkError:
+        return f"root {shown} has a symbolic link on its way"
+    parts = rel.split("/")
+    if parts == [STATUS_FILE] or (len(parts) == 4 and parts[0] == "spaces" and parts[2] == GENERATED_DIR):
+        return None
+    if parts[0] == "spaces" and (len(parts) == 2 or (len(parts) == 3 and parts[2] == "reported")):
+        if _mailbox_or_absent(root / "spaces" / parts[1]):
+            return None
+        return f"root {shown} is a source space, not a mailbox ksgitops writes"
+    return f"root {shown} is nothing ksgitops writes"
+
+
+def _plain_relative(rel: str) -> bool:
+    parts = rel.split("/")
+    return bool(rel) and not rel.startswith("/") and "\0" not in rel and \
+        all(part not in ("", ".", "..") for part in parts) and parts[0] != ".git"
+
+
+def _mailbox_or_absent(folder: Path) -> bool:
+    """A folder that is not there (a new root: only its `.NAME.ksgitops-*` siblings can be), or
+    one whose space.yaml makes it a ksgitops mailbox."""
+    return not os.path.lexists(folder) or is_mailbox_file(folder / "space.yaml")
+
+
+def is_mailbox_file(space_yaml: Path) -> bool:
+    """Whether the file is a ksgitops mailbox's space.yaml (a regular file, small, that parses)."""
+    try:
+        st = os.lstat(space_yaml)
+        if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_FILE_BYTES:
+            return False
+        parsed = parse_file("space.yaml", space_yaml.read_bytes())  # the parser's limits: no alias bombs
+    except OSError:
+        return False
+    return len(parsed.docs) == 1 and is_mailbox_document(parsed.docs[0][1])
