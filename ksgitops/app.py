@@ -16,7 +16,7 @@ from .core.repoconfig import parse_repo_config
 from .core.snapshot import Snapshot
 from .core.wecs import find_wec, wec_display_names, wec_rows
 from .core.tree import REUSE, FileTree, same_files
-from .model import KsgitopsError, Progress
+from .model import KsgitopsError, Progress, counted
 from .io.fs import WorkTreeSnapshot, write_generated
 
 WORKTREE = "worktree"
@@ -196,7 +196,10 @@ def reconcile_commit(path: Path, source: str, progress: Progress | None = None,
     result = reconcile_reusing(src, cache, progress)
     _warn_uncommitted(src, result.loaded.mailboxes)
     config = result.config
-    message = config.commit_message(str(src.commit.id), frozen=result.frozen.trailer())  # type: ignore[attr-defined]
+    def message(roots: list[str]) -> str:  # {affected}: the WECs whose mailbox the commit changes
+        affected = sum(1 for root in roots if root.count("/") == 1)
+        return config.commit_message(str(src.commit.id), affected, frozen=result.frozen.trailer())  # type: ignore[attr-defined]
+
     committed = _commit_on_branch(src, result.generated, config, message)
     new = git.TreeIndex(src.repo, src.repo[committed.tree])  # type: ignore[arg-type, index]
     roots = git.changed_roots(base, new, list(result.generated))
@@ -225,7 +228,7 @@ def open_branch(path: Path, source: str) -> Source:
     return src
 
 
-def _commit_on_branch(src: Source, generated: Any, config: Any, message: str) -> Any:
+def _commit_on_branch(src: Source, generated: Any, config: Any, message: str | Callable[[list[str]], str]) -> Any:
     """Commit `generated` on the source's branch as RepoConfig's author; in a checkout of that
     branch the work tree and index follow."""
     from .io import git
@@ -380,7 +383,8 @@ class FoldOutcome:
     problems: list[Any]
 
 
-FOLD_SUBJECT = "ksgitops: fold in reports of {affected} WECs"
+def fold_subject(wecs: int) -> str:
+    return f"ksgitops: fold in reports of {counted(wecs, 'WEC')}"
 
 
 def fold_in(path: Path, source: str = "HEAD", cache: Any = None) -> FoldOutcome:
@@ -396,7 +400,7 @@ def fold_in(path: Path, source: str = "HEAD", cache: Any = None) -> FoldOutcome:
     if not planned.generated:
         return FoldOutcome(None, [], planned.problems)
     config, _ = parse_repo_config(loaded.config)
-    message = config.commit_message(source_of(src.commit), len(planned.folded), subject=FOLD_SUBJECT)
+    message = config.commit_message(source_of(src.commit), len(planned.folded), subject=fold_subject(len(planned.folded)))
     committed = _commit_on_branch(src, planned.generated, config, message)
     return FoldOutcome(committed.commit, planned.folded, planned.problems)
 

@@ -26,7 +26,7 @@ from .core.render import as_list, in_apply_order, render_mailbox
 from .core.serialize import dump_yaml_all
 from .io import extdiff
 from .io.locate import Need, locate
-from .model import KsgitopsError, Origin, Problem
+from .model import KsgitopsError, Origin, Problem, counted
 
 REPO = click.argument("repo", required=False, default=None, type=click.Path(file_okay=False, path_type=Path))
 
@@ -79,7 +79,7 @@ def validate(repo: Path | None, output: str, strict: bool) -> None:
               **({"errors": [problem_json(p) for p in errors], "exitCode": 2} if errors else {})})
     else:
         print_problems(result.problems)
-        click.echo(f"{'invalid' if errors else 'valid'}: {len(result.wecs)} WECs, "
+        click.echo(f"{'invalid' if errors else 'valid'}: {counted(len(result.wecs), 'WEC')}, "
                    f"{sum(len(v) for v in result.placements.values())} placements, {len(result.errors)} errors, "
                    f"{warnings} warnings{' (--strict: warnings are errors)' if strict and warnings else ''}")
         if result.frozen:
@@ -123,7 +123,7 @@ def reconcile_cmd(repo: Path | None, source: str | None, do_commit: bool, do_pus
         what = f"committed {outcome.commit[:12]}" if outcome.commit else ("no commit (unchanged)" if do_commit else "written")
         if pushed is not None:
             what += ", pushed" if pushed else ", nothing to push"
-        click.echo(f"{len(result.wecs)} WECs, {len(outcome.changed_roots)} generated folders changed, {what}"
+        click.echo(f"{counted(len(result.wecs), 'WEC')}, {counted(len(outcome.changed_roots), 'generated folder')} changed, {what}"
                    + (f"; frozen: {result.frozen.trailer()}" if result.frozen else ""))
     exit_if_confined(result)
 
@@ -146,7 +146,7 @@ def diff(repo: Path | None, against: str | None, output: str) -> None:
         click.echo(diffs.markdown(planned), nl=False)
     elif os.environ.get(extdiff.ENV):
         code = extdiff.run(planned.wecs, os.environ[extdiff.ENV]) if planned.wecs else 0
-        click.echo(f"{len(planned.wecs)} WECs affected")
+        click.echo(f"{counted(len(planned.wecs), 'WEC')} affected")
         if code > 1:
             raise KsgitopsError(f"{extdiff.ENV}: the diff program exited {code}", exit_code=code)
     else:
@@ -249,7 +249,7 @@ def status_cmd(repo: Path | None, do_commit: bool, source: str, do_push: bool, r
     what = ""
     if do_commit:
         what = f", committed {outcome.commit[:12]}" if outcome.commit else ", no commit (unchanged)"
-    click.echo(f"{len(outcome.output.combined)} objects on {len(outcome.result.wecs)} WECs: "
+    click.echo(f"{counted(len(outcome.output.combined), 'object')} on {counted(len(outcome.result.wecs), 'WEC')}: "
                f"{counts.get('Healthy', 0)}/{total} healthy{others}; {len(outcome.changed)} status files changed{what}")
     exit_if_confined(outcome.result)
 
@@ -272,7 +272,7 @@ def collect_cmd(repo: Path | None, kubeconfig: str | None, timeout: float, worke
         dump({"collected": outcome.collected, "unreachable": outcome.unreachable, "skipped": outcome.skipped,
               "changed": outcome.changed, "reports": outcome.reports, "problems": outcome.problems})
     else:
-        click.echo(f"collected {len(outcome.collected)} WECs, {outcome.reports} reports, "
+        click.echo(f"collected {counted(len(outcome.collected), 'WEC')}, {counted(outcome.reports, 'report')}, "
                    f"{len(outcome.changed)} mailboxes changed; {len(outcome.unreachable)} unreachable, "
                    f"{len(outcome.skipped)} skipped (no kubeconfig context or mailbox)")
     sys.exit(outcome.exit_code)
@@ -354,7 +354,7 @@ def fold_in_cmd(repo: Path | None, source: str, output: str) -> None:
         return
     print_problems(outcome.problems)
     what = f"committed {outcome.commit[:12]}" if outcome.commit else "no commit (nothing new)"
-    click.echo(f"{len(outcome.folded)} WECs' reports folded in, {what}")
+    click.echo(f"reports of {counted(len(outcome.folded), 'WEC')} folded in, {what}")
 
 
 SECONDS = click.FloatRange(min=0, max=7 * 86400, min_open=True)  # more than 0, at most a week

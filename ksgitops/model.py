@@ -148,6 +148,11 @@ class Problem:
         return parts[1] if len(parts) > 2 and parts[0] == "spaces" else ""
 
 
+def counted(n: int, one: str, many: str | None = None) -> str:
+    """`1 WEC`, `2 WECs`: a count with its noun in the right number (`many`: an irregular plural)."""
+    return f"{n} {one if n == 1 else (many or one + 's')}"
+
+
 def few(names: "tuple[str, ...] | list[str]", total: int | None = None) -> str:
     """`a, b, c`: at most FEW_WECS names, then `…` when there are more (`total`: how many in all)."""
     shown = list(names[:FEW_WECS])

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
-from .model import KsgitopsError, Progress
+from .model import KsgitopsError, Progress, counted
 from .shutdown import Shutdown
 
 if TYPE_CHECKING:
@@ -224,23 +224,19 @@ def _message(config: Any, made: CycleCommit, reconciled: bool) -> str:
     """RepoConfig's message for what the commit holds: the reconcile template when `reconciled`
     (mailboxes or SPSes changed), else the fold-in or status subject; a body line per part; the
     one Ksgitops-Source trailer, after Ksgitops-Frozen when the reconcile froze something."""
-    from .app import FOLD_SUBJECT, STATUS_SUBJECT
+    from .app import STATUS_SUBJECT, fold_subject
     parts = []
     if made.changed_wecs:
-        parts.append(f"reconcile: {_count(len(made.changed_wecs), 'mailbox', 'mailboxes')} changed")
+        parts.append(f"reconcile: {counted(len(made.changed_wecs), 'mailbox', 'mailboxes')} changed")
     if made.folded:
-        parts.append(f"fold-in: reports of {_count(len(made.folded), 'WEC', 'WECs')}")
+        parts.append(f"fold-in: reports of {counted(len(made.folded), 'WEC')}")
     if made.status_files:
-        parts.append(f"status: {_count(len(made.status_files), 'file', 'files')} changed")
-    subject = config.message_template if reconciled else (FOLD_SUBJECT if made.folded else STATUS_SUBJECT)
+        parts.append(f"status: {counted(len(made.status_files), 'file')} changed")
+    subject = config.message_template if reconciled else (fold_subject(len(made.folded)) if made.folded else STATUS_SUBJECT)
     first, _, rest = subject.partition("\n")
     template = f"{first}\n\n" + "\n".join(parts) + (f"\n{rest}" if rest else "")
     affected = len(made.changed_wecs) if reconciled else len(made.folded)
     return str(config.commit_message(made.source, affected, subject=template, frozen=made.frozen))
-
-
-def _count(n: int, one: str, many: str) -> str:
-    return f"{n} {one if n == 1 else many}"
 
 
 def branch_of(path: Path, source: str) -> str:
@@ -253,16 +249,6 @@ def branch_of(path: Path, source: str) -> str:
 
 
 def move_branch(repo: Any, ref: str, target: Any) -> None:
-    """Put a branch on `target`. In a checkout of that branch, the work tree and index follow, and
-    uncommitted changes to tracked files stop it (they would be lost)."""
+    """Put a branch on `target` (io/git.py move_branch)."""
     from .io import git
-    if git.is_checked_out(repo, ref):
-        import pygit2
-        dirty = [p for p, flags in repo.status(untracked_files="no").items()
-                 if flags not in (pygit2.GIT_STATUS_CURRENT, pygit2.GIT_STATUS_IGNORED)]
-        if dirty:
-            raise git.GitError(f"the remote moved and the work tree has uncommitted changes "
-                               f"({', '.join(sorted(dirty)[:3])}); commit or stash them and run again")
-        repo.reset(target, pygit2.enums.ResetMode.HARD)
-    else:
-        repo.references.create(ref, target, force=True)
+    git.move_branch(repo, ref, target)

@@ -444,7 +444,7 @@ def test_install_step_installs_ksgitops_from_the_action_checkout(tmp_path: Path,
 # --- ksgitops.io.github, directly -----------------------------------------------------------------
 
 def test_long_diffs_are_cut_to_fit_a_comment(api: FakeGitHub) -> None:
-    diff = "\n".join(["### ksgitops diff: 1 WECs affected", "", "<details><summary>w</summary>", "", "```diff",
+    diff = "\n".join(["### ksgitops diff: 1 WEC affected", "", "<details><summary>w</summary>", "", "```diff",
                       *[f"+line {i} " + "x" * 80 for i in range(2000)], "```", "</details>", ""])
     body = gh.comment_body(diff)
     assert len(body) <= 65_536 and body.startswith(gh.MARKER)

@@ -246,7 +246,7 @@ def test_removing_a_synctarget_removes_its_mailbox(cli: Any, example: Path) -> N
     (example / GUILDER / "reported/x.yaml").write_text("x: 1\n")
     remove_synctarget(example / "spaces/imw1/guilder.yaml")
     res = reconcile(cli, example)
-    assert res.out.startswith("1 WECs"), res
+    assert res.out.startswith("1 WEC, "), res
     assert not (example / GUILDER).exists()
     assert (example / FLORIN / "kustomization.yaml").is_file()
     sps = yaml.safe_load((example / SPS_C).read_text())
@@ -291,7 +291,7 @@ def test_diff_after_editing_a_special_configmap_names_one_wec(cli: Any, example:
     reconcile(cli, example)
     edit(example / SPECIAL_CM, "This is a special web site.", "This is a very special web site.")
     res = run(cli, "diff", str(example), code=1)
-    assert res.out.splitlines()[-1] == "1 WECs affected"
+    assert res.out.splitlines()[-1] == "1 WEC affected"
     assert f"--- a/{GUILDER}/" in res.out and FLORIN not in res.out
 
     data = json.loads(run(cli, "diff", str(example), "-o", "json", code=1).out)
@@ -304,7 +304,7 @@ def test_diff_after_editing_a_special_configmap_names_one_wec(cli: Any, example:
     assert "+++ b/" in entry["diff"] and "very special" in entry["diff"]
 
     md = run(cli, "diff", str(example), "-o", "markdown", code=1).out
-    assert md.splitlines()[0].startswith("#") and "1 WECs affected" in md.splitlines()[0]
+    assert md.splitlines()[0].startswith("#") and "1 WEC affected" in md.splitlines()[0]
     assert "```diff" in md and "guilder" in md and "imw1-mb-guilder" in md
     assert "very special" in md and "florin" not in md
 
@@ -353,7 +353,7 @@ def test_diff_against_ref_in_git_repo(cli: Any, example_git: Path) -> None:
 
     edit(example_git / SPECIAL_CM, "This is a special web site.", "This is a changed special web site.")
     res = run(cli, "diff", "--against", "HEAD", str(example_git), code=1)
-    assert res.out.splitlines()[-1] == "1 WECs affected"
+    assert res.out.splitlines()[-1] == "1 WEC affected"
     assert "changed special web site" in res.out and f"a/{GUILDER}/" in res.out
     data = json.loads(run(cli, "diff", "--against", "HEAD", str(example_git), "-o", "json", code=1).out)
     assert data["affectedWecs"] == ["guilder"]

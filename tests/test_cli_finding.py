@@ -121,12 +121,12 @@ def test_diff_pages_on_a_terminal(cli: Any, example: Path) -> None:
     repo = str(reconciled_and_edited(cli, example))
     pager = "sed s/^/PAGED:/"
     code, out = on_a_terminal(["diff", repo, "--no-color"], {"PAGER": pager})
-    assert code == 1 and "PAGED:1 WECs affected" in out, out
+    assert code == 1 and "PAGED:1 WEC affected" in out, out
     code, out = on_a_terminal(["diff", repo, "--no-color"], {"PAGER": pager, "KSGITOPS_PAGER": "cat"})
-    assert "PAGED:" not in out and "1 WECs affected" in out
+    assert "PAGED:" not in out and "1 WEC affected" in out
     proc = subprocess.run([sys.executable, "-m", "ksgitops", "diff", repo], capture_output=True, text=True,
                           env={**os.environ, "PAGER": pager})
-    assert "PAGED:" not in proc.stdout and proc.stdout.endswith("1 WECs affected\n")
+    assert "PAGED:" not in proc.stdout and proc.stdout.endswith("1 WEC affected\n")
 
 
 # --- KUBECTL_EXTERNAL_DIFF -------------------------------------------------------------------------
@@ -143,7 +143,7 @@ def test_external_diff_gets_live_and_merged_folders_as_kubectl_writes_them(cli: 
     assert listed.returncode == 1, listed
     live, merged = [line.rstrip(":") for line in listed.stdout.splitlines() if line.endswith(":")]
     assert Path(live).name.startswith("LIVE-") and Path(merged).name.startswith("MERGED-")
-    assert listed.stdout.count(name) == 2 and listed.stdout.splitlines()[-1] == "1 WECs affected"
+    assert listed.stdout.count(name) == 2 and listed.stdout.splitlines()[-1] == "1 WEC affected"
     assert not Path(live).exists() and not Path(merged).exists(), "the folders are removed afterwards"
     diffed = external(repo, "diff -u -N")
     assert diffed.returncode == 1 and "+        This is a very special web site." in diffed.stdout, diffed.stdout

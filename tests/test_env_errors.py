@@ -135,9 +135,36 @@ def test_a_commit_that_fails_leaves_the_work_tree_untouched(example_git: Path) -
     lock.write_text("")
     result = ksgitops("reconcile", str(example_git), "--commit")
     assert result.returncode == 3 and "nothing was changed" in result.stderr, result
+    assert "main.lock" in result.stderr and "remove the .lock file" in result.stderr, result.stderr
+    assert "None" not in result.stderr and "Traceback" not in result.stderr
     assert git(example_git, "rev-parse", "HEAD") == head and files(example_git) == before
+    assert lock.exists(), "a lock ksgitops did not leave is never removed"
     lock.unlink()
     assert ksgitops("reconcile", str(example_git), "--commit").returncode == 0
+
+
+KILLED_MID_MOVE = """
+import os, signal, sys
+from ksgitops.io.durable import moving_refs
+with moving_refs(sys.argv[1], "refs/heads/main"):
+    open(os.path.join(sys.argv[1], "refs", "heads", "main.lock"), "w").close()  # as libgit2 does
+    os.kill(os.getpid(), signal.SIGKILL)
+"""
+
+
+def test_a_ref_lock_left_by_a_killed_ksgitops_is_cleared_by_the_next_run(example_git: Path) -> None:
+    """A process killed while it moved a ref (holding the repository's lock, its intent written,
+    libgit2's `<ref>.lock` made): the next run knows the writer died and removes that lock only."""
+    commit_big_configmap(example_git)
+    other = example_git / ".git" / "refs" / "heads" / "other.lock"  # another git's: not ours to remove
+    other.write_text("")
+    killed = subprocess.run([sys.executable, "-c", KILLED_MID_MOVE, str(example_git / ".git")], timeout=60)
+    assert killed.returncode == -9
+    assert (example_git / ".git" / "refs" / "heads" / "main.lock").exists()
+    result = ksgitops("reconcile", str(example_git), "--commit")
+    assert result.returncode == 0, result.stderr
+    assert git(example_git, "log", "-1", "--format=%s").startswith("ksgitops")
+    assert not (example_git / ".git" / "refs" / "heads" / "main.lock").exists() and other.exists()
     assert git(example_git, "status", "--porcelain", "--untracked-files=no") == ""
 
 

@@ -178,5 +178,5 @@ def test_status_commit_folds_in_first(tmp_path: Path, cli) -> None:
     assert found.code == 0, found.err
     assert "2031-05-05T00:00:00Z" in (path / "STATUS.md").read_text()
     subjects = git(path, "log", "-2", "--format=%s").splitlines()
-    assert subjects[1].startswith("ksgitops: fold in reports of 1 WECs") and subjects[0].startswith("ksgitops: status")
+    assert subjects[1].startswith("ksgitops: fold in reports of 1 WEC") and subjects[0].startswith("ksgitops: status")
     assert subprocess.run(["git", "-C", str(path), "fsck", "--no-dangling"], capture_output=True).returncode == 0

@@ -196,3 +196,16 @@ def test_a_proven_run_in_a_checkout_reads_no_mailbox(example_git: Path, monkeypa
     monkeypatch.setattr(fs.WorkTreeSnapshot, "space_files", listing)
     assert isinstance(reconcile(example_git), app.ProvenOutcome)
     assert read and not [space for space in read if "-mb-" in space], read
+
+
+def test_affected_in_a_commit_message_counts_the_wecs_whose_mailbox_changed(example_git: Path) -> None:
+    (example_git / "ksgitops.yaml").write_text(
+        "apiVersion: ksgitops.kubestellar.io/v1alpha1\nkind: RepoConfig\n"
+        "spec:\n  commit:\n    messageTemplate: 'reconcile: {affected} affected'\n")
+    commit_all(example_git, "config")
+    assert isinstance(reconcile(example_git), app.ReconcileOutcome)
+    assert git(example_git, "log", "-1", "--format=%s") == "reconcile: 2 affected"  # both mailboxes are new
+    edit(example_git / "spaces/wmw-s/httpd.yaml", "image: library/httpd:2.4", "image: library/httpd:2.5")
+    commit_all(example_git, "only the special WEC's workload")
+    assert isinstance(reconcile(example_git), app.ReconcileOutcome)
+    assert git(example_git, "log", "-1", "--format=%s") == "reconcile: 1 affected"

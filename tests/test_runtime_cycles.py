@@ -105,7 +105,7 @@ def test_each_cycle_is_one_commit_on_the_remote(git_daemon: GitDaemon, tmp_path:
     third = cycle()
     assert (third.action, third.source, third.changed_wecs, third.folded_wecs) == ("summarized", edited, 0, 1)
     assert third.status_files >= 1
-    assert message(bare, BRANCH).startswith("ksgitops: fold in reports of 1 WECs\n\nfold-in: reports of 1 WEC\nstatus: ")
+    assert message(bare, BRANCH).startswith("ksgitops: fold in reports of 1 WEC\n\nfold-in: reports of 1 WEC\nstatus: ")
     assert "2030-01-01T00:00:00Z" in git(bare, "show", f"{BRANCH}:STATUS.md")
     assert git(bare, "ls-tree", "-r", "--name-only", BRANCH, "spaces/imw1-mb-guilder/reported")
 

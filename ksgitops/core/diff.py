@@ -11,6 +11,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..model import counted
 from ..names import file_stem, printable
 from .render import redact_pair, render_mailbox
 from .serialize import dump_yaml
@@ -107,7 +108,7 @@ def mailbox_diff(mailbox: str, old: FileTree | None, new: FileTree | None) -> st
 
 
 def markdown(result: DiffResult) -> str:
-    lines = [f"### ksgitops diff: {len(result.wecs)} WECs affected", ""]
+    lines = [f"### ksgitops diff: {counted(len(result.wecs), 'WEC')} affected", ""]
     if not result.wecs:
         lines.append("No WEC would receive different objects." if not result.changed
                      else "Generated files change, but no WEC would receive different objects.")
@@ -127,4 +128,4 @@ _BACKTICKS = re.compile(r"`{3,}")  # a fence longer than any run in the diff: no
 def text(result: DiffResult) -> str:
     body = "".join(w.diff for w in result.wecs)
     frozen = "".join(f"{u}\n" for u in result.frozen)
-    return body + frozen + f"{len(result.wecs)} WECs affected\n"
+    return body + frozen + f"{counted(len(result.wecs), 'WEC')} affected\n"

@@ -28,7 +28,7 @@ import pygit2
 
 from ..core.tree import KEEP, FileTree, Generated
 from ..model import EnvError, KsgitopsError
-from .durable import exclusive, sync_filesystem, write_durably
+from .durable import exclusive, os_reason, sync_filesystem, write_durably
 from .fs import check_path, write_file
 from .worktree import plan_root, write_generated
 
@@ -175,7 +175,7 @@ def follow(repo: pygit2.Repository, planned: Plan, generated: Generated, commit:
                                                   f"{e.problems[0].message}; run again to finish") from None
     except OSError as e:
         raise EnvError(str(e.filename or repo.workdir), f"committed {commit[:12]}, but the work tree could not "
-                                                        f"follow: {e.strerror}; run again to finish") from None
+                                                        f"follow: {os_reason(e)}; run again to finish") from None
 
 
 def _whole(repo: pygit2.Repository, planned: Plan, step: Step) -> FileTree | None:
@@ -275,7 +275,7 @@ def _recover(repo: pygit2.Repository) -> bool:
     try:
         apply(repo, planned)
     except OSError as e:
-        raise EnvError(str(e.filename or repo.workdir), f"{e.strerror} while finishing an interrupted checkout "
+        raise EnvError(str(e.filename or repo.workdir), f"{os_reason(e)} while finishing an interrupted checkout "
                                                         f"of {data['commit'][:12]} (run again)") from None
     return True
 

@@ -109,3 +109,48 @@ def exclusive(folder: Path | str) -> Iterator[None]:
             del _held[key]
     finally:
         os.close(fd)
+
+
+def os_reason(error: OSError) -> str:
+    """What went wrong, in words, for an OSError (libgit2's come with no errno: their text says it);
+    a lock file named in it gets the way out."""
+    reason = error.strerror or str(error) or type(error).__name__
+    if ".lock" in reason:
+        reason += (" (another git process is working in this repository, or one was killed: when none is "
+                   "running, remove the .lock file named here)")
+    return reason
+
+
+REF_INTENT = "ksgitops/ref-intent"  # in the git directory: the refs a ksgitops process is moving
+
+
+@contextmanager
+def moving_refs(git_dir: str, *refs: str) -> Iterator[None]:
+    """Hold the repository's write lock (`exclusive`) while `refs` move.
+
+    libgit2 moves a ref through `<ref>.lock`; a kill in between leaves that file behind, and every
+    later writer (git's too) fails on it. The intent file names the refs before they move and goes
+    when they have; a later process that holds the lock and still finds it knows its writer died
+    mid-move (a live one would hold the lock), and removes the lock files of those refs, and only
+    those: a lock another git process holds is never touched."""
+    with exclusive(git_dir):
+        intent = Path(git_dir) / REF_INTENT
+        _clear_dead_mover(Path(git_dir), intent)
+        intent.parent.mkdir(exist_ok=True)
+        intent.write_text("\n".join(refs) + "\n")
+        try:
+            yield
+        finally:
+            intent.unlink(missing_ok=True)
+
+
+def _clear_dead_mover(git_dir: Path, intent: Path) -> None:
+    try:
+        named = intent.read_text().split()
+    except (FileNotFoundError, UnicodeDecodeError):
+        return
+    for ref in named:
+        parts = ref.split("/")
+        if ref == "HEAD" or (parts[0] == "refs" and all(p not in ("", ".", "..") for p in parts)):
+            (git_dir / f"{ref}.lock").unlink(missing_ok=True)
+    intent.unlink(missing_ok=True)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, Callable, cast
 
 import pygit2
 
@@ -19,7 +19,7 @@ from ..core.snapshot import SourceFile, is_source_path
 from ..core.tree import KEEP, OTHERS, REUSE, FileTree, Generated, Subtree
 from ..model import EnvError, GitError, KsgitopsError
 from . import checkout as checkouts
-from .durable import exclusive, libgit2_fsync
+from .durable import libgit2_fsync, moving_refs, os_reason
 from .fs import WorkTreeSnapshot
 from .pack import KINDS, index_ids, object_id, tree_content, write_pack
 
@@ -308,9 +308,10 @@ class CommitResult:
 
 
 def commit_generated(repo: pygit2.Repository, ref_name: str, source: pygit2.Commit, generated: Generated,
-                     author: pygit2.Signature, message: str, writer: TreeWriter | None = None,
-                     checkout: bool = False) -> CommitResult:
+                     author: pygit2.Signature, message: str | Callable[[list[str]], str],
+                     writer: TreeWriter | None = None, checkout: bool = False) -> CommitResult:
     """Commit `generated` on top of `source` and move `ref_name` (which must still be `source`).
+    `message` may be a function of the generated roots the commit changes.
 
     With `checkout`, the work tree and index follow the changed generated roots after the ref
     moved (checkout.py); links on their way are refused before anything is written."""
@@ -318,15 +319,17 @@ def commit_generated(repo: pygit2.Repository, ref_name: str, source: pygit2.Comm
     try:
         tree = writer.apply(source.tree, generated)  # the pack and its index, fsynced
     except OSError as e:
-        raise EnvError(str(e.filename or repo.path), f"cannot write the new objects: {e.strerror}") from None
+        raise EnvError(str(e.filename or repo.path), f"cannot write the new objects: {os_reason(e)}") from None
     if tree == source.tree.id:
         return CommitResult(None, tree, source.tree.id)
     planned = None
-    if checkout:
-        new_index = TreeIndex(repo, tree_at(repo, tree))
-        roots = changed_roots(TreeIndex(repo, source.tree), new_index, list(generated))
-        planned = checkouts.plan(repo, source.tree, tree_at(repo, tree), roots, generated)
-    with libgit2_fsync(), exclusive(repo.path):  # a concurrent recovery waits for this commit and checkout
+    if checkout or callable(message):
+        roots = changed_roots(TreeIndex(repo, source.tree), TreeIndex(repo, tree_at(repo, tree)), list(generated))
+        if callable(message):
+            message = message(roots)
+        if checkout:
+            planned = checkouts.plan(repo, source.tree, tree_at(repo, tree), roots, generated)
+    with libgit2_fsync(), moving_refs(repo.path, ref_name):  # a concurrent recovery waits for this commit and checkout
         try:
             oid = repo.create_commit(None, author, author, message, tree, [source.id])
             _check_unmoved(repo, ref_name, source)
@@ -336,7 +339,7 @@ def commit_generated(repo: pygit2.Repository, ref_name: str, source: pygit2.Comm
         except pygit2.GitError as e:
             raise GitError(f"{ref_name}: the commit could not be written ({e}); nothing was changed") from None
         except OSError as e:
-            raise EnvError(str(e.filename or repo.path), f"{e.strerror}; nothing was changed") from None
+            raise EnvError(str(e.filename or repo.path), f"{os_reason(e)}; nothing was changed") from None
         if planned is not None:
             checkouts.follow(repo, planned, generated, str(oid))
     return CommitResult(str(oid), tree, source.tree.id)
@@ -408,3 +411,18 @@ def uncommitted_sources(repo: pygit2.Repository, committed: TreeSnapshot, mailbo
 def git_dir(path: Path) -> str | None:
     """The git directory of the repository containing `path`, if any."""
     return pygit2.discover_repository(str(path))
+
+
+def move_branch(repo: pygit2.Repository, ref: str, target: pygit2.Oid) -> None:
+    """Put a branch on `target`. In a checkout of that branch, the work tree and index follow, and
+    uncommitted changes to tracked files stop it (they would be lost)."""
+    with moving_refs(repo.path, ref):
+        if not is_checked_out(repo, ref):
+            repo.references.create(ref, target, force=True)
+            return
+        dirty = [p for p, flags in repo.status(untracked_files="no").items()
+                 if flags not in (pygit2.GIT_STATUS_CURRENT, pygit2.GIT_STATUS_IGNORED)]
+        if dirty:
+            raise GitError(f"the remote moved and the work tree has uncommitted changes "
+                           f"({', '.join(sorted(dirty)[:3])}); commit or stash them and run again")
+        repo.reset(target, pygit2.enums.ResetMode.HARD)

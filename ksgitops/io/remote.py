@@ -17,6 +17,7 @@ from typing import Any
 import pygit2
 
 from ..model import GitError
+from .durable import moving_refs
 
 REMOTE = "origin"
 
@@ -116,7 +117,8 @@ def push(repo: pygit2.Repository, branch: str, remote: str = REMOTE) -> None:
         raise PushRejected(f"push of {branch} to {redact(_url(repo, remote))} refused: {_reason(e)}") from None
     if callbacks.rejected:
         raise PushRejected(f"push of {branch} refused: {'; '.join(callbacks.rejected)}")
-    repo.references.create(f"refs/remotes/{remote}/{branch}", repo.references[ref].target, force=True)
+    with moving_refs(repo.path, f"refs/remotes/{remote}/{branch}"):
+        repo.references.create(f"refs/remotes/{remote}/{branch}", repo.references[ref].target, force=True)
 
 
 def _url(repo: pygit2.Repository, remote: str) -> str:

@@ -29,7 +29,7 @@ import pygit2
 
 from ..core.repoconfig import MAILBOX_TRAILER, SOURCE_TRAILER
 from ..core.tree import FileTree
-from .durable import libgit2_fsync
+from .durable import libgit2_fsync, moving_refs
 from .git import TreeIndex, TreeSnapshot, TreeWriter, consolidate_packs
 from .pack import KINDS, write_pack
 from .remote import Credentials, is_url, scrub
@@ -118,7 +118,7 @@ class MailboxRepo:
         moved): then the remote's, and the local ref is reset to it."""
         local, remote = self._target(self.ref), self._target(self.tracking_ref)
         if remote is not None and (local is None or (local != remote and not self.repo.descendant_of(local, remote))):
-            self.repo.references.create(self.ref, remote, force=True)
+            _set_ref(self.repo, self.ref, remote)
             local = remote
         return self.repo[local].peel(pygit2.Commit) if local is not None else None
 
@@ -145,7 +145,7 @@ class MailboxRepo:
         parent = base if base is not None else head
         with libgit2_fsync():  # the commit on disk before the ref names it (the pack is fsynced already)
             oid = self.repo.create_commit(None, author, author, message, tree, [parent.id])
-            self.repo.references.create(self.ref, oid, force=True)
+            _set_ref(self.repo, self.ref, oid)
         consolidate_packs(self.repo)  # a pack per report commit: keep their number bounded
         return Committed(str(oid), True)
 
@@ -173,7 +173,7 @@ class MailboxRepo:
             return f"push {scrub(self.url)}: {scrub(str(e))}"
         if rejected:
             return f"push {scrub(self.url)}: rejected {scrub('; '.join(rejected))}"
-        self.repo.references.create(self.tracking_ref, local, force=True)
+        _set_ref(self.repo, self.tracking_ref, local)
         return None
 
     def _push_local(self, local: pygit2.Oid) -> list[str]:
@@ -192,7 +192,7 @@ class MailboxRepo:
         if (current.target if current is not None else None) != (theirs.target if theirs is not None else None):
             return [f"{self.ref}: moved during the push"]
         with libgit2_fsync():
-            dest.references.create(self.ref, local, force=True)
+            _set_ref(dest, self.ref, local)
         return []
 
     def _missing(self, dest: pygit2.Repository, oid: pygit2.Oid, out: dict[bytes, tuple[bytes, bytes]]) -> None:
@@ -214,6 +214,12 @@ class MailboxRepo:
     def local_commit(self) -> str | None:
         target = self._target(self.ref)
         return str(target) if target is not None else None
+
+
+def _set_ref(repo: pygit2.Repository, ref: str, target: pygit2.Oid) -> None:
+    """Move `ref`; a lock file a killed ksgitops left on it is cleared first (durable.moving_refs)."""
+    with moving_refs(repo.path, ref):
+        repo.references.create(ref, target, force=True)
 
 
 def open_cache(path: Path) -> pygit2.Repository:

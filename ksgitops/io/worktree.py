@@ -65,7 +65,7 @@ from typing import Any
 
 from ..core.tree import KEEP, OTHERS, REUSE, FileTree, Generated, has_files
 from ..model import EnvError, KsgitopsError, Progress
-from .durable import exclusive, fsync_dir, sync_filesystem, write_durably
+from .durable import exclusive, fsync_dir, os_reason, sync_filesystem, write_durably
 from ..core.load import is_mailbox_document
 from ..core.parse import MAX_FILE_BYTES, parse_file
 from ..core.snapshot import GENERATED_DIR
@@ -192,7 +192,7 @@ def transact(root: Path, changes: list[Change], record: Any = None, regenerable:
             _remove(sibling(root / change.path, "trash"))
         journal.remove()
     except OSError as e:
-        raise EnvError(_shown(root, e), f"{e.strerror} (the new files are in place; the next run "
+        raise EnvError(_shown(root, e), f"{os_reason(e)} (the new files are in place; the next run "
                                         f"removes what is left of the old ones)") from None
     if record is not None:
         for change, written in zip(changes, stamps):
@@ -261,7 +261,7 @@ def _recover(root: Path) -> bool:
             _roll_back(journal.root, changes)
         journal.remove()
     except OSError as e:
-        raise EnvError(_shown(journal.root, e), f"{e.strerror} while recovering an interrupted write "
+        raise EnvError(_shown(journal.root, e), f"{os_reason(e)} while recovering an interrupted write "
                                                 f"(run again)") from None
     return True
 
@@ -304,9 +304,9 @@ def _fail(root: Path, journal: "_Journal", error: OSError) -> None:
             _roll_back(root, journal.changes(data))
             journal.remove()
     except OSError as again:
-        raise EnvError(where, f"{error.strerror}; undoing the write failed too ({again.strerror}): the next "
+        raise EnvError(where, f"{os_reason(error)}; undoing the write failed too ({os_reason(again)}): the next "
                               f"run finishes the recovery") from None
-    raise EnvError(where, f"{error.strerror} (nothing was changed)") from None
+    raise EnvError(where, f"{os_reason(error)} (nothing was changed)") from None
 
 
 def _shown(root: Path, error: OSError) -> str:
