@@ -360,8 +360,8 @@ def fold_in_cmd(repo: Path | None, source: str, output: str) -> None:
 SECONDS = click.FloatRange(min=0, max=7 * 86400, min_open=True)  # more than 0, at most a week
 
 
-def _seconds(ctx: click.Context, param: click.Parameter, value: float) -> float:
-    if value != value:  # NaN passes every range check
+def _seconds(ctx: click.Context, param: click.Parameter, value: float | None) -> float | None:
+    if value is not None and value != value:  # NaN passes every range check
         raise click.BadParameter(f"{value} is not a number of seconds.", ctx, param)
     return value
 
@@ -369,8 +369,8 @@ def _seconds(ctx: click.Context, param: click.Parameter, value: float) -> float:
 @cli.command(name="run", exits="runs until SIGTERM, then 0; 2 a bad option or the port in use; with --once, the cycle's exit code")
 @click.option("--repo", "repo_arg", required=True, help="A git URL or bare repository (cloned), or a work tree.")
 @click.option("--branch", default="main", show_default=True, help="The branch to reconcile, commit on and push.")
-@click.option("--interval", type=SECONDS, callback=_seconds, default=60.0, show_default=True,
-              help="Seconds between polls (> 0).")
+@click.option("--interval", type=SECONDS, callback=_seconds, default=None,
+              help="Seconds between polls (> 0); default RepoConfig poll.intervalSeconds, else 60.")
 @click.option("--workdir", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Where clones live (default $KSGITOPS_WORKDIR, else ~/.cache/ksgitops).")
 @click.option("--port", type=click.IntRange(0, 65535), default=8080, show_default=True, envvar="KSGITOPS_PORT",
@@ -386,7 +386,7 @@ def _seconds(ctx: click.Context, param: click.Parameter, value: float) -> float:
 @click.option("--no-status", is_flag=True, help="Reconcile only; do not summarize reported state.")
 @click.option("--watch", is_flag=True, help="Local work tree: react to file changes (debounced).")
 @click.option("--once", is_flag=True, help="Run one cycle and exit (0, or the failure's exit code).")
-def run_cmd(repo_arg: str, branch: str, interval: float, workdir: Path | None, port: int, log_format: str,
+def run_cmd(repo_arg: str, branch: str, interval: float | None, workdir: Path | None, port: int, log_format: str,
             push_retries: int | None, max_backoff: float, unready_after: int, no_status: bool, watch: bool,
             once: bool) -> None:
     """The long-running loop: poll (or watch), reconcile, summarize, commit, push."""
@@ -397,7 +397,7 @@ def run_cmd(repo_arg: str, branch: str, interval: float, workdir: Path | None, p
     from .io.serve import Observer, serve, setup_logging
     from .shutdown import Shutdown
     logger = setup_logging(log_format)
-    observer = Observer(stall_after=max(300.0, 10 * interval, 2 * max_backoff), unready_after=unready_after)
+    observer = Observer(stall_after=max(300.0, 10 * (interval or 0), 2 * max_backoff), unready_after=unready_after)
     shutdown = Shutdown()
     shutdown.install()
     server = serve(port, observer) if port else None

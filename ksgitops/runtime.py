@@ -29,6 +29,7 @@ from typing import Any, Callable
 
 from . import app
 from .core.load import mailbox_space
+from .core.repoconfig import DEFAULT_POLL_INTERVAL
 from .io.foldin import PREFIXES
 from .io.fs import WorkTreeSnapshot
 from .io.remote import scrub
@@ -155,6 +156,7 @@ class RemoteRuntime:
         self.last_refs: dict[str, str] = {}
         self.cache: Any = None  # a DiskCache kept in memory from cycle to cycle
         self.memo = StatusMemo()
+        self.poll_interval = DEFAULT_POLL_INTERVAL  # RepoConfig poll.intervalSeconds, as last read
 
     @property
     def repo(self) -> Any:
@@ -199,6 +201,7 @@ class RemoteRuntime:
         made = outcome.cycle
         assert made is not None  # one_commit
         result = (made.reconciled or made.status).result  # type: ignore[union-attr]
+        self.poll_interval = result.config.poll_interval
         self.observer.wecs.set(len(result.wecs))
         self.observer.objects.set(sum(len(p.placed) for plans in result.placements.values() for p in plans))
         if outcome.pushed:
@@ -240,6 +243,7 @@ class LocalRuntime:
         self.status = status
         self.generated: set[str] = set()
         self.snapshot = WorkTreeSnapshot(path)
+        self.poll_interval = DEFAULT_POLL_INTERVAL  # RepoConfig poll.intervalSeconds, as last read
 
     def cycle(self, guard: Shutdown | None = None) -> CycleResult:
         """Reconcile, then summarize, into the work tree; each is one write step here (the
@@ -249,6 +253,7 @@ class LocalRuntime:
         guard.checkpoint()
         outcome = app.reconcile_worktree(self.path)
         self.generated = set(outcome.result.generated)
+        self.poll_interval = outcome.result.config.poll_interval
         status_files = 0
         if self.status:
             guard.checkpoint()
@@ -289,18 +294,22 @@ class Backoff:
         return min(ceiling, step * (self.rng or random).uniform(0.8, 1.2))
 
 
-def loop(runtime: RemoteRuntime | LocalRuntime, interval: float, stop: Shutdown | threading.Event,
+def loop(runtime: RemoteRuntime | LocalRuntime, interval: float | None, stop: Shutdown | threading.Event,
          once: bool = False, watch: bool = False, on_cycle: Callable[[CycleResult], None] | None = None,
          max_backoff: float = DEFAULT_MAX_BACKOFF, rng: random.Random | None = None) -> int:
     """Run cycles until `stop` is set (the first SIGTERM sets it: the current cycle finishes
     first; a second one abandons the cycle between write steps). A failed cycle is retried after
-    `Backoff`. Returns the exit code: 0, or with `once` the failed cycle's code."""
+    `Backoff`. Returns the exit code: 0, or with `once` the failed cycle's code. `interval` None:
+    RepoConfig's `poll.intervalSeconds` of the last commit reconciled (60 s before any)."""
     guard = stop if isinstance(stop, Shutdown) else Shutdown(stop)
-    backoff = Backoff(interval, max_backoff, rng)
+    backoff = Backoff(interval or runtime.poll_interval, max_backoff, rng)
     changes = _watch(runtime, guard.requested) if watch and isinstance(runtime, LocalRuntime) else None
     try:
         while not guard.requested.is_set():
             code, failed, reason = _cycle(runtime, guard, on_cycle)
+            backoff.interval = interval or runtime.poll_interval
+            observer = runtime.observer  # /healthz must not call a loop that waits as told stalled
+            observer.stall_after = max(observer.stall_after, 10 * backoff.interval)
             wait = backoff.delay(failed)
             if failed:
                 runtime.observer.backoff.set(wait)

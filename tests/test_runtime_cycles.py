@@ -255,3 +255,25 @@ def test_local_mode_logs_what_it_wrote(example: Path, log_lines: tuple[io.String
     assert re.fullmatch(r"cycle: local, the work tree: nothing changed in \d+\.\d+s", lines[1]), lines
     first = events(data, "cycle")[0]
     assert (first["source"], first["commit"], first["changedWecs"], first["pushed"]) == ("worktree", None, 2, False)
+
+
+@pytest.mark.parametrize("configured, given, expected", [(0.25, None, 0.25), (0.25, 7.0, 7.0), (None, None, 60.0)])
+def test_the_poll_interval_comes_from_repoconfig_unless_given(example: Path, configured: float | None,
+                                                               given: float | None, expected: float) -> None:
+    """`run` without --interval waits RepoConfig's poll.intervalSeconds (of what it last
+    reconciled) between cycles, 60 s without one; --interval wins."""
+    if configured is not None:
+        (example / "ksgitops.yaml").write_text("apiVersion: ksgitops.kubestellar.io/v1alpha1\nkind: RepoConfig\n"
+                                               f"spec:\n  poll: {{intervalSeconds: {configured}}}\n")
+    rt = runtime.LocalRuntime(example, Observer())
+    waits: list[float] = []
+
+    class Recording(threading.Event):
+        def wait(self, timeout: float | None = None) -> bool:
+            waits.append(float(timeout or 0))
+            if len(waits) == 2:
+                self.set()
+            return self.is_set()
+
+    assert runtime.loop(rt, given, Recording()) == 0
+    assert waits == [expected, expected] and rt.observer.stall_after >= 10 * expected
