@@ -81,6 +81,10 @@ def test_skipped_spaces_and_their_mailboxes_are_left_alone(tree) -> None:
     assert "spaces/wds/.ksgitops/singleplacementslices" not in result.generated
     write_generated(repo, result.generated)
     assert mailbox.is_file() and sps.is_file()
+    (repo / "spaces/wds/broken.yaml").write_text("kind: [\n")  # a skipped space is not even read
+    again = reconcile(WorkTreeSnapshot(repo))
+    assert not again.problems and again.loaded.skipped == ["inv", "wds"]
+    assert "wds" not in again.loaded.spaces and "spaces/wds/.ksgitops/problems.yaml" not in again.generated
 
 
 def test_label_made_invalid_by_expansion_is_a_per_wec_error(tree) -> None:

@@ -23,13 +23,15 @@ ParseCache = MutableMapping[Any, Any]  # parse results by blob id, plus other me
 
 @dataclass
 class Loaded:
-    """Everything read from a snapshot: objects per (non-mailbox) space, in identity order."""
+    """Everything read from a snapshot: objects per (non-mailbox) space, in identity order. The
+    spaces RepoConfig's `skipSpaces` names are not read at all (`skipped`)."""
 
     spaces: dict[str, list[Obj]] = field(default_factory=dict)
     digests: dict[str, str] = field(default_factory=dict)  # space -> digest of its source files
     mailboxes: dict[str, Obj] = field(default_factory=dict)
     config: Obj | None = None
     problems: list[Problem] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
 
 
 def load(snapshot: Snapshot, cache: ParseCache | None = None, progress: Progress | None = None) -> Loaded:
@@ -44,7 +46,11 @@ def load(snapshot: Snapshot, cache: ParseCache | None = None, progress: Progress
         if len(objs) > 1:
             loaded.problems.append(Problem(objs[1].origin, f"{CONFIG_FILE} must hold one RepoConfig"))
     sources: list[tuple[str, list[SourceFile]]] = []
+    skip = _skip_spaces(loaded.config)
     for space in sorted(snapshot.list_spaces()):
+        if space in skip and mailbox_space(snapshot, space, cache) is None:
+            loaded.skipped.append(space)
+            continue
         error = dns1123_label_error(space)
         if error:
             loaded.problems.append(Problem(Origin(f"spaces/{space}"), f"space name {error}"))
@@ -69,6 +75,13 @@ def _digest(files: list[SourceFile]) -> str:
     for source in files:
         digest.update(f"{source.path}\0{source.key}\0".encode())
     return digest.hexdigest()
+
+
+def _skip_spaces(config: Obj | None) -> set[str]:
+    """RepoConfig's `skipSpaces`, read before the spaces are (its checks are parse_repo_config's)."""
+    spec = config.body.get("spec") if config is not None else None
+    names = spec.get("skipSpaces") if isinstance(spec, dict) else None
+    return {n for n in names if isinstance(n, str)} if isinstance(names, list) else set()
 
 
 def is_mailbox_space(obj: Obj) -> bool:
