@@ -70,6 +70,9 @@ _add("ksgitops.kubestellar.io", False, "RepoConfig:repoconfigs")
 CONTROL_KINDS = frozenset({
     "EdgePlacement", "Customizer", "SinglePlacementSlice", "SyncerConfig", "SyncTarget", "Location",
     "Space", "SpaceProviderDesc", "StatusCollector", "RepoConfig",
+    # written by `ksgitops status`; never delivered: KubeStellar keeps its whole control group off
+    # the WECs (v0.29 pkg/binding/binding-controller.go, excludedGroups)
+    "CombinedStatus",
 })
 CONTROL_GROUPS = frozenset({"edge.kubestellar.io", "space.kubestellar.io", "control.kubestellar.io",
                             "ksgitops.kubestellar.io"})

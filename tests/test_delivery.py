@@ -108,6 +108,25 @@ metadata: {name: n1}
     assert match["placements"][0]["clauses"][-1].startswith("never downsynced: Event of the core group")
 
 
+def test_a_combined_status_in_a_source_space_is_never_delivered(tree: Any) -> None:
+    """KubeStellar v0.29.0-rc.1 pkg/binding/binding-controller.go `excludedGroups`: nothing of the
+    control.kubestellar.io group reaches a WEC. A CombinedStatus is what `status` writes; one in a
+    source space is a control object (a warning), not workload."""
+    combined = """\
+apiVersion: control.kubestellar.io/v1alpha1
+kind: CombinedStatus
+metadata: {name: x, namespace: ns}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: kept, namespace: ns}
+"""
+    result = run(tree, {"spaces/wds/p.yaml": EVERYTHING, "spaces/wds/w.yaml": combined})
+    assert sorted(result.mailboxes["inv-mb-one"].entries) == ["core/configmaps/ns/kept", "core/namespaces/_cluster/ns"]
+    [warning] = [p for p in result.problems if "CombinedStatus" in p.message]
+    assert warning.severity == "warning" and "never placed" in warning.message and not result.errors
+
+
 # --- fields not transported ----------------------------------------------------------------------
 
 def test_base_body_clears_what_kubestellar_does_not_transport() -> None:

@@ -24,8 +24,19 @@ def obj(body: dict[str, Any], space: str = "wds") -> Obj:
     return Obj(space, body, ORIGIN)
 
 
+def schema_name(body: dict[str, Any]) -> str | None:
+    """The schema of an input kind, or of CombinedStatus (status writes it; checked the same way)."""
+    key = (str(body.get("apiVersion")), str(body.get("kind")))
+    return SCHEMA_FILES.get(key) or GENERATED_SCHEMAS.get(key)
+
+
 def messages(body: dict[str, Any]) -> list[str]:
-    return [p.message for p in validate_schema(obj(body))]
+    key = (str(body.get("apiVersion")), str(body.get("kind")))
+    if key in SCHEMA_FILES:
+        return [p.message for p in validate_schema(obj(body))]
+    name = body.get("metadata", {}).get("name") if isinstance(body.get("metadata"), dict) else None
+    label = f"{body['kind']} {name}" if name else str(body["kind"])
+    return [p.message for p in validate_document(GENERATED_SCHEMAS[key], body, ORIGIN, label)]
 
 
 # --- valid examples, one or more per schema file (KubeStellar example1 where it has one) -------
@@ -248,7 +259,7 @@ REPORTED_EXAMPLES = [
      "reportedAt": "2024-05-01T12:00:00.123+02:00"},
 ]
 
-KIND_SCHEMAS = sorted(set(SCHEMA_FILES.values()))
+KIND_SCHEMAS = sorted(set(SCHEMA_FILES.values()) | {"combinedstatus.json"})
 
 
 def example_bodies(name: str) -> list[dict[str, Any]]:
@@ -319,8 +330,8 @@ def test_every_kind_schema_has_examples() -> None:
 @pytest.mark.parametrize(("name", "index"), [(n, i) for n in sorted(EXAMPLES) for i in range(len(EXAMPLES[n]))])
 def test_valid_examples_pass(name: str, index: int) -> None:
     body = example_bodies(name)[index]
-    assert schema_for(obj(body)) == name
-    assert validate_schema(obj(body)) == []
+    assert schema_name(body) == name
+    assert messages(body) == []
 
 
 @pytest.mark.parametrize("data", REPORTED_EXAMPLES)

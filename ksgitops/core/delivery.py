@@ -25,6 +25,9 @@ from typing import Any, Mapping
 # group -> why no resource of that group ever reaches a WEC
 _GROUPS_OFF_EDGE: dict[str, str] = {
     "edge.kubestellar.io": "KubeStellar's own control objects",
+    # later KubeStellar (v0.20 on: pkg/binding/binding-controller.go excludedGroups) keeps its
+    # control group off the WECs too: BindingPolicy, Binding, StatusCollector, CombinedStatus, ...
+    "control.kubestellar.io": "KubeStellar's own control objects",
     "scheduling.kcp.io": "kcp's scheduling objects",
     "tenancy.kcp.io": "kcp's workspace objects",
     "topology.kcp.io": "kcp's topology objects",

@@ -46,18 +46,18 @@ SCHEMA_FILES: dict[tuple[str, str], str] = {
     ("space.kubestellar.io/v1alpha1", "Space"): "space.json",
     ("space.kubestellar.io/v1alpha1", "SpaceProviderDesc"): "spaceproviderdesc.json",
     ("control.kubestellar.io/v1alpha1", "StatusCollector"): "statuscollector.json",
-    ("control.kubestellar.io/v1alpha1", "CombinedStatus"): "combinedstatus.json",
     ("ksgitops.kubestellar.io/v1alpha1", "RepoConfig"): "repoconfig.json",
 }
 # Kinds ksgitops writes but never reads as input (so not in SCHEMA_FILES, which validate uses):
 GENERATED_SCHEMAS: dict[tuple[str, str], str] = {
+    ("control.kubestellar.io/v1alpha1", "CombinedStatus"): "combinedstatus.json",  # status: .ksgitops/status/
     ("ksgitops.kubestellar.io/v1alpha1", "SpaceProblems"): "problems.json",  # reconcile: .ksgitops/problems.yaml
     ("ksgitops.kubestellar.io/v1alpha1", "SyncReport"): "syncreport.json",  # `ksgitops sync`: reported/sync.yaml
     ("ksgitops.kubestellar.io/v1alpha1", "PlacementRecord"): "placementrecord.json",  # reconcile: .ksgitops/placements/
 }
 # Kinds whose CRDs are KubeStellar's: what their schema does not know is dropped with a warning, as
-# the API server prunes it. ksgitops' own kinds (StatusCollector, CombinedStatus, RepoConfig) are
-# strict: an unknown field there is an error.
+# the API server prunes it. ksgitops' own kinds (StatusCollector, RepoConfig) are strict: an
+# unknown field there is an error.
 PRUNED_GROUPS = frozenset({"edge.kubestellar.io", "space.kubestellar.io"})
 WARNING_KEYWORD = "x-ksgitops-warning"  # on a subschema: ksgitops is stricter there than the CRD
 REPORTED_SCHEMA = "reported.json"  # mailbox reported/ files: no apiVersion/kind, see validate_reported

@@ -22,7 +22,7 @@ from ..kinds import CONTROL_GROUPS, CONTROL_KINDS, KindTable, api_version_error,
 from ..model import Obj, ObjRef, Problem
 from ..names import dns1123_label_error
 from .clauses import clause_warnings, selector_warnings
-from .schemas import SCHEMA_FILES
+from .schemas import GENERATED_SCHEMAS, SCHEMA_FILES
 from .customize import customizer_errors, wants_expansion
 from .serialize import canonical_json
 from .selectors import label_key_error, label_value_error
@@ -68,7 +68,8 @@ def _object_problems(obj: Obj, kinds: KindTable) -> Iterable[Problem]:
     if error:
         yield Problem(obj.origin, error, obj=str(obj.ref))
         return
-    if is_control(obj) and (obj.api_version, obj.kind) not in SCHEMA_FILES:
+    if is_control(obj) and (obj.api_version, obj.kind) not in SCHEMA_FILES \
+            and (obj.api_version, obj.kind) not in GENERATED_SCHEMAS:
         versions = ", ".join(sorted(v for v, k in SCHEMA_FILES if k == obj.kind))
         yield Problem(obj.origin, f"{obj.kind} {obj.name}: apiVersion {obj.api_version} is not a version of "
                                   f"{obj.kind} (KubeStellar and ksgitops define {versions})", obj=str(obj.ref))
@@ -154,6 +155,9 @@ def _crd_messages(obj: Obj) -> list[str]:
 
 
 def _control_warnings(obj: Obj, kinds: KindTable) -> list[str]:
+    if obj.kind == "CombinedStatus" and obj.group == "control.kubestellar.io":
+        return ["a CombinedStatus is what `ksgitops status` writes (in .ksgitops/status/): one in a source "
+                "space is never placed and has no effect (remove it)"]
     if obj.group != "edge.kubestellar.io":
         return []
     if obj.kind == "EdgePlacement":
