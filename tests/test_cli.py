@@ -287,6 +287,19 @@ def test_diff_after_editing_a_common_configmap(cli: Any, example: Path) -> None:
     assert files_of(example) == {**before, COMMON_CM: (example / COMMON_CM).read_bytes()}, "diff wrote files"
 
 
+def test_diff_shows_a_change_only_the_syncer_config_carries(cli: Any, example: Path) -> None:
+    """An upsync set lands in the mailbox's SyncerConfig only: the WEC's syncer changes what it
+    brings back, so the WEC is affected and the diff shows that file."""
+    reconcile(cli, example)
+    edit(example / "spaces/wmw-s/edge-placement-s.yaml", 'resources: ["widgets"]', 'resources: ["widgets", "gadgets"]')
+    res = run(cli, "diff", str(example), code=1)
+    assert res.out.splitlines()[-1] == "1 WEC affected"
+    assert f"--- a/{GUILDER}/syncerconfig.yaml\tSyncerConfig.edge.kubestellar.io " in res.out, res.out
+    assert any(line.startswith("+") and "gadgets" in line for line in res.out.splitlines())
+    data = json.loads(run(cli, "diff", str(example), "-o", "json", code=1).out)
+    assert data["affectedWecs"] == ["guilder"]
+
+
 def test_diff_after_editing_a_special_configmap_names_one_wec(cli: Any, example: Path) -> None:
     reconcile(cli, example)
     edit(example / SPECIAL_CM, "This is a special web site.", "This is a very special web site.")

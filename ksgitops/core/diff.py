@@ -14,7 +14,7 @@ from typing import Any
 from ..model import counted
 from ..names import file_stem, printable
 from .render import redact_pair, render_mailbox
-from .serialize import dump_yaml
+from .serialize import dump_yaml, load_yaml
 from .tree import FileTree
 
 
@@ -25,6 +25,11 @@ class ObjectChange:
     rel: str  # objects/<rel>.yaml in the mailbox
     old: dict[str, Any] | None
     new: dict[str, Any] | None
+    file: str = ""  # the file in the mailbox, when it is not objects/<rel>.yaml
+
+    @property
+    def path(self) -> str:
+        return self.file or f"objects/{self.rel}.yaml"
 
     @property
     def body(self) -> dict[str, Any]:
@@ -79,7 +84,8 @@ class DiffResult:
 
 
 def mailbox_changes(old: FileTree | None, new: FileTree | None) -> list[ObjectChange]:
-    """The objects of one mailbox that render differently (none when they render the same)."""
+    """The objects of one mailbox that render differently (none when they render the same), and
+    its SyncerConfig when that changes: it steers what the WEC's syncer does."""
     before = dict(render_mailbox(old)) if old else {}
     after = dict(render_mailbox(new)) if new else {}
     changes = []
@@ -87,7 +93,18 @@ def mailbox_changes(old: FileTree | None, new: FileTree | None) -> list[ObjectCh
         a, b = redact_pair(before.get(rel), after.get(rel))
         if a != b:
             changes.append(ObjectChange(rel, a, b))
+    syncer = (_syncer_config(old), _syncer_config(new))
+    if syncer[0] != syncer[1]:
+        changes.append(ObjectChange(SYNCER_CONFIG, *syncer, file=SYNCER_CONFIG))
     return changes
+
+
+SYNCER_CONFIG = "syncerconfig.yaml"
+
+
+def _syncer_config(tree: FileTree | None) -> dict[str, Any] | None:
+    data = tree.get(SYNCER_CONFIG) if tree else None
+    return load_yaml(data) if isinstance(data, bytes) else None
 
 
 def changes_diff(mailbox: str, changes: list[ObjectChange]) -> str:
@@ -97,7 +114,7 @@ def changes_diff(mailbox: str, changes: list[ObjectChange]) -> str:
     for change in changes:
         a_text = dump_yaml(change.old).decode().splitlines(keepends=True) if change.old is not None else []
         b_text = dump_yaml(change.new).decode().splitlines(keepends=True) if change.new is not None else []
-        path = f"spaces/{mailbox}/objects/{change.rel}.yaml"
+        path = f"spaces/{mailbox}/{change.path}"
         chunks.extend(difflib.unified_diff(a_text, b_text, f"a/{path}", f"b/{path}", change.title, change.title))
     return "".join(chunks)
 
