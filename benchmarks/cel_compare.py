@@ -21,7 +21,7 @@ Three checks, printed as Markdown:
    into the library's values (``celpy.json_to_cel`` / ``cel.Context``), evaluate every expression on
    every binding. Best of ``--repeat`` runs; microseconds per operation.
 
-The choice for ``ksgitops.core.collect`` (``common-expression-language``) and why is written in that
+The choice for ``ksgitops.core.status.collectors`` (``common-expression-language``) and why is written in that
 module's docstring; this script is how the figures were produced.
 """
 from __future__ import annotations

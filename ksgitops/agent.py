@@ -25,12 +25,11 @@ from typing import Any, Callable, Iterable
 
 import orjson
 
-from .core.base import rel_path
-from .core.render import is_secret, render_mailbox
-from .core.reported import dump_report, read_document
+from .core.customize.base import rel_path
+from .core.readout.render import is_secret, render_mailbox
+from .core.status.reported import dump_report, read_document
 from .core.serialize import dump_yaml, load_yaml
-from .core.syncreport import (SYNC_FILE, Drift, ObjectId, SyncError, SyncReport, applied_report, changed_fields,
-                              dump_sync_report, failed_report, mailbox_revision, parse_sync_report, steady_objects)
+from .core.status.syncreport import (SYNC_FILE, Drift, ObjectId, SyncError, SyncReport, applied_report, changed_fields, dump_sync_report, failed_report, mailbox_revision, parse_sync_report, steady_objects)
 from .core.tree import FileTree, put, walk
 from .model import KsgitopsError
 from .names import dns1123_label_error
@@ -811,7 +810,7 @@ def _sync_report_in(reported: FileTree | None) -> SyncReport | None:
 
 def _author() -> Any:
     import pygit2
-    from .core.repoconfig import DEFAULT_AUTHOR_EMAIL, DEFAULT_AUTHOR_NAME
+    from .core.load.repoconfig import DEFAULT_AUTHOR_EMAIL, DEFAULT_AUTHOR_NAME
     return pygit2.Signature(DEFAULT_AUTHOR_NAME, DEFAULT_AUTHOR_EMAIL)
 
 

@@ -10,11 +10,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, MutableMapping
 
-from .core import diff as diffs
+from .core.readout import diff as diffs
 from .core.pipeline import RecordedResult, Result, reconcile
-from .core.repoconfig import parse_repo_config
-from .core.snapshot import Snapshot
-from .core.wecs import find_wec, wec_display_names, wec_rows
+from .core.load.repoconfig import parse_repo_config
+from .core.load.snapshot import Snapshot
+from .core.place.wecs import find_wec, wec_display_names, wec_rows
 from .core.tree import REUSE, FileTree, same_files
 from .model import KsgitopsError, Progress, counted
 from .io.fs import WorkTreeSnapshot, write_generated
@@ -294,7 +294,7 @@ def plan_diff(path: Path, against: str | None, progress: Progress | None = None)
 
 
 def _old_wec_name(old: FileTree | None, mailbox: str) -> str:
-    from .core.load import SYNC_TARGET_ANNOTATION
+    from .core.load.read import SYNC_TARGET_ANNOTATION
     from .core.serialize import load_yaml
     data = old.get("space.yaml") if old else None
     try:
@@ -363,7 +363,7 @@ def status_worktree(path: Path) -> StatusOutcome:
     """`ksgitops status` on the work tree: summarize every mailbox's reported/ into the WDSes'
     .ksgitops/status/ folders and STATUS.md (each rewritten only when its bytes change)."""
     from .io.fs import write_generated
-    from .core.status import STATUS_MD, summarize
+    from .core.status.summary import STATUS_MD, summarize
     from .io import status_sources as ss
     from .io.git import git_dir
     src = open_source(path, WORKTREE)
@@ -389,7 +389,7 @@ def fold_subject(wecs: int) -> str:
 
 def fold_in(path: Path, source: str = "HEAD", cache: Any = None) -> FoldOutcome:
     """Commit the per-WEC report refs' reported/ and upsynced/ into their mailboxes (io/foldin.py)."""
-    from .core.repoconfig import parse_repo_config
+    from .core.load.repoconfig import parse_repo_config
     from .io.cache import DiskCache
     from .io.foldin import report_refs
     src = open_branch(path, source)
@@ -408,7 +408,7 @@ def fold_in(path: Path, source: str = "HEAD", cache: Any = None) -> FoldOutcome:
 def plan_fold_in(src: Source, content: MutableMapping[Any, Any]) -> tuple[Any, Any]:
     """What folding the report refs into the commit's mailboxes writes (io/foldin.FoldIn), and the
     commit's loaded sources."""
-    from .core.load import load
+    from .core.load.read import load
     from .io import foldin
     loaded = load(src.snapshot, content)
     return foldin.plan(src.repo, src.snapshot.index, set(loaded.mailboxes)), loaded  # type: ignore[arg-type, attr-defined]
@@ -420,7 +420,7 @@ def status_commit(path: Path, source: str = "HEAD", memo: Any = None, cache: Any
     commit the summary on that branch, only when a summary changed. Reads commits, not the work
     tree (bare repositories work). A long-running caller keeps `memo` (StatusMemo) and `cache`
     (DiskCache) in memory."""
-    from .core.status import STATUS_MD
+    from .core.status.summary import STATUS_MD
     from .io import git
     from .io import status_sources as ss
     from .io.cache import DiskCache
@@ -447,7 +447,7 @@ def status_commit(path: Path, source: str = "HEAD", memo: Any = None, cache: Any
 
 def summarize_commit(src: Source, content: MutableMapping[Any, Any], memo: Any) -> tuple[Result, Any]:
     """The placements and the status summary (core.status.StatusOutput) of a commit's mailboxes."""
-    from .core.status import summarize
+    from .core.status.summary import summarize
     from .io import status_sources as ss
     result = placements_only(src, content)
     source = ss.GitStatusSource(src.repo, src.snapshot.index)  # type: ignore[arg-type, attr-defined]
@@ -456,7 +456,7 @@ def summarize_commit(src: Source, content: MutableMapping[Any, Any], memo: Any) 
 
 def source_of(commit: Any) -> str:
     """The source commit a commit stands for: its Ksgitops-Source trailer, else itself."""
-    from .core.repoconfig import SOURCE_TRAILER, trailers
+    from .core.load.repoconfig import SOURCE_TRAILER, trailers
     return trailers(str(commit.message)).get(SOURCE_TRAILER) or str(commit.id)
 
 

@@ -20,9 +20,9 @@ from . import __version__, app
 from .cli_base import (KsGroup, color_enabled, complete_wecs, confined_json, dump, exit_if_confined, fail,
                        global_options, output_option, print_frozen, print_problems, problem_json, wants_json)
 from .cli_output import ProgressBars, print_paged, style_diff, wec_table
-from .core import diff as diffs
-from .core.explain import as_text, explain_object_on, explain_wec, no_match_message
-from .core.render import as_list, in_apply_order, render_mailbox
+from .core.readout import diff as diffs
+from .core.readout.explain import as_text, explain_object_on, explain_wec, no_match_message
+from .core.readout.render import as_list, in_apply_order, render_mailbox
 from .core.serialize import dump_yaml_all
 from .io import extdiff
 from .io.locate import Need, locate

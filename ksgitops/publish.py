@@ -101,7 +101,7 @@ def commit_cycle(path: Path, ref: str, do_reconcile: bool = True, do_status: boo
                  guard: Shutdown | None = None) -> CycleCommit:
     """Reconcile, fold in and summarize the branch head of a bare clone, then commit it all once."""
     from . import app
-    from .core.status import StatusMemo
+    from .core.status.summary import StatusMemo
     from .io import git
     from .io.cache import DiskCache
     src = app.open_branch(path, ref)
@@ -140,7 +140,7 @@ class _OneCommit:
 
     def summarize(self, memo: Any) -> None:
         from . import app
-        from .core.status import STATUS_MD
+        from .core.status.summary import STATUS_MD
         with self.guard.computing():
             self.folded, _ = app.plan_fold_in(self._source(), self.cache.content)
         self._apply(self.folded.generated)
@@ -177,7 +177,7 @@ class _OneCommit:
     def _describe(self, old: Any, new: Any) -> tuple[CycleCommit, list[str]]:
         """What the commit will hold, and the reconcile's roots that changed."""
         from . import app
-        from .core.status import STATUS_MD
+        from .core.status.summary import STATUS_MD
         from .io import git
         reconciled_roots = git.changed_roots(old, git.TreeIndex(self.repo, self.reconciled_tree),
                                              list(self.result.generated)) if self.result else []

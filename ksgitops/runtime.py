@@ -28,8 +28,8 @@ from pathlib import Path
 from typing import Any, Callable
 
 from . import app
-from .core.load import mailbox_space
-from .core.repoconfig import DEFAULT_POLL_INTERVAL
+from .core.load.read import mailbox_space
+from .core.load.repoconfig import DEFAULT_POLL_INTERVAL
 from .io.foldin import PREFIXES
 from .io.fs import WorkTreeSnapshot
 from .io.remote import scrub
@@ -144,7 +144,7 @@ def _git_dir_at(path: Path) -> tuple[bool, str] | None:
 class RemoteRuntime:
     def __init__(self, url: str, branch: str, workdir: Path, observer: Observer,
                  retries: int | None = None, status: bool = True) -> None:
-        from .core.status import StatusMemo
+        from .core.status.summary import StatusMemo
         self.url, self.branch = url, branch
         self.path = clone_dir(workdir, url, branch)
         self.observer = observer
@@ -217,7 +217,7 @@ class RemoteRuntime:
         return {n: str(self.repo.references[n].target) for n in self.repo.references if n.startswith(prefix)}
 
     def keys(self, commit: str) -> Keys:
-        from .core.load import load
+        from .core.load.read import load
         from .io import git
         snapshot = git.TreeSnapshot(self.repo, self.repo[commit].peel(git.pygit2.Commit).tree)
         loaded = load(snapshot, self.cache.content)

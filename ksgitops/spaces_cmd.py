@@ -2,7 +2,7 @@
 command").
 
 Composes the edges (the work tree, the space providers of `io/spaceproviders.py`) with the pure
-state machine (`core/spaces.py: plan`):
+state machine (`core/place/spaces.py: plan`):
 
 1. load the source spaces (any unreadable file is fatal: it might hold a Space object, and a
    missed object could get its managed space deleted); validate the Space and SpaceProviderDesc
@@ -26,13 +26,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from .core.load import load
-from .core.repoconfig import parse_repo_config
-from .core.spaces import (CREATE_SPACE, DEFAULT_PROVIDER, DELETE_OBJECT, DELETE_SPACE, SET_PHASE, WRITE_OBJECT, Action, Observed, Plan,
-                          ProviderDesc, SpaceObj, is_provider_desc, is_space, plan, provider_from, simulate,
-                          space_from)
-from .core.validate import validate, with_default_namespaces
-from .core.where import mailbox_name
+from .core.load.read import load
+from .core.load.repoconfig import parse_repo_config
+from .core.place.spaces import (CREATE_SPACE, DEFAULT_PROVIDER, DELETE_OBJECT, DELETE_SPACE, SET_PHASE, WRITE_OBJECT, Action, Observed, Plan, ProviderDesc, SpaceObj, is_provider_desc, is_space, plan, provider_from, simulate, space_from)
+from .core.load.validate import validate, with_default_namespaces
+from .core.place.where import mailbox_name
 from .io.fs import WorkTreeSnapshot
 from .io.spaceproviders import (Applied, GitFolderProvider, KubeconfigProvider, Provider, ProviderError,
                                 RepoSpaceStore, SourceSpace, SpaceManager)

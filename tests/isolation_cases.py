@@ -1,4 +1,4 @@
-"""The isolation cases (core/isolation.py), shared by test_isolation.py and test_isolation_modes.py.
+"""The isolation cases (core/place/isolation.py), shared by test_isolation.py and test_isolation_modes.py.
 
 The base is the bundled example plus a second inventory space, imw2, whose WEC zloty every
 placement reaches: whatever one case freezes, some WEC still shows that the healthy part moved on.

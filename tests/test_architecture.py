@@ -33,4 +33,4 @@ def test_core_module_imports_no_io(path: Path) -> None:
 def test_the_check_sees_relative_imports(tmp_path: Path) -> None:
     path = tmp_path / "probe.py"
     path.write_text("from ..io import git\nfrom .where import x\nimport pygit2\n")
-    assert {"ksgitops.io", "ksgitops.core.where", "pygit2"} <= imported_modules(path)
+    assert {"ksgitops.io", "ksgitops.core.place.where", "pygit2"} <= imported_modules(path)

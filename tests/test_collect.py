@@ -1,4 +1,4 @@
-"""Tests for ksgitops.core.collect: StatusCollector compilation and evaluation (CEL)."""
+"""Tests for ksgitops.core.status.collectors: StatusCollector compilation and evaluation (CEL)."""
 from __future__ import annotations
 
 import copy
@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ksgitops.core.collect import FUNCTIONS, compile_collector, format_number, to_value
+from ksgitops.core.status.summary.collectors import FUNCTIONS, compile_collector, format_number, to_value
 from ksgitops.model import Obj, Origin
 
 ORIGIN = Origin("spaces/wds/collectors.yaml", 7)

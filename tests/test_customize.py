@@ -1,4 +1,4 @@
-"""Tests for ksgitops.core.customize: expansion, Customizer lookup, replacements and jsonPatch."""
+"""Tests for ksgitops.core.customize.customizer: expansion, Customizer lookup, replacements and jsonPatch."""
 from __future__ import annotations
 
 import copy
@@ -6,14 +6,7 @@ from typing import Any
 
 import pytest
 
-from ksgitops.core.customize import (
-    CUSTOMIZER_ANNOTATION,
-    EXPAND_ANNOTATION,
-    CustomizeResult,
-    customize,
-    find_customizer,
-    wants_expansion,
-)
+from ksgitops.core.customize.customizer.customizer import (CUSTOMIZER_ANNOTATION, EXPAND_ANNOTATION, CustomizeResult, customize, find_customizer, wants_expansion)
 from ksgitops.model import Obj, Origin
 
 PARAMS = {"env": "prod", "loc-name": "florin", "id": "edge-1", "example.com/tier": "gold"}

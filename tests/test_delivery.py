@@ -8,9 +8,9 @@ from typing import Any
 import pytest
 import yaml
 
-from ksgitops.core.base import base_body
-from ksgitops.core.delivery import is_kcp_key
-from ksgitops.core.explain import explain_object_on, explain_wec
+from ksgitops.core.customize.customizer.base import base_body
+from ksgitops.core.place.delivery import is_kcp_key
+from ksgitops.core.readout.explain import explain_object_on, explain_wec
 from ksgitops.core.pipeline import reconcile
 from ksgitops.core.serialize import load_yaml
 from ksgitops.io.fs import WorkTreeSnapshot

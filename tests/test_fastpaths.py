@@ -8,7 +8,7 @@ import pytest
 
 from conftest import git
 from ksgitops import app
-from ksgitops.core import parse
+from ksgitops.core.load.read import parse
 from test_incremental import relabel_florin
 
 DEEP = "[" * 101 + "]" * 101
@@ -22,7 +22,7 @@ DEEP = "[" * 101 + "]" * 101
 def test_json_check_agrees_with_the_full_shape_check(text: str) -> None:
     """parse_json skips the walk over the document only when it could find nothing."""
     found = parse.parse_json("r.json", text.encode())
-    from ksgitops.core.jsonshape import located, shape_error
+    from ksgitops.core.load.read.jsonshape import located, shape_error
     shape = shape_error(orjson.loads(text))
     error = located(*shape) if shape else None
     assert [p.message for p in found.problems] == ([error] if error else [])
@@ -32,7 +32,7 @@ def test_json_check_agrees_with_the_full_shape_check(text: str) -> None:
 def test_a_changed_file_checks_only_its_changed_objects(example_git: Path, monkeypatch) -> None:
     """The per-object checks of objects whose content and line did not change come from the cache
     even when their file changed (florin.yaml holds a SyncTarget and a Location)."""
-    from ksgitops.core import validate
+    from ksgitops.core.load.read import validate
     assert isinstance(app.reconcile_commit(example_git, "HEAD"), app.ReconcileOutcome)
     relabel_florin(example_git)
     git(example_git, "commit", "-qam", "relabel")

@@ -1,4 +1,4 @@
-"""Health per object per WEC (ksgitops.core.health): one table per kind, one line per case.
+"""Health per object per WEC (ksgitops.core.status.health): one table per kind, one line per case.
 
 Each case is named by the answer it expects (`deployment-progressing-updated`, as in
 gitops-engine's testdata) and checks the health and a fragment of the message, so a rule that
@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ksgitops.core.health import MESSAGE_LIMIT, Health, Verdict, assess, worst
+from ksgitops.core.status.summary.health import MESSAGE_LIMIT, Health, Verdict, assess, worst
 
 H, U, P, M, D = Health.HEALTHY, Health.UNKNOWN, Health.PROGRESSING, Health.MISSING, Health.DEGRADED
 
@@ -729,7 +729,7 @@ def test_verdict_is_frozen_and_prints_in_one_line() -> None:
 
 
 def test_every_kind_rule_has_a_table() -> None:
-    from ksgitops.core import health
+    from ksgitops.core.status.summary import health
     tables = {("apps", "Deployment"): DEPLOYMENT, ("apps", "ReplicaSet"): REPLICASET,
               ("apps", "StatefulSet"): STATEFULSET, ("apps", "DaemonSet"): DAEMONSET, ("batch", "Job"): JOB,
               ("", "Pod"): POD, ("", "PersistentVolumeClaim"): PVC, ("", "Service"): SERVICE,

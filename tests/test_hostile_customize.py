@@ -17,7 +17,7 @@ import pytest
 import yaml
 
 from conftest import copy_example_sources, write_tree
-from ksgitops.core.jsonpath import MAX_VISITS, PathError, parse_path, replace_all
+from ksgitops.core.customize.customizer.jsonpath import MAX_VISITS, PathError, parse_path, replace_all
 
 GIB = 1024 ** 3
 WDS = "spaces/wmw-c"
@@ -128,7 +128,7 @@ def test_a_customizer_value_meant_for_a_secret_is_not_quoted_when_it_is_no_json(
 
 # --- StatusCollectors ---------------------------------------------------------------------------------
 
-@pytest.mark.xfail(strict=True, reason="CEL evaluation has no cost bound (core/collect.py; the `cel` library has "
+@pytest.mark.xfail(strict=True, reason="CEL evaluation has no cost bound (core/status/collectors.py; the `cel` library has "
                                        "none): nested comprehensions make `status` run for hours")
 def test_a_status_collector_whose_work_multiplies_is_an_error_not_a_hang(tmp_path: Path) -> None:
     numbers = "[" + ",".join(map(str, range(20))) + "]"

@@ -14,7 +14,7 @@ import yaml
 from markdown_it import MarkdownIt
 
 from conftest import copy_example_sources, write_tree
-from ksgitops.core.diff import DiffResult, WecDiff, markdown
+from ksgitops.core.readout.diff import DiffResult, WecDiff, markdown
 
 EVIL = "evil\x1b]0;PWNED\x07\u202ex"
 PLACE_ROLES = {"apiVersion": "edge.kubestellar.io/v2alpha1", "kind": "EdgePlacement", "metadata": {"name": "roles"},

@@ -1,4 +1,4 @@
-"""Blast radius = the broken part (core/isolation.py), in the work tree and with `--commit`.
+"""Blast radius = the broken part (core/place/isolation.py), in the work tree and with `--commit`.
 
 Each case (isolation_cases.py) breaks one part after a good reconcile: a WDS file that does not
 parse, a schema and a semantic error in a WDS, a Customizer that does not parse, a SyncTarget, a
@@ -20,7 +20,7 @@ import pytest
 import yaml
 
 from conftest import git, git_init
-from ksgitops.core.schemas import validate_document
+from ksgitops.core.load.read.schemas import validate_document
 from ksgitops.io.cache import DiskCache
 from ksgitops.model import Origin
 from isolation_cases import (CASES, HTTPD_C, ISOLATED, MAILBOXES, SPECIALD, ZLOTY, assert_isolated, assert_problem_line,

@@ -23,8 +23,8 @@ from typing import Any
 import pytest
 
 from ksgitops.core.pipeline import reconcile
-from ksgitops.core.render import render_mailbox
-from ksgitops.core.what import ALONG
+from ksgitops.core.readout.render import render_mailbox
+from ksgitops.core.place.what import ALONG
 from ksgitops.io.fs import WorkTreeSnapshot
 
 CORPUS = Path(__file__).resolve().parents[2] / "shared" / "kubestellar-yaml"

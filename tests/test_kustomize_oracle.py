@@ -399,7 +399,7 @@ ORDER_PROBE = [
 def test_render_order_is_kustomizes_for_many_kinds(tmp_path: Path) -> None:
     """in_apply_order (what render prints) against `kubectl kustomize` on the same objects in a
     shuffled file: first/last kinds, unlisted kinds by group_version_kind, names with - and ."""
-    from ksgitops.core.render import in_apply_order
+    from ksgitops.core.readout.render import in_apply_order
     objects = [{"apiVersion": av, "kind": kind, "metadata": {"name": name, **({"namespace": ns} if ns else {})}}
                for av, kind, ns, name in ORDER_PROBE]
     (tmp_path / "all.yaml").write_text(yaml.safe_dump_all(objects))

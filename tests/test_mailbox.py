@@ -154,7 +154,7 @@ def test_customization_error_names_the_object(tree) -> None:
 
 def test_a_customizer_that_does_not_parse_is_an_error_of_its_space(tree) -> None:
     """Checked once, not per (object, WEC): the space has an error of its own, so it is frozen
-    (core/isolation.py); a path that expands parameters is only checked once expanded."""
+    (core/place/isolation.py); a path that expands parameters is only checked once expanded."""
     cms = CUSTOMIZED.replace("$.data.missing.deeper", "$.data[").replace('''value: \'"%(env)"\'''', "value: 'x'")
     repo: Path = tree({"spaces/inv/wec.yaml": INVENTORY, "spaces/wds/cms.yaml": cms,
                        "spaces/wds/p.yaml": placement("p", False, ["a"])})

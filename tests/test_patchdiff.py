@@ -1,4 +1,4 @@
-"""Tests for ksgitops.core.patchdiff: a minimal, deterministic RFC 6902 diff."""
+"""Tests for ksgitops.core.customize.patchdiff: a minimal, deterministic RFC 6902 diff."""
 from __future__ import annotations
 
 from typing import Any
@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ksgitops.core.patchdiff import copy_json, escape_pointer, make_patch
+from ksgitops.core.customize.customizer.patchdiff import copy_json, escape_pointer, make_patch
 
 
 @pytest.mark.parametrize(

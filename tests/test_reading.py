@@ -1,4 +1,4 @@
-"""Reading files as kubectl reads them (core/parse.py): duplicate keys, List documents, and label or
+"""Reading files as kubectl reads them (core/load/parse.py): duplicate keys, List documents, and label or
 annotation values YAML reads as something other than a string.
 
 - sigs.k8s.io/yaml (which kubectl uses) refuses a mapping that gives a key twice ("key already set
@@ -19,8 +19,8 @@ from typing import Any, Callable
 import pytest
 import yaml
 
-from ksgitops.core.convert import read_source
-from ksgitops.core.parse import parse_file
+from ksgitops.core.load.read.convert import read_source
+from ksgitops.core.load.read.parse import parse_file
 
 CM = "apiVersion: v1\nkind: ConfigMap\n"
 

@@ -18,9 +18,12 @@ from conftest import ROOT
 from ksgitops import agent
 from ksgitops.cli import cli as ksgitops_cli
 from ksgitops.cli_doc import OPTIONS_BEGIN, OPTIONS_END, options_reference, replace_in
-from ksgitops.core import base, customize, emit, load, what
-from ksgitops.core.repoconfig import RepoConfig, parse_repo_config
-from ksgitops.core.schemas import SCHEMA_FILES, load_schema
+from ksgitops.core.customize.customizer import base, customizer as customize
+from ksgitops.core.emit.files import files as emit
+from ksgitops.core.load.read import read as load
+from ksgitops.core.place import what
+from ksgitops.core.load.read.repoconfig import RepoConfig, parse_repo_config
+from ksgitops.core.load.read.schemas import SCHEMA_FILES, load_schema
 from ksgitops.model import Obj, Origin
 
 REFERENCE = ROOT / "docs" / "REFERENCE.md"

@@ -4,9 +4,9 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from ksgitops.core.emit import sps_yaml
+from ksgitops.core.emit.files.files import sps_yaml
 from ksgitops.core.serialize import dump_yaml, yaml_str
-from ksgitops.core.where import Destination
+from ksgitops.core.place.where import Destination
 
 TRICKY = ["abc", "a.b", "yes", "no", "on", "off", "y", "true", "null", "1e3", "2024-01-01", "123", "0x1f",
           "x'y", " a", "a\nb", "ümlaut", "-a", "a-", "~", "*", "&a", "a: b", "#x", "", "a\tb"]

@@ -20,8 +20,7 @@ import yaml
 
 from conftest import EXAMPLE
 from kube_fixtures import KubeNames, Wec, Wecs
-from ksgitops.core.spaces import (CREATE_SPACE, SET_PHASE, Observed, ProviderDesc, SpaceObj,
-                                  SPACE_NAME_ANNOTATION)
+from ksgitops.core.place.spaces import (CREATE_SPACE, SET_PHASE, Observed, ProviderDesc, SpaceObj, SPACE_NAME_ANNOTATION)
 from ksgitops.io.spaceproviders import (ADDED, DELETED, MODIFIED, FolderStore, GitFolderProvider, GitSpaceClient,
                                         KubeconfigProvider, KubeSpaceClient, MemoryStore, NotSupported,
                                         ProviderError, SpaceClients, SpaceEvent, SpaceManager, annotate,

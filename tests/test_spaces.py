@@ -1,4 +1,4 @@
-"""The space manager's state machine (core/spaces.py): every transition as a table row, plus
+"""The space manager's state machine (core/place/spaces.py): every transition as a table row, plus
 properties over random worlds (idempotence, determinism, never orphaned, never deleted while the
 object exists, unreachable providers change nothing but phases)."""
 from __future__ import annotations
@@ -10,9 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ksgitops.core.spaces import (CAN_CREATE, CREATE_SPACE, DELETE_OBJECT, DELETE_SPACE, SET_PHASE,
-                                  WRITE_OBJECT, Observed, Plan, ProviderDesc, SpaceObj, inputs_from, plan,
-                                  simulate, space_body, space_from)
+from ksgitops.core.place.spaces import (CAN_CREATE, CREATE_SPACE, DELETE_OBJECT, DELETE_SPACE, SET_PHASE, WRITE_OBJECT, Observed, Plan, ProviderDesc, SpaceObj, inputs_from, plan, simulate, space_body, space_from)
 from ksgitops.model import Obj, Origin
 
 GIT = ProviderDesc("git", "git")

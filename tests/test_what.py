@@ -6,20 +6,7 @@ from typing import Any
 
 import pytest
 
-from ksgitops.core.what import (
-    ALONG,
-    Placed,
-    along_line,
-    clause_matches,
-    clause_mismatch,
-    explain_object,
-    namespace_labels,
-    never_downsynced,
-    placement_spec,
-    select,
-    selector_problems,
-    upsync_matches,
-)
+from ksgitops.core.place.what import (ALONG, Placed, along_line, clause_matches, clause_mismatch, explain_object, namespace_labels, never_downsynced, placement_spec, select, selector_problems, upsync_matches)
 from ksgitops.kinds import KindInfo, KindTable
 from ksgitops.model import Obj, Origin
 

@@ -16,7 +16,7 @@ import pytest
 
 from conftest import benchmark_module, git, git_init, work_tree_files
 from ksgitops import app
-from ksgitops.core import mailbox
+from ksgitops.core.emit.files import mailbox
 from ksgitops.io import fs, statcache, worktree
 
 RECORD = Path(".git/ksgitops/worktree.pickle")

@@ -15,21 +15,21 @@ from .. import __version__
 from ..kinds import KindTable, is_control
 from ..model import KsgitopsError, Obj, Problem, Progress, grouped_by_wec
 from ..names import file_stem
-from .emit import Emitter, sps_yaml
-from .load import INVENTORY_ANNOTATION
-from .isolation import FROZEN_DIGEST, Frozen, Isolation, isolate
-from .load import Loaded, ParseCache, load
-from .mailbox import MailboxBuilder, MailboxPlan, PlacementPlan
-from .problems import problem_files
-from .records import RECORDS_DIR, SPS_DIR, record_file, record_yaml
-from .repoconfig import RepoConfig, parse_repo_config
-from .snapshot import GENERATED_DIR, NO_PREVIOUS, Previous, Snapshot
-from .spaces import SPACE_DIR, Plan, space_step
+from .emit.files import Emitter, sps_yaml
+from .load.read import INVENTORY_ANNOTATION
+from .place.isolation import FROZEN_DIGEST, Frozen, Isolation, isolate
+from .load.read import Loaded, ParseCache, load
+from .emit.mailbox import MailboxBuilder, MailboxPlan, PlacementPlan
+from .emit.problems import problem_files
+from .place.records import RECORDS_DIR, SPS_DIR, record_file, record_yaml
+from .load.repoconfig import RepoConfig, parse_repo_config
+from .load.snapshot import GENERATED_DIR, NO_PREVIOUS, Previous, Snapshot
+from .place.spaces import SPACE_DIR, Plan, space_step
 from .serialize import canonical_json
 from .tree import REUSE, Generated
-from .validate import validate, with_default_namespaces
-from .what import Placed, namespace_labels, placement_spec, select
-from .where import Wec, destinations, inventory, wec_names
+from .load.validate import validate, with_default_namespaces
+from .place.what import Placed, namespace_labels, placement_spec, select
+from .place.where import Wec, destinations, inventory, wec_names
 
 OUTPUT_FORMAT = 1  # bump when generated files change shape: invalidates every reuse digest
 
@@ -66,7 +66,7 @@ class Result(Judged):
     generated: Generated
     problems: list[Problem] = field(default_factory=list)
     digests: dict[str, str] = field(default_factory=dict)  # mailbox -> input digest
-    spaces: Plan | None = None  # the space step's plan (core/spaces.py)
+    spaces: Plan | None = None  # the space step's plan (core/place/spaces.py)
     frozen: Frozen = field(default_factory=Frozen)  # what problems confined to a space or WEC froze
 
 
@@ -99,7 +99,7 @@ def reconcile(snapshot: Snapshot, previous: Previous = NO_PREVIOUS,
     spaces, defaulted = with_default_namespaces(spaces, kinds)
     checked = defaulted + validate(spaces, kinds, cache)
     wecs = inventory(spaces)
-    # -- space step (core/spaces.py): discovery, unknown providers
+    # -- space step (core/place/spaces.py): discovery, unknown providers
     space_out = space_step(snapshot, loaded, spaces, wecs, config.skip_spaces)
     problems = loaded.problems + checked + space_out.problems
     # -- end space step

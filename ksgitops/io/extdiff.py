@@ -18,7 +18,7 @@ import tempfile
 from pathlib import Path
 from typing import Sequence
 
-from ..core.diff import WecDiff
+from ..core.readout.diff import WecDiff
 from ..core.serialize import dump_yaml
 from ..model import KsgitopsError
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 import pygit2
 
-from ..core.repoconfig import MAILBOX_TRAILER, trailers
+from ..core.load.repoconfig import MAILBOX_TRAILER, trailers
 from ..core.tree import Generated, Subtree
 from ..model import Origin, Problem
 from ..names import dns1123_label_error

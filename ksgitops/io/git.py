@@ -14,8 +14,8 @@ from typing import Any, Callable, cast
 
 import pygit2
 
-from ..core.parse import MAX_FILE_BYTES
-from ..core.snapshot import SourceFile, is_source_path
+from ..core.load.parse import MAX_FILE_BYTES
+from ..core.load.snapshot import SourceFile, is_source_path
 from ..core.tree import KEEP, OTHERS, REUSE, FileTree, Generated, Subtree
 from ..model import EnvError, GitError, KsgitopsError
 from . import checkout as checkouts

@@ -27,7 +27,7 @@ from typing import Any
 
 import pygit2
 
-from ..core.repoconfig import MAILBOX_TRAILER, SOURCE_TRAILER
+from ..core.load.repoconfig import MAILBOX_TRAILER, SOURCE_TRAILER
 from ..core.tree import FileTree
 from .durable import libgit2_fsync, moving_refs
 from .git import TreeIndex, TreeSnapshot, TreeWriter, consolidate_packs

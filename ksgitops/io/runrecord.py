@@ -17,7 +17,7 @@ import hashlib
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ..core.snapshot import CONFIG_FILE, GENERATED_DIR
+from ..core.load.snapshot import CONFIG_FILE, GENERATED_DIR
 
 if TYPE_CHECKING:  # a record is read without loading the pipeline
     from ..core.pipeline import RecordedResult

@@ -11,7 +11,7 @@ Providers share one small interface (`Provider`: create, delete, list, get, watc
   (SpacePrefixForDiscovery) or imported. With `probe` (the default) a context whose API server does
   not answer is NotReady.
 
-`SpaceManager(providers, store)` plans with `ksgitops.core.spaces.plan` and applies the actions.
+`SpaceManager(providers, store)` plans with `ksgitops.core.place.spaces.plan` and applies the actions.
 `SpaceClients(providers)` gives a client per space name and lists / watches across spaces; each
 object it returns carries the annotation `space.kubestellar.io/space-name: <space>`.
 
@@ -32,15 +32,13 @@ from typing import Any, Callable, Iterable, Iterator, Mapping, Protocol, Sequenc
 
 import yaml
 
-from ..core.load import Loaded, load, mailbox_space
-from ..core.parse import parse_file
-from ..core.render import render_mailbox
-from ..core.selectors import matches, selector_error
+from ..core.load.read import Loaded, load, mailbox_space
+from ..core.load.parse import parse_file
+from ..core.readout.render import render_mailbox
+from ..core.load.selectors import matches, selector_error
 from ..core.serialize import deep_copy, dump_yaml
-from ..core.snapshot import GENERATED_DIR, SourceFile
-from ..core.spaces import (CREATE_SPACE, DELETE_OBJECT, DELETE_SPACE, MANAGED_MARKER, SET_PHASE, SPACE_API,
-                           SPACE_DIR, SPACE_NAME_ANNOTATION, WRITE_OBJECT, Action, Observed, Plan, ProviderDesc,
-                           SpaceObj, is_managed_marker, is_space, plan, space_body, space_from)
+from ..core.load.snapshot import GENERATED_DIR, SourceFile
+from ..core.place.spaces import (CREATE_SPACE, DELETE_OBJECT, DELETE_SPACE, MANAGED_MARKER, SET_PHASE, SPACE_API, SPACE_DIR, SPACE_NAME_ANNOTATION, WRITE_OBJECT, Action, Observed, Plan, ProviderDesc, SpaceObj, is_managed_marker, is_space, plan, space_body, space_from)
 from ..model import KsgitopsError, Obj, Origin, Problem
 from ..names import dns1123_label_error
 from .fs import WorkTreeSnapshot, write_file

@@ -1,4 +1,4 @@
-"""StatusSources (core/status_source.py) over a git tree and over a work tree, and the status memo on disk.
+"""StatusSources (core/status/source.py) over a git tree and over a work tree, and the status memo on disk.
 
 Over git, a mailbox's key is the ids of its objects/, patches/ and reported/ subtrees and of its
 kustomization.yaml and syncerconfig.yaml: an unchanged mailbox costs five lookups, content keys
@@ -16,12 +16,12 @@ from typing import Any
 
 import pygit2
 
-from ..core.gitobjects import files_tree_id
-from ..core.problems import problems_root
-from ..core.status import StatusMemo, detail_name, rows_name
-from ..core.status_source import MailboxListing
+from ..core.status.gitobjects import files_tree_id
+from ..core.emit.problems import problems_root
+from ..core.status.summary import StatusMemo, detail_name, rows_name
+from ..core.status.source import MailboxListing
 from ..core.tree import put
-from ..core.syncreport import REVISION_FILES, REVISION_FOLDERS, revision_of
+from ..core.status.syncreport import REVISION_FILES, REVISION_FOLDERS, revision_of
 from .cache import code_fingerprint
 from .fs import check_path, walk_files
 from .git import TreeIndex, blobs, tree_at

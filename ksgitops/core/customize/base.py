@@ -1,0 +1,101 @@
+"""The uncustomized base copy of a workload object, as it is written into every mailbox.
+
+Computed once per object (not per WEC): what KubeStellar does not transport is cleared (`status`,
+the server-set metadata fields and kcp's label and annotation keys: see `delivery.py`), the
+projected label added, an empty annotations map omitted (kustomize drops it, so we never write it).
+"""
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+from typing import Any
+
+from ...kinds import KindInfo
+from ...model import Obj, ObjRef
+from ...names import file_stem
+from .params import referenced_keys
+from .customizer import CUSTOMIZER_ANNOTATION, EXPAND_ANNOTATION, wants_expansion
+from ..place.delivery import CLEARED_METADATA, is_kcp_key
+from ..serialize import deep_copy, dump_yaml
+
+PROJECTED_LABEL = "edge.kubestellar.io/projected"
+
+
+@functools.lru_cache(maxsize=1 << 17)  # called per object per WEC: the parts are few and repeat
+def rel_path(group: str, resource: str, namespace: str, name: str) -> str:
+    """`<group|core>/<resource>/<namespace|_cluster>/<name>`: the path of an object in a mailbox
+    (objects/, patches/, reported/, upsynced/) and in a status folder. Each part is a file name
+    by `file_stem` (unchanged for valid groups, resources, namespaces and ordinary names), so no
+    name can make the path leave its folder or overflow a file name."""
+    parts = (file_stem(group) if group else "core", file_stem(resource),
+             file_stem(namespace) if namespace else "_cluster", file_stem(name))
+    return "/".join(parts)
+
+
+@dataclass(frozen=True, slots=True)
+class Base:
+    """One object's base copy. `obj` is None for an implied Namespace."""
+
+    ref: ObjRef
+    api_version: str
+    resource: str
+    namespaced: bool
+    body: dict[str, Any]
+    data: bytes
+    obj: Obj | None
+    expand: bool = False
+    customizer: str = ""
+    object_keys: frozenset[str] = frozenset()
+
+    @property
+    def rel(self) -> str:
+        return rel_path(self.ref.group, self.resource, self.ref.namespace, self.ref.name)
+
+    @property
+    def customizable(self) -> bool:
+        return self.expand or bool(self.customizer)
+
+
+def _without_kcp_keys(values: Any) -> dict[str, Any]:
+    if not isinstance(values, dict):
+        return {}
+    return {k: v for k, v in values.items() if not is_kcp_key(k)}
+
+
+def base_body(body: dict[str, Any]) -> dict[str, Any]:
+    """A copy of `body` as it goes into a mailbox's objects/ (see the module doc)."""
+    copy = deep_copy(body)
+    copy.pop("status", None)
+    md = copy.setdefault("metadata", {})
+    for key in CLEARED_METADATA:
+        md.pop(key, None)
+    labels = _without_kcp_keys(md.get("labels"))
+    labels[PROJECTED_LABEL] = "yes"
+    md["labels"] = labels
+    annotations = _without_kcp_keys(md.get("annotations"))
+    if annotations:
+        md["annotations"] = annotations
+    else:
+        md.pop("annotations", None)
+    return copy
+
+
+def make_base(obj: Obj, info: KindInfo) -> Base:
+    body = base_body(obj.body)
+    annotations = obj.annotations
+    expand = wants_expansion(annotations)
+    return Base(
+        ref=obj.ref, api_version=obj.api_version, resource=info.resource, namespaced=info.namespaced,
+        body=body, data=dump_yaml(body), obj=obj, expand=expand,
+        customizer=str(annotations.get(CUSTOMIZER_ANNOTATION, "") or ""),
+        object_keys=referenced_keys(body) if expand else frozenset(),
+    )
+
+
+def implied_namespace(name: str) -> Base:
+    body = {"apiVersion": "v1", "kind": "Namespace",
+            "metadata": {"name": name, "labels": {PROJECTED_LABEL: "yes"}}}
+    return Base(ObjRef("", "Namespace", "", name), "v1", "namespaces", False, body, dump_yaml(body), None)
+
+
+__all__ = ["Base", "make_base", "implied_namespace", "rel_path", "PROJECTED_LABEL", "EXPAND_ANNOTATION"]

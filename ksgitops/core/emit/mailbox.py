@@ -1,0 +1,331 @@
+"""Stages 4-5 per WEC: which objects land in a mailbox, and each one's customization patch.
+
+Work is shared wherever inputs are equal: WECs reached by the same placements share one entry set
+(and one objects/ tree); a customization is computed once per (object, values of the parameters it
+reads). A per-(object, WEC) error keeps the mailbox's previous copy of that object; so do the
+objects a frozen WDS placed at its last good state (isolation.py), as its records list them.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Any, Callable, Iterable, Mapping, MutableMapping, NamedTuple
+
+from ...model import Obj, ObjRef, Problem, split_api_version
+from ...kinds import KindTable
+from ..customize.base import Base, implied_namespace, make_base
+from ..customize.customizer import customize, find_customizer, wants_expansion
+from ..customize.params import referenced_keys
+from ..customize.patchdiff import make_patch
+from ..place.records import Recorded, RecordedPlacement
+from ..load.selectors import label_key_error, label_value_error
+from ..serialize import canonical_json, dump_json, load_yaml
+from ..place.what import ALONG, Placed
+from ..place.where import Destination, Wec, location_params
+
+Reader = Callable[[str], "bytes | None"]
+FROZEN_CLAUSE = -2  # Via.clause of an object a frozen WDS placed at its last good state
+
+
+@dataclass(frozen=True, slots=True)
+class PlacementPlan:
+    """One EdgePlacement with what it selects and where it goes."""
+
+    obj: Obj
+    spec: dict[str, Any]
+    placed: tuple[Placed, ...]
+    dests: tuple[Destination, ...]
+    mailboxes: dict[str, str]  # mailbox -> name of the first (sorted) Location that matched
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return (self.obj.space, self.obj.name)
+
+
+@dataclass(frozen=True, slots=True)
+class Via:
+    wds: str
+    placement: str
+    clause: int  # what.ALONG: a CustomResourceDefinition that came along with its custom resources
+    singleton: bool = False  # the placement's wantSingletonReportedState (never for a CRD along)
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    """One object in one mailbox: base bytes, optional patch bytes, and why it is there."""
+
+    base: Base
+    data: bytes
+    patch: bytes | None = None
+    via: tuple[Via, ...] = ()
+    params: tuple[tuple[str, str], ...] = ()
+    kept: bool = False
+
+    @property
+    def rel(self) -> str:
+        return self.base.rel
+
+    @property
+    def wants_singleton(self) -> bool:
+        """The singleton reported-state wish: OR over the placements that put it here."""
+        return any(v.singleton for v in self.via)
+
+
+@dataclass
+class MailboxPlan:
+    wec: Wec
+    location: Obj | None
+    placements: tuple[PlacementPlan, ...]
+    entries: dict[str, Entry]
+    group: tuple[tuple[str, str], ...] = ()
+    problems: list[Problem] = field(default_factory=list)
+    shared: bool = True  # `entries` is the group's dict object (copied before any change)
+    altered: bool = False  # an error removed an entry or put a previous copy in place
+    frozen: tuple[RecordedPlacement, ...] = ()  # frozen placements whose last good objects are kept here
+
+
+class MailboxBuilder:
+    """Builds MailboxPlans, caching everything that WECs have in common."""
+
+    def __init__(self, kinds: KindTable, customizers: Mapping[str, Mapping[tuple[str, str], Obj]],
+                 read_previous: Reader, memo: MutableMapping[Any, Any] | None = None) -> None:
+        self._kinds = kinds
+        self._memo = memo if memo is not None else {}
+        self._bases: dict[int, Base] = {}
+        self._customizers = customizers
+        self._read_previous = read_previous
+        self._groups: dict[tuple[tuple[str, str], ...], tuple[dict[str, Entry], list[tuple[Base, str]]]] = {}
+        self._custom: dict[tuple[int, tuple[tuple[str, str | None], ...]], _Customized] = {}
+        self._customizer_keys: dict[int, frozenset[str]] = {}
+        self._kept_bases: dict[tuple[str, bytes], Base | None] = {}
+
+    def build(self, wec: Wec, plans: list[PlacementPlan], frozen: list[RecordedPlacement] | None = None
+              ) -> MailboxPlan:
+        location = _location(wec, plans)
+        group_key = tuple(p.key for p in plans)
+        if group_key not in self._groups:
+            self._groups[group_key] = _merge(plans, self._base)
+        entries, conflicts = self._groups[group_key]
+        plan = MailboxPlan(wec, location, tuple(plans), entries, group_key)
+        params = location_params(location) if location is not None else {}
+        for rel, entry in entries.items():
+            if entry.base.customizable:
+                self._customize(plan, rel, entry, params)
+        for base, message in conflicts:
+            self._fail(plan, Entry(base, base.data), message)
+        if frozen:
+            self._keep_frozen(plan, frozen)
+        return plan
+
+    def _keep_frozen(self, plan: MailboxPlan, frozen: list[RecordedPlacement]) -> None:
+        """Each recorded object of the frozen placements, as the mailbox holds it now (a missing
+        file is not there: nothing is invented); implied Namespaces recomputed over all entries."""
+        entries = self._own(plan)
+        plan.altered, plan.frozen = True, tuple(frozen)
+        plan.group = plan.group + tuple((f"{p.space} (frozen)", p.name) for p in frozen)
+        for placement in frozen:
+            for item in placement.objects:
+                kept = self._kept_copy(plan.wec.mailbox, item, placement)
+                if kept is None:
+                    continue
+                present = entries.get(item.rel)
+                if present is not None and present.base.obj is not None:
+                    plan.problems.append(Problem(
+                        present.base.obj.origin, f"{present.base.ref}: placed by two workload description spaces: "
+                        f"{present.base.obj.origin} and the frozen space {placement.space}; keeping the previous copy",
+                        wec=plan.wec.mailbox, obj=str(present.base.ref)))
+                elif present is not None and present.kept:
+                    kept = replace(kept, via=present.via + kept.via)
+                entries[item.rel] = kept
+        for ns in sorted({e.base.ref.namespace for e in entries.values() if e.base.ref.namespace}):
+            implied = implied_namespace(ns)
+            entries.setdefault(implied.rel, Entry(implied, implied.data))
+        plan.entries = dict(sorted(entries.items()))
+
+    def _kept_copy(self, mailbox: str, item: Recorded, placement: RecordedPlacement) -> Entry | None:
+        data = self._read_previous(f"spaces/{mailbox}/objects/{item.rel}.yaml")
+        if data is None:
+            return None
+        key = (item.rel, data)
+        if key not in self._kept_bases:
+            self._kept_bases[key] = _kept_base(item.rel, data)
+        base = self._kept_bases[key]
+        if base is None:
+            return None
+        patch = self._read_previous(f"spaces/{mailbox}/patches/{item.rel}.json")
+        via = Via(placement.space, placement.name, ALONG if item.along else FROZEN_CLAUSE,
+                  placement.singleton and not item.along)
+        return Entry(base, data, patch, (via,), kept=True)
+
+    def _customize(self, plan: MailboxPlan, rel: str, entry: Entry, params: Mapping[str, str]) -> None:
+        base = entry.base
+        assert base.obj is not None
+        customizer, error = find_customizer(base.obj, self._customizers.get(base.obj.space, {}))
+        needed = base.object_keys | (self._keys_of(customizer) if customizer is not None else frozenset())
+        values = tuple(sorted((k, params.get(k)) for k in needed))
+        cache_key = (id(base), values)
+        if cache_key not in self._custom:
+            self._custom[cache_key] = _Customized(None, error) if error else _patch(base, customizer, params, needed)
+        patch, error, warnings = self._custom[cache_key]
+        for warning in warnings:
+            plan.problems.append(Problem(base.obj.origin, f"{base.ref}: {warning}", "warning",
+                                         plan.wec.mailbox, str(base.ref)))
+        if error:
+            self._fail(plan, entry, error)
+            return
+        used = tuple((k, v) for k, v in values if v is not None)
+        if patch is not None or used:
+            self._own(plan)[rel] = replace(entry, patch=patch, params=used)
+
+    def _base(self, obj: Obj) -> Base:
+        """The base copy of an object, made on first use (a reused mailbox never needs one)."""
+        base = self._bases.get(id(obj))
+        if base is None:
+            info = self._kinds.lookup(obj.group, obj.kind)
+            assert info is not None  # select() skips unknown kinds and validate rejects them
+            key = ("base", obj.key, obj.origin, info) if obj.key else None
+            base = self._memo.get(key) if key else None
+            if base is None:
+                base = make_base(obj, info)
+                if key:
+                    self._memo[key] = base
+            self._bases[id(obj)] = base = replace(base, obj=obj)
+        return base
+
+    def _keys_of(self, customizer: Obj) -> frozenset[str]:
+        key = id(customizer)
+        if key not in self._customizer_keys:
+            body = {k: customizer.body.get(k) for k in ("replacements", "jsonPatch")}
+            self._customizer_keys[key] = referenced_keys(body) if wants_expansion(customizer.annotations) else frozenset()
+        return self._customizer_keys[key]
+
+    def _fail(self, plan: MailboxPlan, entry: Entry, message: str) -> None:
+        """A per-(object, WEC) error: report it and keep the previous copy (or none)."""
+        base = entry.base
+        assert base.obj is not None
+        kept = self._previous(plan.wec.mailbox, entry)
+        outcome = "keeping the previous copy" if kept else "not placed (no previous copy)"
+        plan.problems.append(Problem(base.obj.origin, f"{base.ref}: {message}; {outcome}", wec=plan.wec.mailbox,
+                                     obj=str(base.ref)))
+        entries = self._own(plan)
+        plan.altered = True
+        if kept is None:
+            entries.pop(entry.rel, None)
+        else:
+            entries[entry.rel] = kept
+            plan.entries = dict(sorted(entries.items()))  # a conflict's copy was not in the dict
+
+    def _previous(self, mailbox: str, entry: Entry) -> Entry | None:
+        data = self._read_previous(f"spaces/{mailbox}/objects/{entry.rel}.yaml")
+        if data is None:
+            return None
+        patch = self._read_previous(f"spaces/{mailbox}/patches/{entry.rel}.json")
+        return replace(entry, data=data, patch=patch, kept=True, params=())
+
+    def _own(self, plan: MailboxPlan) -> dict[str, Entry]:
+        if plan.shared:
+            plan.entries = dict(plan.entries)
+            plan.shared = False
+        return plan.entries
+
+
+class _Customized(NamedTuple):
+    """One customization's outcome: the patch (None: none needed or an error), the error, and
+    the warnings (replacement paths that selected nothing)."""
+
+    patch: bytes | None
+    error: str | None
+    warnings: tuple[str, ...] = ()
+
+
+def _patch(base: Base, customizer: Obj | None, params: Mapping[str, str],
+           needed: frozenset[str]) -> _Customized:
+    subset = {k: params[k] for k in needed if k in params}
+    result = customize(base.body, base.expand, customizer, subset)
+    if result.error or result.body is None:
+        return _Customized(None, result.error or "customization failed")
+    if _identity(result.body) != _identity(base.body):
+        return _Customized(None, "customization must not change apiVersion, kind, metadata.name or "
+                                 "metadata.namespace", result.warnings)
+    error = _label_error(result.body)
+    if error:
+        return _Customized(None, error, result.warnings)
+    ops = make_patch(base.body, result.body)
+    return _Customized(dump_json(ops) if ops else None, None, result.warnings)
+
+
+def _map(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _label_error(body: dict[str, Any]) -> str | None:
+    """Labels are validated before expansion with `%(...)` allowed; check what expansion made."""
+    for key, value in _map(_map(body.get("metadata")).get("labels")).items():
+        error = label_key_error(key) or label_value_error(value)
+        if error:
+            return f"customized metadata.labels: {error}"
+    return None
+
+
+def _identity(body: dict[str, Any]) -> tuple[Any, ...]:
+    md = _map(body.get("metadata"))
+    return (body.get("apiVersion"), body.get("kind"), md.get("name"), md.get("namespace"))
+
+
+def _location(wec: Wec, plans: list[PlacementPlan]) -> Obj | None:
+    names = sorted({p.mailboxes[wec.mailbox] for p in plans})
+    by_name = {loc.name: loc for loc in wec.locations}
+    if names:
+        return by_name.get(names[0])
+    return min(wec.locations, key=lambda loc: loc.name) if wec.locations else None
+
+
+def _merge(plans: list[PlacementPlan], base_of: Callable[[Obj], Base]
+           ) -> tuple[dict[str, Entry], list[tuple[Base, str]]]:
+    """OR across placements; two WDSes placing one identity is a conflict; implied Namespaces."""
+    chosen: dict[ObjRef, tuple[Obj, list[Via]]] = {}
+    conflicts: dict[ObjRef, str] = {}
+    for plan in plans:
+        for placed in plan.placed:
+            wish = placed.clause != ALONG and plan.spec.get("wantSingletonReportedState") is True
+            via = Via(plan.obj.space, plan.obj.name, placed.clause, wish)
+            ref = placed.obj.ref
+            if ref in chosen and chosen[ref][0] is not placed.obj:
+                other = chosen[ref][0]
+                conflicts[ref] = (f"placed by two workload description spaces: {other.origin} "
+                                  f"and {placed.obj.origin}")
+                continue
+            chosen.setdefault(ref, (placed.obj, []))[1].append(via)
+    entries: dict[str, Entry] = {}
+    for ref, (obj, vias) in chosen.items():
+        if ref not in conflicts:
+            base = base_of(obj)
+            entries[base.rel] = Entry(base, base.data, via=tuple(vias))
+    for ns in sorted({ref.namespace for ref in chosen if ref.namespace}):
+        implied = implied_namespace(ns)
+        if implied.ref not in chosen:
+            entries.setdefault(implied.rel, Entry(implied, implied.data))
+    failed = [(base_of(chosen[ref][0]), message) for ref, message in sorted(conflicts.items())]
+    return dict(sorted(entries.items())), failed
+
+
+def _kept_base(rel: str, data: bytes) -> Base | None:
+    """A kept object file read back as a base copy (for its kustomization entry and the
+    SyncerConfig); None when it is not one this mailbox path can hold."""
+    try:
+        body = load_yaml(data)
+    except Exception:  # noqa: BLE001 - not our file any more: it is not kept
+        return None
+    md = body.get("metadata") if isinstance(body, dict) else None
+    if not isinstance(md, dict) or not isinstance(body.get("apiVersion"), str) or not isinstance(body.get("kind"), str):
+        return None
+    _, resource, namespace, _ = rel.split("/")
+    ref = ObjRef(split_api_version(body["apiVersion"])[0], body["kind"], str(md.get("namespace") or ""),
+                 str(md.get("name") or ""))
+    base = Base(ref, body["apiVersion"], resource, namespace != "_cluster", body, data, None)
+    return base if base.rel == rel else None
+
+
+def upsync_sets(plans: Iterable[Any]) -> list[Any]:
+    """Union of the placements' upsync sets, deduplicated and sorted."""
+    unique = {canonical_json(u): u for p in plans for u in (p.spec.get("upsync") or [])}
+    return [unique[k] for k in sorted(unique)]

@@ -1,0 +1,154 @@
+"""Warnings for EdgePlacement clauses that KubeStellar's CRD accepts but that surely do not say what
+was meant: each says what the clause matches (often nothing) and the form that works.
+
+KubeStellar v0.14.2 pkg/placement/what-resolver.go (downsyncMatches, upsyncMatches) compares
+`apiGroup` with the object's group and `resources` with the object's resource (lowercase plural)
+as plain strings, so a kind name, a singular, kubectl's `deployments.apps` form or `apiGroup: core`
+match nothing; `namespaces` is compared with the object's namespace, so "" matches nothing (a
+cluster-scoped object is matched by "*" or an empty list); a clause without criteria matches every
+object. A label selector that does not convert (metav1.LabelSelectorAsSelector) matches nothing.
+"""
+from __future__ import annotations
+
+from typing import Any, Iterable
+
+from ...kinds import KindTable
+from ...model import Obj
+from ...names import dns1123_label_error, dns1123_subdomain_error
+from .selectors import selector_error
+
+MATCHES_NOTHING = "it matches nothing"
+
+
+def clause_warnings(placement: Obj, kinds: KindTable) -> list[str]:
+    """`<field path>: <what is odd>` for every odd clause of an EdgePlacement (v1alpha1 or v2alpha1)."""
+    spec = placement.spec
+    known = _Known(kinds)
+    found: list[str] = []
+    for i, clause in _dicts(spec.get("downsync")):
+        found += _downsync_warnings(f"spec.downsync[{i}]", clause, known)
+    for i, entry in _dicts(spec.get("nonNamespacedObjects")):
+        path = f"spec.nonNamespacedObjects[{i}]"
+        found += (_group_warnings(path, entry.get("apiGroup"))
+                  or _resource_warnings(path, entry.get("apiGroup") or "", entry.get("resources"), known, strict=True))
+    for i, upsync in _dicts(spec.get("upsync")):
+        path = f"spec.upsync[{i}]"
+        found += (_group_warnings(path, upsync.get("apiGroup"))
+                  or _resource_warnings(path, upsync.get("apiGroup") or "", upsync.get("resources"), known, strict=False))
+    return found + selector_warnings(placement)
+
+
+def _dicts(value: Any) -> list[tuple[int, dict[str, Any]]]:
+    return [(i, v) for i, v in enumerate(value) if isinstance(v, dict)] if isinstance(value, list) else []
+
+
+def _downsync_warnings(path: str, clause: dict[str, Any], known: "_Known") -> list[str]:
+    if not any(clause.get(k) for k in ("resources", "namespaces", "namespaceSelectors", "objectNames",
+                                       "labelSelectors")) and clause.get("apiGroup") is None:
+        return [f"{path}: the clause has no criteria: it matches every workload object of this space "
+                "(KubeStellar's CRD also requires apiGroup); name an apiGroup and resources"]
+    group = clause.get("apiGroup")
+    found = _group_warnings(path, group)  # a group that matches nothing makes its resources moot
+    found = found or _resource_warnings(path, group, clause.get("resources"), known, strict=True)
+    return found + _namespace_warnings(path, clause.get("namespaces"))
+
+
+def _group_warnings(path: str, group: Any) -> list[str]:
+    if not isinstance(group, str) or group == "":
+        return []
+    if group == "core":
+        return [f"{path}.apiGroup: 'core' is not the core group but a group named core: {MATCHES_NOTHING}; "
+                "write apiGroup: \"\" for the core group (ConfigMaps, Secrets, ...)"]
+    if "/" in group:
+        return [f"{path}.apiGroup: {group!r} holds a version: {MATCHES_NOTHING}; write apiGroup: "
+                f"{group.split('/')[0]!r}"]
+    if dns1123_subdomain_error(group):
+        return [f"{path}.apiGroup: {group!r} is not an API group name: {MATCHES_NOTHING}"]
+    return []
+
+
+def _resource_warnings(path: str, group: Any, resources: Any, known: "_Known", strict: bool) -> list[str]:
+    if not isinstance(resources, list):
+        return []
+    found = []
+    for j, resource in enumerate(resources):
+        if not isinstance(resource, str) or resource == "*" or known.is_resource(group, resource):
+            continue
+        hint = known.hint(group, resource)
+        if hint:
+            found.append(f"{path}.resources[{j}]: {hint}")
+        elif strict:
+            found.append(f"{path}.resources[{j}]: {resource!r} is no resource ksgitops knows "
+                         f"(built-in, CRD in the repo or RepoConfig kinds): {MATCHES_NOTHING} here")
+    return found
+
+
+def _namespace_warnings(path: str, namespaces: Any) -> list[str]:
+    if not isinstance(namespaces, list):
+        return []
+    found = []
+    for j, namespace in enumerate(namespaces):
+        if namespace == "":
+            found.append(f"{path}.namespaces[{j}]: \"\" matches no object (a cluster-scoped object has no "
+                         "namespace, and is matched by \"*\" or by leaving namespaces empty)")
+        elif isinstance(namespace, str) and namespace != "*" and dns1123_label_error(namespace):
+            found.append(f"{path}.namespaces[{j}]: {namespace!r} is not a namespace name: {MATCHES_NOTHING}")
+    return found
+
+
+class _Known:
+    """The resources and kinds the kind table knows, for the checks and their suggestions."""
+
+    def __init__(self, kinds: KindTable) -> None:
+        self.by_group: dict[str, set[str]] = {}
+        self.kinds: dict[str, list[tuple[str, str]]] = {}  # lowercase kind -> [(group, resource)]
+        for (group, kind), info in kinds.entries():
+            self.by_group.setdefault(group, set()).add(info.resource)
+            self.kinds.setdefault(kind.lower(), []).append((group, info.resource))
+
+    def is_resource(self, group: Any, resource: str) -> bool:
+        if isinstance(group, str):
+            return resource in self.by_group.get(group, ())
+        return any(resource in found for found in self.by_group.values())
+
+    def hint(self, group: Any, resource: str) -> str:
+        """What the entry probably meant: a kind or singular, or kubectl's resource.group form."""
+        candidates = [r for g, r in self.kinds.get(resource.lower(), ()) if not isinstance(group, str) or g == group]
+        if candidates:
+            what = "a kind" if resource[:1].isupper() else "a singular"
+            return f"{resource!r} is {what}, not a resource (lowercase plural): {MATCHES_NOTHING}; write {candidates[0]}"
+        name, dot, rest = resource.partition(".")
+        if dot and name in self.by_group.get(rest, ()):
+            return (f"{resource!r} is kubectl's resource.group form, which KubeStellar does not read: "
+                    f"{MATCHES_NOTHING}; write apiGroup: {rest} and resources: [{name}]")
+        return ""
+
+
+def selector_warnings(obj: Obj) -> list[str]:
+    """Label selectors that do not convert, anywhere in an EdgePlacement or Location: each
+    matches nothing."""
+    spec = obj.spec
+    found = []
+    for path, selector in _selectors(spec):
+        error = selector_error(selector) if selector is not None else None
+        if error:
+            found.append(f"{path}: {error}: this selector {MATCHES_NOTHING}")
+    return found
+
+
+def _selectors(spec: dict[str, Any]) -> Iterable[tuple[str, Any]]:
+    if "instanceSelector" in spec:
+        yield "spec.instanceSelector", spec["instanceSelector"]
+    if "namespaceSelector" in spec:
+        yield "spec.namespaceSelector", spec["namespaceSelector"]
+    yield from _listed("spec.locationSelectors", spec.get("locationSelectors"))
+    for field in ("downsync", "nonNamespacedObjects"):
+        for i, clause in _dicts(spec.get(field)):
+            for name in ("namespaceSelectors", "labelSelectors"):
+                yield from _listed(f"spec.{field}[{i}].{name}", clause.get(name))
+
+
+def _listed(path: str, selectors: Any) -> Iterable[tuple[str, Any]]:
+    if isinstance(selectors, list):
+        for i, selector in enumerate(selectors):
+            yield f"{path}[{i}]", selector

@@ -1,0 +1,161 @@
+"""Read KubeStellar's YAML of every release as one shape, once per file (memoized with the parse).
+
+What the rest of the pipeline then never has to know about:
+- v0.6's API group `edge.kcp.io` is read as `edge.kubestellar.io` (the apiVersion, a Location's
+  `spec.resource.group`, and `edge.kcp.io/...` annotation keys on any object), with a warning to
+  rename it;
+- KubeStellar's kinds (`edge.kubestellar.io`, `space.kubestellar.io`) are checked against
+  schema/, which follows their CRDs: a field the schema does not know, or a null it does not
+  allow, is dropped with a warning, as the API server prunes it; so are what the API server sets
+  itself (`metadata.resourceVersion`, `managedFields`, `creationTimestamp`, `selfLink`,
+  `generation`, as `kubectl get -o yaml` shows them) and the `status` of kinds whose CRD has a
+  status subresource (SyncTarget, Location: the API server ignores it in what is applied);
+- a Space's `spec.Managed` (KubeStellar v0.7's field) is read as `spec.Type` (true: managed,
+  false: unmanaged), with a warning;
+- ksgitops' own kinds (StatusCollector, CombinedStatus) are checked strictly: an unknown field is
+  an error. (RepoConfig is checked by repoconfig.py.)
+
+Findings under `metadata` are left to validation, which checks names, namespaces, labels and
+annotations for every kind alike.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from ...model import Origin, Problem, split_api_version
+from .parse import ParsedFile, parse_file
+from .schemas import PRUNED_GROUPS, SCHEMA_FILES, Finding, finding_problem, schema_findings
+
+OLD_GROUP = "edge.kcp.io"
+EDGE_GROUP = "edge.kubestellar.io"
+SERVER_SET = ("resourceVersion", "managedFields", "creationTimestamp", "selfLink", "generation")
+STATUS_SUBRESOURCE = frozenset({(EDGE_GROUP, "SyncTarget"), (EDGE_GROUP, "Location")})
+UNCHECKED = frozenset({"RepoConfig"})
+
+
+def read_source(path: str, data: bytes) -> ParsedFile:
+    """parse_file, then every document converted: its problems (warnings, errors) are added."""
+    parsed = parse_file(path, data)
+    if not parsed.docs:
+        return parsed
+    problems = list(parsed.problems)
+    docs = []
+    for line, body in parsed.docs:
+        problems.extend(convert(body, Origin(path, line)))
+        docs.append((line, body))
+    return ParsedFile(tuple(docs), tuple(problems))
+
+
+def convert(body: dict[str, Any], origin: Origin) -> list[Problem]:
+    """Convert one freshly parsed document in place; returns what it found."""
+    problems = _rename_old_group(body, origin)
+    group, _ = split_api_version(str(body.get("apiVersion", "")))
+    kind = body.get("kind")
+    schema = SCHEMA_FILES.get((str(body.get("apiVersion", "")), str(kind)))
+    if schema is None or kind in UNCHECKED:
+        return problems
+    label = _label(body)
+    prunes = group in PRUNED_GROUPS
+    if prunes:
+        problems += _drop_server_set(body, origin, label, (group, str(kind)) in STATUS_SUBRESOURCE)
+    problems += _check(schema, body, origin, label, prunes)
+    if kind == "Space" and not any(p.is_error for p in problems):
+        problems += _managed_as_type(body, origin, label)
+    return problems
+
+
+def _label(body: dict[str, Any]) -> str:
+    md = body.get("metadata")
+    name = md.get("name") if isinstance(md, dict) else None
+    return f"{body.get('kind')} {name}" if isinstance(name, str) and name else str(body.get("kind"))
+
+
+def _rename_old_group(body: dict[str, Any], origin: Origin) -> list[Problem]:
+    problems = []
+    api_version = body.get("apiVersion")
+    if isinstance(api_version, str) and split_api_version(api_version)[0] == OLD_GROUP:
+        new = f"{EDGE_GROUP}/{split_api_version(api_version)[1]}"
+        body["apiVersion"] = new
+        resource = body.get("spec", {}).get("resource") if isinstance(body.get("spec"), dict) else None
+        if isinstance(resource, dict) and resource.get("group") == OLD_GROUP:
+            resource["group"] = EDGE_GROUP
+        problems.append(Problem(origin, f"apiVersion {api_version} is KubeStellar v0.6's API group: read as "
+                                        f"{new}; rename it", "warning"))
+    md = body.get("metadata")
+    annotations = md.get("annotations") if isinstance(md, dict) else None
+    if isinstance(annotations, dict):
+        for key in [k for k in annotations if isinstance(k, str) and k.startswith(f"{OLD_GROUP}/")]:
+            new_key = EDGE_GROUP + key[len(OLD_GROUP):]
+            value = annotations.pop(key)
+            annotations.setdefault(new_key, value)
+            problems.append(Problem(origin, f"annotation {key} is KubeStellar v0.6's name: read as {new_key}; "
+                                            "rename it", "warning"))
+    return problems
+
+
+def _drop_server_set(body: dict[str, Any], origin: Origin, label: str, has_status_subresource: bool) -> list[Problem]:
+    md = body.get("metadata")
+    dropped = [f"metadata.{key}" for key in SERVER_SET if isinstance(md, dict) and md.pop(key, None) is not None]
+    if has_status_subresource and body.pop("status", None) is not None:
+        dropped.append("status")
+    if not dropped:
+        return []
+    return [Problem(origin, f"{label}: {', '.join(dropped)} dropped: the API server sets "
+                            f"{'them' if len(dropped) > 1 else 'it'} itself (as in `kubectl get -o yaml` output)",
+                    "warning")]
+
+
+def _check(schema: str, body: dict[str, Any], origin: Origin, label: str, prunes: bool) -> list[Problem]:
+    """Schema findings; on KubeStellar's kinds unknown fields and disallowed nulls are dropped,
+    then what remains is checked again (a dropped null may leave a required field missing)."""
+    found = [f for f in schema_findings(schema, body) if f.path[:1] != ("metadata",)]
+    dropped = [f for f in found if f.action in ("unknown", "null")] if prunes else []
+    if dropped:
+        for finding in dropped:
+            _delete(body, finding.path)
+        found = dropped + [f for f in schema_findings(schema, body) if f.path[:1] != ("metadata",)]
+    problems = [finding_problem(f, origin, label, prunes) for f in found]
+    return [_emptied_selector(p, f, body) if f in dropped else p for p, f in zip(problems, found)]
+
+
+def _emptied_selector(problem: Problem, finding: Finding, body: dict[str, Any]) -> Problem:
+    """A selector left empty by the drop selects everything (`{}`): say so."""
+    parent = finding.path[:-1]
+    holder = parent[-1] if parent and isinstance(parent[-1], str) else parent[-2] if len(parent) > 1 else ""
+    if not (isinstance(holder, str) and holder.endswith(("Selector", "Selectors")) and _at(body, parent) == {}):
+        return problem
+    return Problem(problem.origin, f"{problem.message}; the selector is now {{}}, which matches everything",
+                   problem.severity, problem.wec, problem.obj)
+
+
+def _at(body: Any, path: tuple[str | int, ...]) -> Any:
+    node = body
+    for part in path:
+        try:
+            node = node[part]
+        except (KeyError, IndexError, TypeError):
+            return None
+    return node
+
+
+def _delete(body: Any, path: tuple[str | int, ...]) -> None:
+    node = _at(body, path[:-1])
+    if isinstance(node, dict):
+        node.pop(path[-1], None)
+
+
+def _managed_as_type(body: dict[str, Any], origin: Origin, label: str) -> list[Problem]:
+    spec = body.get("spec")
+    if not isinstance(spec, dict) or "Managed" not in spec:
+        return []
+    managed = spec.pop("Managed")
+    read_as = "managed" if managed else "unmanaged"
+    if "Type" in spec:
+        return [Problem(origin, f"{label}: spec.Managed (KubeStellar v0.7's field) is ignored: spec.Type "
+                                f"{spec['Type']!r} says what the space is; remove spec.Managed", "warning")]
+    spec["Type"] = read_as
+    return [Problem(origin, f"{label}: spec.Managed: {str(managed).lower()} is KubeStellar v0.7's field: read as "
+                            f"spec.Type: {read_as}; write that instead", "warning")]
+
+
+__all__ = ["read_source", "convert"]

@@ -1,0 +1,368 @@
+"""Parse one source file into documents with line numbers, guarding against hostile input.
+
+YAML goes through PyYAML's C parser (YAML 1.1 booleans as kubectl reads them, but timestamps kept
+as strings so every value stays JSON, and no base-60 numbers, which kubectl's reader does not
+have); JSON through orjson (a byte order mark skipped). Limits: files over 10 MiB, non-UTF-8
+text, alias bombs and recursive aliases, non-mapping documents, non-JSON values (jsonshape.py) and
+duplicate keys in a mapping or a source file's JSON object (kubectl refuses them too; a YAML merge
+key may still be overridden) are all fatal, reported as `file:line: message`.
+
+Read as kubectl reads files: a `kind: List` document, or a `v1` `...List` one, stands for its
+`items`, each with its own line. A label or annotation value that YAML reads as a boolean, a
+number or null (`extended: yes`) is one error at the value's line that shows the quoted form; the
+documents are still returned, so later checks see them.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+import json
+import re
+from typing import Any
+
+import orjson
+import yaml
+
+from ...model import Origin, Problem
+from .jsonshape import line_of, located, shape_error
+
+MAX_FILE_BYTES = 10 * 1024 * 1024
+MAX_EXPANDED_NODES = 1_000_000
+MAX_NESTING = 500  # libyaml's composer recurses in C: far deeper input would overflow its stack
+
+
+class _Loader(yaml.CSafeLoader if hasattr(yaml, "CSafeLoader") else yaml.SafeLoader):  # type: ignore[misc]
+    """Safe loader without the timestamp resolver: '2024-01-01' stays a string, as JSON needs;
+    a key given twice in one mapping is an error (sigs.k8s.io/yaml, which kubectl uses, refuses it)."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        own = node.value  # flatten_mapping leaves here the mapping's own entries, merge keys removed
+        mapping: dict[Any, Any] = super().construct_mapping(node, deep)
+        if len(mapping) != len(node.value):  # fewer keys than entries: a duplicate, or an override
+            _refuse_duplicates(self, own)
+        return mapping
+
+
+def _refuse_duplicates(loader: Any, entries: list[tuple[yaml.Node, yaml.Node]]) -> None:
+    """Raise at the second occurrence of a key among a mapping's own entries (a key that only
+    overrides one brought in by a merge key `<<` is no duplicate)."""
+    first: dict[Any, int] = {}
+    for key_node, _ in entries:
+        key = loader.construct_object(key_node)
+        line = key_node.start_mark.line + 1
+        if key in first:
+            raise yaml.constructor.ConstructorError(
+                None, None, f"duplicate key {key!r} in a mapping (first at line {first[key]})", key_node.start_mark)
+        first[key] = line
+
+
+_INT_TAG, _FLOAT_TAG = "tag:yaml.org,2002:int", "tag:yaml.org,2002:float"
+_Loader.yaml_implicit_resolvers = {
+    first: [(tag, rx) for tag, rx in resolvers if tag not in ("tag:yaml.org,2002:timestamp", _INT_TAG, _FLOAT_TAG)]
+    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+}
+# YAML 1.1's numbers but its base-60 ones: kubectl's reader (go-yaml v2) takes `12:30`, `1:20:30.5` and
+# `11:22:33:44:55` as text, where PyYAML would turn them into 750, 4830.5 and a large integer.
+_Loader.add_implicit_resolver(_INT_TAG, re.compile(r"""^(?:[-+]?0b[0-1_]+
+    |[-+]?0[0-7_]+
+    |[-+]?(?:0|[1-9][0-9_]*)
+    |[-+]?0x[0-9a-fA-F_]+)$""", re.X), list("-+0123456789"))
+_Loader.add_implicit_resolver(_FLOAT_TAG, re.compile(r"""^(?:[-+]?(?:[0-9][0-9_]*)\.[0-9_]*(?:[eE][-+][0-9]+)?
+    |\.[0-9][0-9_]*(?:[eE][-+][0-9]+)?
+    |[-+]?\.(?:inf|Inf|INF)
+    |\.(?:nan|NaN|NAN))$""", re.X), list("-+0123456789."))
+# kubectl's reader takes `1e3` as a number (YAML 1.1 wants a dot): read it as kubectl does.
+_Loader.add_implicit_resolver(
+    _FLOAT_TAG, re.compile(r"^[-+]?(?:[0-9]+)(?:[eE][-+]?[0-9]+)$"), list("-+0123456789"))
+
+
+@dataclass(frozen=True, slots=True)
+class ParsedFile:
+    """Documents of one file as (line, body) pairs, or the fatal problems that stopped parsing."""
+
+    docs: tuple[tuple[int, dict[str, Any]], ...]
+    problems: tuple[Problem, ...] = ()
+
+
+def parse_file(path: str, data: bytes) -> ParsedFile:
+    """Parse `data` (the bytes of repo-relative `path`) into mapping documents."""
+    if len(data) > MAX_FILE_BYTES:
+        return _fail(path, 0, f"file is larger than {MAX_FILE_BYTES // (1024 * 1024)} MiB")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = data[: e.start].count(b"\n") + 1
+        return _fail(path, line, "file is not valid UTF-8")
+    if path.endswith(".json"):
+        return _parse_json(path, text, source=True)
+    return _parse_yaml(path, text, data)
+
+
+def parse_json(path: str, data: bytes) -> ParsedFile:
+    """`data` as one JSON document (whatever the file's name), with the same checks as parse_file."""
+    if len(data) > MAX_FILE_BYTES:
+        return _fail(path, 0, f"file is larger than {MAX_FILE_BYTES // (1024 * 1024)} MiB")
+    try:
+        return _parse_json(path, data.decode("utf-8"))
+    except UnicodeDecodeError as e:
+        return _fail(path, data[: e.start].count(b"\n") + 1, "file is not valid UTF-8")
+
+
+def _fail(path: str, line: int, message: str) -> ParsedFile:
+    return ParsedFile((), (Problem(Origin(path, line), message),))
+
+
+def _parse_json(path: str, text: str, source: bool = False) -> ParsedFile:
+    """One JSON document. A `source` file is also refused when an object gives a key twice (as
+    in YAML); a byte order mark is skipped, as kubectl's reader does."""
+    text = text.removeprefix("\ufeff")
+    try:
+        doc = orjson.loads(text)
+    except orjson.JSONDecodeError as e:
+        return _fail(path, int(getattr(e, "lineno", 0) or 0), f"malformed JSON: {e.msg}")
+    if not isinstance(doc, dict):
+        return _fail(path, 1, "document is not a mapping (an object must be a JSON object)")
+    if source:
+        duplicate = _json_duplicate(text)
+        if duplicate:
+            return _fail(path, *duplicate)
+    # orjson gives only JSON values: shallow, without long numbers, nothing shape_error could find
+    plain = text.count("{") + text.count("[") <= 100 and not _LONG_DIGITS.search(text)
+    error = None if plain else shape_error(doc)
+    if error:
+        return _fail(path, 1, located(*error))
+    docs, problems = [], []
+    for line, body, _ in _expanded(1, doc, None):
+        docs.append((line, body))
+        problems.extend(_scalar_metadata_problems(path, line, body, None))
+    return _checked(path, docs, problems)
+
+
+class _Duplicate(Exception):
+    pass
+
+
+def _refuse_duplicate_pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    mapping = dict(pairs)
+    if len(mapping) != len(pairs):
+        raise _Duplicate
+    return mapping
+
+
+def _json_duplicate(text: str) -> tuple[int, str] | None:
+    """(line, message) when an object of the JSON text gives a key twice. The line comes from
+    reading the text as YAML (JSON is YAML), which names both places."""
+    try:
+        json.loads(text, object_pairs_hook=_refuse_duplicate_pairs)
+        return None
+    except _Duplicate:
+        pass
+    try:
+        yaml.load(text, Loader=_Loader)  # noqa: S506 - the safe loader of this module
+    except yaml.MarkedYAMLError as e:
+        if e.problem and e.problem_mark and e.problem.startswith("duplicate key"):
+            return e.problem_mark.line + 1, f"malformed JSON: {e.problem.replace('a mapping', 'an object')}"
+    except (yaml.YAMLError, ValueError, TypeError, RecursionError):
+        pass
+    return 1, "malformed JSON: an object gives a key twice"
+
+
+def _checked(path: str, docs: list[tuple[int, Any]], problems: list[Problem]) -> ParsedFile:
+    """A List item that is not a mapping is as fatal as a document that is not one."""
+    for line, body in docs:
+        if not isinstance(body, dict):
+            return _fail(path, line, f"a List item is not a mapping (found {type(body).__name__})")
+    return ParsedFile(tuple(docs), tuple(problems))
+
+
+# --- kubectl's reading of a file: List documents, and metadata values that are not strings --------
+
+def is_list(doc: dict[str, Any]) -> bool:
+    """`kind: List`, or a `v1` kind ending in List, with `items` (kubectl flattens these)."""
+    kind = doc.get("kind")
+    if not isinstance(kind, str) or not isinstance(doc.get("items"), list):
+        return False
+    return kind == "List" or (doc.get("apiVersion") == "v1" and kind.endswith("List"))
+
+
+def _expanded(line: int, doc: Any, node: yaml.Node | None) -> list[tuple[int, Any, yaml.Node | None]]:
+    """The document itself, or (recursively) the items of a List, each with its own line."""
+    if not isinstance(doc, dict) or not is_list(doc):
+        return [(line, doc, node)]
+    item_nodes = _child(node, "items")
+    out = []
+    for i, item in enumerate(doc["items"]):
+        item_node = item_nodes.value[i] if isinstance(item_nodes, yaml.SequenceNode) else None
+        item_line = item_node.start_mark.line + 1 if item_node is not None else line
+        out.extend(_expanded(item_line, item, item_node))
+    return out
+
+
+def _child(node: yaml.Node | None, key: str) -> yaml.Node | None:
+    """The value node of `key` in a mapping node (None when absent or not a mapping)."""
+    if not isinstance(node, yaml.MappingNode):
+        return None
+    for key_node, value_node in node.value:
+        if isinstance(key_node, yaml.ScalarNode) and key_node.value == key:
+            return value_node
+    return None
+
+
+_SCALAR_WORDS = {bool: "a boolean", int: "a number", float: "a number", type(None): "null"}
+
+
+def _scalar_metadata_problems(path: str, line: int, doc: Any, node: yaml.Node | None) -> list[Problem]:
+    """One error per label or annotation value that is not a string, at the value's line, with
+    the quoted form that works (the Kubernetes API refuses such a value; kubectl does too)."""
+    md = doc.get("metadata") if isinstance(doc, dict) else None
+    if not isinstance(md, dict):
+        return []
+    problems = []
+    for field in ("labels", "annotations"):
+        values = md.get(field)
+        if not isinstance(values, dict):
+            continue
+        for key, value in values.items():
+            word = _SCALAR_WORDS.get(type(value))
+            if word is None:
+                continue
+            value_node = _child(_child(_child(node, "metadata"), field), key)
+            text = value_node.value if isinstance(value_node, yaml.ScalarNode) else _json_text(value)
+            at = value_node.start_mark.line + 1 if value_node is not None else line
+            shown = f"the unquoted value {text}" if text else "an empty value"
+            what = field[:-1]
+            problems.append(Problem(Origin(path, at), f"{what} {key}: {shown} is read as {word}, but "
+                                    f"{'an' if what[0] == 'a' else 'a'} {what} value must be a string; quote it: "
+                                    f"{key}: {_quoted(text)}"))
+    return problems
+
+
+def _json_text(value: Any) -> str:
+    return "" if value is None else orjson.dumps(value).decode()
+
+
+def _quoted(text: str) -> str:
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def _nesting_error(text: str) -> tuple[int, str] | None:
+    """A conservative bound on nesting before libyaml sees the text: flow brackets (counted as if
+    none were quoted) and block indentation/sequence markers. Returns (line, message)."""
+    message = f"YAML nesting is deeper than {MAX_NESTING} levels"
+    depth = 0
+    for match in _BRACKETS.finditer(text):
+        depth = depth + 1 if match.group() in "[{" else max(depth - 1, 0)
+        if depth > MAX_NESTING:
+            return text.count("\n", 0, match.start()) + 1, message
+    indent = _INDENT.search(text)
+    if indent:
+        return text.count("\n", 0, indent.start()) + 1, message
+    if _LONG_LINE.search(text):  # block nesting needs columns: only long lines can hide it
+        return _event_depth_error(text, message)
+    return None
+
+
+def _event_depth_error(text: str, message: str) -> tuple[int, str] | None:
+    """Exact nesting depth from the parser's events (libyaml's parser keeps its own stack;
+    only the composer recurses)."""
+    loader = _Loader(text)
+    depth = 0
+    try:
+        while loader.check_event():
+            event = loader.get_event()
+            if isinstance(event, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
+                depth += 1
+                if depth > MAX_NESTING:
+                    return event.start_mark.line + 1, message
+            elif isinstance(event, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
+                depth -= 1
+    except yaml.YAMLError:
+        return None  # the real parse reports it with its line
+    finally:
+        loader.dispose()
+    return None
+
+
+_BRACKETS = re.compile(r"[\[\]{}]")
+_LONG_DIGITS = re.compile(r"[0-9]{16}")  # |n| > 2^53 needs 16 digits
+_INDENT = re.compile(r"^[ \t-]{%d,}" % (2 * MAX_NESTING), re.MULTILINE)
+_LONG_LINE = re.compile(r"^.{%d,}" % MAX_NESTING, re.MULTILINE)
+
+
+def _parse_yaml(path: str, text: str, data: bytes) -> ParsedFile:
+    nesting = _nesting_error(text)
+    if nesting:
+        return _fail(path, *nesting)
+    may_alias = b"&" in data
+    docs: list[tuple[int, dict[str, Any]]] = []
+    problems: list[Problem] = []
+    loader = _Loader(text)
+    try:
+        while loader.check_node():
+            node = loader.get_node()
+            line = node.start_mark.line + 1
+            if may_alias:
+                error = _alias_error(node)
+                if error:
+                    return _fail(path, line, error)
+            doc = loader.construct_document(node)
+            if doc is None:
+                continue
+            shape = shape_error(doc)
+            if shape:
+                return _fail(path, line_of(node, shape[1]) or line, located(*shape))
+            for item_line, body, item_node in _expanded(line, doc, node):
+                docs.append((item_line, body))
+                problems.extend(_scalar_metadata_problems(path, item_line, body, item_node))
+    except yaml.MarkedYAMLError as e:
+        mark = e.problem_mark or e.context_mark
+        line = mark.line + 1 if mark else 0
+        return _fail(path, line, f"malformed YAML: {e.problem or e.context}")
+    except (yaml.YAMLError, ValueError, TypeError, RecursionError) as e:
+        return _fail(path, 0, f"malformed YAML: {type(e).__name__}")
+    finally:
+        loader.dispose()
+    return _checked(path, docs, problems)
+
+
+def _alias_error(root: yaml.Node) -> str | None:
+    """Reject recursive aliases and documents whose aliases expand past MAX_EXPANDED_NODES."""
+    sizes: dict[int, int] = {}
+    active: set[int] = set()
+
+    def size(node: yaml.Node) -> int:
+        key = id(node)
+        if key in sizes:
+            return sizes[key]
+        if key in active:
+            raise _Recursive
+        active.add(key)
+        total = 1
+        if isinstance(node, yaml.SequenceNode):
+            total += sum(size(child) for child in node.value)
+        elif isinstance(node, yaml.MappingNode):
+            total += sum(size(k) + size(v) for k, v in node.value)
+        active.discard(key)
+        sizes[key] = total
+        if total > MAX_EXPANDED_NODES:
+            raise _TooLarge
+        return total
+
+    try:
+        size(root)
+    except _Recursive:
+        return "recursive YAML alias"
+    except _TooLarge:
+        return f"YAML aliases expand to more than {MAX_EXPANDED_NODES} nodes (alias bomb)"
+    except RecursionError:
+        return "YAML nesting is too deep"
+    return None
+
+
+class _Recursive(Exception):
+    pass
+
+
+class _TooLarge(Exception):
+    pass
+
+

@@ -1,0 +1,154 @@
+"""Stage 1: read every space of a snapshot into objects with provenance.
+
+Parsing is cached by content key (git blob id), so a long-running reconciler parses each blob
+once. Mailbox spaces are recognised by their space.yaml and never read as input.
+"""
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from typing import Any, MutableMapping
+
+from ...model import Obj, ObjRef, Origin, Problem, Progress
+from ...names import dns1123_label_error
+from .convert import read_source
+from .snapshot import CONFIG_FILE, Snapshot, SourceFile
+
+SYNC_TARGET_ANNOTATION = "edge.kubestellar.io/sync-target-name"
+INVENTORY_ANNOTATION = "ksgitops.kubestellar.io/inventory-space"  # only ksgitops writes it (core/emit/files.py)
+SPACE_API = "space.kubestellar.io/v1alpha1"
+
+ParseCache = MutableMapping[Any, Any]  # parse results by blob id, plus other memos keyed by tuples
+
+
+@dataclass
+class Loaded:
+    """Everything read from a snapshot: objects per (non-mailbox) space, in identity order. The
+    spaces RepoConfig's `skipSpaces` names are not read at all (`skipped`)."""
+
+    spaces: dict[str, list[Obj]] = field(default_factory=dict)
+    digests: dict[str, str] = field(default_factory=dict)  # space -> digest of its source files
+    mailboxes: dict[str, Obj] = field(default_factory=dict)
+    config: Obj | None = None
+    problems: list[Problem] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
+
+
+def load(snapshot: Snapshot, cache: ParseCache | None = None, progress: Progress | None = None) -> Loaded:
+    """Read the snapshot; fatal problems are collected, never raised. `progress` hears
+    ("loading", files read, files to read) after each space."""
+    cache = {} if cache is None else cache
+    loaded = Loaded()
+    config_file = snapshot.file(CONFIG_FILE)
+    if config_file is not None:
+        objs = _objects("", config_file, cache, loaded.problems)
+        loaded.config = objs[0] if len(objs) == 1 else None
+        if len(objs) > 1:
+            loaded.problems.append(Problem(objs[1].origin, f"{CONFIG_FILE} must hold one RepoConfig"))
+    sources: list[tuple[str, list[SourceFile]]] = []
+    skip = _skip_spaces(loaded.config)
+    for space in sorted(snapshot.list_spaces()):
+        if space in skip and mailbox_space(snapshot, space, cache) is None:
+            loaded.skipped.append(space)
+            continue
+        error = dns1123_label_error(space)
+        if error:
+            loaded.problems.append(Problem(Origin(f"spaces/{space}"), f"space name {error}"))
+            continue
+        mailbox = mailbox_space(snapshot, space, cache)
+        if mailbox is not None:
+            loaded.mailboxes[space] = mailbox
+            continue
+        sources.append((space, sorted(snapshot.space_files(space), key=lambda f: f.path)))
+    total, done = sum(len(files) for _, files in sources), 0
+    for space, files in sources:
+        loaded.digests[space] = _digest(files)
+        loaded.spaces[space] = _load_space(space, files, cache, loaded.problems)
+        done += len(files)
+        if progress is not None:
+            progress("loading", done, total)
+    return loaded
+
+
+def _digest(files: list[SourceFile]) -> str:
+    digest = hashlib.blake2b(digest_size=20)
+    for source in files:
+        digest.update(f"{source.path}\0{source.key}\0".encode())
+    return digest.hexdigest()
+
+
+def _skip_spaces(config: Obj | None) -> set[str]:
+    """RepoConfig's `skipSpaces`, read before the spaces are (its checks are parse_repo_config's)."""
+    spec = config.body.get("spec") if config is not None else None
+    names = spec.get("skipSpaces") if isinstance(spec, dict) else None
+    return {n for n in names if isinstance(n, str)} if isinstance(names, list) else set()
+
+
+def is_mailbox_space(obj: Obj) -> bool:
+    """A managed Space carrying the sync-target annotation and ksgitops' own inventory-space
+    annotation: generated, never input. A Space without ksgitops' annotation (one copied from a
+    KubeStellar mailbox, or written by hand) is a source space: ksgitops never replaces or removes
+    a folder it did not write."""
+    return is_mailbox_document(obj.body)
+
+
+def is_mailbox_document(body: Any) -> bool:
+    """is_mailbox_space, for a document as parsed."""
+    if not isinstance(body, dict):
+        return False
+    metadata, spec = body.get("metadata"), body.get("spec")
+    annotations = metadata.get("annotations") if isinstance(metadata, dict) else None
+    return (body.get("apiVersion") == SPACE_API and body.get("kind") == "Space"
+            and isinstance(spec, dict) and spec.get("Type") == "managed" and isinstance(annotations, dict)
+            and SYNC_TARGET_ANNOTATION in annotations and INVENTORY_ANNOTATION in annotations)
+
+
+def mailbox_space(snapshot: Snapshot, space: str, cache: ParseCache | None = None) -> Obj | None:
+    """The Space object of `spaces/<space>/space.yaml` when it makes the space a mailbox, else None."""
+    cache = {} if cache is None else cache
+    source = snapshot.file(f"spaces/{space}/space.yaml")
+    if source is None:
+        return None
+    objs = _objects(space, source, cache, [])
+    return objs[0] if len(objs) == 1 and is_mailbox_space(objs[0]) else None
+
+
+def _load_space(space: str, files: list[SourceFile], cache: ParseCache, problems: list[Problem]) -> list[Obj]:
+    seen: dict[ObjRef, Obj] = {}
+    for source in files:
+        for obj in _objects(space, source, cache, problems):
+            if not _has_identity(obj, problems):
+                continue
+            first = seen.get(obj.ref)
+            if first is not None:
+                problems.append(Problem(obj.origin, f"{obj.ref} is defined twice: here and at {first.origin}"))
+                continue
+            seen[obj.ref] = obj
+    return [seen[ref] for ref in sorted(seen)]
+
+
+def _objects(space: str, source: SourceFile, cache: ParseCache, problems: list[Problem]) -> list[Obj]:
+    parsed = cache.get(source.key)
+    if parsed is None:
+        parsed = read_source(source.path, source.read())
+        cache[source.key] = parsed
+    elif parsed.problems and parsed.problems[0].origin.path != source.path:
+        parsed = read_source(source.path, source.read())  # same bytes elsewhere: re-anchor the messages
+    problems.extend(parsed.problems)
+    return [Obj(space, body, Origin(source.path, line), source.key) for line, body in parsed.docs]
+
+
+def _has_identity(obj: Obj, problems: list[Problem]) -> bool:
+    """apiVersion, kind and metadata.name are required strings."""
+    body: dict[str, Any] = obj.body
+    missing = [f for f in ("apiVersion", "kind") if not isinstance(body.get(f), str) or not body.get(f)]
+    md = body.get("metadata")
+    if not isinstance(md, dict) or not isinstance(md.get("name"), str) or not md.get("name"):
+        missing.append("metadata.name")
+    elif md.get("namespace") is not None and not isinstance(md.get("namespace"), str):
+        problems.append(Problem(obj.origin, "metadata.namespace must be a string"))
+        return False
+    if missing:
+        problems.append(Problem(obj.origin, f"missing {', '.join(missing)}"))
+        return False
+    return True

@@ -1,0 +1,73 @@
+"""What the core reads: a snapshot of a repo (a commit's tree or a work tree), behind a protocol.
+
+The core never touches git or the file system itself; `ksgitops.io` provides the implementations.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Callable, Protocol
+
+if TYPE_CHECKING:
+    from ..tree import FileTree
+
+SOURCE_SUFFIXES = (".yaml", ".yml", ".json")
+GENERATED_DIR = ".ksgitops"
+CONFIG_FILE = "ksgitops.yaml"
+
+
+@dataclass(frozen=True, slots=True)
+class SourceFile:
+    """A file with a content key (git blob id, or a hash of the bytes) for the parse cache."""
+
+    path: str
+    key: str
+    read: Callable[[], bytes]
+
+
+class Snapshot(Protocol):
+    def list_spaces(self) -> list[str]:
+        """Names of the folders directly under spaces/ (not validated)."""
+
+    def space_files(self, space: str) -> list[SourceFile]:
+        """Every *.yaml|*.yml|*.json in the space, recursively, except under .ksgitops/."""
+
+    def file(self, path: str) -> SourceFile | None:
+        """One file by repo-relative path, or None."""
+
+    def read(self, path: str) -> bytes | None:
+        """The bytes of a (generated) file, or None: used for previous mailbox copies."""
+
+    def read_tree(self, path: str) -> "FileTree | None":
+        """Every file below a folder as a nested tree: used for previous generated output."""
+
+
+
+def is_source_path(path: str) -> bool:
+    """A path (relative to its space) that holds input objects."""
+    if not path.endswith(SOURCE_SUFFIXES):
+        return False
+    return GENERATED_DIR not in path.split("/")[:-1]
+
+
+class Previous(Protocol):
+    """Where reconcile reads the generated files as they stand (kept copies, a frozen space's
+    records): HEAD's tree with --commit and in the runtime, else the work tree. A Snapshot is one."""
+
+    def read(self, path: str) -> bytes | None:
+        """The bytes of a generated file, or None."""
+
+    def read_tree(self, path: str) -> "FileTree | None":
+        """Every file below a generated folder as a nested tree, or None."""
+
+
+class _Nothing:
+    """No previous generated files (a first run, tests)."""
+
+    def read(self, path: str) -> bytes | None:
+        return None
+
+    def read_tree(self, path: str) -> "FileTree | None":
+        return None
+
+
+NO_PREVIOUS: Previous = _Nothing()

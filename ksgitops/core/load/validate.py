@@ -1,0 +1,223 @@
+"""Stage 1b: validation of loaded objects: errors (they freeze the object's space: isolation.py) and warnings.
+
+Schemas were checked when the files were read (convert.py). Here every object gets the checks
+that need the kind table: apiVersion shape, its name as the API server checks it for its kind,
+scope and namespace, labels and annotations; EdgePlacements and Locations get warnings for
+selectors and clauses KubeStellar's CRDs accept but that match nothing or everything
+(clauses.py). What a KubeStellar CRD and `kubectl apply` accept is a warning at worst:
+- a kind no built-in mapping, CRD in the repo or RepoConfig `kinds` entry describes is loaded, its
+  scope taken from `metadata.namespace`, with one warning per kind (no clause can place it);
+- `metadata.namespace` on a cluster-scoped kind is ignored (warning);
+- a namespaced object without `metadata.namespace` is read in namespace `default`, where
+  `kubectl apply` with a default context puts it (warning; `with_default_namespaces`).
+"""
+from __future__ import annotations
+
+import difflib
+import hashlib
+from dataclasses import replace
+from typing import Any, Iterable, MutableMapping
+
+from ...kinds import (CONTROL_GROUPS, CONTROL_KINDS, KindTable, api_version_error, crd_kind, is_control, name_error)
+from ...model import Obj, ObjRef, Problem
+from ...names import dns1123_label_error
+from .clauses import clause_warnings, selector_warnings
+from .schemas import GENERATED_SCHEMAS, SCHEMA_FILES
+from ..customize.customizer import customizer_errors, wants_expansion
+from ..serialize import canonical_json
+from .selectors import label_key_error, label_value_error
+from ..place.where import mailbox_name
+
+DEFAULT_NAMESPACE = "default"
+_UNKNOWN = "unknown kind"
+
+
+def validate(spaces: dict[str, list[Obj]], kinds: KindTable,
+             memo: MutableMapping[Any, Any] | None = None) -> list[Problem]:
+    """All problems (errors and warnings) of the loaded spaces, in a stable order.
+
+    Per-object checks depend only on the object and the kind table, so they are memoized by
+    (file content key, line, kind table) when the caller passes a memo (a persistent cache)."""
+    memo = {} if memo is None else memo
+    kinds_digest = kinds.digest()
+    problems: list[Problem] = []
+    for objs in spaces.values():
+        for obj in objs:
+            key = ("validate", obj.key, obj.origin, obj.namespace, kinds_digest) if obj.key else None
+            found = memo.get(key) if key else None
+            if found is None:
+                # a file that changed mostly holds objects that did not: find them by content
+                content = ("validate-object", _content(obj), obj.origin, obj.namespace, kinds_digest)
+                found = memo.get(content)
+                if found is None:
+                    found = memo[content] = tuple(_object_problems(obj, kinds))
+                if key:
+                    memo[key] = found
+            problems.extend(found)
+    problems = _one_per_unknown_kind(problems)
+    problems.extend(_mailbox_problems(spaces))
+    return sorted(set(problems))
+
+
+def _content(obj: Obj) -> str:
+    return hashlib.blake2b(canonical_json(obj.body), digest_size=20).hexdigest()
+
+
+def _object_problems(obj: Obj, kinds: KindTable) -> Iterable[Problem]:
+    error = api_version_error(obj.api_version)
+    if error:
+        yield Problem(obj.origin, error, obj=str(obj.ref))
+        return
+    if is_control(obj) and (obj.api_version, obj.kind) not in SCHEMA_FILES \
+            and (obj.api_version, obj.kind) not in GENERATED_SCHEMAS:
+        versions = ", ".join(sorted(v for v, k in SCHEMA_FILES if k == obj.kind))
+        yield Problem(obj.origin, f"{obj.kind} {obj.name}: apiVersion {obj.api_version} is not a version of "
+                                  f"{obj.kind} (KubeStellar and ksgitops define {versions})", obj=str(obj.ref))
+        return
+    info = kinds.lookup(obj.group, obj.kind)
+    if info is None:
+        yield Problem(obj.origin, _unknown_kind(obj), "warning", obj=f"{_UNKNOWN} {obj.group}/{obj.kind}")
+    elif not info.namespaced and obj.namespace:
+        yield _warning(obj, f"{obj.kind} {obj.name}: metadata.namespace is ignored: {obj.kind} is cluster-scoped "
+                            "(remove it)")
+    messages = []
+    error = name_error(obj.group, obj.kind, obj.name)
+    if error:
+        messages.append(f"{obj.kind} name {error}")
+    if obj.namespace:
+        error = dns1123_label_error(obj.namespace)
+        messages.append(f"namespace {error}" if error else "")
+    messages.extend(_metadata_messages(obj.metadata, wants_expansion(obj.annotations)))
+    messages.extend(_crd_messages(obj))
+    yield from (Problem(obj.origin, m, obj=str(obj.ref)) for m in messages if m)
+    yield from (_warning(obj, f"{obj.kind} {obj.name}: {m}") for m in _control_warnings(obj, kinds))
+    if obj.kind == "Customizer" and obj.group == "edge.kubestellar.io":
+        yield from (Problem(obj.origin, f"Customizer {obj.name}: {m}", obj=str(obj.ref)) for m in customizer_errors(obj))
+
+
+def _warning(obj: Obj, message: str) -> Problem:
+    return Problem(obj.origin, message, "warning", obj=str(obj.ref))
+
+
+def _unknown_kind(obj: Obj) -> str:
+    text = (f"kind {obj.kind} of apiVersion {obj.api_version} is unknown (no built-in mapping, CRD in the repo, "
+            f"or RepoConfig kinds entry): its objects are loaded, cluster-scoped unless they set "
+            f"metadata.namespace, and no clause can place them; add its CRD to a space or a RepoConfig kinds "
+            f"entry to place them")
+    if obj.group in CONTROL_GROUPS:
+        close = difflib.get_close_matches(obj.kind, sorted(CONTROL_KINDS), n=1, cutoff=0.85)
+        text += f" (did you mean {close[0]}?)" if close else ""
+    return text
+
+
+def _one_per_unknown_kind(problems: list[Problem]) -> list[Problem]:
+    """Of the warnings about one unknown kind, the first (by origin) stands for all, with a count."""
+    kept: dict[str, list[Problem]] = {}
+    out = []
+    for problem in problems:
+        if problem.obj.startswith(_UNKNOWN):
+            kept.setdefault(problem.obj, []).append(problem)
+        else:
+            out.append(problem)
+    for same in kept.values():
+        first = min(same)
+        more = f" ({len(same)} objects; the first is here)" if len(same) > 1 else ""
+        out.append(replace(first, message=first.message + more, obj=""))
+    return out
+
+
+def _metadata_messages(md: dict[str, Any], expands: bool) -> list[str]:
+    messages = []
+    for field in ("labels", "annotations"):
+        value = md.get(field)
+        if value is None:
+            continue
+        if not isinstance(value, dict):
+            messages.append(f"metadata.{field} must map strings to strings")
+            continue
+        for key, item in value.items():
+            if not isinstance(item, str):
+                if isinstance(item, (dict, list)):
+                    messages.append(f"metadata.{field}.{key}: must be a string, not a {type(item).__name__}")
+                continue  # a boolean, number or null: parse.py reported it where it is written
+            check_value = field == "labels" and not (expands and "%(" in item)  # expanded per WEC
+            error = label_key_error(key) or (label_value_error(item) if check_value else None)
+            if error:
+                messages.append(f"metadata.{field}: {error}")
+    return messages
+
+
+def _crd_messages(obj: Obj) -> list[str]:
+    if obj.kind != "CustomResourceDefinition" or obj.group != "apiextensions.k8s.io" or crd_kind(obj):
+        return []
+    return [f"CustomResourceDefinition {obj.name}: spec.group must be a DNS-1123 subdomain, spec.names.kind "
+            "a kind and spec.names.plural a DNS-1123 label (the API server refuses it otherwise)"]
+
+
+def _control_warnings(obj: Obj, kinds: KindTable) -> list[str]:
+    if obj.kind == "CombinedStatus" and obj.group == "control.kubestellar.io":
+        return ["a CombinedStatus is what `ksgitops status` writes (in .ksgitops/status/): one in a source "
+                "space is never placed and has no effect (remove it)"]
+    if obj.group != "edge.kubestellar.io":
+        return []
+    if obj.kind == "EdgePlacement":
+        return clause_warnings(obj, kinds)
+    if obj.kind == "Location":
+        return selector_warnings(obj)
+    return []
+
+
+def with_default_namespaces(spaces: dict[str, list[Obj]], kinds: KindTable) -> tuple[dict[str, list[Obj]], list[Problem]]:
+    """Namespaced objects without `metadata.namespace` read in namespace `default` (a copy of the
+    object), each with a warning; two objects that then share an identity are an error."""
+    problems: list[Problem] = []
+    out: dict[str, list[Obj]] = {}
+    for space, objs in spaces.items():
+        changed = [o for o in objs if not o.namespace and _namespaced(o, kinds)]
+        if not changed:
+            out[space] = objs
+            continue
+        kept = [o for o in objs if o.namespace or not _namespaced(o, kinds)]
+        seen: dict[ObjRef, Obj] = {o.ref: o for o in kept}
+        for obj in changed:
+            moved = _in_namespace(obj, DEFAULT_NAMESPACE)
+            problems.append(_warning(moved, f"{obj.kind} {obj.name} has no metadata.namespace: read in namespace "
+                                            f"{DEFAULT_NAMESPACE}, where kubectl apply puts it with a default "
+                                            "context; write the namespace"))
+            first = seen.get(moved.ref)
+            if first is not None:
+                problems.append(Problem(obj.origin, f"{moved.ref} is defined twice: here and at {first.origin}"))
+                continue
+            seen[moved.ref] = moved
+        out[space] = [seen[ref] for ref in sorted(seen)]
+    return out, problems
+
+
+def _namespaced(obj: Obj, kinds: KindTable) -> bool:
+    info = kinds.lookup(obj.group, obj.kind)
+    return info is not None and info.namespaced
+
+
+def _in_namespace(obj: Obj, namespace: str) -> Obj:
+    body = dict(obj.body)
+    body["metadata"] = {**obj.metadata, "namespace": namespace}
+    return Obj(obj.space, body, obj.origin, obj.key)
+
+
+def _mailbox_problems(spaces: dict[str, list[Obj]]) -> list[Problem]:
+    """Two SyncTargets whose mailbox names are equal, or a mailbox name that is a source space."""
+    problems = []
+    owners: dict[str, Obj] = {}
+    for space, objs in sorted(spaces.items()):
+        for st in objs:
+            if st.kind != "SyncTarget" or st.group != "edge.kubestellar.io":
+                continue
+            mailbox = mailbox_name(space, st.name)
+            first = owners.setdefault(mailbox, st)
+            if first is not st:
+                problems.append(Problem(st.origin, f"SyncTarget {space}/{st.name} and SyncTarget {first.space}/"
+                                                   f"{first.name} (at {first.origin}) would share the mailbox space "
+                                                   f"{mailbox}; rename one of them"))
+            elif spaces.get(mailbox):  # an empty folder of that name is no space (git keeps none)
+                problems.append(Problem(st.origin, f"mailbox space {mailbox} collides with the space spaces/{mailbox}"))
+    return problems

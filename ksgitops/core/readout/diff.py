@@ -1,0 +1,148 @@
+"""The plan of a reconcile, for people: per-WEC unified diffs of rendered objects (pure).
+
+Like pip-tools' `diff`, this only computes; `reconcile` does. Secret values are redacted on both
+sides, so a diff says that a Secret changed and never what it holds.
+"""
+from __future__ import annotations
+
+import difflib
+import html
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from ...model import counted
+from ...names import file_stem, printable
+from .render import redact_pair, render_mailbox
+from ..serialize import dump_yaml, load_yaml
+from ..tree import FileTree
+
+
+@dataclass(frozen=True)
+class ObjectChange:
+    """One object a WEC would receive differently; both sides rendered, Secret values redacted."""
+
+    rel: str  # objects/<rel>.yaml in the mailbox
+    old: dict[str, Any] | None
+    new: dict[str, Any] | None
+    file: str = ""  # the file in the mailbox, when it is not objects/<rel>.yaml
+
+    @property
+    def path(self) -> str:
+        return self.file or f"objects/{self.rel}.yaml"
+
+    @property
+    def body(self) -> dict[str, Any]:
+        return self.new if self.new is not None else self.old  # type: ignore[return-value]
+
+    @property
+    def title(self) -> str:
+        """`Kind[.group] [namespace/]name`, as problems name objects (characters a terminal would
+        obey, or that would end the header line, escaped)."""
+        group, kind, namespace, name = _identity(self.body)
+        gk = f"{kind}.{group}" if group else kind
+        return printable(f"{gk} {namespace}/{name}" if namespace else f"{gk} {name}")
+
+    @property
+    def file_name(self) -> str:
+        """`[group.]version.Kind.namespace.name`: how `kubectl diff` names an object's file, with
+        the name spelled as in mailboxes (names.file_stem: short, portable, never colliding)."""
+        group, kind, namespace, name = _identity(self.body)
+        version = str(self.body.get("apiVersion") or "").rpartition("/")[2]
+        return f"{group + '.' if group else ''}{version}.{kind}.{namespace}.{file_stem(name)}"
+
+
+def _identity(body: dict[str, Any]) -> tuple[str, str, str, str]:
+    md = body.get("metadata")
+    md = md if isinstance(md, dict) else {}
+    group = str(body.get("apiVersion") or "").rpartition("/")[0]
+    return group, str(body.get("kind") or ""), str(md.get("namespace") or ""), str(md.get("name") or "")
+
+
+@dataclass
+class WecDiff:
+    wec: str
+    mailbox: str
+    diff: str
+    changes: list[ObjectChange] = field(default_factory=list, repr=False)
+
+
+@dataclass
+class DiffResult:
+    changed: bool
+    wecs: list[WecDiff] = field(default_factory=list)
+    frozen: list[Any] = field(default_factory=list)  # core.isolation.FrozenUnit: what reconcile would keep
+
+    @property
+    def affected(self) -> list[str]:
+        return [w.wec for w in self.wecs]
+
+    def as_json(self) -> dict[str, Any]:
+        return {"changed": self.changed, "affectedWecs": self.affected,
+                "wecs": {w.wec: {"mailbox": w.mailbox, "diff": w.diff} for w in self.wecs},
+                "frozen": [u.as_json() for u in self.frozen]}
+
+
+def mailbox_changes(old: FileTree | None, new: FileTree | None) -> list[ObjectChange]:
+    """The objects of one mailbox that render differently (none when they render the same), and
+    its SyncerConfig when that changes: it steers what the WEC's syncer does."""
+    before = dict(render_mailbox(old)) if old else {}
+    after = dict(render_mailbox(new)) if new else {}
+    changes = []
+    for rel in sorted(set(before) | set(after)):
+        a, b = redact_pair(before.get(rel), after.get(rel))
+        if a != b:
+            changes.append(ObjectChange(rel, a, b))
+    syncer = (_syncer_config(old), _syncer_config(new))
+    if syncer[0] != syncer[1]:
+        changes.append(ObjectChange(SYNCER_CONFIG, *syncer, file=SYNCER_CONFIG))
+    return changes
+
+
+SYNCER_CONFIG = "syncerconfig.yaml"
+
+
+def _syncer_config(tree: FileTree | None) -> dict[str, Any] | None:
+    data = tree.get(SYNCER_CONFIG) if tree else None
+    return load_yaml(data) if isinstance(data, bytes) else None
+
+
+def changes_diff(mailbox: str, changes: list[ObjectChange]) -> str:
+    """Unified diffs of the changes; each file header names the object after a tab (where diff
+    puts a timestamp, so `patch` still reads the path)."""
+    chunks: list[str] = []
+    for change in changes:
+        a_text = dump_yaml(change.old).decode().splitlines(keepends=True) if change.old is not None else []
+        b_text = dump_yaml(change.new).decode().splitlines(keepends=True) if change.new is not None else []
+        path = f"spaces/{mailbox}/{change.path}"
+        chunks.extend(difflib.unified_diff(a_text, b_text, f"a/{path}", f"b/{path}", change.title, change.title))
+    return "".join(chunks)
+
+
+def mailbox_diff(mailbox: str, old: FileTree | None, new: FileTree | None) -> str:
+    """Unified diff of the rendered objects of one mailbox ('' when they render the same)."""
+    return changes_diff(mailbox, mailbox_changes(old, new))
+
+
+def markdown(result: DiffResult) -> str:
+    lines = [f"### ksgitops diff: {counted(len(result.wecs), 'WEC')} affected", ""]
+    if not result.wecs:
+        lines.append("No WEC would receive different objects." if not result.changed
+                     else "Generated files change, but no WEC would receive different objects.")
+    for w in result.wecs:
+        fence = "`" * max(3, 1 + max((len(run) for run in _BACKTICKS.findall(w.diff)), default=0))
+        lines += [f"<details><summary>{html.escape(printable(w.wec))} (<code>spaces/{w.mailbox}</code>)</summary>",
+                  "", f"{fence}diff", w.diff.rstrip("\n"), fence, "</details>", ""]
+    if result.frozen:
+        lines += ["#### Frozen", "", "These parts have errors: reconcile keeps them as they are (the run fails).", ""]
+        lines += [f"- `spaces/{printable(u.space)}`: {html.escape(printable(u.kept), quote=False)}" for u in result.frozen]
+    return "\n".join(lines) + "\n"
+
+
+_BACKTICKS = re.compile(r"`{3,}")  # a fence longer than any run in the diff: no line can close it early
+
+
+def text(result: DiffResult) -> str:
+    body = "".join(w.diff for w in result.wecs)
+    frozen = "".join(f"{u}\n" for u in result.frozen)
+    return body + frozen + f"{counted(len(result.wecs), 'WEC')} affected\n"

@@ -1,0 +1,101 @@
+"""What a WEC receives: a mailbox's base copies with its patches applied (what kustomize does).
+
+Also the redaction used wherever rendered objects are shown to people (diff): Secret values are
+replaced by markers that say whether they changed, never what they are.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import jsonpatch
+import orjson
+
+from ..serialize import load_yaml
+from ..tree import FileTree, walk
+
+REDACTED = "<redacted>"
+
+
+def render_mailbox(files: FileTree) -> list[tuple[str, dict[str, Any]]]:
+    """(rel, object) pairs in path order, `rel` as in objects/<rel>.yaml."""
+    objects = files.get("objects")
+    patches = files.get("patches")
+    if not isinstance(objects, dict):
+        return []
+    patch_files = dict(walk(patches)) if isinstance(patches, dict) else {}
+    rendered = []
+    for path, data in walk(objects):
+        if not isinstance(data, bytes) or not path.endswith(".yaml"):
+            continue
+        rel = path[: -len(".yaml")]
+        body = load_yaml(data)
+        patch = patch_files.get(f"{rel}.json")
+        if isinstance(patch, bytes):
+            body = jsonpatch.apply_patch(body, orjson.loads(patch))
+        rendered.append((rel, _drop_empty_annotations(body)))
+    return rendered
+
+
+# The order `kubectl kustomize` prints objects in (its default "legacy" sort): these kinds first,
+# in this order, so that what others refer to exists before them (a Namespace before what lives
+# in it, a CRD before its objects); webhooks last; every other kind between them. Within one rank,
+# by group_version_kind text (an empty group or version sorting as "~G"/"~V", after letters), then
+# namespace ("~X" when cluster-scoped), then name. Kustomize: api/internal/builtins/SortOrderTransformer.go.
+APPLY_FIRST = ("Namespace", "ResourceQuota", "StorageClass", "CustomResourceDefinition", "ServiceAccount",
+               "PodSecurityPolicy", "Role", "ClusterRole", "RoleBinding", "ClusterRoleBinding", "ConfigMap",
+               "Secret", "Endpoints", "Service", "LimitRange", "PriorityClass", "PersistentVolume",
+               "PersistentVolumeClaim", "Deployment", "StatefulSet", "CronJob", "PodDisruptionBudget")
+APPLY_LAST = ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration")
+_RANK = {**{kind: i - len(APPLY_FIRST) for i, kind in enumerate(APPLY_FIRST)},
+         **{kind: i + 1 for i, kind in enumerate(APPLY_LAST)}}
+
+
+def apply_order_key(body: dict[str, Any]) -> tuple[int, str, str]:
+    """Sort key that puts objects in the order kustomize prints them (safe for `kubectl apply -f`)."""
+    api_version = str(body.get("apiVersion") or "")
+    group, _, version = api_version.rpartition("/")
+    kind = str(body.get("kind") or "")
+    md = body.get("metadata")
+    md = md if isinstance(md, dict) else {}
+    gvk = "_".join((group or "~G", version or "~V", kind or "~K"))
+    # namespace and name compare as one "ns|name" text, as kustomize compares them
+    return _RANK.get(kind, 0), gvk, f"{md.get('namespace') or '~X'}|{md.get('name') or '~N'}"
+
+
+def in_apply_order(objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return sorted(objects, key=apply_order_key)
+
+
+def as_list(objects: list[dict[str, Any]]) -> dict[str, Any]:
+    """The objects as one `v1` `List` document, as `kubectl get -o json` prints several."""
+    return {"apiVersion": "v1", "kind": "List", "metadata": {}, "items": objects}
+
+
+def _drop_empty_annotations(body: dict[str, Any]) -> dict[str, Any]:
+    md = body.get("metadata")
+    if isinstance(md, dict) and "annotations" in md and not md["annotations"]:
+        del md["annotations"]
+    return body
+
+
+def is_secret(body: dict[str, Any]) -> bool:
+    return body.get("kind") == "Secret" and body.get("apiVersion") == "v1"
+
+
+def redact_pair(old: dict[str, Any] | None, new: dict[str, Any] | None) -> tuple[Any, Any]:
+    """Redact Secret data/stringData on both sides, marking which keys changed."""
+    return _redact(old, new, "old value"), _redact(new, old, "new value")
+
+
+def _redact(body: dict[str, Any] | None, other: dict[str, Any] | None, label: str) -> dict[str, Any] | None:
+    if body is None or not is_secret(body):
+        return body
+    copy = dict(body)
+    for field in ("data", "stringData"):
+        values = body.get(field)
+        if not isinstance(values, dict):
+            continue
+        theirs = (other or {}).get(field) if other is not None and is_secret(other) else None
+        theirs = theirs if isinstance(theirs, dict) else {}
+        copy[field] = {k: REDACTED if theirs.get(k) == v else f"{REDACTED} ({label})" for k, v in values.items()}
+    return copy

@@ -1,0 +1,213 @@
+"""One CombinedStatus (docs/REFERENCE.md, "CombinedStatus"; schema/combinedstatus.json) from the rows
+of one workload object.
+
+A row per WEC the object was sent to (status.py computes them); this module orders them (worst
+health first, then WEC name), counts, adds `singletonStatus` when a placement wants it, exactly
+one WEC executes the object and that WEC reported, and evaluates the placements' StatusCollectors.
+Secret data never reaches the output: Secrets are stripped of `data`/`stringData` before any
+collector sees them, and a Secret's reported status (Secrets have none) is never used.
+"""
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from typing import Any, Protocol, Sequence
+
+from ...model import Obj, Problem
+from .collectors import Collector, compile_collector
+from .health import Health
+from ..emit.problems import SpaceProblem
+from ..readout.render import is_secret
+from ..serialize import deep_copy
+from .syncreport import Drift
+
+API_VERSION = "control.kubestellar.io/v1alpha1"
+HEALTH_ORDER = (Health.HEALTHY, Health.PROGRESSING, Health.DEGRADED, Health.MISSING, Health.UNKNOWN)
+
+
+class RowLike(Protocol):
+    """status.Row, read only."""
+
+    @property
+    def health(self) -> str: ...
+    @property
+    def message(self) -> str: ...
+    @property
+    def reported_at(self) -> str | None: ...
+    @property
+    def generation(self) -> int | None: ...
+    @property
+    def singleton(self) -> bool: ...
+    @property
+    def data(self) -> str: ...
+    @property
+    def patch(self) -> str: ...
+    @property
+    def report(self) -> str: ...
+    @property
+    def apply_error(self) -> str: ...
+    @property
+    def drift(self) -> Drift | None: ...
+
+
+class Contents(Protocol):
+    def sent(self, data: str, patch: str) -> dict[str, Any]: ...
+
+    def doc(self, key: str) -> dict[str, Any]: ...
+
+
+@dataclass
+class ObjectContext:
+    """A placed workload object: which placements select it, which collectors they name."""
+
+    wds: str
+    rel: str
+    obj: Obj
+    placements: set[str] = field(default_factory=set)
+    collectors: list[Collector] = field(default_factory=list)
+    fingerprints: list[str] = field(default_factory=list)
+    problems: list[SpaceProblem] = field(default_factory=list)  # reconcile errors naming the object
+
+    def key(self, limit: int) -> str:
+        """Everything but the rows that the CombinedStatus depends on."""
+        obj = self.obj
+        text = repr((obj.api_version, obj.kind, obj.namespace, obj.name, sorted(self.placements),
+                     self.fingerprints, limit, sorted(self.problems)))
+        return hashlib.blake2b(text.encode(), digest_size=20).hexdigest()
+
+
+def strip_secret(body: dict[str, Any]) -> dict[str, Any]:
+    """`body` without a Secret's data and stringData (other kinds unchanged)."""
+    if isinstance(body, dict) and is_secret(body):
+        return {k: v for k, v in body.items() if k not in ("data", "stringData")}
+    return body
+
+
+def combined_status(context: ObjectContext, rows: Sequence[tuple[str, RowLike]], names: dict[str, str],
+                    contents: Contents, limit: int, problems: list[Problem]) -> dict[str, Any]:
+    """The CombinedStatus document; `rows` are (mailbox, row) for every WEC executing the object."""
+    obj = context.obj
+    identity = {"apiVersion": obj.api_version, "kind": obj.kind, "name": obj.name}
+    metadata = {"name": obj.name}
+    if obj.namespace:
+        identity["namespace"] = metadata["namespace"] = obj.namespace
+    ordered = sorted(rows, key=lambda r: (-Health(r[1].health).rank, names.get(r[0], r[0]), r[0]))
+    status: dict[str, Any] = {
+        "apiVersion": API_VERSION, "kind": "CombinedStatus", "metadata": metadata, "object": identity,
+        "placements": sorted(context.placements), "executingCount": len(rows),
+        "reportedCount": sum(1 for _, r in rows if r.report),
+        "health": counts(r.health for _, r in rows),
+        "wecs": [_wec_item(mb, names.get(mb, mb), r) for mb, r in ordered[:max(limit, 0)]],
+    }
+    _sync_facts(status, context, rows, names, limit)
+    if len(rows) == 1 and rows[0][1].report and rows[0][1].singleton:
+        status["singletonStatus"] = _reported_status(contents, rows[0][1])
+    if context.collectors:
+        bindings = [{"inventory": {"name": names.get(mb, mb)}, "obj": contents.sent(r.data, r.patch),
+                     "returned": {"status": _reported_status(contents, r)}} for mb, r in rows]
+        results = []
+        for collector in context.collectors:
+            out, found = collector.evaluate_with_problems(bindings)  # type: ignore[arg-type]
+            problems.extend(Problem(p.origin, p.message, "warning") for p in found)
+            results.append(out)
+        status["results"] = results
+    return status
+
+
+def _sync_facts(status: dict[str, Any], context: ObjectContext, rows: Sequence[tuple[str, RowLike]],
+                names: dict[str, str], limit: int) -> None:
+    """`problems`: the object's reconcile errors and its apply errors per WEC; `drifted`: the WECs
+    where the agent found it changed. Each at most `limit` long, with its full count."""
+    problems = [{"source": "reconcile", **_problem_item(p)} for p in sorted(context.problems)]
+    problems += [{"source": "sync", "wec": names.get(mb, mb), "mailbox": mb, "message": r.apply_error}
+                 for mb, r in sorted(rows, key=lambda r: names.get(r[0], r[0])) if r.apply_error]
+    drifted = [{"wec": names.get(mb, mb), "mailbox": mb, "change": r.drift.change, "fields": list(r.drift.fields),
+                "detectedAt": r.drift.detected_at}
+               for mb, r in sorted(rows, key=lambda r: names.get(r[0], r[0])) if r.drift is not None]
+    if problems:
+        status["problemCount"], status["problems"] = len(problems), problems[:max(limit, 0)]
+    if drifted:
+        status["driftedCount"], status["drifted"] = len(drifted), drifted[:max(limit, 0)]
+
+
+def _problem_item(problem: SpaceProblem) -> dict[str, Any]:
+    item: dict[str, Any] = {"file": problem.where, "message": problem.message}
+    if problem.wec:
+        item["wec"], item["mailbox"] = problem.wec, problem.mailbox
+    if problem.wec_count:
+        item["wecCount"], item["wecs"] = problem.wec_count, list(problem.wecs)
+    return item
+
+
+def _reported_status(contents: Contents, row: RowLike) -> dict[str, Any]:
+    """The reported status as it may appear in output: never a Secret's (Secrets have none)."""
+    if not row.report or is_secret(contents.sent(row.data, row.patch)):
+        return {}
+    status = contents.doc(row.report).get("status")
+    return deep_copy(status) if isinstance(status, dict) else {}
+
+
+def _wec_item(mailbox: str, wec: str, row: RowLike) -> dict[str, Any]:
+    item: dict[str, Any] = {"name": wec, "mailbox": mailbox, "health": row.health}
+    if row.message:
+        item["message"] = row.message
+    if row.reported_at is not None:
+        item["reportedAt"] = row.reported_at
+    if row.generation is not None:
+        item["generation"] = row.generation
+    return item
+
+
+def counts(healths: Any) -> dict[str, int]:
+    """{health: count}, in HEALTH_ORDER, zero counts left out."""
+    found = {h.value: 0 for h in HEALTH_ORDER}
+    for h in healths:
+        found[h] += 1  # a str Enum hashes as its value: no Health(h) per row (166k rows a run)
+    return {k: v for k, v in found.items() if v}
+
+
+class Collectors:
+    """StatusCollectors by name (the placement's own space first), compiled once each."""
+
+    def __init__(self, result: Any) -> None:
+        self._by_space: dict[str, dict[str, Obj]] = {}
+        for space in sorted(result.loaded.spaces):
+            for obj in result.loaded.spaces[space]:
+                if obj.kind == "StatusCollector" and obj.group == "control.kubestellar.io" and obj.name:
+                    self._by_space.setdefault(space, {}).setdefault(obj.name, obj)
+        self._compiled: dict[tuple[str, str], Collector | None] = {}
+        self._specs = {(wds, p.obj.name): p for wds, plans in result.placements.items() for p in plans}
+
+    def attach(self, context: ObjectContext, problems: list[Problem]) -> None:
+        """Set the context's collectors (and their fingerprints) from its placements."""
+        found: dict[str, tuple[Collector, Obj]] = {}
+        for name in sorted(context.placements):
+            plan = self._specs.get((context.wds, name))
+            if plan is None:
+                continue
+            wanted = plan.spec.get("statusCollectors") or []
+            for cname in wanted if isinstance(wanted, list) else []:
+                got = self._get(context.wds, str(cname), plan.obj, problems)
+                if got is not None:
+                    found.setdefault(got[0].name, got)
+        context.collectors = [found[n][0] for n in sorted(found)]
+        context.fingerprints = [f"{found[n][1].space}/{n}@{found[n][1].key}" for n in sorted(found)]
+
+    def _get(self, wds: str, name: str, placement: Obj, problems: list[Problem]) -> tuple[Collector, Obj] | None:
+        obj = self._by_space.get(wds, {}).get(name)
+        if obj is None:
+            obj = next((objs[name] for _, objs in sorted(self._by_space.items()) if name in objs), None)
+        if obj is None:
+            problems.append(Problem(placement.origin, f"EdgePlacement {placement.name}: "
+                                                      f"StatusCollector {name} not found", "warning"))
+            return None
+        key = (obj.space, name)
+        if key not in self._compiled:
+            collector, found = compile_collector(obj)
+            problems.extend(Problem(p.origin, p.message, "warning") for p in found)
+            self._compiled[key] = collector
+        compiled = self._compiled[key]
+        return (compiled, obj) if compiled is not None else None
+
+
+__all__ = ["ObjectContext", "combined_status", "strip_secret", "counts", "Collectors", "API_VERSION"]

@@ -1,0 +1,201 @@
+"""The status step's rows: per mailbox, one `Row` per placed object, judged from what the WEC was
+sent, what it reported, and what its agent's sync report says about the object.
+
+A row records the content keys it was computed from, so a later run recomputes only the rows whose
+inputs moved (`rows_of_mailbox` with the mailbox's earlier `Detail`). Report files are checked once
+per content (reported.py); the sync report (`reported/sync.yaml`) is not an object's report.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from sys import intern
+from typing import Any, NamedTuple
+
+import jsonpatch
+import orjson
+
+from ...model import Origin, Problem
+from .combined import strip_secret
+from .health import assess, reads_spec
+from .reported import load_report, parse_report
+from ..serialize import load_yaml
+from .markdown import time_key
+from .source import MailboxListing, StatusSource
+from .sync import object_facts
+from .syncreport import SYNC_FILE, Drift, SyncReport, parse_sync_report
+
+
+class Row(NamedTuple):
+    """One placed object on one WEC, judged. No object data: health, times, content keys."""
+
+    wds: str
+    health: str
+    message: str
+    reported_at: str | None
+    generation: int | None
+    placements: tuple[str, ...]
+    singleton: bool
+    data: str
+    patch: str
+    report: str
+    apply_error: str = ""  # the agent's last apply of this object failed (its sync report)
+    drift: Drift | None = None  # the agent found it changed on the WEC (and corrected it)
+
+
+Info = tuple[str, tuple[str, ...], bool, str]  # (wds, placements, wants singleton, object text)
+
+
+@dataclass
+class Detail:
+    """Everything known about one mailbox's rows; kept pickled in the memo, decoded when it changes."""
+
+    reports: dict[str, tuple[str, str | None, str | None]]  # name -> (key, rel, reportedAt); rel None: invalid
+    rows: dict[str, Row]  # a row also records what it was computed from (`_same_inputs`)
+    sync: tuple[str, SyncReport | list[Problem]] | None = None  # the sync report's key, read once per content
+
+
+class Run:
+    """Per-run memos of parsed content (by content key): sent objects and report documents."""
+
+    def __init__(self, source: StatusSource) -> None:
+        self.source = source
+        self._sent: dict[tuple[str, str], dict[str, Any]] = {}
+        self._docs: dict[str, dict[str, Any]] = {}
+        self._tuples: dict[tuple[str, ...], tuple[str, ...]] = {}
+
+    def sent(self, data: str, patch: str) -> dict[str, Any]:
+        """The object as the WEC receives it (base + patch), a Secret's data removed."""
+        found = self._sent.get((data, patch))
+        if found is None:
+            if patch:
+                body = jsonpatch.apply_patch(self.sent(data, ""), orjson.loads(self.source.blob(patch)))
+            else:
+                body = load_yaml(self.source.blob(data))
+            found = self._sent[(data, patch)] = strip_secret(body)
+        return found
+
+    def shared(self, placements: tuple[str, ...]) -> tuple[str, ...]:
+        """One tuple object per distinct value (rows repeat them thousands of times)."""
+        return self._tuples.setdefault(placements, placements)
+
+    def judged(self, data: str, patch: str) -> dict[str, Any]:
+        """What `assess` needs of the sent object: the base alone when its rule ignores the spec."""
+        base = self.sent(data, "")
+        return self.sent(data, patch) if patch and reads_spec(base) else base
+
+    def report(self, name: str, path: str, key: str) -> tuple[str, Origin, dict[str, Any]] | list[Problem]:
+        """A report file checked (parse_report); valid documents are kept for `doc`."""
+        found = parse_report(name, path, self.source.blob(key))
+        if isinstance(found, tuple):
+            self._docs[key] = found[2]
+        return found
+
+    def forget_documents(self) -> None:
+        """Drop the report documents kept so far (`doc` reads one again when asked)."""
+        self._docs.clear()
+
+    def doc(self, key: str) -> dict[str, Any]:
+        """The document of a report checked valid (in this run or an earlier one)."""
+        found = self._docs.get(key)
+        if found is None:
+            found = self._docs[key] = load_report(self.source.blob(key))
+        return found
+
+
+def rows_of_mailbox(mb: str, old: Detail | None, infos: dict[str, Info], run: Run
+                     ) -> tuple[Detail, list[Problem], SyncReport | None]:
+    listing = run.source.listing(mb)
+    sync = _sync_report(listing, old, run)
+    parsed = sync[1] if sync is not None else None
+    report = parsed if isinstance(parsed, SyncReport) else None
+    problems = list(parsed) if isinstance(parsed, list) else []
+    reports, found, by_rel = _reports(listing, old, run)
+    problems += found
+    errors, drift = object_facts(report)
+    rows: dict[str, Row] = {}
+    for rel in sorted(set(listing.objects) & set(infos)):
+        now = (listing.objects[rel], listing.patches.get(rel, ""), by_rel.get(rel), infos[rel],
+               errors.get(rel, ""), drift.get(rel))
+        before = old.rows.get(rel) if old is not None else None
+        rows[rel] = before if before is not None and _same_inputs(before, now) else _row(now, run)
+    run.forget_documents()  # streaming: a mailbox's reports are not held once its rows are judged
+    # a valid report that a row records is not kept twice (see _known_report)
+    kept = {n: r for n, r in reports.items() if not (r[1] in rows and rows[r[1]].report == r[0])}
+    return Detail(kept, rows, sync), problems, report
+
+
+def _sync_report(listing: MailboxListing, old: Detail | None, run: Run
+                 ) -> tuple[str, SyncReport | list[Problem]] | None:
+    """The sync report's key and what it says (or why it is ignored); an unchanged one is not read
+    again (its schema check would cost a run that changed one object report the schema library)."""
+    found = listing.reports.get(SYNC_FILE)
+    if found is None:
+        return None
+    if old is not None and old.sync is not None and old.sync[0] == found[1]:
+        return old.sync
+    return found[1], parse_sync_report(found[0], run.source.blob(found[1]))
+
+
+def _known_report(detail: Detail, name: str) -> tuple[str, str | None, str | None] | None:
+    """What an earlier run found in report `name`: kept in `reports`, or recorded by its row."""
+    found = detail.reports.get(name)
+    if found is not None:
+        return found
+    rel = name.rsplit(".", 1)[0]
+    row = detail.rows.get(rel)
+    return (row.report, rel, row.reported_at) if row is not None and row.report else None
+
+
+def _same_inputs(row: Row, inputs: tuple[Any, ...]) -> bool:
+    """The row was computed from these inputs (the object text follows from the object sent)."""
+    data, patch, report, (wds, placements, singleton, _text), error, drift = inputs
+    return (row.data, row.patch, row.report, row.wds, row.placements, row.singleton, row.apply_error, row.drift) == \
+        (data, patch, report[1] if report else "", wds, placements, singleton, error, drift)
+
+
+def last_report(detail: Detail) -> str | None:
+    times = [at for _, rel, at in detail.reports.values() if rel is not None and at]
+    times += [row.reported_at for row in detail.rows.values() if row.reported_at]
+    return max(times, key=time_key) if times else None
+
+
+def _reports(listing: MailboxListing, old: Detail | None, run: Run
+             ) -> tuple[dict[str, tuple[str, str | None, str | None]], list[Problem], dict[str, tuple[str, str]]]:
+    """Each report file checked once per content (memo by key); rel -> (name, key) of the valid ones."""
+    reports: dict[str, tuple[str, str | None, str | None]] = {}
+    problems: list[Problem] = []
+    by_rel: dict[str, tuple[str, str]] = {}
+    for name in sorted(n for n in listing.reports if n != SYNC_FILE):
+        path, key = listing.reports[name]
+        before = _known_report(old, name) if old is not None else None
+        if before is not None and before[0] == key and before[1] is not None:
+            rel, at = before[1], before[2]
+        else:
+            found = run.report(name, path, key)
+            if isinstance(found, list):
+                problems.extend(found)
+                reports[name] = (key, None, None)
+                continue
+            rel, at = found[0], str(found[2]["reportedAt"])
+        if rel in by_rel:  # e.g. name.yaml and name.json: keep the first (sorted), report the other
+            problems.append(Problem(Origin(path), f"reported state: a second report for {rel}, skipped", "warning"))
+            reports[name] = (key, None, None)
+            continue
+        reports[name] = (key, rel, at)
+        by_rel[rel] = (name, key)
+    return reports, problems, by_rel
+
+
+def _row(inputs: tuple[Any, ...], run: Run) -> Row:
+    data, patch, report, (wds, placements, singleton, _text), error, drift = inputs
+    doc = run.doc(report[1]) if report is not None else None
+    verdict = assess(run.judged(data, patch), doc, None)
+    identity = doc.get("object", {}) if doc else {}
+    generation = identity.get("generation") if isinstance(identity.get("generation"), int) else None
+    at = intern(str(doc["reportedAt"])) if doc else None
+    # interned: rows of one object (or one WEC) then share their strings, in memory and in the memo
+    return Row(intern(wds), verdict.health.value, intern(verdict.message), at, generation, run.shared(placements),
+               singleton, intern(data), intern(patch), report[1] if report else "", error, drift)
+
+
+__all__ = ["Row", "Info", "Detail", "Run", "rows_of_mailbox", "last_report"]

@@ -1,0 +1,384 @@
+"""The status step (docs/REFERENCE.md, "Generated files"): reported state in the mailboxes ->
+CombinedStatus files + STATUS.md.
+
+`summarize(result, source, memo, limit)` is pure over its inputs: a reconcile `Result` (which
+placements put which objects on which WECs), a `StatusSource` (what each mailbox holds: the
+objects and patches a WEC was sent, and its `reported/` files, by content key) and a `StatusMemo`
+(what an earlier run computed; updated in place). Work is in proportion to what changed:
+
+1. rows: per mailbox, one `Row` per placed object (health, message, report time, ...). A mailbox
+   whose key (its source key, its WEC name and the placements reaching it) is unchanged keeps its
+   rows; in a changed one, a row is recomputed only when its own inputs changed (the object and
+   patch sent, the report, which placements place it);
+2. CombinedStatus, per workload object (combined.py): recomputed when one of its rows or its
+   context (placements, StatusCollectors, limit) changed;
+3. STATUS.md (status_md.py) from per-mailbox summaries.
+
+Besides reported state, status reads what reconcile and the agents wrote down: each space's
+problems file (problems.py: reconcile errors and warnings, per object and WEC where known) and each
+mailbox's sync report (syncreport.py: the revision a WEC applied, apply errors, drift), judged
+against the mailbox's latest revision (status_sync.py). Per-object facts reach the CombinedStatus
+files, per-WEC facts STATUS.md.
+
+The memo is plain data: the CLI keeps it in `.git/ksgitops/`, the runtime in memory. Output is
+deterministic and the same with or without a memo. Secret data never reaches the output (the
+rows hold no object data; combined.py strips Secrets before collectors or singletons see them).
+"""
+from __future__ import annotations
+
+import pickle
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping
+
+from ...model import Problem
+from ..customize.base import rel_path
+from .combined import Collectors, ObjectContext, combined_status
+from ..serialize import dump_yaml, load_yaml
+from ..emit.problems import ParsedProblems, entry, parse_problems, problems_root
+from ..load.snapshot import GENERATED_DIR
+from .markdown import MailboxSummary, markdown, total_counts
+from .memory import MemorySource, with_reports
+from .rows import Detail, Info, Row, Run, last_report, rows_of_mailbox
+from .source import MailboxListing, StatusSource, digest as _digest
+from .sync import SyncSummary, state_counts
+from ..tree import REUSE, FileTree, Generated, put
+from ..place.what import ALONG
+from ..place.where import wec_names
+
+STATUS_DIR = "status"
+STATUS_MD = "STATUS.md"
+MEMO_FORMAT = 2  # bump when rows, summaries or CombinedStatus change shape
+
+
+@dataclass
+class MailboxMemo:
+    key: str
+    summary: MailboxSummary
+    problems: list[Problem]
+    detail: bytes | None  # a pickled Detail; None: kept in the memo's store (fetched when needed)
+
+
+@dataclass
+class ObjectMemo:
+    context: str
+    status: bytes  # the CombinedStatus file
+    rows: bytes | None  # pickled {mailbox: Row}: every row of the object, kept in step with the
+    # mailboxes'; None: kept in the memo's store
+
+
+@dataclass
+class StatusMemo:
+    """What one run leaves for the next. Large parts stay pickled so an unchanged mailbox or
+    object costs a few bytes to load, not its rows; on disk they stay in a store and are fetched
+    only for what changed (`fetch(name)`, names from `detail_name` and `rows_name`)."""
+
+    format: int = MEMO_FORMAT
+    mailboxes: dict[str, MailboxMemo] = field(default_factory=dict)
+    objects: dict[tuple[str, str], ObjectMemo] = field(default_factory=dict)
+    problems: dict[str, tuple[str, ParsedProblems]] = field(default_factory=dict)  # space -> (key, parsed)
+    changed: bool = False
+    fetch: Callable[[str], bytes | None] | None = field(default=None, repr=False, compare=False)
+
+    def detail(self, mailbox: str, memo: MailboxMemo) -> Detail:
+        data = memo.detail if memo.detail is not None else self._fetch(detail_name(mailbox))
+        return _decode(data)  # type: ignore[no-any-return]
+
+    def rows(self, key: tuple[str, str], memo: ObjectMemo) -> dict[str, Row]:
+        data = memo.rows if memo.rows is not None else self._fetch(rows_name(key))
+        return _decode(data)  # type: ignore[no-any-return]
+
+    def _fetch(self, name: str) -> bytes:
+        found = self.fetch(name) if self.fetch is not None else None
+        if found is None:
+            raise _MemoLost(name)
+        return found
+
+    def forget(self) -> None:
+        """Empty it (in place: the caller saves this object)."""
+        self.mailboxes.clear()
+        self.objects.clear()
+        self.problems.clear()
+        self.fetch, self.changed = None, True
+
+
+class _MemoLost(Exception):
+    """A part of the memo its store no longer holds: summarize from scratch."""
+
+
+def detail_name(mailbox: str) -> str:
+    return f"d:{mailbox}"
+
+
+def rows_name(key: tuple[str, str]) -> str:
+    return f"r:{key[0]}:{key[1]}"
+
+
+@dataclass
+class StatusOutput:
+    """What `ksgitops status` writes: `generated` (the status roots) and `markdown` (STATUS.md)."""
+
+    generated: Generated
+    markdown: bytes
+    combined: dict[tuple[str, str], bytes]  # (wds, rel) -> CombinedStatus file
+    counts: dict[str, int]
+    problems: list[Problem]
+    recomputed: int = 0  # CombinedStatus files computed this run (the rest came from the memo)
+    reconcile: dict[str, ParsedProblems] = field(default_factory=dict)  # space ("": repo-wide) -> problems
+    wecs: dict[str, MailboxSummary] = field(default_factory=dict)  # mailbox -> summary (health, sync)
+    frozen: list[Any] = field(default_factory=list)  # core.isolation.FrozenUnit: what reconcile keeps frozen
+
+    def status(self, wds: str, rel: str) -> dict[str, Any]:
+        return load_yaml(self.combined[(wds, rel)])  # type: ignore[no-any-return]
+
+    def facts(self) -> dict[str, Any]:
+        """What STATUS.md shows beyond health, as JSON (`status -o json`)."""
+        return {"reconcileProblems": [{"space": space, **e.as_json()} for space, parsed in sorted(self.reconcile.items())
+                                      for e in parsed.entries],
+                "spaces": {space: {"state": parsed.state, "errors": sum(e.is_error for e in parsed.entries),
+                                   "warnings": sum(not e.is_error for e in parsed.entries)}
+                           for space, parsed in sorted(self.reconcile.items()) if space},
+                "frozen": [u.as_json() for u in self.frozen],
+                "syncStates": state_counts(self.wecs.values()),
+                "sync": {s.wec: {"mailbox": mb, **s.sync.as_json()} for mb, s in sorted(self.wecs.items())}}
+
+
+def status_root(wds: str) -> str:
+    return f"spaces/{wds}/{GENERATED_DIR}/{STATUS_DIR}"
+
+
+def summarize(result: Any, source: StatusSource, memo: StatusMemo | None = None, limit: int = 20,
+              broken_limit: int = 100) -> StatusOutput:
+    """CombinedStatus files and STATUS.md; `memo` (updated in place) makes it incremental."""
+    if memo is None or memo.format != MEMO_FORMAT:
+        memo = StatusMemo()
+    try:
+        return _summarize(result, source, memo, limit, broken_limit)
+    except _MemoLost:
+        memo.forget()
+        return _summarize(result, source, memo, limit, broken_limit)
+
+
+def _summarize(result: Any, source: StatusSource, memo: StatusMemo, limit: int, broken_limit: int) -> StatusOutput:
+    names = wec_names(result.wecs)
+    reconcile = _space_problems(result, source, memo, names)
+    contexts = _contexts(result, reconcile)
+    run = Run(source)
+    changes: dict[tuple[str, str], dict[str, Row | None]] = {}
+    for mb in sorted(result.wecs):
+        reaching = contexts.reaching(mb)
+        key = _digest(names[mb], str(broken_limit), repr([p.digest for p in reaching]), source.mailbox_key(mb))
+        old = memo.mailboxes.get(mb)
+        if old is not None and old.key == key:
+            continue
+        before = memo.detail(mb, old) if old is not None else None
+        detail, problems, report = rows_of_mailbox(mb, before, _infos(reaching), run)
+        sync = SyncSummary.of(report, source.revision(mb), broken_limit)
+        summary = MailboxSummary.of(mb, names[mb], detail.rows, _infos(reaching), last_report(detail),
+                                    broken_limit, sync)
+        _note_changes(changes, mb, before, detail)
+        memo.mailboxes[mb] = MailboxMemo(key, summary, problems, _encode(detail))
+        memo.changed = True
+    for mb in [m for m in memo.mailboxes if m not in result.wecs]:
+        _note_changes(changes, mb, memo.detail(mb, memo.mailboxes.pop(mb)), None)
+        memo.changed = True
+    output = _combine(result, contexts, memo, changes, names, run, limit)
+    mailboxes = {mb: memo.mailboxes[mb] for mb in sorted(result.wecs)}
+    summaries = {mb: m.summary for mb, m in mailboxes.items()}
+    output.counts = total_counts(summaries)
+    output.frozen = result.frozen.units(names)
+    output.markdown = markdown(result, names, summaries, contexts.placed(), broken_limit, reconcile, output.frozen)
+    found = [p for m in mailboxes.values() for p in m.problems] + [p for r in reconcile.values() for p in r.problems]
+    output.problems = sorted(set(output.problems + found))
+    output.reconcile, output.wecs = reconcile, summaries
+    return output
+
+
+def _space_problems(result: Any, source: StatusSource, memo: StatusMemo, names: dict[str, str]
+                    ) -> dict[str, ParsedProblems]:
+    """Every owned space's problems file (parsed once per content, kept in the memo), and under ""
+    this run's own repo-wide findings (no space holds them)."""
+    found: dict[str, ParsedProblems] = {}
+    skipped = set(result.config.skip_spaces)
+    for space in sorted(s for s in result.loaded.spaces if s not in skipped):
+        key = source.problems_file(space)
+        if not key:
+            memo.problems.pop(space, None)
+            continue
+        cached = memo.problems.get(space)
+        if cached is None or cached[0] != key:
+            cached = memo.problems[space] = (key, parse_problems(problems_root(space), source.blob(key)))
+            memo.changed = True
+        found[space] = cached[1]
+    for space in [s for s in memo.problems if s not in found]:
+        del memo.problems[space]
+    repo_wide = sorted({entry(p, names) for p in result.problems if not p.space})
+    if repo_wide:
+        found[""] = ParsedProblems("", repo_wide, [])
+    return found
+
+
+def _encode(value: Any) -> bytes:
+    return pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+
+
+def _decode(data: bytes) -> Any:
+    return pickle.loads(data)  # noqa: S301 - bytes this module pickled, in a memo of our own
+
+
+# --- what the placements say: per placement, per object -----------------------------------------------
+
+@dataclass
+class _PlanView:
+    wds: str
+    name: str
+    singleton: bool
+    mailboxes: Mapping[str, str]
+    objects: dict[str, str]  # rel -> object text ("ConfigMap ns/name")
+    digest: str
+    along: frozenset[str] = frozenset()  # rels of CRDs that came along: never a singleton wish
+    frozen: bool = False  # a frozen WDS's placement, from its record
+
+    def wants_singleton(self, rel: str) -> bool:
+        return self.singleton and rel not in self.along
+
+
+class _Contexts:
+    def __init__(self, plans: list[_PlanView], objects: dict[tuple[str, str], ObjectContext]) -> None:
+        self.plans = plans
+        self.objects = objects
+
+    def reaching(self, mailbox: str) -> list[_PlanView]:
+        return [p for p in self.plans if mailbox in p.mailboxes]
+
+    def placed(self) -> int:
+        """Placed workload objects: those with a CombinedStatus, and those frozen WDSes keep."""
+        return len(self.objects) + len({(p.wds, rel) for p in self.plans if p.frozen for rel in p.objects})
+
+
+def _frozen_views(result: Any) -> list[_PlanView]:
+    """The placements of frozen WDSes, from their records: their objects stay in the mailboxes (and
+    the WECs report them), while their CombinedStatus files stay as they are."""
+    views = []
+    for placement, mailboxes in result.frozen.placements():
+        rels = {o.rel: o.text for o in placement.objects}
+        along = frozenset(o.rel for o in placement.objects if o.along)
+        digest = _digest(placement.space, placement.name, "frozen", str(placement.singleton), repr(sorted(rels.items())),
+                         repr(sorted(along)), repr(sorted(mailboxes)))
+        views.append(_PlanView(placement.space, placement.name, placement.singleton, mailboxes, rels, digest, along, True))
+    return views
+
+
+def _contexts(result: Any, reconcile: Mapping[str, ParsedProblems]) -> _Contexts:
+    plans: list[_PlanView] = _frozen_views(result) if result.frozen else []
+    objects: dict[tuple[str, str], ObjectContext] = {}
+    for wds in sorted(result.placements):
+        for plan in result.placements[wds]:
+            rels: dict[str, str] = {}
+            along: set[str] = set()
+            for placed in plan.placed:
+                obj = placed.obj
+                info = result.kinds.lookup(obj.group, obj.kind)
+                if info is None:
+                    continue
+                rel = rel_path(obj.group, info.resource, obj.namespace, obj.name)
+                rels[rel] = str(obj.ref)
+                if placed.clause == ALONG:
+                    along.add(rel)
+                context = objects.setdefault((wds, rel), ObjectContext(wds, rel, obj))
+                context.placements.add(plan.obj.name)
+            singleton = plan.spec.get("wantSingletonReportedState") is True
+            digest = _digest(wds, plan.obj.name, str(singleton), repr(sorted(rels.items())), repr(sorted(along)))
+            plans.append(_PlanView(wds, plan.obj.name, singleton, plan.mailboxes, rels, digest, frozenset(along)))
+    _attach_errors(objects, reconcile)
+    return _Contexts(plans, objects)
+
+
+def _attach_errors(objects: dict[tuple[str, str], ObjectContext], reconcile: Mapping[str, ParsedProblems]) -> None:
+    """Each placed object's reconcile errors (its WDS's problems file names the object)."""
+    if not any(e.is_error and e.object for parsed in reconcile.values() for e in parsed.entries):
+        return
+    by_text = {(wds, str(c.obj.ref)): c for (wds, _rel), c in objects.items()}
+    for space, parsed in reconcile.items():
+        for found in parsed.entries:
+            context = by_text.get((space, found.object)) if found.is_error and found.object else None
+            if context is not None:
+                context.problems.append(found)
+
+
+def _infos(reaching: list[_PlanView]) -> dict[str, Info]:
+    """rel -> (wds, placements, singleton wish, text) for one mailbox; two WDSes placing the same
+    identity is a conflict (reconcile reports it): no row."""
+    found: dict[str, tuple[str, list[str], bool, str]] = {}
+    conflicts: set[str] = set()
+    for plan in reaching:
+        for rel, text in plan.objects.items():
+            item = found.get(rel)
+            if item is None:
+                found[rel] = (plan.wds, [plan.name], plan.wants_singleton(rel), text)
+            elif item[0] != plan.wds:
+                conflicts.add(rel)
+            else:
+                item[1].append(plan.name)
+                found[rel] = (item[0], item[1], item[2] or plan.wants_singleton(rel), text)
+    return {rel: (w, tuple(sorted(ps)), s, t) for rel, (w, ps, s, t) in found.items() if rel not in conflicts}
+
+
+def _note_changes(changes: dict[tuple[str, str], dict[str, Row | None]], mb: str, old: Detail | None,
+                  new: Detail | None) -> None:
+    """Record, per object (wds, rel), the rows of mailbox `mb` that appeared, went or changed."""
+    before = old.rows if old is not None else {}
+    after = new.rows if new is not None else {}
+    for rel in before.keys() | after.keys():
+        a, b = before.get(rel), after.get(rel)
+        if a == b:
+            continue
+        if a is not None and (b is None or b.wds != a.wds):
+            changes.setdefault((a.wds, rel), {})[mb] = None
+        if b is not None:
+            changes.setdefault((b.wds, rel), {})[mb] = b
+
+
+# --- CombinedStatus files --------------------------------------------------------------------------
+
+def _combine(result: Any, contexts: _Contexts, memo: StatusMemo, changes: dict[tuple[str, str], dict[str, Row | None]],
+             names: dict[str, str], run: Run, limit: int) -> StatusOutput:
+    problems: list[Problem] = []
+    combined: dict[tuple[str, str], bytes] = {}
+    collectors = Collectors(result)
+    recomputed = 0
+    for key in sorted(contexts.objects):
+        context = contexts.objects[key]
+        collectors.attach(context, problems)
+        context_key = context.key(limit)
+        cached = memo.objects.get(key)
+        changed = changes.get(key)
+        if cached is not None and cached.context == context_key and not changed:
+            combined[key] = cached.status
+            continue
+        rows: dict[str, Row] = memo.rows(key, cached) if cached is not None else {}
+        for mb, row in (changed or {}).items():
+            if row is None:
+                rows.pop(mb, None)
+            else:
+                rows[mb] = row
+        status = combined_status(context, sorted(rows.items()), names, run, limit, problems)
+        combined[key] = dump_yaml(status)
+        memo.objects[key] = ObjectMemo(context_key, combined[key], _encode(rows))
+        memo.changed = True
+        recomputed += 1
+    for key in [k for k in memo.objects if k not in contexts.objects]:
+        del memo.objects[key]
+        memo.changed = True
+    trees: dict[str, FileTree] = {}
+    for (wds, rel), data in combined.items():
+        put(trees.setdefault(wds, {}), f"{rel}.yaml", data)
+    generated: Generated = {}
+    skipped = set(result.config.skip_spaces)
+    for wds in sorted(result.loaded.spaces):
+        if wds not in skipped:
+            generated[status_root(wds)] = REUSE if wds in result.frozen.broken else trees.get(wds)
+    return StatusOutput(generated, b"", combined, {}, problems, recomputed)
+
+
+__all__ = ["summarize", "StatusOutput", "StatusMemo", "StatusSource", "MailboxListing", "MemorySource",
+           "with_reports", "status_root", "wec_names", "STATUS_MD", "Row"]
