@@ -47,7 +47,7 @@ import yaml  # noqa: E402
 
 from fleet import edit_workload_object, generate  # noqa: E402
 from ksgitops import app  # noqa: E402
-from ksgitops.core.status.summary.reported import dump_report  # noqa: E402
+from ksgitops.core.status.reported import dump_report  # noqa: E402
 
 MODES = ("worktree", "commit", "status", "status-commit", "fold-in")
 LEFTOVER_MARKS = (".ksgitops-stage", ".ksgitops-trash", ".ksgitops-journal", ".ksgitops-tmp", ".ksgitops-new",

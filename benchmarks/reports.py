@@ -16,8 +16,8 @@ from typing import Any
 import pygit2
 import yaml
 
-from ksgitops.core.status.summary.reported import dump_report
-from ksgitops.core.status.summary.syncreport import (REVISION_FILES, REVISION_FOLDERS, SYNC_FILE, Drift, ObjectId, SyncError, SyncReport, dump_sync_report, revision_of)
+from ksgitops.core.status.reported import dump_report
+from ksgitops.core.status.syncreport import (REVISION_FILES, REVISION_FOLDERS, SYNC_FILE, Drift, ObjectId, SyncError, SyncReport, dump_sync_report, revision_of)
 from ksgitops.core.tree import FileTree, put
 from ksgitops.io.git import TreeIndex, TreeWriter, blobs, tree_at
 

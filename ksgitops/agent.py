@@ -25,8 +25,9 @@ from typing import Any, Callable, Iterable
 
 import orjson
 
-from .core.customize.base import rel_path
-from .core.readout.render import is_secret, render_mailbox
+from .names import rel_path
+from .core.readout.render import render_mailbox
+from .model import is_secret
 from .core.status.reported import dump_report, read_document
 from .core.serialize import dump_yaml, load_yaml
 from .core.status.syncreport import (SYNC_FILE, Drift, ObjectId, SyncError, SyncReport, applied_report, changed_fields, dump_sync_report, failed_report, mailbox_revision, parse_sync_report, steady_objects)

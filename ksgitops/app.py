@@ -14,7 +14,7 @@ from .core.readout import diff as diffs
 from .core.pipeline import RecordedResult, Result, reconcile
 from .core.load.repoconfig import parse_repo_config
 from .core.load.snapshot import Snapshot
-from .core.place.wecs import find_wec, wec_display_names, wec_rows
+from .core.readout.wecs import find_wec, wec_display_names, wec_rows
 from .core.tree import REUSE, FileTree, same_files
 from .model import KsgitopsError, Progress, counted
 from .io.fs import WorkTreeSnapshot, write_generated

@@ -203,3 +203,7 @@ class EnvError(KsgitopsError):
 
     def __init__(self, path: str, message: str) -> None:
         super().__init__(Problem(Origin(path), message), exit_code=3)
+
+
+def is_secret(body: dict[str, Any]) -> bool:
+    return body.get("kind") == "Secret" and body.get("apiVersion") == "v1"

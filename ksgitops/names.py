@@ -15,6 +15,7 @@ name's length limit.
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
 
@@ -102,3 +103,34 @@ def printable(text: str) -> str:
     if text.isprintable():
         return text
     return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text)
+
+
+MAILBOX_INFIX = "-mb-"
+MAILBOX_MAX = 63
+_MAILBOX_DIGEST = 10  # hex digits
+
+
+@functools.lru_cache(maxsize=1 << 16)  # asked for per WEC and per destination, many times a run
+def mailbox_name(inventory_space: str, sync_target: str) -> str:
+    """The mailbox space of a SyncTarget: `<space>-mb-<name>` when that is a DNS-1123 label (so
+    mailboxes that existed keep their name), else derived: the SyncTarget name lowercased with
+    every character outside [a-z0-9-] as '-', the whole cut to 52 characters (no '-' at the
+    end), then '-' and 10 hex digits of the digest of `<space>/<name>`. Stable, at most 63
+    characters; validation reports the (unlikely) case of two SyncTargets sharing one."""
+    plain = f"{inventory_space}{MAILBOX_INFIX}{sync_target}"
+    if dns1123_label_error(plain) is None:
+        return plain
+    readable = re.sub(r"[^a-z0-9-]", "-", plain.lower())
+    readable = readable[: MAILBOX_MAX - _MAILBOX_DIGEST - 1].rstrip("-")
+    digest = name_digest(f"{inventory_space}/{sync_target}", 8)[:_MAILBOX_DIGEST]
+    return f"{readable}-{digest}"
+
+
+def rel_path(group: str, resource: str, namespace: str, name: str) -> str:
+    """`<group|core>/<resource>/<namespace|_cluster>/<name>`: the path of an object in a mailbox
+    (objects/, patches/, reported/, upsynced/) and in a status folder. Each part is a file name
+    by `file_stem` (unchanged for valid groups, resources, namespaces and ordinary names), so no
+    name can make the path leave its folder or overflow a file name."""
+    parts = (file_stem(group) if group else "core", file_stem(resource),
+             file_stem(namespace) if namespace else "_cluster", file_stem(name))
+    return "/".join(parts)

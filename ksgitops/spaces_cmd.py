@@ -30,7 +30,7 @@ from .core.load.read import load
 from .core.load.repoconfig import parse_repo_config
 from .core.place.spaces import (CREATE_SPACE, DEFAULT_PROVIDER, DELETE_OBJECT, DELETE_SPACE, SET_PHASE, WRITE_OBJECT, Action, Observed, Plan, ProviderDesc, SpaceObj, is_provider_desc, is_space, plan, provider_from, simulate, space_from)
 from .core.load.validate import validate, with_default_namespaces
-from .core.place.where import mailbox_name
+from .names import mailbox_name
 from .io.fs import WorkTreeSnapshot
 from .io.spaceproviders import (Applied, GitFolderProvider, KubeconfigProvider, Provider, ProviderError,
                                 RepoSpaceStore, SourceSpace, SpaceManager)

@@ -593,7 +593,7 @@ def test_sync_target_names_that_are_no_dns_label_get_a_derived_mailbox(name: str
                                                                        cli) -> None:
     """SyncTarget is a custom resource: its name is a path segment (apiextensions-apiserver), so dots,
     capitals and ':' are valid; the mailbox name is derived (core/place/where.py mailbox_name)."""
-    from ksgitops.core.place.where import mailbox_name
+    from ksgitops.names import mailbox_name
     repo = tree({**example_files(), "spaces/imw1/odd.yaml": EDGE + f"kind: SyncTarget\nmetadata: {{name: '{name}'}}\n"})
     result = cli("reconcile", str(repo))
     assert result.code == 0, result
@@ -801,7 +801,7 @@ def test_no_traceback_without_debug_for_any_fatal_case(tree: Callable[[Files], P
     lines = result.stderr.splitlines()
     assert lines and all(re.match(r"^(spaces/|ksgitops\.yaml)[^ ]*(:\d+)?: ", ln) for ln in lines), lines
     frozen = [ln for ln in lines if ": frozen: " in ln]
-    from ksgitops.core.place.where import mailbox_name
+    from ksgitops.names import mailbox_name
     assert frozen == [f"spaces/imw1: frozen: WEC .. (mailbox {mailbox_name('imw1', '..')}) is kept as it stands (its "
                       "SyncTarget has errors)",
                       "spaces/wmw-c: frozen: it contributes nothing until its errors are fixed (no last good state is "

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ksgitops.core.status.summary.collectors import FUNCTIONS, compile_collector, format_number, to_value
+from ksgitops.core.status.collectors import FUNCTIONS, compile_collector, format_number, to_value
 from ksgitops.model import Obj, Origin
 
 ORIGIN = Origin("spaces/wds/collectors.yaml", 7)

@@ -27,7 +27,7 @@ from typing import Any
 import pytest
 import yaml
 
-from ksgitops.core.load.read.schemas import SCHEMA_FILES, load_schema
+from ksgitops.core.load.schemas import SCHEMA_FILES, load_schema
 
 MIRROR = Path(os.environ.get("KSGITOPS_KUBESTELLAR_MIRROR", "/work/.mirror/kubestellar+kubestellar/repo"))
 

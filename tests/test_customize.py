@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from ksgitops.core.customize.customizer.customizer import (CUSTOMIZER_ANNOTATION, EXPAND_ANNOTATION, CustomizeResult, customize, find_customizer, wants_expansion)
+from ksgitops.core.customize.customizer import (CUSTOMIZER_ANNOTATION, EXPAND_ANNOTATION, CustomizeResult, customize, find_customizer, wants_expansion)
 from ksgitops.model import Obj, Origin
 
 PARAMS = {"env": "prod", "loc-name": "florin", "id": "edge-1", "example.com/tier": "gold"}

@@ -22,7 +22,7 @@ DEEP = "[" * 101 + "]" * 101
 def test_json_check_agrees_with_the_full_shape_check(text: str) -> None:
     """parse_json skips the walk over the document only when it could find nothing."""
     found = parse.parse_json("r.json", text.encode())
-    from ksgitops.core.load.read.jsonshape import located, shape_error
+    from ksgitops.core.load.jsonshape import located, shape_error
     shape = shape_error(orjson.loads(text))
     error = located(*shape) if shape else None
     assert [p.message for p in found.problems] == ([error] if error else [])

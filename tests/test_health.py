@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ksgitops.core.status.summary.health import MESSAGE_LIMIT, Health, Verdict, assess, worst
+from ksgitops.core.status.health import MESSAGE_LIMIT, Health, Verdict, assess, worst
 
 H, U, P, M, D = Health.HEALTHY, Health.UNKNOWN, Health.PROGRESSING, Health.MISSING, Health.DEGRADED
 

@@ -17,7 +17,7 @@ import pytest
 import yaml
 
 from conftest import copy_example_sources, write_tree
-from ksgitops.core.customize.customizer.jsonpath import MAX_VISITS, PathError, parse_path, replace_all
+from ksgitops.core.customize.jsonpath import MAX_VISITS, PathError, parse_path, replace_all
 
 GIB = 1024 ** 3
 WDS = "spaces/wmw-c"

@@ -20,7 +20,7 @@ import pytest
 import yaml
 
 from conftest import git, git_init
-from ksgitops.core.load.read.schemas import validate_document
+from ksgitops.core.load.schemas import validate_document
 from ksgitops.io.cache import DiskCache
 from ksgitops.model import Origin
 from isolation_cases import (CASES, HTTPD_C, ISOLATED, MAILBOXES, SPECIALD, ZLOTY, assert_isolated, assert_problem_line,

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ksgitops.core.customize.customizer.jsonpath import (Choice, Every, Name, PathError, Recurse, Slice, format_path, parse_path, replace_all)
+from ksgitops.core.customize.jsonpath import (Choice, Every, Name, PathError, Recurse, Slice, format_path, parse_path, replace_all)
 
 
 def idx(i: int) -> Slice:

@@ -23,8 +23,8 @@ import pytest
 
 from ksgitops import app
 from ksgitops.core.load.read import validate as validate_module
-from ksgitops.core.load.read.convert import read_source
-from ksgitops.core.load.read.validate import validate
+from ksgitops.core.load.convert import read_source
+from ksgitops.core.load.validate import validate
 from ksgitops.kinds import KindTable
 from ksgitops.model import Obj, Origin
 
@@ -304,7 +304,7 @@ def test_generated_syncer_configs_and_spaces_agree_with_the_schemas_and_scopes(t
     import yaml
 
     from conftest import copy_example_sources
-    from ksgitops.core.load.read.schemas import validate_schema
+    from ksgitops.core.load.schemas import validate_schema
     repo = copy_example_sources(tmp_path / "repo")
     app.reconcile_worktree(repo)
     files = [*repo.glob("spaces/*-mb-*/syncerconfig.yaml"), *repo.glob("spaces/*-mb-*/space.yaml"),

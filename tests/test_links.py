@@ -11,7 +11,7 @@ import pygit2
 import pytest
 
 from conftest import git
-from ksgitops.core.status.summary.reported import dump_report
+from ksgitops.core.status.reported import dump_report
 
 FLORIN = "imw1-mb-florin"
 

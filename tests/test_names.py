@@ -22,10 +22,10 @@ import yaml
 from conftest import copy_example_sources
 from ksgitops import app
 from ksgitops.agent import Desired
-from ksgitops.core.customize.customizer.base import rel_path
-from ksgitops.core.status.summary.reported import dump_report, parse_report
-from ksgitops.core.load.read.validate import validate
-from ksgitops.core.place.where import mailbox_name
+from ksgitops.names import rel_path
+from ksgitops.core.status.reported import dump_report, parse_report
+from ksgitops.core.load.validate import validate
+from ksgitops.names import mailbox_name
 from ksgitops.kinds import KindTable, name_error
 from ksgitops.model import Obj, Origin
 from ksgitops.names import file_stem, path_segment_name_error

@@ -5,7 +5,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ksgitops.core.customize.customizer.params import ParamError, expand_leaves, expand_string, referenced_keys
+from ksgitops.core.customize.params import ParamError, expand_leaves, expand_string, referenced_keys
 
 PARAMS = {
     "env": "prod",
@@ -124,7 +124,7 @@ def test_expand_agrees_with_referenced_keys(text: str) -> None:
 
 
 def test_expand_shared_equals_expand_leaves_and_shares_untouched_subtrees() -> None:
-    from ksgitops.core.customize.customizer.params import expand_shared
+    from ksgitops.core.customize.params import expand_shared
     value = {"plain": {"a": [1, "x"]}, "tmpl": {"b": ["%(env)", "y"]}, "n": 3}
     params = {"env": "prod"}
     shared = expand_shared(value, params)

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ksgitops.core.customize.customizer.patchdiff import copy_json, escape_pointer, make_patch
+from ksgitops.core.customize.patchdiff import copy_json, escape_pointer, make_patch
 
 
 @pytest.mark.parametrize(

@@ -19,8 +19,8 @@ from typing import Any, Callable
 import pytest
 import yaml
 
-from ksgitops.core.load.read.convert import read_source
-from ksgitops.core.load.read.parse import parse_file
+from ksgitops.core.load.convert import read_source
+from ksgitops.core.load.parse import parse_file
 
 CM = "apiVersion: v1\nkind: ConfigMap\n"
 

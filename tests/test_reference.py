@@ -22,8 +22,8 @@ from ksgitops.core.customize.customizer import base, customizer as customize
 from ksgitops.core.emit.files import files as emit
 from ksgitops.core.load.read import read as load
 from ksgitops.core.place import what
-from ksgitops.core.load.read.repoconfig import RepoConfig, parse_repo_config
-from ksgitops.core.load.read.schemas import SCHEMA_FILES, load_schema
+from ksgitops.core.load.repoconfig import RepoConfig, parse_repo_config
+from ksgitops.core.load.schemas import SCHEMA_FILES, load_schema
 from ksgitops.model import Obj, Origin
 
 REFERENCE = ROOT / "docs" / "REFERENCE.md"

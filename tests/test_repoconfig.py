@@ -7,8 +7,8 @@ from typing import Any
 import pytest
 import yaml
 
-from ksgitops.core.load.read.repoconfig import RepoConfig, parse_repo_config
-from ksgitops.core.load.read.schemas import load_schema
+from ksgitops.core.load.repoconfig import RepoConfig, parse_repo_config
+from ksgitops.core.load.schemas import load_schema
 from ksgitops.kinds import KindInfo, KindTable
 from ksgitops.model import Obj, Origin
 

@@ -11,7 +11,7 @@ import yaml
 from jsonschema import Draft202012Validator
 
 from ksgitops.core.load.read import schemas
-from ksgitops.core.load.read.schemas import (GENERATED_SCHEMAS, SCHEMA_FILES, format_path, load_schema, schema_for, schema_names, validate_document, validate_reported, validate_schema, validator_for)
+from ksgitops.core.load.schemas import (GENERATED_SCHEMAS, SCHEMA_FILES, format_path, load_schema, schema_for, schema_names, validate_document, validate_reported, validate_schema, validator_for)
 from ksgitops.model import Obj, Origin
 
 ORIGIN = Origin("spaces/wds/objects.yaml", 7)
@@ -363,7 +363,7 @@ def test_workload_kinds_have_no_schema_and_no_problems(body: dict[str, Any]) -> 
 def test_unknown_kinds_in_our_groups_are_warnings(api_version: str, kind: str, hint: str) -> None:
     """No schema, so no schema problem; validation warns once per unknown kind, never fatally (a
     KubeStellar release has kinds ksgitops does not read, e.g. EdgeSyncConfig, BindingPolicy)."""
-    from ksgitops.core.load.read.validate import validate
+    from ksgitops.core.load.validate import validate
     from ksgitops.kinds import KindTable
     body = {"apiVersion": api_version, "kind": kind, "metadata": {"name": "x"}}
     assert validate_schema(obj(body)) == []
@@ -376,7 +376,7 @@ def test_unknown_kinds_in_our_groups_are_warnings(api_version: str, kind: str, h
 def test_a_version_of_a_control_kind_nobody_defines_is_an_error() -> None:
     """The API server refuses it (no CRD serves that version), and read as a control object it
     would be misread."""
-    from ksgitops.core.load.read.validate import validate
+    from ksgitops.core.load.validate import validate
     from ksgitops.kinds import KindTable
     body = {"apiVersion": "edge.kubestellar.io/v1beta1", "kind": "EdgePlacement", "metadata": {"name": "x"}}
     (problem,) = validate({"wds": [obj(body)]}, KindTable())
@@ -484,7 +484,7 @@ NOW_WARNINGS = [
 
 @pytest.mark.parametrize(("path", "value", "where", "text"), NOW_WARNINGS, ids=[p for p, *_ in NOW_WARNINGS])
 def test_values_the_crd_accepts_are_warnings_not_schema_errors(path: str, value: Any, where: str, text: str) -> None:
-    from ksgitops.core.load.read.validate import validate
+    from ksgitops.core.load.validate import validate
     from ksgitops.kinds import KindTable
     body = _set(base("edgeplacement-v2alpha1.json"), path, value)
     assert validate_schema(obj(body)) == []

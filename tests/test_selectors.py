@@ -5,7 +5,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ksgitops.core.load.read.selectors import (any_matches, label_key_error, label_value_error, matches, selector_error)
+from ksgitops.core.load.selectors import (any_matches, label_key_error, label_value_error, matches, selector_error)
 
 # --- label keys and values ------------------------------------------------------------------
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from ksgitops.core.emit.files.files import sps_yaml
+from ksgitops.core.emit.files import sps_yaml
 from ksgitops.core.serialize import dump_yaml, yaml_str
 from ksgitops.core.place.where import Destination
 

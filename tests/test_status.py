@@ -14,10 +14,10 @@ import yaml
 
 from conftest import EXAMPLE
 from ksgitops import app
-from ksgitops.core.status.summary.reported import parse_report
-from ksgitops.core.load.read.schemas import validate_document
+from ksgitops.core.status.reported import parse_report
+from ksgitops.core.load.schemas import validate_document
 from ksgitops.core.serialize import dump_yaml, load_yaml
-from ksgitops.core.status.summary.summary import (STATUS_MD, MemorySource, StatusMemo, summarize as summarize_source, with_reports)
+from ksgitops.core.status.summary import (STATUS_MD, MemorySource, StatusMemo, summarize as summarize_source, with_reports)
 from ksgitops.core.tree import walk
 from ksgitops.model import Origin
 

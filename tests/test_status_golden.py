@@ -12,7 +12,7 @@ from pathlib import Path
 
 from conftest import EXAMPLE
 from ksgitops import app
-from ksgitops.core.status.summary.syncreport import SYNC_FILE, Drift, ObjectId, SyncReport, dump_sync_report
+from ksgitops.core.status.syncreport import SYNC_FILE, Drift, ObjectId, SyncReport, dump_sync_report
 from ksgitops.io.status_sources import WorkTreeStatusSource
 
 GOLDEN = Path(__file__).resolve().parent / "golden" / "STATUS.md"

@@ -16,9 +16,9 @@ import pytest
 from conftest import EXAMPLE, git, git_init
 from ksgitops import app
 from ksgitops.core.serialize import dump_yaml, load_yaml
-from ksgitops.core.status.summary.summary import STATUS_MD, MemorySource, StatusMemo, summarize, with_reports
-from ksgitops.core.load.read.repoconfig import SOURCE_TRAILER
-from ksgitops.core.status.summary.reported import dump_report
+from ksgitops.core.status.summary import STATUS_MD, MemorySource, StatusMemo, summarize, with_reports
+from ksgitops.core.load.repoconfig import SOURCE_TRAILER
+from ksgitops.core.status.reported import dump_report
 
 FLORIN, GUILDER = "imw1-mb-florin", "imw1-mb-guilder"
 COMMOND = "apps/replicasets/commonstuff/commond"
@@ -266,7 +266,7 @@ def test_an_unchanged_sync_report_is_not_read_again(result: Any, monkeypatch) ->
     """A mailbox whose object report changed keeps what its unchanged sync report said (valid or
     not); a changed sync report is read again. Every output equals a fresh run's."""
     from ksgitops.core.status.summary import rows as status_rows
-    from ksgitops.core.status.summary.syncreport import SYNC_FILE, SyncError, SyncReport, dump_sync_report
+    from ksgitops.core.status.syncreport import SYNC_FILE, SyncError, SyncReport, dump_sync_report
     calls: list[str] = []
     original = status_rows.parse_sync_report
 

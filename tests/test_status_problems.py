@@ -12,11 +12,11 @@ import pytest
 from conftest import git, git_init, write_tree
 from gitdaemon import GitDaemon, git_daemon  # noqa: F401 - the fixture
 from ksgitops import app, runtime
-from ksgitops.core.emit.files.problems import parse_problems, problem_files, problems_root
-from ksgitops.core.load.read.schemas import validate_document
+from ksgitops.core.emit.problems import parse_problems, problem_files, problems_root
+from ksgitops.core.load.schemas import validate_document
 from ksgitops.core.serialize import load_yaml
-from ksgitops.core.status.summary.summary import summarize
-from ksgitops.core.status.summary.memory import MemorySource, problems_in, with_reports
+from ksgitops.core.status.summary import summarize
+from ksgitops.core.status.memory import MemorySource, problems_in, with_reports
 from ksgitops.io.serve import Observer
 from ksgitops.model import Origin, Problem
 

@@ -28,7 +28,7 @@ from ...model import Obj
 from .jsonpath import PathError, parse_path, replace_all
 from .params import ParamError, expand_leaves, expand_shared, expand_string, referenced_keys
 from .patchdiff import copy_json
-from ..readout.render import is_secret
+from ...model import is_secret
 
 __all__ = [
     "CUSTOMIZER_ANNOTATION", "EXPAND_ANNOTATION", "CustomizeResult",

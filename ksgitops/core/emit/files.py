@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Iterable
 
-from ..customize.base import Base
+from ..place.base import Base
 from ..load.read import INVENTORY_ANNOTATION, SPACE_API, SYNC_TARGET_ANNOTATION
 from .mailbox import Entry, MailboxPlan, upsync_sets
 from ..serialize import canonical_json, dump_yaml, yaml_str

@@ -12,7 +12,7 @@ from typing import Any, Callable, Iterable, Mapping, MutableMapping, NamedTuple
 
 from ...model import Obj, ObjRef, Problem, split_api_version
 from ...kinds import KindTable
-from ..customize.base import Base, implied_namespace, make_base
+from ..place.base import Base, implied_namespace, make_base
 from ..customize.customizer import customize, find_customizer, wants_expansion
 from ..customize.params import referenced_keys
 from ..customize.patchdiff import make_patch

@@ -26,7 +26,7 @@ from .schemas import GENERATED_SCHEMAS, SCHEMA_FILES
 from ..customize.customizer import customizer_errors, wants_expansion
 from ..serialize import canonical_json
 from .selectors import label_key_error, label_value_error
-from ..place.where import mailbox_name
+from ...names import mailbox_name
 
 DEFAULT_NAMESPACE = "default"
 _UNKNOWN = "unknown kind"

@@ -25,7 +25,7 @@ from ...model import FEW_WECS, Obj, Problem, few
 from ..load.read import INVENTORY_ANNOTATION, SYNC_TARGET_ANNOTATION
 from .records import RECORDS_DIR, SPS_DIR, RecordedPlacement, parse_record, sps_mailboxes
 from ..load.snapshot import GENERATED_DIR, Previous
-from .where import mailbox_name
+from ...names import mailbox_name
 
 EDGE_GROUP = "edge.kubestellar.io"
 FROZEN_DIGEST = ""  # the reuse digest of a mailbox a frozen placement reaches: it never matches a cache

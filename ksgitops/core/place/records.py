@@ -19,10 +19,10 @@ from typing import Any
 
 from ...kinds import KindTable
 from ...names import file_stem
-from ..customize.base import rel_path
+from ...names import rel_path
 from ..serialize import dump_yaml, load_yaml, yaml_str
 from .what import ALONG
-from .where import mailbox_name
+from ...names import mailbox_name
 
 RECORDS_DIR = "placements"
 SPS_DIR = "singleplacementslices"

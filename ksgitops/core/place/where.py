@@ -12,33 +12,10 @@ from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
 
 from ...model import Obj
-from ...names import dns1123_label_error, name_digest
+from ...names import MAILBOX_INFIX, mailbox_name
 from ..load.selectors import any_matches, matches
 
 EDGE_API = "edge.kubestellar.io/v2alpha1"
-MAILBOX_INFIX = "-mb-"
-
-
-MAILBOX_MAX = 63
-_MAILBOX_DIGEST = 10  # hex digits
-
-
-@functools.lru_cache(maxsize=1 << 16)  # asked for per WEC and per destination, many times a run
-def mailbox_name(inventory_space: str, sync_target: str) -> str:
-    """The mailbox space of a SyncTarget: `<space>-mb-<name>` when that is a DNS-1123 label (so
-    mailboxes that existed keep their name), else derived: the SyncTarget name lowercased with
-    every character outside [a-z0-9-] as '-', the whole cut to 52 characters (no '-' at the
-    end), then '-' and 10 hex digits of the digest of `<space>/<name>`. Stable, at most 63
-    characters; validation reports the (unlikely) case of two SyncTargets sharing one."""
-    plain = f"{inventory_space}{MAILBOX_INFIX}{sync_target}"
-    if dns1123_label_error(plain) is None:
-        return plain
-    readable = re.sub(r"[^a-z0-9-]", "-", plain.lower())
-    readable = readable[: MAILBOX_MAX - _MAILBOX_DIGEST - 1].rstrip("-")
-    digest = name_digest(f"{inventory_space}/{sync_target}", 8)[:_MAILBOX_DIGEST]
-    return f"{readable}-{digest}"
-
-
 def sync_target_uid(st: Obj) -> str:
     """metadata.uid if set, else the UUIDv5 of `<space>/<name>` in the URL namespace."""
     uid = st.metadata.get("uid")

@@ -10,6 +10,7 @@ from typing import Any
 import jsonpatch
 import orjson
 
+from ...model import is_secret
 from ..serialize import load_yaml
 from ..tree import FileTree, walk
 
@@ -76,10 +77,6 @@ def _drop_empty_annotations(body: dict[str, Any]) -> dict[str, Any]:
     if isinstance(md, dict) and "annotations" in md and not md["annotations"]:
         del md["annotations"]
     return body
-
-
-def is_secret(body: dict[str, Any]) -> bool:
-    return body.get("kind") == "Secret" and body.get("apiVersion") == "v1"
 
 
 def redact_pair(old: dict[str, Any] | None, new: dict[str, Any] | None) -> tuple[Any, Any]:

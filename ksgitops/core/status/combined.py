@@ -17,7 +17,7 @@ from ...model import Obj, Problem
 from .collectors import Collector, compile_collector
 from .health import Health
 from ..emit.problems import SpaceProblem
-from ..readout.render import is_secret
+from ...model import is_secret
 from ..serialize import deep_copy
 from .syncreport import Drift
 

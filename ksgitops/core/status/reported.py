@@ -15,7 +15,7 @@ from typing import Any
 import orjson
 
 from ...model import Origin, Problem
-from ..customize.base import rel_path
+from ...names import rel_path
 from ..load.parse import ParsedFile, parse_file, parse_json
 from ..load.schemas import validate_reported
 

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
 from ...model import Problem
-from ..customize.base import rel_path
+from ...names import rel_path
 from .combined import Collectors, ObjectContext, combined_status
 from ..serialize import dump_yaml, load_yaml
 from ..emit.problems import ParsedProblems, entry, parse_problems, problems_root

@@ -5,8 +5,8 @@ from typing import Any
 
 from ...model import KsgitopsError
 from ..pipeline import RecordedResult, Result
-from ..readout.suggest import did_you_mean
-from .where import wec_names
+from .suggest import did_you_mean
+from ..place.where import wec_names
 
 
 def wec_display_names(result: Result | RecordedResult) -> dict[str, str]:

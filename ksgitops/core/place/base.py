@@ -12,26 +12,16 @@ from typing import Any
 
 from ...kinds import KindInfo
 from ...model import Obj, ObjRef
-from ...names import file_stem
-from .params import referenced_keys
-from .customizer import CUSTOMIZER_ANNOTATION, EXPAND_ANNOTATION, wants_expansion
-from ..place.delivery import CLEARED_METADATA, is_kcp_key
+from ...names import rel_path
+from ..customize.params import referenced_keys
+from ..customize.customizer import CUSTOMIZER_ANNOTATION, EXPAND_ANNOTATION, wants_expansion
+from .delivery import CLEARED_METADATA, is_kcp_key
 from ..serialize import deep_copy, dump_yaml
 
 PROJECTED_LABEL = "edge.kubestellar.io/projected"
 
 
 @functools.lru_cache(maxsize=1 << 17)  # called per object per WEC: the parts are few and repeat
-def rel_path(group: str, resource: str, namespace: str, name: str) -> str:
-    """`<group|core>/<resource>/<namespace|_cluster>/<name>`: the path of an object in a mailbox
-    (objects/, patches/, reported/, upsynced/) and in a status folder. Each part is a file name
-    by `file_stem` (unchanged for valid groups, resources, namespaces and ordinary names), so no
-    name can make the path leave its folder or overflow a file name."""
-    parts = (file_stem(group) if group else "core", file_stem(resource),
-             file_stem(namespace) if namespace else "_cluster", file_stem(name))
-    return "/".join(parts)
-
-
 @dataclass(frozen=True, slots=True)
 class Base:
     """One object's base copy. `obj` is None for an implied Namespace."""
@@ -98,4 +88,4 @@ def implied_namespace(name: str) -> Base:
     return Base(ObjRef("", "Namespace", "", name), "v1", "namespaces", False, body, dump_yaml(body), None)
 
 
-__all__ = ["Base", "make_base", "implied_namespace", "rel_path", "PROJECTED_LABEL", "EXPAND_ANNOTATION"]
+__all__ = ["Base", "make_base", "implied_namespace", "PROJECTED_LABEL", "EXPAND_ANNOTATION"]
