@@ -52,7 +52,7 @@ RUN --mount=type=bind,from=builder,source=/wheels,target=/wheels \
  && ksgitops wecs /tmp/fleet && ksgitops render florin /tmp/fleet > /dev/null \
  && ksgitops explain florin ConfigMap/commonstuff/httpd-htdocs /tmp/fleet > /dev/null \
  && ksgitops run --repo /tmp/fleet --once --port 0 \
- && python3 -c 'import ksgitops.runtime, ksgitops.io.serve, ksgitops.io.remote, cel' \
+ && python3 -c 'import ksgitops.app.runtime, ksgitops.io.serve, ksgitops.io.git.remote, cel' \
  && rm -rf /tmp/fleet
 # What no runtime reads: documentation, manual pages, translations, package manager caches and
 # tools (apt, perl), iconv modules (Python has its own codecs), the standard library's tests and

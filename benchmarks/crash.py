@@ -217,7 +217,7 @@ def _toggle_reports(run: Run, state: int) -> None:
 
 def _toggle_refs(run: Run, state: int) -> None:
     """Every WEC's agent pushes a report ref dated by `state` (as `ksgitops sync` does)."""
-    from ksgitops.io.git import TreeWriter
+    from ksgitops.io.git.repo import TreeWriter
     run.kept = {p: d for p, d in run.kept.items() if "/reported/" not in p and "/upsynced/" not in p}  # the refs' now
     repo = pygit2.Repository(str(run.repo))
     head = repo.head.peel(pygit2.Commit)

@@ -22,7 +22,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from ksgitops.io.durable import sync_filesystem  # noqa: E402
+from ksgitops.io.fs.durable import sync_filesystem  # noqa: E402
 
 
 def write_files(root: Path, files: int, folders: int, size: int, fsync_each: bool) -> list[str]:

@@ -132,7 +132,7 @@ def draw(points: Points, out: Path, fleet: str, objects: int, floor: float | Non
                 xs, ys = zip(*points[key])
                 ax.plot(xs, ys, color=color, marker=marker, linestyle=line, label=label)
         if floor:
-            ax.axhline(floor, color="grey", linestyle=":", label="floor: Python start-up + `import ksgitops.cli`")
+            ax.axhline(floor, color="grey", linestyle=":", label="floor: Python start-up + `import ksgitops.cli.commands`")
         ax.set_xscale("log")
         ax.set_yscale("log")
         ax.set_xticks(sizes)

@@ -19,7 +19,7 @@ import yaml
 from ksgitops.core.status.reported import dump_report
 from ksgitops.core.status.syncreport import (REVISION_FILES, REVISION_FOLDERS, SYNC_FILE, Drift, ObjectId, SyncError, SyncReport, dump_sync_report, revision_of)
 from ksgitops.core.tree import FileTree, put
-from ksgitops.io.git import TreeIndex, TreeWriter, blobs, tree_at
+from ksgitops.io.git.repo import TreeIndex, TreeWriter, blobs, tree_at
 
 BRANCH = "refs/heads/main"
 SIGNATURE = pygit2.Signature("ksgitops-bench", "bench@example.invalid")

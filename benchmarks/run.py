@@ -111,7 +111,7 @@ def sizes_of(args: argparse.Namespace) -> list[tuple[int, int]]:
 
 def measure_floors(ks: list[str], env: dict[str, str], args: argparse.Namespace, logs: Path) -> dict[str, Step]:
     python = python_of(ks)
-    commands = {"floor.python": [python, "-c", "pass"], "floor.import": [python, "-c", "import ksgitops.cli"]}
+    commands = {"floor.python": [python, "-c", "pass"], "floor.import": [python, "-c", "import ksgitops.cli.commands"]}
     floors = {}
     for key, _ in FLOORS:
         runs = [timed(commands[key], cwd=Path.cwd(), env=env, log_dir=logs, label=f"{key}-{i}", timeout=args.timeout)

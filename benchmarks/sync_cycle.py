@@ -100,7 +100,7 @@ def measure(objects: int, rounds: int, wecs: int, workdir: str | None, keep: boo
             cmd = sync_cmd(mailbox, kubeconfig, repo, base / "cache")
             first, first_reqs, first_line = timed_subprocess(server, cmd)
             idle = [timed_subprocess(server, cmd) for _ in range(rounds)]
-            from ksgitops import agent
+            from ksgitops.app import agent
             runner = agent.Agent(agent.SyncOptions(mailbox, str(repo), kubeconfig=str(kubeconfig),
                                                    cache_dir=base / "cache"))
             timed_in_process(server, runner.cycle)  # warm-up: imports, first connection

@@ -35,7 +35,7 @@ ROWS: tuple[tuple[str, str], ...] = (
 )
 FLOORS: tuple[tuple[str, str], ...] = (
     ("floor.python", "`python -c pass`"),
-    ("floor.import", "`python -c \"import ksgitops.cli\"`"),
+    ("floor.import", "`python -c \"import ksgitops.cli.commands\"`"),
 )
 COUNTED = {"full": ("mailboxes", "mailboxes"), "render": ("render_objects", "objects"),
            "status": ("reports", "reports"), "foldin": ("report_refs", "refs")}

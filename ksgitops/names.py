@@ -126,6 +126,7 @@ def mailbox_name(inventory_space: str, sync_target: str) -> str:
     return f"{readable}-{digest}"
 
 
+@functools.lru_cache(maxsize=1 << 17)  # called per object per WEC: the parts are few and repeat
 def rel_path(group: str, resource: str, namespace: str, name: str) -> str:
     """`<group|core>/<resource>/<namespace|_cluster>/<name>`: the path of an object in a mailbox
     (objects/, patches/, reported/, upsynced/) and in a status folder. Each part is a file name

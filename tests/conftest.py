@@ -100,7 +100,7 @@ def example_git(example: Path) -> Path:
 def cli() -> Callable[..., "CliResult"]:
     """cli(*args) runs `ksgitops` in-process through main() and returns (exit code, stdout, stderr)."""
     def run(*args: str) -> CliResult:
-        from ksgitops.cli import main
+        from ksgitops.cli.commands import main
         runner = CliRunner()
         result = runner.invoke(_Main(main), list(args), catch_exceptions=False)
         return CliResult(result.exit_code, result.stdout, result.stderr)

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pygit2
 
-from ksgitops.io.reportref import open_cache
+from ksgitops.io.git.reportref import open_cache
 
 
 def test_a_half_made_cache_is_made_afresh(tmp_path: Path) -> None:

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 CORE = Path(__file__).resolve().parents[1] / "ksgitops" / "core"
-FORBIDDEN = ("pygit2", "kubernetes", "click", "rich", "ksgitops.io", "ksgitops.cli", "ksgitops.app")
+FORBIDDEN = ("pygit2", "kubernetes", "click", "rich", "ksgitops.io", "ksgitops.cli.commands", "ksgitops.app.usecases")
 
 
 def imported_modules(path: Path) -> set[str]:

@@ -18,9 +18,9 @@ import yaml
 from conftest import git_init, write_tree
 from kube_fixtures import KubeNames, Wec, isolate, widget_status, widget_wds
 from kubewire import WIRE_TOKEN
-from ksgitops.agent import CONTEXT_ANNOTATION, Desired, desired_objects, report_document
+from ksgitops.app.agent import CONTEXT_ANNOTATION, Desired, desired_objects, report_document
 from ksgitops.core.status.reported import dump_report
-from ksgitops.io.fs import WorkTreeSnapshot
+from ksgitops.io.fs.tree import WorkTreeSnapshot
 from minimal_fleet import minimal_fleet
 
 FLORIN, GUILDER = "imw1-mb-florin", "imw1-mb-guilder"

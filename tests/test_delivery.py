@@ -13,7 +13,7 @@ from ksgitops.core.place.delivery import is_kcp_key
 from ksgitops.core.readout.explain import explain_object_on, explain_wec
 from ksgitops.core.pipeline import reconcile
 from ksgitops.core.serialize import load_yaml
-from ksgitops.io.fs import WorkTreeSnapshot
+from ksgitops.io.fs.tree import WorkTreeSnapshot
 from test_mailbox import INVENTORY as ONE_WEC
 from test_mailbox import placement as _placement
 

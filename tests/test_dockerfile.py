@@ -276,7 +276,7 @@ def test_the_image_holds_what_the_lock_says(image: dict[str, Any]) -> None:
              "print(json.dumps({n: [d.version, d.requires or []] for n, d in dists.items()}))\n")
     with container(IMAGE) as c:
         imports = in_container(c, "python3", "-c", "import kubernetes.client, kubernetes.config, kubernetes.dynamic, "
-                               "kubernetes.watch, ksgitops.io.kube, ksgitops.agent, cel; print('ok')")
+                               "kubernetes.watch, ksgitops.io.kube, ksgitops.app.agent, cel; print('ok')")
         assert imports.stdout.strip() == "ok"
         listed = in_container(c, "python3", "-c", probe)
         locked = in_container(c, "cat", "/opt/ksgitops/requirements.lock").stdout

@@ -145,7 +145,7 @@ def test_a_commit_that_fails_leaves_the_work_tree_untouched(example_git: Path) -
 
 KILLED_MID_MOVE = """
 import os, signal, sys
-from ksgitops.io.durable import moving_refs
+from ksgitops.io.fs.durable import moving_refs
 with moving_refs(sys.argv[1], "refs/heads/main"):
     open(os.path.join(sys.argv[1], "refs", "heads", "main.lock"), "w").close()  # as libgit2 does
     os.kill(os.getpid(), signal.SIGKILL)

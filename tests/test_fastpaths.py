@@ -7,7 +7,7 @@ import orjson
 import pytest
 
 from conftest import git
-from ksgitops import app
+from ksgitops.app import usecases as app
 from ksgitops.core.load.read import parse
 from test_incremental import relabel_florin
 

@@ -18,9 +18,9 @@ import pytest
 from conftest import copy_example_sources, git, git_init
 from gitdaemon import GitDaemon, git_daemon  # noqa: F401 - the fixture
 from kube_fixtures import KubeNames, isolate
-from ksgitops import app, runtime
+from ksgitops.app import usecases as app, runtime
 from ksgitops.core.status.reported import dump_report
-from ksgitops.io.git import TreeIndex, TreeWriter
+from ksgitops.io.git.repo import TreeIndex, TreeWriter
 from ksgitops.io.serve import Observer
 
 BRANCH = "main"

@@ -10,8 +10,8 @@ import pygit2
 import pytest
 
 from conftest import git
-from ksgitops import app
-from ksgitops.io import git as gitio
+from ksgitops.app import usecases as app
+from ksgitops.io.git import repo as gitio
 from ksgitops.model import GitError
 
 MAILBOXES = ("spaces/imw1-mb-florin", "spaces/imw1-mb-guilder")

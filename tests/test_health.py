@@ -729,7 +729,7 @@ def test_verdict_is_frozen_and_prints_in_one_line() -> None:
 
 
 def test_every_kind_rule_has_a_table() -> None:
-    from ksgitops.core.status.summary import health
+    from ksgitops.core.status import health
     tables = {("apps", "Deployment"): DEPLOYMENT, ("apps", "ReplicaSet"): REPLICASET,
               ("apps", "StatefulSet"): STATEFULSET, ("apps", "DaemonSet"): DAEMONSET, ("batch", "Job"): JOB,
               ("", "Pod"): POD, ("", "PersistentVolumeClaim"): PVC, ("", "Service"): SERVICE,

@@ -14,7 +14,7 @@ from conftest import copy_example_sources, run_cli_subprocess
 
 JOURNAL = ".ksgitops-journal"
 REASON = ("recovery trusts the journal's root paths: an absolute path, a '..' path, .git or a source "
-          "space named there is removed (io/worktree.py _recover)")
+          "space named there is removed (io/fs/worktree.py _recover)")
 
 
 def plant(repo: Path, *roots: dict) -> None:

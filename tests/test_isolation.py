@@ -21,7 +21,7 @@ import yaml
 
 from conftest import git, git_init
 from ksgitops.core.load.schemas import validate_document
-from ksgitops.io.cache import DiskCache
+from ksgitops.io.git.cache import DiskCache
 from ksgitops.model import Origin
 from isolation_cases import (CASES, HTTPD_C, ISOLATED, MAILBOXES, SPECIALD, ZLOTY, assert_isolated, assert_problem_line,
                              base_repo, break_it, tree_files, worktree_files)

@@ -15,8 +15,8 @@ import pytest
 from conftest import git, git_init
 from gitdaemon import GitDaemon, git_daemon  # noqa: F401 - the fixture
 from isolation_cases import CASES, assert_isolated, base_repo, break_it, tree_files
-from ksgitops import runtime
-from ksgitops.shutdown import Shutdown
+from ksgitops.app import runtime
+from ksgitops.app.shutdown import Shutdown
 from test_action import run_action
 from test_runtime import BRANCH, remote_head, remote_runtime
 

@@ -18,7 +18,7 @@ from kubernetes import client
 from kube_fixtures import KubeNames, Wec
 from kubeapi import KubeApi
 from kubecontrollers import max_unavailable, template_hash
-from ksgitops.agent import Desired, report_document
+from ksgitops.app.agent import Desired, report_document
 from ksgitops.core.status.health import Health, assess
 
 NO_NODE = {"ksgitops.test/no-such-node": "true"}

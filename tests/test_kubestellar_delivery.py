@@ -25,7 +25,7 @@ import pytest
 from ksgitops.core.pipeline import reconcile
 from ksgitops.core.readout.render import render_mailbox
 from ksgitops.core.place.what import ALONG
-from ksgitops.io.fs import WorkTreeSnapshot
+from ksgitops.io.fs.tree import WorkTreeSnapshot
 
 CORPUS = Path(__file__).resolve().parents[2] / "shared" / "kubestellar-yaml"
 VERSIONS = ["v0.8.0", "v0.10.0", "v0.14.2"]

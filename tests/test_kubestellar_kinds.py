@@ -21,8 +21,8 @@ from typing import Any, Callable
 
 import pytest
 
-from ksgitops import app
-from ksgitops.core.load.read import validate as validate_module
+from ksgitops.app import usecases as app
+from ksgitops.core.load import validate as validate_module
 from ksgitops.core.load.convert import read_source
 from ksgitops.core.load.validate import validate
 from ksgitops.kinds import KindTable

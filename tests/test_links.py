@@ -163,7 +163,7 @@ def test_status_commit_in_a_checkout_refuses_a_linked_status_folder(example_git:
 def test_fold_in_refuses_a_linked_reported_folder(example_git: Path, cli, tmp_path: Path) -> None:
     head = _committed_fleet(example_git, cli)
     repo = pygit2.Repository(str(example_git))
-    from ksgitops.io.git import TreeWriter
+    from ksgitops.io.git.repo import TreeWriter
     report = dump_report({"object": {"apiVersion": "v1", "kind": "Namespace", "name": "commonstuff"},
                           "status": {"phase": "Active"}, "reportedAt": "2026-11-23T00:00:00Z"})
     tree = TreeWriter(repo).apply(None, {f"spaces/{FLORIN}/reported": {"core": {"namespaces": {"_cluster": {

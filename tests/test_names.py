@@ -20,8 +20,8 @@ import pytest
 import yaml
 
 from conftest import copy_example_sources
-from ksgitops import app
-from ksgitops.agent import Desired
+from ksgitops.app import usecases as app
+from ksgitops.app.agent import Desired
 from ksgitops.names import rel_path
 from ksgitops.core.status.reported import dump_report, parse_report
 from ksgitops.core.load.validate import validate

@@ -23,8 +23,8 @@ import yaml
 
 from conftest import ROOT, git, run_cli_subprocess
 from kubeserver import KubeServer
-from ksgitops.cli import cli as ksgitops_cli
-from ksgitops.cli_doc import BEGIN, END, tables
+from ksgitops.cli.commands import cli as ksgitops_cli
+from ksgitops.cli.doc import BEGIN, END, tables
 
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")), ROOT / "benchmarks" / "README.md"]
 NO_DATA = {"init", "sync", "run"}  # commands that print messages or logs, not data
@@ -202,7 +202,7 @@ def test_readme_quick_start_and_ci_run_the_same_test_command() -> None:
 def test_readme_tables_are_made_from_the_click_definitions() -> None:
     readme = (ROOT / "README.md").read_text()
     start, end = readme.index(BEGIN), readme.index(END) + len(END) + 1
-    assert readme[start:end] == tables(), "run: python -m ksgitops.cli_doc --write README.md"
+    assert readme[start:end] == tables(), "run: python -m ksgitops.cli.doc --write README.md"
     for name in ksgitops_cli.commands:
         assert f"| `ksgitops {name}" in readme, name
 
@@ -295,7 +295,7 @@ def repository_text_files() -> list[Path]:
 
 def test_no_doc_or_code_comment_points_outside_the_repository() -> None:
     files = repository_text_files()
-    assert {ROOT / "ksgitops" / "cli.py", ROOT / "docs" / "REFERENCE.md", ROOT / "benchmarks" / "README.md",
+    assert {ROOT / "ksgitops" / "cli/commands.py", ROOT / "docs" / "REFERENCE.md", ROOT / "benchmarks" / "README.md",
             ROOT / "pyproject.toml", ROOT / ".ci" / "run"} <= set(files)
     for path in files:
         for number, line in enumerate(path.read_text(encoding="utf-8", errors="replace").splitlines(), 1):

@@ -7,7 +7,7 @@ from pathlib import Path
 import pygit2
 import pytest
 
-from ksgitops.io.pack import TREE_MODE, object_id, tree_content, write_pack
+from ksgitops.io.git.pack import TREE_MODE, object_id, tree_content, write_pack
 
 
 @pytest.mark.parametrize("data", [b"", b"x", b"hello\n" * 1000, bytes(range(256)) * 100])
@@ -44,7 +44,7 @@ def test_consolidate_packs_bounds_their_number_and_loses_nothing(tmp_path: Path)
 
     import pygit2
 
-    from ksgitops.io.git import TreeWriter, consolidate_packs
+    from ksgitops.io.git.repo import TreeWriter, consolidate_packs
     repo = pygit2.init_repository(str(tmp_path / "r.git"), bare=True)
     sig = pygit2.Signature("t", "t@e")
     parent: list[pygit2.Oid] = []

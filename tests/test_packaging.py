@@ -24,4 +24,4 @@ def test_wheel_contains_schemas_and_example(tmp_path: Path) -> None:
     assert example
     for path in example:
         assert f"ksgitops/example/{path.relative_to(ROOT / 'examples' / 'repo').as_posix()}" in names
-    assert "ksgitops/io/pack.py" in names and "ksgitops/core/pipeline.py" in names
+    assert "ksgitops/io/git/pack.py" in names and "ksgitops/core/pipeline.py" in names

@@ -15,12 +15,13 @@ import pytest
 import yaml
 
 from conftest import ROOT
-from ksgitops import agent
-from ksgitops.cli import cli as ksgitops_cli
-from ksgitops.cli_doc import OPTIONS_BEGIN, OPTIONS_END, options_reference, replace_in
-from ksgitops.core.customize.customizer import base, customizer as customize
-from ksgitops.core.emit.files import files as emit
-from ksgitops.core.load.read import read as load
+from ksgitops.app import agent
+from ksgitops.cli.commands import cli as ksgitops_cli
+from ksgitops.cli.doc import OPTIONS_BEGIN, OPTIONS_END, options_reference, replace_in
+from ksgitops.core.customize import customizer as customize
+from ksgitops.core.place import base
+from ksgitops.core.emit import files as emit
+from ksgitops.core.load import read as load
 from ksgitops.core.place import what
 from ksgitops.core.load.repoconfig import RepoConfig, parse_repo_config
 from ksgitops.core.load.schemas import SCHEMA_FILES, load_schema
@@ -76,7 +77,7 @@ def property_names(node: Any) -> Iterator[str]:
 def test_the_options_block_is_made_from_the_click_definitions() -> None:
     text = reference()
     start, end = text.index(OPTIONS_BEGIN), text.index(OPTIONS_END) + len(OPTIONS_END) + 1
-    assert text[start:end] == options_reference(), "run: python -m ksgitops.cli_doc --write docs/REFERENCE.md"
+    assert text[start:end] == options_reference(), "run: python -m ksgitops.cli.doc --write docs/REFERENCE.md"
     block = text[start:end]
     for name, command in ksgitops_cli.commands.items():
         assert f"#### `ksgitops {name}`" in block, name

@@ -10,7 +10,7 @@ from typing import Callable
 import pytest
 
 from conftest import git
-from ksgitops import app
+from ksgitops.app import usecases as app
 from test_incremental import add_placement, break_customizer, edit, edit_workload, relabel_florin, remove_guilder
 
 CACHE_DIR = Path(".git/ksgitops")
@@ -184,7 +184,7 @@ def test_the_cli_prints_the_recorded_problems(example_git: Path, cli) -> None:
 def test_a_proven_run_in_a_checkout_reads_no_mailbox(example_git: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The check for uncommitted sources skips the mailboxes the recorded run wrote (reading them
     made a no-op in a checkout of 1,000 WECs cost as much as a full checkout)."""
-    from ksgitops.io import fs
+    from ksgitops.io.fs import tree as fs
     assert isinstance(reconcile(example_git), app.ReconcileOutcome)  # its commit holds the mailboxes now
     read: list[str] = []
     original = fs.WorkTreeSnapshot.space_files

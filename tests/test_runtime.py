@@ -23,7 +23,7 @@ import pytest
 
 from conftest import copy_example_sources, git, git_init
 from gitdaemon import GitDaemon, git_daemon  # noqa: F401 - the fixture
-from ksgitops import app, runtime
+from ksgitops.app import usecases as app, runtime
 from ksgitops.core.load.repoconfig import SOURCE_TRAILER
 from ksgitops.io.serve import Observer, serve
 from ksgitops.model import GitError

@@ -20,7 +20,7 @@ import pytest
 
 from conftest import git
 from gitdaemon import GitDaemon, git_daemon  # noqa: F401 - the fixture
-from ksgitops import runtime
+from ksgitops.app import runtime
 from ksgitops.core.load.repoconfig import SOURCE_TRAILER
 from ksgitops.io.serve import JsonFormatter, Observer
 from ksgitops.model import GitError, KsgitopsError, Origin, Problem

@@ -10,7 +10,7 @@ import pytest
 import yaml
 from jsonschema import Draft202012Validator
 
-from ksgitops.core.load.read import schemas
+from ksgitops.core.load import schemas
 from ksgitops.core.load.schemas import (GENERATED_SCHEMAS, SCHEMA_FILES, format_path, load_schema, schema_for, schema_names, validate_document, validate_reported, validate_schema, validator_for)
 from ksgitops.model import Obj, Origin
 

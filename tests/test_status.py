@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 from conftest import EXAMPLE
-from ksgitops import app
+from ksgitops.app import usecases as app
 from ksgitops.core.status.reported import parse_report
 from ksgitops.core.load.schemas import validate_document
 from ksgitops.core.serialize import dump_yaml, load_yaml

@@ -11,7 +11,7 @@ import shutil
 from pathlib import Path
 
 from conftest import EXAMPLE
-from ksgitops import app
+from ksgitops.app import usecases as app
 from ksgitops.core.status.syncreport import SYNC_FILE, Drift, ObjectId, SyncReport, dump_sync_report
 from ksgitops.io.status_sources import WorkTreeStatusSource
 

@@ -14,7 +14,7 @@ import pygit2
 import pytest
 
 from conftest import EXAMPLE, git, git_init
-from ksgitops import app
+from ksgitops.app import usecases as app
 from ksgitops.core.serialize import dump_yaml, load_yaml
 from ksgitops.core.status.summary import STATUS_MD, MemorySource, StatusMemo, summarize, with_reports
 from ksgitops.core.load.repoconfig import SOURCE_TRAILER
@@ -265,7 +265,7 @@ def test_a_memo_kept_on_disk_gives_the_same_bytes_and_reads_only_what_changed(re
 def test_an_unchanged_sync_report_is_not_read_again(result: Any, monkeypatch) -> None:
     """A mailbox whose object report changed keeps what its unchanged sync report said (valid or
     not); a changed sync report is read again. Every output equals a fresh run's."""
-    from ksgitops.core.status.summary import rows as status_rows
+    from ksgitops.core.status import rows as status_rows
     from ksgitops.core.status.syncreport import SYNC_FILE, SyncError, SyncReport, dump_sync_report
     calls: list[str] = []
     original = status_rows.parse_sync_report

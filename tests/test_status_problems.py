@@ -11,7 +11,7 @@ import pytest
 
 from conftest import git, git_init, write_tree
 from gitdaemon import GitDaemon, git_daemon  # noqa: F401 - the fixture
-from ksgitops import app, runtime
+from ksgitops.app import usecases as app, runtime
 from ksgitops.core.emit.problems import parse_problems, problem_files, problems_root
 from ksgitops.core.load.schemas import validate_document
 from ksgitops.core.serialize import load_yaml

@@ -23,8 +23,8 @@ from conftest import ROOT, git, git_init, write_tree
 from gitdaemon import GitDaemon, git_daemon  # noqa: F401 - the fixture
 from kube_fixtures import KubeNames, Wec, isolate, widget_status, widget_wds
 from kubewire import WIRE_TOKEN, KubeWire
-from ksgitops.agent import contains, desired_objects
-from ksgitops.io.fs import WorkTreeSnapshot
+from ksgitops.app.agent import contains, desired_objects
+from ksgitops.io.fs.tree import WorkTreeSnapshot
 from minimal_fleet import minimal_fleet
 
 FLORIN = "imw1-mb-florin"

@@ -10,16 +10,16 @@ import pygit2
 import pytest
 
 from conftest import git
-from ksgitops import app
-from ksgitops.agent import Desired, report_tree
+from ksgitops.app import usecases as app
+from ksgitops.app.agent import Desired, report_tree
 from ksgitops.core.status.reported import dump_report
 from ksgitops.core.load.schemas import validate_document
 from ksgitops.core.serialize import load_yaml
 from ksgitops.core.status.summary import StatusMemo, summarize
 from ksgitops.core.status.memory import MemorySource, with_reports
 from ksgitops.core.status.syncreport import (SYNC_FILE, Drift, ObjectId, SyncError, SyncReport, SyncState, applied_report, changed_fields, dump_sync_report, failed_report, mailbox_revision, parse_sync_report, steady_objects, sync_state)
-from ksgitops.io.fs import WorkTreeSnapshot
-from ksgitops.io.git import TreeIndex
+from ksgitops.io.fs.tree import WorkTreeSnapshot
+from ksgitops.io.git.repo import TreeIndex
 from ksgitops.io.status_sources import GitStatusSource, WorkTreeStatusSource
 from ksgitops.model import Origin
 

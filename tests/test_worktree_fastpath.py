@@ -1,4 +1,4 @@
-"""The work tree's fast path (io/statcache.py): a run proves sources and generated roots unchanged
+"""The work tree's fast path (io/fs/statcache.py): a run proves sources and generated roots unchanged
 by lstat against the record the last run kept, and still finds and repairs every change a person
 or a tool made, whatever the timestamps say. A record is only a cache: without it, or with a
 broken one, the output is the same."""
@@ -15,9 +15,9 @@ from typing import Any, Callable
 import pytest
 
 from conftest import benchmark_module, git, git_init, work_tree_files
-from ksgitops import app
+from ksgitops.app import usecases as app
 from ksgitops.core.emit.files import mailbox
-from ksgitops.io import fs, statcache, worktree
+from ksgitops.io.fs import tree as fs, statcache, worktree
 
 RECORD = Path(".git/ksgitops/worktree.pickle")
 FLORIN = "spaces/imw1-mb-florin"

@@ -1,5 +1,5 @@
-"""The crash-safe work-tree writer (io/worktree.py) and the checkout that follows a commit
-(io/checkout.py): a crash after any single file-system step is recovered, kept files are never
+"""The crash-safe work-tree writer (io/fs/worktree.py) and the checkout that follows a commit
+(io/git/checkout.py): a crash after any single file-system step is recovered, kept files are never
 lost, leftovers of the earlier writer are put right, and a mailbox keeps what reconcile does not own.
 
 A "crash" here stops the writer right before its Nth file-system call (rename, mkdir, unlink,
@@ -19,8 +19,9 @@ import pygit2
 import pytest
 
 from conftest import git, git_init, work_tree_files as tree_files, write_tree
-from ksgitops import app
-from ksgitops.io import checkout, durable, fs, staging, worktree
+from ksgitops.app import usecases as app
+from ksgitops.io.git import checkout
+from ksgitops.io.fs import durable, tree as fs, staging, worktree
 from minimal_fleet import minimal_fleet
 
 FLORIN = "imw1-mb-florin"

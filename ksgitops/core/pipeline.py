@@ -72,7 +72,7 @@ class Result(Judged):
 
 @dataclass
 class RecordedResult(Judged):
-    """What a reconcile reported, as a record of it keeps it (io/runrecord.py): enough to answer
+    """What a reconcile reported, as a record of it keeps it (io/git/runrecord.py): enough to answer
     a command again (problems, WECs, what was frozen) without the objects it computed."""
 
     problems: list[Problem]

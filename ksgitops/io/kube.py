@@ -30,7 +30,7 @@ import urllib3
 import kubernetes.client
 import kubernetes.config
 
-from .remote import scrub
+from .git.remote import scrub
 
 DEFAULT_TIMEOUT = 10.0
 APPLY_PATCH = "application/apply-patch+yaml"  # JSON is YAML: the body is sent as JSON

@@ -41,7 +41,7 @@ from ..core.load.snapshot import GENERATED_DIR, SourceFile
 from ..core.place.spaces import (CREATE_SPACE, DELETE_OBJECT, DELETE_SPACE, MANAGED_MARKER, SET_PHASE, SPACE_API, SPACE_DIR, SPACE_NAME_ANNOTATION, WRITE_OBJECT, Action, Observed, Plan, ProviderDesc, SpaceObj, is_managed_marker, is_space, plan, space_body, space_from)
 from ..model import KsgitopsError, Obj, Origin, Problem
 from ..names import dns1123_label_error
-from .fs import WorkTreeSnapshot, write_file
+from .fs.tree import WorkTreeSnapshot, write_file
 
 ADDED, MODIFIED, DELETED = "ADDED", "MODIFIED", "DELETED"
 

@@ -22,9 +22,9 @@ from ..core.status.summary import StatusMemo, detail_name, rows_name
 from ..core.status.source import MailboxListing
 from ..core.tree import put
 from ..core.status.syncreport import REVISION_FILES, REVISION_FOLDERS, revision_of
-from .cache import code_fingerprint
-from .fs import check_path, walk_files
-from .git import TreeIndex, blobs, tree_at
+from .git.cache import code_fingerprint
+from .fs.tree import check_path, walk_files
+from .git.repo import TreeIndex, blobs, tree_at
 
 PARTS = ("objects", "patches", "reported")
 

@@ -72,7 +72,7 @@ def schema_dir() -> Any:
     try:
         return importlib.resources.files("ksgitops.schema")
     except ModuleNotFoundError:  # running from a source tree: schema/ sits at the repo root
-        return Path(__file__).resolve().parent.parent.parent / "schema"
+        return Path(__file__).resolve().parents[3] / "schema"
 
 
 @functools.lru_cache(maxsize=1)

@@ -6,7 +6,6 @@ projected label added, an empty annotations map omitted (kustomize drops it, so 
 """
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,7 +20,6 @@ from ..serialize import deep_copy, dump_yaml
 PROJECTED_LABEL = "edge.kubestellar.io/projected"
 
 
-@functools.lru_cache(maxsize=1 << 17)  # called per object per WEC: the parts are few and repeat
 @dataclass(frozen=True, slots=True)
 class Base:
     """One object's base copy. `obj` is None for an implied Namespace."""

@@ -14,15 +14,15 @@ import pickle
 from pathlib import Path
 from typing import Any, Iterator, MutableMapping
 
-from .. import __version__
-from .fs import check_path, write_file
+from ... import __version__
+from ..fs.tree import check_path, write_file
 
 def code_fingerprint() -> str:
     """A digest of ksgitops' own source: a cache or memo pickled by other code (whose classes may
     have other fields) is never loaded. Costs a read of the package's files, once per process."""
     global _FINGERPRINT
     if _FINGERPRINT is None:
-        root = Path(__file__).resolve().parents[1]
+        root = Path(__file__).resolve().parents[2]
         digest = hashlib.blake2b(digest_size=12)
         for path in sorted(root.rglob("*.py")):
             digest.update(f"{path.relative_to(root)}\0".encode())

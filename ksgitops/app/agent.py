@@ -1,7 +1,7 @@
 """The WEC-side use cases: `collect` (pull reported state from reachable WECs into the work tree)
 and `sync` (the agent beside one WEC: apply its mailbox, prune, report, upsync, push to its ref).
 
-Like app.py, this module composes the edges (io/kube.py, io/reportref.py, io/fs.py) with pure
+Like app/usecases.py, this module composes the edges (io/kube.py, io/git/reportref.py, io/fs/tree.py) with pure
 pieces; the CLI maps the outcomes to output and exit codes. Both commands write reported state
 the same way (`report_tree`): `reported/<group|core>/<resource>/<namespace|_cluster>/<name>.yaml`
 holding `{object: {apiVersion, kind, namespace, name, generation}, status, reportedAt}`
@@ -25,15 +25,15 @@ from typing import Any, Callable, Iterable
 
 import orjson
 
-from .names import rel_path
-from .core.readout.render import render_mailbox
-from .model import is_secret
-from .core.status.reported import dump_report, read_document
-from .core.serialize import dump_yaml, load_yaml
-from .core.status.syncreport import (SYNC_FILE, Drift, ObjectId, SyncError, SyncReport, applied_report, changed_fields, dump_sync_report, failed_report, mailbox_revision, parse_sync_report, steady_objects)
-from .core.tree import FileTree, put, walk
-from .model import KsgitopsError
-from .names import dns1123_label_error
+from ..names import rel_path
+from ..core.readout.render import render_mailbox
+from ..model import is_secret
+from ..core.status.reported import dump_report, read_document
+from ..core.serialize import dump_yaml, load_yaml
+from ..core.status.syncreport import (SYNC_FILE, Drift, ObjectId, SyncError, SyncReport, applied_report, changed_fields, dump_sync_report, failed_report, mailbox_revision, parse_sync_report, steady_objects)
+from ..core.tree import FileTree, put, walk
+from ..model import KsgitopsError
+from ..names import dns1123_label_error
 from .shutdown import Shutdown
 
 FIELD_MANAGER = "ksgitops"
@@ -124,7 +124,7 @@ def read_live(cluster: Any, objects: Iterable[Desired]) -> tuple[dict[str, dict[
     """The live copy of each object (None: absent), and a one-line error per object that could not
     be read. A collection holding several of them is read with one LIST of the projected objects;
     the ones it misses are read one by one. Raises kube.Unreachable."""
-    from .io.kube import ApiFailure
+    from ..io.kube import ApiFailure
     live: dict[str, dict[str, Any] | None] = {}
     errors: dict[str, str] = {}
     groups: dict[tuple[str, str, str], list[Desired]] = {}
@@ -260,9 +260,9 @@ def collect(path: Path, kubeconfig: str | None = None, timeout: float = 10.0, wo
             now: str | None = None) -> CollectOutcome:
     """Read the live state of every mailbox's objects from the WECs reachable through `kubeconfig`
     and rewrite each changed `spaces/<mailbox>/reported/` folder (one crash-safe transaction)."""
-    from . import app
-    from .io import kube
-    from .io.worktree import write_generated
+    from . import usecases as app
+    from ..io import kube
+    from ..io.fs.worktree import write_generated
     src = app.open_source(Path(path), app.WORKTREE)
     result = app.placements_only(src)  # the WECs; their mailboxes are read as they are
     try:
@@ -390,7 +390,7 @@ def save_inventory(cluster: Any, namespace: str, mailbox: str, inventory: Invent
                          "labels": {"app.kubernetes.io/managed-by": "ksgitops",
                                     "ksgitops.kubestellar.io/mailbox": mailbox}},
             "data": {INVENTORY_KEY: text}}
-    from .io.kube import ApiFailure
+    from ..io.kube import ApiFailure
     try:
         cluster.apply("v1", "configmaps", namespace, inventory_name(mailbox), body, FIELD_MANAGER)
     except ApiFailure as e:
@@ -497,7 +497,7 @@ def apply_mailbox(cluster: Any, mailbox: str, objects: list[Desired], inventory_
     compares a server-side apply dry run with the live object, the apply's result is compared with
     the object read just before (server-maintained fields aside): the fields that differ are the
     drift, and the apply has already corrected them. A deleted object is drift too (recreated)."""
-    from .io.kube import ApiFailure
+    from ..io.kube import ApiFailure
     out = ApplyOutcome()
     inventory, _exists = load_inventory(cluster, inventory_namespace, mailbox)
     stored = dict(inventory)
@@ -609,7 +609,7 @@ def _prune(cluster: Any, inventory: Inventory, wanted: set[str], out: ApplyOutco
     CRDs, then Namespaces. An object is deleted only while it is still the one the agent applied
     (same uid, or managed by `ksgitops` when the uid was never recorded); Namespaces and CRDs, whose
     deletion cascades, only when the agent created them, and never the system namespaces."""
-    from .io.kube import ApiFailure
+    from ..io.kube import ApiFailure
     gone = sorted((rel for rel in inventory if rel not in wanted),
                   key=lambda rel: (-(0 if rel.startswith(NAMESPACES) else 1 if rel.startswith(CRDS) else 2), rel))
     for rel in gone:
@@ -691,7 +691,7 @@ def upsync_tree(cluster: Any, syncerconfig: bytes | None) -> tuple[FileTree, lis
     """The objects the SyncerConfig's `spec.upsync` sets select on the WEC, as
     `upsynced/<group|core>/<resource>/<namespace|_cluster>/<name>.yaml`, without server-set
     metadata (a Secret also without its data)."""
-    from .io.kube import ApiFailure
+    from ..io.kube import ApiFailure
     tree: FileTree = {}
     errors: list[str] = []
     if not syncerconfig:
@@ -811,7 +811,7 @@ def _sync_report_in(reported: FileTree | None) -> SyncReport | None:
 
 def _author() -> Any:
     import pygit2
-    from .core.load.repoconfig import DEFAULT_AUTHOR_EMAIL, DEFAULT_AUTHOR_NAME
+    from ..core.load.repoconfig import DEFAULT_AUTHOR_EMAIL, DEFAULT_AUTHOR_NAME
     return pygit2.Signature(DEFAULT_AUTHOR_NAME, DEFAULT_AUTHOR_EMAIL)
 
 
@@ -825,17 +825,17 @@ class Agent:
     """`ksgitops sync`: one cycle = fetch, render, apply + prune, report + upsync, commit, push.
 
     Fetch, apply (with its prune and inventory), the report commit and the push are its write
-    steps: a cycle given a `Shutdown` checks it before each (shutdown.py), so a second signal stops
+    steps: a cycle given a `Shutdown` checks it before each (app/shutdown.py), so a second signal stops
     the agent between two of them, never inside one."""
 
     def __init__(self, options: SyncOptions) -> None:
-        from .io.reportref import MailboxRepo, default_cache_dir
+        from ..io.git.reportref import MailboxRepo, default_cache_dir
         check_mailbox_name(options.mailbox)
         self.options = options
         self.git = MailboxRepo(options.repo, options.branch, options.mailbox, options.cache_dir or default_cache_dir())
 
     def cycle(self, now: str | None = None, guard: Shutdown | None = None) -> CycleOutcome:
-        from .io import kube
+        from ..io import kube
         o = self.options
         guard = guard or Shutdown()
         out = CycleOutcome(o.mailbox)

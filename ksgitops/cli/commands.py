@@ -1,9 +1,9 @@
 """The command line: the only modules that import click and rich are this one and its helpers
-(cli_base.py: shared options, exit codes, errors; cli_output.py: progress, colour, pager).
+(cli/base.py: shared options, exit codes, errors; cli/output.py: progress, colour, pager).
 
 Exit codes are in cli_base.EXIT_CODES (the README's table is checked against them). Errors print
 one line each (`file:line: message`), also as a JSON document with `-o json`; a traceback only with
---debug. REPO is found like git finds its repository (io/locate.py).
+--debug. REPO is found like git finds its repository (io/fs/locate.py).
 """
 from __future__ import annotations
 
@@ -16,17 +16,17 @@ from typing import Any, Callable
 
 import click
 
-from . import __version__, app
-from .cli_base import (KsGroup, color_enabled, complete_wecs, confined_json, dump, exit_if_confined, fail,
-                       global_options, output_option, print_frozen, print_problems, problem_json, wants_json)
-from .cli_output import ProgressBars, print_paged, style_diff, wec_table
-from .core.readout import diff as diffs
-from .core.readout.explain import as_text, explain_object_on, explain_wec, no_match_message
-from .core.readout.render import as_list, in_apply_order, render_mailbox
-from .core.serialize import dump_yaml_all
-from .io import extdiff
-from .io.locate import Need, locate
-from .model import KsgitopsError, Origin, Problem, counted
+from .. import __version__
+from ..app import usecases as app
+from .base import (KsGroup, color_enabled, complete_wecs, confined_json, dump, exit_if_confined, fail, global_options, output_option, print_frozen, print_problems, problem_json, wants_json)
+from .output import ProgressBars, print_paged, style_diff, wec_table
+from ..core.readout import diff as diffs
+from ..core.readout.explain import as_text, explain_object_on, explain_wec, no_match_message
+from ..core.readout.render import as_list, in_apply_order, render_mailbox
+from ..core.serialize import dump_yaml_all
+from ..io import extdiff
+from ..io.fs.locate import Need, locate
+from ..model import KsgitopsError, Origin, Problem, counted
 
 REPO = click.argument("repo", required=False, default=None, type=click.Path(file_okay=False, path_type=Path))
 
@@ -262,7 +262,7 @@ def status_cmd(repo: Path | None, do_commit: bool, source: str, do_push: bool, r
 @output_option("text", "json")
 def collect_cmd(repo: Path | None, kubeconfig: str | None, timeout: float, workers: int, output: str) -> None:
     """Pull reported state from the WECs reachable through a kubeconfig into reported/."""
-    from . import agent
+    from ..app import agent
     outcome = agent.collect(locate(repo), kubeconfig, timeout, workers)
     for name, reason in sorted(outcome.unreachable.items()):
         click.echo(f"{name}: unreachable: {reason}", err=True)
@@ -293,8 +293,8 @@ def collect_cmd(repo: Path | None, kubeconfig: str | None, timeout: float, worke
 def sync_cmd(mailbox: str, kubeconfig: str | None, context: str | None, repo: str, branch: str, once: bool,
              interval: float, cache_dir: Path | None, inventory_namespace: str) -> None:
     """The agent beside a WEC: apply its mailbox (server-side apply, prune, create-only), report, upsync, push."""
-    from . import agent
-    from .shutdown import Abandoned, Shutdown
+    from ..app import agent
+    from ..app.shutdown import Abandoned, Shutdown
     runner = agent.Agent(agent.SyncOptions(mailbox, repo, branch, kubeconfig, context, cache_dir, inventory_namespace))
 
     def show(outcome: Any) -> None:
@@ -331,7 +331,7 @@ ABANDONED = ("ksgitops: stopped: a second signal abandoned the cycle between two
 @output_option("text", "json")
 def spaces_cmd(repo: Path | None, kubeconfigs: tuple[str, ...], do_apply: bool, output: str) -> None:
     """List every space (Space objects, providers' spaces) and the space manager's plan; --apply carries it out."""
-    from . import spaces_cmd as use_case
+    from ..app import spaces as use_case
     outcome = use_case.spaces(locate(repo), kubeconfigs, do_apply)
     if output == "json":
         dump(outcome.as_json())
@@ -392,10 +392,10 @@ def run_cmd(repo_arg: str, branch: str, interval: float | None, workdir: Path | 
     """The long-running loop: poll (or watch), reconcile, summarize, commit, push."""
     import os
 
-    from . import runtime
-    from .io.remote import redact
-    from .io.serve import Observer, serve, setup_logging
-    from .shutdown import Shutdown
+    from ..app import runtime
+    from ..io.git.remote import redact
+    from ..io.serve import Observer, serve, setup_logging
+    from ..app.shutdown import Shutdown
     logger = setup_logging(log_format)
     observer = Observer(stall_after=max(300.0, 10 * (interval or 0), 2 * max_backoff), unready_after=unready_after)
     shutdown = Shutdown()

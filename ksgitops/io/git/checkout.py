@@ -26,11 +26,11 @@ from typing import Any
 
 import pygit2
 
-from ..core.tree import KEEP, FileTree, Generated
-from ..model import EnvError, KsgitopsError
-from .durable import exclusive, os_reason, sync_filesystem, write_durably
-from .fs import check_path, write_file
-from .worktree import plan_root, write_generated
+from ...core.tree import KEEP, FileTree, Generated
+from ...model import EnvError, KsgitopsError
+from ..fs.durable import exclusive, os_reason, sync_filesystem, write_durably
+from ..fs.tree import check_path, write_file
+from ..fs.worktree import plan_root, write_generated
 
 FORMAT = "ksgitops-checkout-1"
 FILE, DELETE_FILE, TREE, REMOVE, DELTA = "file", "delete-file", "tree", "remove", "delta"
@@ -57,7 +57,7 @@ def journal_path(repo: pygit2.Repository) -> Path:
 
 def plan(repo: pygit2.Repository, old: pygit2.Tree, new: pygit2.Tree, roots: list[str], generated: Generated) -> Plan:
     """The steps that bring the work tree from `old` to `new`, after refusing any link on the way."""
-    from .git import TreeIndex
+    from .repo import TreeIndex
     old_index, new_index = TreeIndex(repo, old), TreeIndex(repo, new)
     workdir = Path(repo.workdir)
     steps = []
@@ -181,7 +181,7 @@ def follow(repo: pygit2.Repository, planned: Plan, generated: Generated, commit:
 def _whole(repo: pygit2.Repository, planned: Plan, step: Step) -> FileTree | None:
     if step.op == REMOVE:
         return None
-    from .git import read_tree
+    from .repo import read_tree
     tree = read_tree(repo, _entry(repo, planned.new, step.root).id)
     tree.update({name: KEEP for name in step.markers})
     return tree
@@ -213,7 +213,7 @@ def _apply_delta(repo: pygit2.Repository, index: pygit2.Index, workdir: Path, pa
 
 
 def _index_tree(repo: pygit2.Repository, index: pygit2.Index, tree_id: str, root: str) -> None:
-    from .git import blobs, tree_at
+    from .repo import blobs, tree_at
     for path, oid, mode in blobs(repo, tree_at(repo, _entry(repo, tree_id, root).id), f"{root}/"):
         index.add(pygit2.IndexEntry(path, oid, mode))
 

@@ -8,12 +8,12 @@ each cycle fetches the branch and, when its head moved, looks at what moved:
 - nothing else (a commit that only touched generated paths, such as ksgitops' own or another
   reconciler's): nothing at all, which is what keeps reconcilers from triggering each other.
 A cycle's work is one commit, pushed without force; a refused push is recomputed on the new
-upstream head (publish.py). Local mode (`--repo PATH` of a work tree): the same on the work tree,
+upstream head (app/publish.py). Local mode (`--repo PATH` of a work tree): the same on the work tree,
 without commits, on every change (`--watch`, debounced with watchfiles) or every interval.
 
 A cycle is all-or-nothing toward the remote: the branch moves only after a whole commit exists,
 and a push is atomic on the server, so a process killed at any point leaves the old head. Signals
-stop the loop between write steps (shutdown.py). A failing cycle (fetch, reconcile, push, any
+stop the loop between write steps (app/shutdown.py). A failing cycle (fetch, reconcile, push, any
 error) is retried after an exponential, jittered backoff (`Backoff`), reset by a success.
 """
 from __future__ import annotations
@@ -27,15 +27,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from . import app
-from .core.load.read import mailbox_space
-from .core.load.repoconfig import DEFAULT_POLL_INTERVAL
-from .io.foldin import PREFIXES
-from .io.fs import WorkTreeSnapshot
-from .io.remote import scrub
-from .io.reportref import REPORT_REF_PREFIX
-from .io.serve import Observer
-from .model import KsgitopsError
+from . import usecases as app
+from ..core.load.read import mailbox_space
+from ..core.load.repoconfig import DEFAULT_POLL_INTERVAL
+from ..io.git.foldin import PREFIXES
+from ..io.fs.tree import WorkTreeSnapshot
+from ..io.git.remote import scrub
+from ..io.git.reportref import REPORT_REF_PREFIX
+from ..io.serve import Observer
+from ..model import KsgitopsError
 from .publish import move_branch, publish
 from .shutdown import Abandoned, Shutdown
 
@@ -114,7 +114,7 @@ def open_runtime(repo: str, branch: str, workdir: Path, observer: Observer, retr
     """The runtime `--repo` asks for: a URL or a bare repository's path is a remote (cloned into
     `workdir`, pushed back to); a work tree is reconciled in place. The git directory of a work
     tree is refused: it is neither."""
-    from .io.remote import is_url
+    from ..io.git.remote import is_url
     if is_url(repo):
         return RemoteRuntime(repo, branch, workdir, observer, retries, status)
     git_dir = _git_dir_at(Path(repo))
@@ -144,7 +144,7 @@ def _git_dir_at(path: Path) -> tuple[bool, str] | None:
 class RemoteRuntime:
     def __init__(self, url: str, branch: str, workdir: Path, observer: Observer,
                  retries: int | None = None, status: bool = True) -> None:
-        from .core.status.summary import StatusMemo
+        from ..core.status.summary import StatusMemo
         self.url, self.branch = url, branch
         self.path = clone_dir(workdir, url, branch)
         self.observer = observer
@@ -162,15 +162,15 @@ class RemoteRuntime:
     def repo(self) -> Any:
         """The bare clone (cloned on first use: a failing clone fails a cycle, like a fetch)."""
         if self._repo is None:
-            from .io import remote
-            from .io.cache import DiskCache
+            from ..io.git import remote
+            from ..io.git.cache import DiskCache
             self._repo = remote.clone(self.url, self.path, self.branch)
             self.cache = DiskCache.for_git_dir(self._repo.path)
             log.info(f"clone of {remote.redact(self.url)} ready in {self.path}", extra={"fields": {"event": "clone"}})
         return self._repo
 
     def cycle(self, guard: Shutdown | None = None) -> CycleResult:
-        from .io import git, remote
+        from ..io.git import repo as git, remote
         guard = guard or Shutdown()
         started = time.perf_counter()
         guard.checkpoint()
@@ -217,8 +217,8 @@ class RemoteRuntime:
         return {n: str(self.repo.references[n].target) for n in self.repo.references if n.startswith(prefix)}
 
     def keys(self, commit: str) -> Keys:
-        from .core.load.read import load
-        from .io import git
+        from ..core.load.read import load
+        from ..io.git import repo as git
         snapshot = git.TreeSnapshot(self.repo, self.repo[commit].peel(git.pygit2.Commit).tree)
         loaded = load(snapshot, self.cache.content)
         config = snapshot.file("ksgitops.yaml")

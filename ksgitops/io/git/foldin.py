@@ -16,11 +16,11 @@ from dataclasses import dataclass, field
 
 import pygit2
 
-from ..core.load.repoconfig import MAILBOX_TRAILER, trailers
-from ..core.tree import Generated, Subtree
-from ..model import Origin, Problem
-from ..names import dns1123_label_error
-from .git import TreeIndex
+from ...core.load.repoconfig import MAILBOX_TRAILER, trailers
+from ...core.tree import Generated, Subtree
+from ...model import Origin, Problem
+from ...names import dns1123_label_error
+from .repo import TreeIndex
 from .reportref import REPORT_REF_PREFIX
 
 PREFIXES = (REPORT_REF_PREFIX, REPORT_REF_PREFIX.replace("refs/heads/", "refs/remotes/origin/"))

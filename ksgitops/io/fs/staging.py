@@ -11,8 +11,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..core.tree import KEEP, FileTree, has_files
-from .fs import lstat_mode, write_new
+from ...core.tree import KEEP, FileTree, has_files
+from .tree import lstat_mode, write_new
 from .statcache import ABSENT, THREADS, Observed, lstamp, stamp_of
 
 PARALLEL = 4  # roots in a batch from which staging runs in threads

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pygit2
 
-from ..model import KsgitopsError
+from ...model import KsgitopsError
 
 SPACES = "spaces"
 

@@ -63,13 +63,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..core.tree import KEEP, OTHERS, REUSE, FileTree, Generated, has_files
-from ..model import EnvError, KsgitopsError, Progress
+from ...core.tree import KEEP, OTHERS, REUSE, FileTree, Generated, has_files
+from ...model import EnvError, KsgitopsError, Progress
 from .durable import exclusive, fsync_dir, os_reason, sync_filesystem, write_durably
-from ..core.load.read import is_mailbox_document
-from ..core.load.parse import MAX_FILE_BYTES, parse_file
-from ..core.load.snapshot import GENERATED_DIR
-from .fs import STATUS_FILE, LinkError, check_path, lstat_mode
+from ...core.load.read import is_mailbox_document
+from ...core.load.parse import MAX_FILE_BYTES, parse_file
+from ...core.load.snapshot import GENERATED_DIR
+from .tree import STATUS_FILE, LinkError, check_path, lstat_mode
 from .staging import Change, remove as _remove, sibling, stage_all
 
 JOURNAL = ".ksgitops-journal"

@@ -10,14 +10,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, MutableMapping
 
-from .core.readout import diff as diffs
-from .core.pipeline import RecordedResult, Result, reconcile
-from .core.load.repoconfig import parse_repo_config
-from .core.load.snapshot import Snapshot
-from .core.readout.wecs import find_wec, wec_display_names, wec_rows
-from .core.tree import REUSE, FileTree, same_files
-from .model import KsgitopsError, Progress, counted
-from .io.fs import WorkTreeSnapshot, write_generated
+from ..core.readout import diff as diffs
+from ..core.pipeline import RecordedResult, Result, reconcile
+from ..core.load.repoconfig import parse_repo_config
+from ..core.load.snapshot import Snapshot
+from ..core.readout.wecs import find_wec, wec_display_names, wec_rows
+from ..core.tree import REUSE, FileTree, same_files
+from ..model import KsgitopsError, Progress, counted
+from ..io.fs.tree import WorkTreeSnapshot, write_generated
 
 WORKTREE = "worktree"
 
@@ -35,14 +35,14 @@ class Source:
 
 def open_source(path: Path, source: str) -> Source:
     """Open what a command reads, after refusing links in the paths ksgitops owns and recovering
-    what an interrupted run left (io/worktree.py, io/checkout.py)."""
-    from .io.fs import WorkTreeSnapshot
+    what an interrupted run left (io/fs/worktree.py, io/git/checkout.py)."""
+    from ..io.fs.tree import WorkTreeSnapshot
     if source == WORKTREE:
         if not path.is_dir():
             raise KsgitopsError(f"{path}: no such directory")
         _recover(path, None)
         return Source(path, WorkTreeSnapshot(path))
-    from .io import git
+    from ..io.git import repo as git
     repo = git.open_repo(path)
     _recover(Path(repo.workdir) if repo.workdir else None, repo)
     commit = git.resolve_commit(repo, source)
@@ -50,13 +50,14 @@ def open_source(path: Path, source: str) -> Source:
 
 
 def _recover(workdir: Path | None, repo: Any) -> None:
-    from .io import checkout, worktree
-    from .io.fs import check_layout
+    from ..io.git import checkout
+    from ..io.fs import worktree
+    from ..io.fs.tree import check_layout
     if workdir is not None:
         check_layout(workdir)
         worktree.recover(workdir)
     if repo is None and workdir is not None and checkout.pending(workdir):
-        from .io import git
+        from ..io.git import repo as git
         repo = git.open_repo(workdir)
     if repo is not None:
         checkout.recover(repo)
@@ -67,7 +68,7 @@ def compute(src: Source, cache: MutableMapping[Any, Any] | None = None,
             reuse: Callable[[str, str], bool] | None = None) -> Result:
     """Run the pure pipeline; previous copies come from the same snapshot (HEAD or work tree).
     Without a cache of its own, a work tree inside a git repository uses the repository's."""
-    from .core.pipeline import reconcile
+    from ..core.pipeline import reconcile
     if cache is None and src.repo is None:
         disk = _worktree_cache(src.path)
         result = reconcile(src.snapshot, src.snapshot, disk.content, progress, reuse)
@@ -77,8 +78,8 @@ def compute(src: Source, cache: MutableMapping[Any, Any] | None = None,
 
 
 def _worktree_cache(path: Path) -> Any:
-    from .io.cache import DiskCache
-    from .io.git import git_dir
+    from ..io.git.cache import DiskCache
+    from ..io.git.repo import git_dir
     found = git_dir(path)
     return DiskCache.for_git_dir(found) if found else DiskCache(None)
 
@@ -89,7 +90,7 @@ def init_repo(directory: Path) -> None:
     from importlib import resources
     if directory.exists() and any(directory.iterdir()):
         raise KsgitopsError(f"{directory}: exists and is not empty")
-    checkout = Path(__file__).resolve().parents[1] / "examples" / "repo"  # a source checkout
+    checkout = Path(__file__).resolve().parents[2] / "examples" / "repo"  # a source checkout
     installed = Path(str(resources.files("ksgitops"))) / "example"  # shipped in the wheel
     source = checkout if checkout.is_dir() else installed
     if not source.is_dir():
@@ -123,7 +124,7 @@ class ReconcileOutcome(_Reported):
 
 @dataclass
 class ProvenOutcome(_Reported):
-    """A commit that the last reconcile's record proves reconciled (io/runrecord.py): nothing was
+    """A commit that the last reconcile's record proves reconciled (io/git/runrecord.py): nothing was
     computed and nothing is committed; what it reports is the recorded run's."""
 
     result: RecordedResult
@@ -147,10 +148,10 @@ def reconcile_worktree(path: Path, progress: Progress | None = None,
 
 
 def open_recorded(path: Path, source: str = WORKTREE) -> tuple[Source, Any]:
-    """open_source, with the work tree's stat record (io/statcache.py): the sources of the work
+    """open_source, with the work tree's stat record (io/fs/statcache.py): the sources of the work
     tree read through it, and every recorded generated root observed (lstat only)."""
-    from .io.git import git_dir
-    from .io.statcache import WorkTreeRecord
+    from ..io.git.repo import git_dir
+    from ..io.fs.statcache import WorkTreeRecord
     src = open_source(path, source)
     record = WorkTreeRecord.load(path, git_dir(path))
     if source == WORKTREE:
@@ -184,8 +185,8 @@ def reconcile_commit(path: Path, source: str, progress: Progress | None = None,
     proves unchanged (a mailbox whose input digest and committed tree are both as cached); a
     commit the last run's record proves reconciled is answered from the record.
     `cache`: a DiskCache kept by a long-running caller (else the repository's is read)."""
-    from .io import git, runrecord
-    from .io.cache import DiskCache
+    from ..io.git import repo as git, runrecord
+    from ..io.git.cache import DiskCache
     src = open_branch(path, source)
     cache = cache or DiskCache.for_git_dir(src.repo.path)  # type: ignore[attr-defined]
     base = src.snapshot.index  # type: ignore[attr-defined]
@@ -231,7 +232,7 @@ def open_branch(path: Path, source: str) -> Source:
 def _commit_on_branch(src: Source, generated: Any, config: Any, message: str | Callable[[list[str]], str]) -> Any:
     """Commit `generated` on the source's branch as RepoConfig's author; in a checkout of that
     branch the work tree and index follow."""
-    from .io import git
+    from ..io.git import repo as git
     return git.commit_generated(src.repo, src.ref_name, src.commit, generated,  # type: ignore[arg-type]
                                 git.signature(config.author_name, config.author_email), message,
                                 checkout=git.is_checked_out(src.repo, src.ref_name))  # type: ignore[arg-type]
@@ -246,7 +247,7 @@ def clean_mailboxes(result: Result, tree: Any) -> dict[str, tuple[str, str]]:
 
 
 def _warn_uncommitted(src: Source, mailboxes: Any) -> None:
-    from .io import git
+    from ..io.git import repo as git
     dirty = git.uncommitted_sources(src.repo, src.snapshot, set(mailboxes))  # type: ignore[arg-type]
     if dirty:
         shown = ", ".join(dirty[:5]) + (" ..." if len(dirty) > 5 else "")
@@ -294,8 +295,8 @@ def plan_diff(path: Path, against: str | None, progress: Progress | None = None)
 
 
 def _old_wec_name(old: FileTree | None, mailbox: str) -> str:
-    from .core.load.read import SYNC_TARGET_ANNOTATION
-    from .core.serialize import load_yaml
+    from ..core.load.read import SYNC_TARGET_ANNOTATION
+    from ..core.serialize import load_yaml
     data = old.get("space.yaml") if old else None
     try:
         return str(load_yaml(data)["metadata"]["annotations"][SYNC_TARGET_ANNOTATION])  # type: ignore[arg-type]
@@ -362,10 +363,10 @@ def placements_only(src: Source, cache: MutableMapping[Any, Any] | None = None,
 def status_worktree(path: Path) -> StatusOutcome:
     """`ksgitops status` on the work tree: summarize every mailbox's reported/ into the WDSes'
     .ksgitops/status/ folders and STATUS.md (each rewritten only when its bytes change)."""
-    from .io.fs import write_generated
-    from .core.status.summary import STATUS_MD, summarize
-    from .io import status_sources as ss
-    from .io.git import git_dir
+    from ..io.fs.tree import write_generated
+    from ..core.status.summary import STATUS_MD, summarize
+    from ..io import status_sources as ss
+    from ..io.git.repo import git_dir
     src = open_source(path, WORKTREE)
     result = placements_only(src)
     memo_file = ss.memo_path(git_dir(path), "worktree")
@@ -388,10 +389,10 @@ def fold_subject(wecs: int) -> str:
 
 
 def fold_in(path: Path, source: str = "HEAD", cache: Any = None) -> FoldOutcome:
-    """Commit the per-WEC report refs' reported/ and upsynced/ into their mailboxes (io/foldin.py)."""
-    from .core.load.repoconfig import parse_repo_config
-    from .io.cache import DiskCache
-    from .io.foldin import report_refs
+    """Commit the per-WEC report refs' reported/ and upsynced/ into their mailboxes (io/git/foldin.py)."""
+    from ..core.load.repoconfig import parse_repo_config
+    from ..io.git.cache import DiskCache
+    from ..io.git.foldin import report_refs
     src = open_branch(path, source)
     if not report_refs(src.repo):  # type: ignore[arg-type]  # nothing to fold in: no need to load the sources
         return FoldOutcome(None, [], [])
@@ -408,8 +409,8 @@ def fold_in(path: Path, source: str = "HEAD", cache: Any = None) -> FoldOutcome:
 def plan_fold_in(src: Source, content: MutableMapping[Any, Any]) -> tuple[Any, Any]:
     """What folding the report refs into the commit's mailboxes writes (io/foldin.FoldIn), and the
     commit's loaded sources."""
-    from .core.load.read import load
-    from .io import foldin
+    from ..core.load.read import load
+    from ..io.git import foldin
     loaded = load(src.snapshot, content)
     return foldin.plan(src.repo, src.snapshot.index, set(loaded.mailboxes)), loaded  # type: ignore[arg-type, attr-defined]
 
@@ -420,10 +421,10 @@ def status_commit(path: Path, source: str = "HEAD", memo: Any = None, cache: Any
     commit the summary on that branch, only when a summary changed. Reads commits, not the work
     tree (bare repositories work). A long-running caller keeps `memo` (StatusMemo) and `cache`
     (DiskCache) in memory."""
-    from .core.status.summary import STATUS_MD
-    from .io import git
-    from .io import status_sources as ss
-    from .io.cache import DiskCache
+    from ..core.status.summary import STATUS_MD
+    from ..io.git import repo as git
+    from ..io import status_sources as ss
+    from ..io.git.cache import DiskCache
     src = open_branch(path, source)
     cache = cache or DiskCache.for_git_dir(src.repo.path)  # type: ignore[attr-defined]
     folded = fold_in(path, source, cache) if fold else FoldOutcome(None, [], [])
@@ -447,8 +448,8 @@ def status_commit(path: Path, source: str = "HEAD", memo: Any = None, cache: Any
 
 def summarize_commit(src: Source, content: MutableMapping[Any, Any], memo: Any) -> tuple[Result, Any]:
     """The placements and the status summary (core.status.StatusOutput) of a commit's mailboxes."""
-    from .core.status.summary import summarize
-    from .io import status_sources as ss
+    from ..core.status.summary import summarize
+    from ..io import status_sources as ss
     result = placements_only(src, content)
     source = ss.GitStatusSource(src.repo, src.snapshot.index)  # type: ignore[arg-type, attr-defined]
     return result, summarize(result, source, memo, result.config.status_limit)
@@ -456,10 +457,10 @@ def summarize_commit(src: Source, content: MutableMapping[Any, Any], memo: Any) 
 
 def source_of(commit: Any) -> str:
     """The source commit a commit stands for: its Ksgitops-Source trailer, else itself."""
-    from .core.load.repoconfig import SOURCE_TRAILER, trailers
+    from ..core.load.repoconfig import SOURCE_TRAILER, trailers
     return trailers(str(commit.message)).get(SOURCE_TRAILER) or str(commit.id)
 
 
-# --- publishing (publish.py): commit, then push without force, recomputing on a moved remote --------
-# Imported last: publish.py reaches back into this module, at call time only.
+# --- publishing (app/publish.py): commit, then push without force, recomputing on a moved remote --------
+# Imported last: app/publish.py reaches back into this module, at call time only.
 from .publish import PublishOutcome, branch_of, move_branch, publish  # noqa: E402

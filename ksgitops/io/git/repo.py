@@ -14,13 +14,13 @@ from typing import Any, Callable, cast
 
 import pygit2
 
-from ..core.load.parse import MAX_FILE_BYTES
-from ..core.load.snapshot import SourceFile, is_source_path
-from ..core.tree import KEEP, OTHERS, REUSE, FileTree, Generated, Subtree
-from ..model import EnvError, GitError, KsgitopsError
+from ...core.load.parse import MAX_FILE_BYTES
+from ...core.load.snapshot import SourceFile, is_source_path
+from ...core.tree import KEEP, OTHERS, REUSE, FileTree, Generated, Subtree
+from ...model import EnvError, GitError, KsgitopsError
 from . import checkout as checkouts
-from .durable import libgit2_fsync, moving_refs, os_reason
-from .fs import WorkTreeSnapshot
+from ..fs.durable import libgit2_fsync, moving_refs, os_reason
+from ..fs.tree import WorkTreeSnapshot
 from .pack import KINDS, index_ids, object_id, tree_content, write_pack
 
 TREE_MODE = pygit2.GIT_FILEMODE_TREE

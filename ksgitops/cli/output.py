@@ -12,8 +12,8 @@ from typing import Any
 
 import click
 
-from .cli_base import color_enabled
-from .names import printable
+from .base import color_enabled
+from ..names import printable
 
 
 class ProgressBars:

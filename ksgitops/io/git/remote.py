@@ -16,8 +16,8 @@ from typing import Any
 
 import pygit2
 
-from ..model import GitError
-from .durable import moving_refs
+from ...model import GitError
+from ..fs.durable import moving_refs
 
 REMOTE = "origin"
 

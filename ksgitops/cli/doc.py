@@ -2,9 +2,9 @@
 from the code: the README's tables of commands and exit codes (tests/test_newcomer.py checks the
 README holds them) and docs/REFERENCE.md's options of every command (tests/test_reference.py).
 
-    python -m ksgitops.cli_doc                           # print the README's tables
-    python -m ksgitops.cli_doc --write README.md         # replace the generated blocks in a file
-    python -m ksgitops.cli_doc --write docs/REFERENCE.md
+    python -m ksgitops.cli.doc                           # print the README's tables
+    python -m ksgitops.cli.doc --write README.md         # replace the generated blocks in a file
+    python -m ksgitops.cli.doc --write docs/REFERENCE.md
 """
 from __future__ import annotations
 
@@ -14,12 +14,12 @@ from typing import Sequence
 
 import click
 
-from .cli import cli
-from .cli_base import EXIT_CODES, KsCommand, global_options
+from .commands import cli
+from .base import EXIT_CODES, KsCommand, global_options
 
-BEGIN = "<!-- commands: made by `python -m ksgitops.cli_doc --write README.md`; do not edit by hand -->"
+BEGIN = "<!-- commands: made by `python -m ksgitops.cli.doc --write README.md`; do not edit by hand -->"
 END = "<!-- end of the generated commands -->"
-OPTIONS_BEGIN = "<!-- options: made by `python -m ksgitops.cli_doc --write docs/REFERENCE.md`; do not edit by hand -->"
+OPTIONS_BEGIN = "<!-- options: made by `python -m ksgitops.cli.doc --write docs/REFERENCE.md`; do not edit by hand -->"
 OPTIONS_END = "<!-- end of the generated options -->"
 # click arguments carry no help text: what each one means (a new argument without an entry fails the doc)
 ARGUMENTS = {

@@ -27,10 +27,10 @@ from typing import Any
 
 import pygit2
 
-from ..core.load.repoconfig import MAILBOX_TRAILER, SOURCE_TRAILER
-from ..core.tree import FileTree
-from .durable import libgit2_fsync, moving_refs
-from .git import TreeIndex, TreeSnapshot, TreeWriter, consolidate_packs
+from ...core.load.repoconfig import MAILBOX_TRAILER, SOURCE_TRAILER
+from ...core.tree import FileTree
+from ..fs.durable import libgit2_fsync, moving_refs
+from .repo import TreeIndex, TreeSnapshot, TreeWriter, consolidate_packs
 from .pack import KINDS, write_pack
 from .remote import Credentials, is_url, scrub
 

@@ -13,9 +13,9 @@ import struct
 import zlib
 from pathlib import Path
 
-from ..core.status.gitobjects import TREE_MODE, object_id, tree_content  # noqa: F401 - re-exported (git.py, tests)
+from ...core.status.gitobjects import TREE_MODE, object_id, tree_content  # noqa: F401 - re-exported (git.py, tests)
 
-from .durable import fsync_dir
+from ..fs.durable import fsync_dir
 
 TYPE_CODES = {b"commit": 1, b"tree": 2, b"blob": 3, b"tag": 4}
 KINDS = {code: kind for kind, code in TYPE_CODES.items()}

@@ -17,10 +17,10 @@ from typing import Any, Iterator
 
 import pygit2
 
-from ..core.load.parse import MAX_FILE_BYTES
-from ..core.load.snapshot import GENERATED_DIR, SOURCE_SUFFIXES, SourceFile
-from ..core.tree import FileTree, Generated, put
-from ..model import KsgitopsError, Origin, Problem, Progress
+from ...core.load.parse import MAX_FILE_BYTES
+from ...core.load.snapshot import GENERATED_DIR, SOURCE_SUFFIXES, SourceFile
+from ...core.tree import FileTree, Generated, put
+from ...model import KsgitopsError, Origin, Problem, Progress
 from .statcache import ABSENT, SourceStat, Stamp, lstamp
 
 STATUS_FILE = "STATUS.md"
