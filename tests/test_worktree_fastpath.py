@@ -5,6 +5,7 @@ broken one, the output is the same."""
 from __future__ import annotations
 
 import os
+import threading
 import random
 import shutil
 import stat
@@ -324,6 +325,8 @@ def test_a_check_split_with_a_forked_child_finds_the_same(example_git: Path, mon
         return pid
     monkeypatch.setattr(statcache, "FORK_FROM", 0)
     monkeypatch.setattr(os, "fork", counted_fork)
+    # threads other tests of this process left running would forbid the fork (tested below)
+    monkeypatch.setattr(threading, "active_count", lambda: 1)
     record.intact.clear()
     record.check(example_git, roots)
     assert len(forks) == 1
@@ -357,3 +360,15 @@ def test_reconcile_flushes_only_what_it_does_not_own(example_git: Path, monkeypa
     assert (example_git / FLORIN / "reported" / "r.yaml").read_text() == "reported: true\n"
     assert app.status_worktree(example_git).changed
     assert spy.calls["sync_filesystem"]
+
+
+def test_a_check_never_forks_beside_other_threads() -> None:
+    """fork() copies only the calling thread: a lock another thread holds would stay locked in the child."""
+    release = threading.Event()
+    other = threading.Thread(target=release.wait)
+    other.start()
+    try:
+        assert not statcache._may_fork()
+    finally:
+        release.set()
+        other.join()
