@@ -46,7 +46,7 @@ import pygit2  # noqa: E402
 import yaml  # noqa: E402
 
 from fleet import edit_workload_object, generate  # noqa: E402
-from ksgitops import app  # noqa: E402
+from ksgitops.app import usecases as app  # noqa: E402
 from ksgitops.core.status.reported import dump_report  # noqa: E402
 
 MODES = ("worktree", "commit", "status", "status-commit", "fold-in")

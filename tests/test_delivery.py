@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 import yaml
 
-from ksgitops.core.customize.base import base_body
+from ksgitops.core.place.base import base_body
 from ksgitops.core.place.delivery import is_kcp_key
 from ksgitops.core.readout.explain import explain_object_on, explain_wec
 from ksgitops.core.pipeline import reconcile

@@ -8,7 +8,7 @@ import pytest
 
 from conftest import git
 from ksgitops.app import usecases as app
-from ksgitops.core.load.read import parse
+from ksgitops.core.load import parse
 from test_incremental import relabel_florin
 
 DEEP = "[" * 101 + "]" * 101
@@ -32,7 +32,7 @@ def test_json_check_agrees_with_the_full_shape_check(text: str) -> None:
 def test_a_changed_file_checks_only_its_changed_objects(example_git: Path, monkeypatch) -> None:
     """The per-object checks of objects whose content and line did not change come from the cache
     even when their file changed (florin.yaml holds a SyncTarget and a Location)."""
-    from ksgitops.core.load.read import validate
+    from ksgitops.core.load import validate
     assert isinstance(app.reconcile_commit(example_git, "HEAD"), app.ReconcileOutcome)
     relabel_florin(example_git)
     git(example_git, "commit", "-qam", "relabel")

@@ -71,7 +71,7 @@ def test_cached_run_commits_the_same_tree_as_a_cold_run(example_git: Path, cli, 
 
 def test_unchanged_mailbox_is_reused_not_rebuilt(example_git: Path, cli, monkeypatch) -> None:
     """With a warm cache, a change to florin alone builds florin's mailbox only."""
-    from ksgitops.core.emit.files import mailbox
+    from ksgitops.core.emit import mailbox
     assert cli("reconcile", str(example_git), "--commit").code == 0
     relabel_florin(example_git)
     git(example_git, "commit", "-qam", "relabel")

@@ -17,7 +17,7 @@ import pytest
 
 from conftest import benchmark_module, git, git_init, work_tree_files
 from ksgitops.app import usecases as app
-from ksgitops.core.emit.files import mailbox
+from ksgitops.core.emit import mailbox
 from ksgitops.io.fs import tree as fs, statcache, worktree
 
 RECORD = Path(".git/ksgitops/worktree.pickle")
