@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ksgitops.core.status.collectors import FUNCTIONS, compile_collector, format_number, to_value
+from ksgitops.core.status.collectors import FUNCTIONS, comprehension_depth, compile_collector, format_number, to_value
 from ksgitops.model import Obj, Origin
 
 ORIGIN = Origin("spaces/wds/collectors.yaml", 7)
@@ -624,3 +624,31 @@ def test_format_number_rejects_bools() -> None:
 def test_to_value_of_bools_is_bool_not_number() -> None:
     assert to_value(True) == {"type": "Bool", "bool": True}
     assert to_value(1) == num("1")
+
+
+@pytest.mark.parametrize("text, depth", [
+    ("size(returned.status.conditions)", 0),
+    ("returned.status.conditions.exists(c, c.type == 'Ready')", 1),
+    ("[1, 2].map(x, [3].map(y, x + y))", 2),
+    ("[1].all(x, x > 0) && [2].exists(y, y == 2)", 1),  # side by side, not nested
+    ("'.map(x, (' + \".filter(y, (\" + [1].map(z, z)", 1),  # in strings, nothing counts
+])
+def test_comprehension_depth(text: str, depth: int) -> None:
+    assert comprehension_depth(text) == depth
+
+
+def test_comprehensions_nest_at_most_three_deep() -> None:
+    def nested(levels: int) -> str:
+        expression = "1"
+        for level in range(levels):
+            expression = f"[1, 2].map(v{level}, {expression})"
+        return f"size({expression})"
+
+    def problems(text: str) -> list[str]:
+        body = {"apiVersion": "control.kubestellar.io/v1alpha1", "kind": "StatusCollector", "metadata": {"name": "c"},
+                "spec": {"select": [{"name": "n", "def": text}]}}
+        return [p.message for p in compile_collector(Obj("wds", body, Origin("c.yaml", 1)))[1]]
+
+    assert problems(nested(3)) == []
+    assert problems(nested(4)) == ["StatusCollector c: spec.select[0].def: comprehensions nest 4 deep (at most 3: "
+                                   "each level multiplies the work, and a deeper one could run for hours)"]

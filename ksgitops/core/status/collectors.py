@@ -122,6 +122,8 @@ FUNCTIONS = frozenset({
 # Identifiers an expression may use besides VARIABLES: type names (`type(x) == int`).
 TYPE_NAMES = frozenset({"int", "uint", "double", "bool", "string", "bytes", "list", "map",
                         "null_type", "type"})
+MAX_NESTING = 3  # comprehensions inside comprehensions inside comprehensions
+_MACRO_CALL = re.compile(r"\.\s*(?:all|exists_one|exists|map|filter)\s*$")
 _COMPREHENSION = re.compile(r"\.\s*(?:all|exists_one|exists|map|filter)\s*\(\s*([A-Za-z_]\w*)\s*,")
 _PARSE_ERROR = re.compile(r"ERROR: <input>:(\d+):(\d+): ([^\n]*)")
 _UNDEFINED = re.compile(r"Undefined variable or function: '([A-Za-z_][\w.]*)'")
@@ -392,6 +394,10 @@ def _compile(text: str) -> tuple[Any, str]:
             line, column, message = match.groups()
             return None, f"invalid CEL: {line}:{column}: {message.strip()}"
         return None, f"invalid CEL: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}"
+    depth = comprehension_depth(text)
+    if depth > MAX_NESTING:
+        return None, (f"comprehensions nest {depth} deep (at most {MAX_NESTING}: each level multiplies the "
+                      "work, and a deeper one could run for hours)")
     bound = set(_COMPREHENSION.findall(text))
     unknown = sorted(set(program.variables()) - set(VARIABLES) - bound - TYPE_NAMES)
     if unknown:
@@ -402,6 +408,39 @@ def _compile(text: str) -> tuple[Any, str]:
         return None, (f"unknown function {', '.join(repr(f) for f in functions)} "
                       "(CEL's standard library only)")
     return program, ""
+
+
+def comprehension_depth(text: str) -> int:
+    """How deep comprehension macros (all, exists, exists_one, map, filter) nest in `text`:
+    the work of an expression grows as the product of the list sizes at each level. String
+    literals are skipped; the parentheses of other calls do not count."""
+    deepest, stack, i = 0, [], 0
+    while i < len(text):
+        char = text[i]
+        if char in "'\"":
+            i = _string_end(text, i)
+            continue
+        if char == "(":
+            stack.append(bool(_MACRO_CALL.search(text, 0, i)))
+            deepest = max(deepest, sum(stack))
+        elif char == ")" and stack:
+            stack.pop()
+        i += 1
+    return deepest
+
+
+def _string_end(text: str, start: int) -> int:
+    """The index after the string literal that opens at `start` (triple-quoted ones too)."""
+    quote = text[start] * 3 if text.startswith(text[start] * 3, start) else text[start]
+    i = start + len(quote)
+    while i < len(text):
+        if text[i] == "\\":
+            i += 2
+            continue
+        if text.startswith(quote, i):
+            return i + len(quote)
+        i += 1
+    return i
 
 
 # --- evaluating -------------------------------------------------------------------------------------
