@@ -12,7 +12,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ksgitops.core.status.collectors import FUNCTIONS, comprehension_depth, compile_collector, format_number, to_value
+from ksgitops.core.status.celcompile import FUNCTIONS, comprehension_depth
+from ksgitops.core.status.celvalues import format_number, to_value
+from ksgitops.core.status.collectors import compile_collector
 from ksgitops.model import Obj, Origin
 
 ORIGIN = Origin("spaces/wds/collectors.yaml", 7)

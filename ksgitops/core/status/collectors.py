@@ -91,45 +91,22 @@ a wrong operand type) is an evaluation error, handled as above.
 """
 from __future__ import annotations
 
-import base64
-import datetime as _dt
 import functools
-import json
 import math
 import re
 from dataclasses import dataclass
-from decimal import Decimal
 from typing import Any, Iterable, Iterator, Sequence, TypedDict
 
 
 from ...model import Obj, Origin, Problem
+from .celvalues import aggregate, canonical_text, cel_type, as_number, format_number, sort_key, to_value
+from .celcompile import VARIABLES, compile_expression
+from .celeval import EvaluationErrors, RowContexts, run_expression, wec_name
 
-VARIABLES = ("inventory", "obj", "returned")
 AGGREGATORS = ("COUNT", "SUM", "AVG", "MIN", "MAX")
 DEFAULT_LIMIT = 20
 #: How many WEC names a warning about an evaluation error quotes.
-SAMPLE_WECS = 3
 
-# CEL's standard functions that the library implements (tests/test_collect.py calls each one).
-# Operators (`_+_`, `!_`, `-_`, `@in`, ...) are always allowed; macros (has, all, exists,
-# exists_one, map, filter) do not appear as functions.
-FUNCTIONS = frozenset({
-    "size", "contains", "startsWith", "endsWith", "matches",
-    "int", "uint", "double", "string", "bytes", "type", "dyn", "duration", "timestamp",
-    "getFullYear", "getMonth", "getDate", "getDayOfMonth", "getDayOfWeek", "getDayOfYear",
-    "getHours", "getMinutes", "getSeconds", "getMilliseconds",
-})
-# Identifiers an expression may use besides VARIABLES: type names (`type(x) == int`).
-TYPE_NAMES = frozenset({"int", "uint", "double", "bool", "string", "bytes", "list", "map",
-                        "null_type", "type"})
-MAX_NESTING = 3  # comprehensions inside comprehensions inside comprehensions
-_MACRO_CALL = re.compile(r"\.\s*(?:all|exists_one|exists|map|filter)\s*$")
-_COMPREHENSION = re.compile(r"\.\s*(?:all|exists_one|exists|map|filter)\s*\(\s*([A-Za-z_]\w*)\s*,")
-_PARSE_ERROR = re.compile(r"ERROR: <input>:(\d+):(\d+): ([^\n]*)")
-_UNDEFINED = re.compile(r"Undefined variable or function: '([A-Za-z_][\w.]*)'")
-_FUNCTION_ERROR = re.compile(r"Function '([A-Za-z_]\w*)' error")
-_INT_TEXT = re.compile(r"[+-]?[0-9]+")
-_FLOAT_TEXT = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
 
 
 class Binding(TypedDict):
@@ -183,7 +160,7 @@ class Collector:
 
     def evaluate_with_problems(self, rows: Sequence[Binding]) -> tuple[dict[str, Any], list[Problem]]:
         """`evaluate`, plus warnings (at the collector's origin) about evaluation errors."""
-        errors = _Errors()
+        errors = EvaluationErrors()
         if self.select:
             out_rows = self._select(rows, errors)
         elif self.combined:
@@ -196,36 +173,36 @@ class Collector:
 
     # --- evaluation steps ---------------------------------------------------------------------
 
-    def _kept(self, rows: Sequence[Binding], errors: _Errors) -> Iterator[tuple[str, Any]]:
+    def _kept(self, rows: Sequence[Binding], errors: EvaluationErrors) -> Iterator[tuple[str, Any]]:
         """(WEC name, CEL context) of each row the filter keeps. The context is only valid until
-        the next item is asked for (it is reused: see _Contexts), so callers evaluate at once."""
-        contexts = _Contexts(self.variables)
+        the next item is asked for (it is reused: see RowContexts), so callers evaluate at once."""
+        contexts = RowContexts(self.variables)
         for row in rows:
-            wec = _wec_name(row)
+            wec = wec_name(row)
             ctx = contexts.context(row)
             if ctx is None:
                 errors.add("binding", "cannot be converted to CEL values", wec)
                 continue
             if self.filter is not None:
-                ok, value = _run(self.filter, ctx)
+                ok, value = run_expression(self.filter, ctx)
                 if not ok:
                     errors.add(self.filter.path, value, wec)
                     continue
                 if value is not True:
                     if value is not None and value is not False:
-                        errors.add(self.filter.path, f"evaluated to {_cel_type(value)}, not a bool", wec)
+                        errors.add(self.filter.path, f"evaluated to {cel_type(value)}, not a bool", wec)
                     continue
             yield wec, ctx
 
-    def _select(self, rows: Sequence[Binding], errors: _Errors) -> list[list[dict[str, Any]]]:
+    def _select(self, rows: Sequence[Binding], errors: EvaluationErrors) -> list[list[dict[str, Any]]]:
         out = []
         for wec, ctx in self._kept(rows, errors):
             columns = [self._value(column, ctx, wec, errors) for column in self.select]
-            out.append(((wec, [_sort_key(v) for v in columns]), columns))
+            out.append(((wec, [sort_key(v) for v in columns]), columns))
         out.sort(key=lambda r: r[0])
         return [columns for _, columns in out[: self.limit]]
 
-    def _aggregate(self, rows: Sequence[Binding], errors: _Errors) -> list[list[dict[str, Any]]]:
+    def _aggregate(self, rows: Sequence[Binding], errors: EvaluationErrors) -> list[list[dict[str, Any]]]:
         # group key (canonical JSON of the groupBy Values) -> (the Values, each member's subjects)
         groups: dict[tuple[str, ...], tuple[list[dict[str, Any]], list[list[int | float | None]]]] = {}
         if not self.group_by:
@@ -233,35 +210,35 @@ class Collector:
         for wec, ctx in self._kept(rows, errors):
             values = [self._value(column, ctx, wec, errors) for column in self.group_by]
             subjects = [self._subject(column, ctx, wec, errors) for column in self.combined]
-            key = tuple(_canonical(v) for v in values)
+            key = tuple(canonical_text(v) for v in values)
             groups.setdefault(key, (values, []))[1].append(subjects)
         out = []
         for values, members in groups.values():
-            aggregates = [_aggregate(column.aggregator, len(members),
+            aggregates = [aggregate(column.aggregator, len(members),
                                      [n for m in members if (n := m[i]) is not None])
                           for i, column in enumerate(self.combined)]
-            out.append(([_sort_key(v) for v in values], [*values, *aggregates]))
+            out.append(([sort_key(v) for v in values], [*values, *aggregates]))
         out.sort(key=lambda r: r[0])
         return [columns for _, columns in out[: self.limit]]
 
     @staticmethod
-    def _value(column: Column, ctx: Any, wec: str, errors: _Errors) -> dict[str, Any]:
+    def _value(column: Column, ctx: Any, wec: str, errors: EvaluationErrors) -> dict[str, Any]:
         assert column.expr is not None
-        ok, value = _run(column.expr, ctx)
+        ok, value = run_expression(column.expr, ctx)
         if not ok:
             errors.add(column.expr.path, value, wec)
             return {"type": "Null"}
         return to_value(value)
 
     @staticmethod
-    def _subject(column: Column, ctx: Any, wec: str, errors: _Errors) -> int | float | None:
+    def _subject(column: Column, ctx: Any, wec: str, errors: EvaluationErrors) -> int | float | None:
         if column.aggregator == "COUNT" or column.expr is None:
             return None
-        ok, value = _run(column.expr, ctx)
+        ok, value = run_expression(column.expr, ctx)
         if not ok:
             errors.add(column.expr.path, value, wec)
             return None
-        number, reason = _number(value)
+        number, reason = as_number(value)
         if reason:
             errors.add(column.expr.path, reason, wec)
         return number
@@ -288,7 +265,7 @@ def compile_collector(obj: Obj) -> tuple[Collector | None, list[Problem]]:
         if not isinstance(text, str) or not text.strip():
             messages.append(f"{path}: must be a non-empty CEL expression (a string)")
             return None
-        program, error = _compile(text)
+        program, error = compile_expression(text)
         if error:
             messages.append(f"{path}: {error}")
             return None
@@ -381,332 +358,3 @@ def _column_name(path: str, name: Any, messages: list[str]) -> str | None:
         messages.append(f"{path}.name: must be a non-empty string")
         return None
     return name
-
-
-@functools.lru_cache(maxsize=4096)
-def _compile(text: str) -> tuple[Any, str]:
-    """(program, "") or (None, why it is not a valid StatusCollector expression)."""
-    try:
-        program = _cel().compile(text)
-    except Exception as exc:  # noqa: BLE001 - the library raises ValueError; be safe with any
-        match = _PARSE_ERROR.search(str(exc))
-        if match:
-            line, column, message = match.groups()
-            return None, f"invalid CEL: {line}:{column}: {message.strip()}"
-        return None, f"invalid CEL: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}"
-    depth = comprehension_depth(text)
-    if depth > MAX_NESTING:
-        return None, (f"comprehensions nest {depth} deep (at most {MAX_NESTING}: each level multiplies the "
-                      "work, and a deeper one could run for hours)")
-    bound = set(_COMPREHENSION.findall(text))
-    unknown = sorted(set(program.variables()) - set(VARIABLES) - bound - TYPE_NAMES)
-    if unknown:
-        return None, (f"undeclared reference to {', '.join(repr(u) for u in unknown)} "
-                      f"(expressions see {', '.join(VARIABLES)})")
-    functions = sorted(f for f in program.functions() if f[:1] not in "_!-@" and f not in FUNCTIONS)
-    if functions:
-        return None, (f"unknown function {', '.join(repr(f) for f in functions)} "
-                      "(CEL's standard library only)")
-    return program, ""
-
-
-def comprehension_depth(text: str) -> int:
-    """How deep comprehension macros (all, exists, exists_one, map, filter) nest in `text`:
-    the work of an expression grows as the product of the list sizes at each level. String
-    literals are skipped; the parentheses of other calls do not count."""
-    deepest, stack, i = 0, [], 0
-    while i < len(text):
-        char = text[i]
-        if char in "'\"":
-            i = _string_end(text, i)
-            continue
-        if char == "(":
-            stack.append(bool(_MACRO_CALL.search(text, 0, i)))
-            deepest = max(deepest, sum(stack))
-        elif char == ")" and stack:
-            stack.pop()
-        i += 1
-    return deepest
-
-
-def _string_end(text: str, start: int) -> int:
-    """The index after the string literal that opens at `start` (triple-quoted ones too)."""
-    quote = text[start] * 3 if text.startswith(text[start] * 3, start) else text[start]
-    i = start + len(quote)
-    while i < len(text):
-        if text[i] == "\\":
-            i += 2
-            continue
-        if text.startswith(quote, i):
-            return i + len(quote)
-        i += 1
-    return i
-
-
-# --- evaluating -------------------------------------------------------------------------------------
-
-class _Contexts:
-    """The CEL context of the current row: one context, updated row by row, where `obj` is
-    converted again only when the row holds a different object (one workload object's bindings
-    share it, and converting it is most of the cost). Valid until the next call."""
-
-    def __init__(self, variables: tuple[str, ...]) -> None:
-        self.variables = variables
-        self.ctx: Any = None
-        self.obj: Any = None
-
-    def context(self, row: Any) -> Any:
-        """A context holding the row's variables, or None if the library cannot convert them."""
-        if not isinstance(row, dict):
-            return None
-        try:
-            if any(v not in row for v in self.variables):  # a one-off, never reused
-                return _cel().Context(variables={v: row[v] for v in self.variables if v in row})
-            if self.ctx is None:
-                self.ctx = _cel().Context(variables={v: row[v] for v in self.variables})
-            else:
-                for v in self.variables:
-                    if v != "obj" or row["obj"] is not self.obj:
-                        self.ctx.add_variable(v, row[v])
-            self.obj = row.get("obj")
-            return self.ctx
-        except Exception:  # noqa: BLE001 - a value the library cannot convert
-            self.ctx = None
-            return None
-
-
-def _cel() -> Any:
-    """The CEL binding, imported on first use (it loads a native library; most runs need none)."""
-    import cel
-    return cel
-
-
-def _run(expr: Expr, ctx: Any) -> tuple[bool, Any]:
-    """(True, value) or (False, reason): the reason never quotes object data."""
-    try:
-        return True, expr.program.execute(ctx)
-    except Exception as exc:  # noqa: BLE001 - every evaluation failure is data, not a crash
-        return False, _reason(exc)
-
-
-def _reason(exc: Exception) -> str:
-    text = str(exc)
-    if isinstance(exc, KeyError):
-        return "no such key"
-    if isinstance(exc, IndexError):
-        return "index out of range"
-    if isinstance(exc, ZeroDivisionError):
-        return "division by zero"
-    if isinstance(exc, OverflowError):
-        return "arithmetic overflow"
-    if isinstance(exc, TypeError):
-        return "no matching overload for the operand types"
-    match = _UNDEFINED.search(text)
-    if match:
-        return f"undeclared reference to {match.group(1)!r}"
-    match = _FUNCTION_ERROR.search(text)
-    if match:
-        return f"function {match.group(1)!r} failed"
-    return f"evaluation error ({type(exc).__name__})"
-
-
-class _Errors:
-    """Evaluation errors, collected per (field, reason) with the WECs they happened on."""
-
-    def __init__(self) -> None:
-        self.wecs: dict[tuple[str, str], set[str]] = {}
-
-    def add(self, path: str, reason: str, wec: str) -> None:
-        self.wecs.setdefault((path, reason), set()).add(wec)
-
-    def problems(self, origin: Origin, label: str) -> list[Problem]:
-        out = []
-        for (path, reason), wecs in sorted(self.wecs.items()):
-            names = sorted(wecs)
-            sample = ", ".join(n or "(no name)" for n in names[:SAMPLE_WECS]) + (", ..." if len(names) > SAMPLE_WECS else "")
-            where = f"on {len(names)} WEC{'s' if len(names) != 1 else ''} ({sample})"
-            out.append(Problem(origin, f"{label}: {path}: {reason} {where}", severity="warning"))
-        return out
-
-
-def _wec_name(row: Any) -> str:
-    inventory = row.get("inventory") if isinstance(row, dict) else None
-    name = inventory.get("name") if isinstance(inventory, dict) else None
-    return name if isinstance(name, str) else ""
-
-
-def _cel_type(value: Any) -> str:
-    if value is None:
-        return "null"
-    for kind, name in ((bool, "bool"), (int, "int"), (float, "double"), (str, "string"),
-                       (bytes, "bytes"), (list, "list"), (dict, "map"),
-                       (_dt.datetime, "timestamp"), (_dt.timedelta, "duration")):
-        if isinstance(value, kind):
-            return name
-    return type(value).__name__
-
-
-def _number(value: Any) -> tuple[int | float | None, str]:
-    """A subject as a number, or (None, why not); null is skipped without a reason."""
-    if value is None:
-        return None, ""
-    if isinstance(value, bool):
-        return None, "is a bool, not a number"
-    if isinstance(value, (int, float)):
-        return value, ""
-    if isinstance(value, str):
-        text = value.strip()
-        if _INT_TEXT.fullmatch(text):
-            return int(text), ""
-        if _FLOAT_TEXT.fullmatch(text):
-            return float(text), ""
-        return None, "is a string that is not a number"
-    return None, f"is a {_cel_type(value)}, not a number"
-
-
-# --- aggregates -----------------------------------------------------------------------------------
-
-def _aggregate(kind: str, count: int, numbers: list[int | float]) -> dict[str, Any]:
-    if kind == "COUNT":
-        return _number_value(count)
-    if kind == "SUM":
-        return _number_value(_sum(numbers))
-    if kind == "AVG":
-        return _number_value(_sum(numbers) / len(numbers) if numbers else math.nan)
-    candidates = [n for n in numbers if not (isinstance(n, float) and math.isnan(n))]
-    # ties (3 and 3.0, 0.0 and -0.0) are broken by the text, so that row order cannot matter
-    if kind == "MIN":
-        return _number_value(min(candidates, key=_tie_key) if candidates else math.inf)
-    return _number_value(max(candidates, key=_tie_key) if candidates else -math.inf)
-
-
-def _tie_key(n: int | float) -> tuple[int | float, str]:
-    return n, format_number(n)
-
-
-def _sum(numbers: Iterable[int | float]) -> int | float:
-    """Exact for ints; for doubles correctly rounded (math.fsum), so independent of order."""
-    ints = 0
-    floats: list[float] = []
-    for n in numbers:
-        if isinstance(n, float):
-            floats.append(n)
-        else:
-            ints += n
-    if not floats:
-        return ints
-    if any(math.isnan(f) for f in floats) or (math.inf in floats and -math.inf in floats):
-        return math.nan
-    if math.inf in floats or -math.inf in floats:
-        return math.inf if math.inf in floats else -math.inf
-    try:
-        return math.fsum([*floats, float(ints)])
-    except OverflowError:  # an intermediate or final overflow: the sign of the exact sum
-        exact = sum((Decimal(f) for f in floats), Decimal(ints))
-        return math.inf if exact > 0 else -math.inf
-
-
-# --- output values -----------------------------------------------------------------------------------
-
-def format_number(n: int | float) -> str:
-    """A Number's text: ints exactly, doubles as Go's strconv.FormatFloat(x, 'g', -1, 64)."""
-    if isinstance(n, bool):
-        raise TypeError("a bool is not a number")
-    if isinstance(n, int):
-        return str(n)
-    if math.isnan(n):
-        return "NaN"
-    if math.isinf(n):
-        return "+Inf" if n > 0 else "-Inf"
-    if n == 0:
-        return "-0" if math.copysign(1.0, n) < 0 else "0"
-    sign = "-" if n < 0 else ""
-    _, digit_tuple, exponent = Decimal(repr(abs(n))).normalize().as_tuple()
-    assert isinstance(exponent, int)
-    digits = "".join(map(str, digit_tuple))
-    point = len(digits) + exponent  # the decimal point sits after this many digits
-    exp = point - 1
-    if exp < -4 or exp >= 6:  # Go: %e when the exponent is < -4 or >= 6 (shortest precision)
-        mantissa = digits[0] + ("." + digits[1:] if len(digits) > 1 else "")
-        return f"{sign}{mantissa}e{'-' if exp < 0 else '+'}{abs(exp):02d}"
-    if point <= 0:
-        return f"{sign}0.{'0' * -point}{digits}"
-    if point >= len(digits):
-        return sign + digits + "0" * (point - len(digits))
-    return f"{sign}{digits[:point]}.{digits[point:]}"
-
-
-def _number_value(n: int | float) -> dict[str, Any]:
-    return {"type": "Number", "float": format_number(n)}
-
-
-def to_value(value: Any) -> dict[str, Any]:
-    """A CEL result as a KubeStellar `Value` (module docstring)."""
-    if value is None:
-        return {"type": "Null"}
-    if isinstance(value, bool):
-        return {"type": "Bool", "bool": value}
-    if isinstance(value, (int, float)):
-        return _number_value(value)
-    if isinstance(value, (str, bytes, _dt.datetime, _dt.timedelta)):
-        return {"type": "String", "string": _jsonable(value)}
-    if isinstance(value, (list, tuple)):
-        return {"type": "Array", "array": _jsonable(value)}
-    if isinstance(value, dict):
-        return {"type": "Object", "object": _jsonable(value)}
-    return {"type": "String", "string": str(value)}
-
-
-def _jsonable(value: Any) -> Any:
-    """A CEL result as plain JSON: non-finite doubles as "NaN"/"+Inf"/"-Inf", sorted string keys."""
-    if value is None or isinstance(value, (bool, int, str)):
-        return value
-    if isinstance(value, float):
-        return value if math.isfinite(value) else format_number(value)
-    if isinstance(value, bytes):
-        return base64.b64encode(value).decode("ascii")
-    if isinstance(value, _dt.datetime):
-        if value.tzinfo is not None:
-            value = value.astimezone(_dt.timezone.utc).replace(tzinfo=None)
-        return value.isoformat() + "Z"
-    if isinstance(value, _dt.timedelta):
-        micros = (value.days * 86400 + value.seconds) * 1_000_000 + value.microseconds
-        seconds, fraction = divmod(abs(micros), 1_000_000)
-        text = f"{seconds}.{fraction:06d}".rstrip("0") if fraction else str(seconds)
-        return f"{'-' if micros < 0 else ''}{text}s"
-    if isinstance(value, (list, tuple)):
-        return [_jsonable(v) for v in value]
-    if isinstance(value, dict):
-        items = sorted(((_key_text(k), _cel_type(k), v) for k, v in value.items()), key=lambda t: t[:2])
-        return {k: _jsonable(v) for k, _, v in items}
-    return str(value)
-
-
-def _key_text(key: Any) -> str:
-    if isinstance(key, bool):
-        return "true" if key else "false"
-    return key if isinstance(key, str) else str(_jsonable(key))
-
-
-def _canonical(value: dict[str, Any]) -> str:
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-
-
-_TYPE_ORDER = {"Null": 0, "Bool": 1, "Number": 2, "String": 3, "Array": 4, "Object": 5}
-
-
-def _sort_key(value: dict[str, Any]) -> tuple[Any, ...]:
-    """Total order on Values: by type, then numbers by value (NaN last), strings by code point."""
-    kind = value["type"]
-    rank = _TYPE_ORDER.get(kind, 6)
-    if kind == "Bool":
-        return (rank, value["bool"], "")
-    if kind == "Number":
-        text = value["float"]
-        number: int | float = int(text) if _INT_TEXT.fullmatch(text) else float(text)
-        if isinstance(number, float) and math.isnan(number):
-            return (rank, (1, 0), text)
-        return (rank, (0, number), text)
-    if kind == "String":
-        return (rank, value["string"], "")
-    return (rank, "", _canonical(value))

@@ -1,0 +1,101 @@
+"""Evaluating compiled StatusCollector expressions row by row: one CEL context per row, reused
+while the rows hold the same object; failures as data (a reason that never quotes object data),
+collected per (field, reason) with the WECs they happened on."""
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING, Any
+
+from ...model import Origin, Problem
+from .celcompile import cel_library
+
+if TYPE_CHECKING:
+    from .collectors import Expr
+
+SAMPLE_WECS = 3
+_UNDEFINED = re.compile(r"Undefined variable or function: '([A-Za-z_][\w.]*)'")
+_FUNCTION_ERROR = re.compile(r"Function '([A-Za-z_]\w*)' error")
+
+
+class RowContexts:
+    """The CEL context of the current row: one context, updated row by row, where `obj` is
+    converted again only when the row holds a different object (one workload object's bindings
+    share it, and converting it is most of the cost). Valid until the next call."""
+
+    def __init__(self, variables: tuple[str, ...]) -> None:
+        self.variables = variables
+        self.ctx: Any = None
+        self.obj: Any = None
+
+    def context(self, row: Any) -> Any:
+        """A context holding the row's variables, or None if the library cannot convert them."""
+        if not isinstance(row, dict):
+            return None
+        try:
+            if any(v not in row for v in self.variables):  # a one-off, never reused
+                return cel_library().Context(variables={v: row[v] for v in self.variables if v in row})
+            if self.ctx is None:
+                self.ctx = cel_library().Context(variables={v: row[v] for v in self.variables})
+            else:
+                for v in self.variables:
+                    if v != "obj" or row["obj"] is not self.obj:
+                        self.ctx.add_variable(v, row[v])
+            self.obj = row.get("obj")
+            return self.ctx
+        except Exception:  # noqa: BLE001 - a value the library cannot convert
+            self.ctx = None
+            return None
+
+
+def run_expression(expr: Expr, ctx: Any) -> tuple[bool, Any]:
+    """(True, value) or (False, reason): the reason never quotes object data."""
+    try:
+        return True, expr.program.execute(ctx)
+    except Exception as exc:  # noqa: BLE001 - every evaluation failure is data, not a crash
+        return False, failure_reason(exc)
+
+
+def failure_reason(exc: Exception) -> str:
+    text = str(exc)
+    if isinstance(exc, KeyError):
+        return "no such key"
+    if isinstance(exc, IndexError):
+        return "index out of range"
+    if isinstance(exc, ZeroDivisionError):
+        return "division by zero"
+    if isinstance(exc, OverflowError):
+        return "arithmetic overflow"
+    if isinstance(exc, TypeError):
+        return "no matching overload for the operand types"
+    match = _UNDEFINED.search(text)
+    if match:
+        return f"undeclared reference to {match.group(1)!r}"
+    match = _FUNCTION_ERROR.search(text)
+    if match:
+        return f"function {match.group(1)!r} failed"
+    return f"evaluation error ({type(exc).__name__})"
+
+
+class EvaluationErrors:
+    """Evaluation errors, collected per (field, reason) with the WECs they happened on."""
+
+    def __init__(self) -> None:
+        self.wecs: dict[tuple[str, str], set[str]] = {}
+
+    def add(self, path: str, reason: str, wec: str) -> None:
+        self.wecs.setdefault((path, reason), set()).add(wec)
+
+    def problems(self, origin: Origin, label: str) -> list[Problem]:
+        out = []
+        for (path, reason), wecs in sorted(self.wecs.items()):
+            names = sorted(wecs)
+            sample = ", ".join(n or "(no name)" for n in names[:SAMPLE_WECS]) + (", ..." if len(names) > SAMPLE_WECS else "")
+            where = f"on {len(names)} WEC{'s' if len(names) != 1 else ''} ({sample})"
+            out.append(Problem(origin, f"{label}: {path}: {reason} {where}", severity="warning"))
+        return out
+
+
+def wec_name(row: Any) -> str:
+    inventory = row.get("inventory") if isinstance(row, dict) else None
+    name = inventory.get("name") if isinstance(inventory, dict) else None
+    return name if isinstance(name, str) else ""
