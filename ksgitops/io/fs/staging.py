@@ -11,8 +11,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ...core.tree import KEEP, FileTree, has_files
-from .tree import lstat_mode, write_new
+from ...core.tree import KEEP, OTHERS, FileTree, has_files
+from .tree import LinkError, lstat_mode, write_new
 from .statcache import ABSENT, THREADS, Observed, lstamp, stamp_of
 
 PARALLEL = 4  # roots in a batch from which staging runs in threads
@@ -101,3 +101,34 @@ def remove(path: Path) -> None:
         shutil.rmtree(path)
     elif mode:
         os.unlink(path)
+
+
+def resolve_legacy(root: Path, rel: str, tree: FileTree | bytes | None) -> None:
+    """The earlier writer moved the kept folders into `.NAME.ksgitops-new` before renaming it in,
+    and deleted that folder on the next run: put what it holds back, delete only what is generated."""
+    target = root / rel
+    new, old = sibling(target, "new"), sibling(target, "old")
+    has_new, has_old = os.path.lexists(new), os.path.lexists(old)
+    if not (has_new or has_old):
+        return
+    for leftover in (new, old):
+        if os.path.islink(leftover):
+            raise LinkError(str(leftover.relative_to(root)))
+    if not os.path.lexists(target):
+        if has_old and not has_new:
+            os.rename(old, target)  # the old root, never renamed back: restore it
+            return
+        if has_old:
+            os.rename(new, target)  # renamed aside, the new one complete (kept folders inside)
+            shutil.rmtree(old)
+            return
+    if has_new and isinstance(tree, dict) and os.path.isdir(new) and os.path.isdir(target):
+        others = tree.get(OTHERS) is KEEP
+        for entry in os.scandir(new):
+            kept = tree.get(entry.name) is KEEP or (others and entry.name not in tree)
+            if kept and not os.path.lexists(target / entry.name):
+                os.rename(entry.path, target / entry.name)
+    if has_new:
+        remove(new)
+    if has_old:
+        remove(old)

@@ -50,7 +50,8 @@ the old roots, which were on disk before the run began; from step 5 on, everythi
 durable is (for reconcile's output: every kept path; a generated file may come back empty, and
 the next reconcile finds it by its stamp or its bytes).
 
-Leftovers of the earlier protocol (`.NAME.ksgitops-new` holding the kept folders, `.NAME.ksgitops-old`)
+Leftovers of the earlier protocol (`.NAME.ksgitops-new` holding the kept folders, `.NAME.ksgitops-old`:
+staging.resolve_legacy)
 are resolved before a root is planned, without deleting anything that could hold a kept file.
 """
 from __future__ import annotations
@@ -66,11 +67,9 @@ from typing import Any
 from ...core.tree import KEEP, OTHERS, REUSE, FileTree, Generated, has_files
 from ...model import EnvError, KsgitopsError, Progress
 from .durable import exclusive, fsync_dir, os_reason, sync_filesystem, write_durably
-from ...core.load.read import is_mailbox_document
-from ...core.load.parse import MAX_FILE_BYTES, parse_file
-from ...core.load.snapshot import GENERATED_DIR
 from .tree import STATUS_FILE, LinkError, check_path, lstat_mode
-from .staging import Change, remove as _remove, sibling, stage_all
+from .owned import change_of, made_names, owned_root_problem
+from .staging import Change, remove as _remove, resolve_legacy, sibling, stage_all
 
 JOURNAL = ".ksgitops-journal"
 FORMAT = "ksgitops-journal-1"
@@ -98,7 +97,7 @@ def write_generated(root: Path, generated: Generated, record: Any = None, regene
                 continue
             check_path(root, rel, verified)
             content: Any = tree
-            _resolve_legacy(root, rel, content)
+            resolve_legacy(root, rel, content)
             if record is not None:
                 if record.unchanged(rel, content):
                     continue
@@ -351,7 +350,7 @@ class _Journal:
             raise self._refused("it names no roots")
         changes = []
         for entry in roots:
-            change = _change_of(entry)
+            change = change_of(entry)
             problem = owned_root_problem(self.root, change.path, change.keep) if change else "an entry is malformed"
             if problem or change is None:
                 raise self._refused(problem or "an entry is malformed")
@@ -364,7 +363,7 @@ class _Journal:
 
     def write(self, state: str, changes: list[Change]) -> None:
         check_path(self.root, JOURNAL)
-        roots = [{"path": c.path, "existed": c.existed, "keep": c.keep, "made": _made(c)} for c in changes]
+        roots = [{"path": c.path, "existed": c.existed, "keep": c.keep, "made": made_names(c)} for c in changes]
         write_durably(self.path, json.dumps({"format": FORMAT, "state": state, "roots": roots}).encode())
 
     def remove(self) -> None:
@@ -372,103 +371,3 @@ class _Journal:
             os.unlink(self.path)
         except FileNotFoundError:
             pass
-
-
-# --- leftovers of the earlier protocol ----------------------------------------------------------------
-
-def _resolve_legacy(root: Path, rel: str, tree: FileTree | bytes | None) -> None:
-    """The earlier writer moved the kept folders into `.NAME.ksgitops-new` before renaming it in,
-    and deleted that folder on the next run: put what it holds back, delete only what is generated."""
-    target = root / rel
-    new, old = sibling(target, "new"), sibling(target, "old")
-    has_new, has_old = os.path.lexists(new), os.path.lexists(old)
-    if not (has_new or has_old):
-        return
-    for leftover in (new, old):
-        if os.path.islink(leftover):
-            raise LinkError(str(leftover.relative_to(root)))
-    if not os.path.lexists(target):
-        if has_old and not has_new:
-            os.rename(old, target)  # the old root, never renamed back: restore it
-            return
-        if has_old:
-            os.rename(new, target)  # renamed aside, the new one complete (kept folders inside)
-            shutil.rmtree(old)
-            return
-    if has_new and isinstance(tree, dict) and os.path.isdir(new) and os.path.isdir(target):
-        others = tree.get(OTHERS) is KEEP
-        for entry in os.scandir(new):
-            kept = tree.get(entry.name) is KEEP or (others and entry.name not in tree)
-            if kept and not os.path.lexists(target / entry.name):
-                os.rename(entry.path, target / entry.name)
-    if has_new:
-        _remove(new)
-    if has_old:
-        _remove(old)
-
-
-# --- what a journal may name ------------------------------------------------------------------------
-
-def _made(change: Change) -> list[str] | None:
-    """The top-level names a root that did not exist is made of (None: a file root, or it existed)."""
-    if change.existed or not isinstance(change.content, dict):
-        return None
-    return sorted(name for name, value in change.content.items()
-                  if name != OTHERS and value is not KEEP and value is not REUSE)
-
-
-def _change_of(entry: Any) -> Change | None:
-    if not isinstance(entry, dict):
-        return None
-    path, existed, keep, made = entry.get("path"), entry.get("existed"), entry.get("keep", []), entry.get("made")
-    if not isinstance(path, str) or not isinstance(existed, bool) or not isinstance(keep, list) \
-            or not all(isinstance(k, str) for k in keep) \
-            or not (made is None or (isinstance(made, list) and all(isinstance(m, str) for m in made))):
-        return None
-    return Change(path, None, existed, list(keep), made)
-
-
-def owned_root_problem(root: Path, rel: str, keep: list[str]) -> str | None:
-    """Why `rel` (with kept paths `keep`) is not a root ksgitops writes in the work tree `root`, or None."""
-    shown = repr(rel[:200])
-    if not _plain_relative(rel):
-        return f"root {shown} is not a plain path inside the repository"
-    bad = next((k for k in keep if not _plain_relative(k)), None)
-    if bad is not None:
-        return f"kept path {bad[:200]!r} of root {shown} is not a plain path inside it"
-    try:
-        check_path(root, rel)
-    except LinkError:
-        return f"root {shown} has a symbolic link on its way"
-    parts = rel.split("/")
-    if parts == [STATUS_FILE] or (len(parts) == 4 and parts[0] == "spaces" and parts[2] == GENERATED_DIR):
-        return None
-    if parts[0] == "spaces" and (len(parts) == 2 or (len(parts) == 3 and parts[2] == "reported")):
-        if _mailbox_or_absent(root / "spaces" / parts[1]):
-            return None
-        return f"root {shown} is a source space, not a mailbox ksgitops writes"
-    return f"root {shown} is nothing ksgitops writes"
-
-
-def _plain_relative(rel: str) -> bool:
-    parts = rel.split("/")
-    return bool(rel) and not rel.startswith("/") and "\0" not in rel and \
-        all(part not in ("", ".", "..") for part in parts) and parts[0] != ".git"
-
-
-def _mailbox_or_absent(folder: Path) -> bool:
-    """A folder that is not there (a new root: only its `.NAME.ksgitops-*` siblings can be), or
-    one whose space.yaml makes it a ksgitops mailbox."""
-    return not os.path.lexists(folder) or is_mailbox_file(folder / "space.yaml")
-
-
-def is_mailbox_file(space_yaml: Path) -> bool:
-    """Whether the file is a ksgitops mailbox's space.yaml (a regular file, small, that parses)."""
-    try:
-        st = os.lstat(space_yaml)
-        if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_FILE_BYTES:
-            return False
-        parsed = parse_file("space.yaml", space_yaml.read_bytes())  # the parser's limits: no alias bombs
-    except OSError:
-        return False
-    return len(parsed.docs) == 1 and is_mailbox_document(parsed.docs[0][1])
