@@ -18,71 +18,9 @@ from ..core.readout.wecs import find_wec, wec_display_names, wec_rows
 from ..core.tree import REUSE, FileTree, same_files
 from ..model import KsgitopsError, Progress, counted
 from ..io.fs.tree import WorkTreeSnapshot, write_generated
-
-WORKTREE = "worktree"
-
-
-@dataclass
-class Source:
-    """Where inputs are read from, and where the previous generated files are."""
-
-    path: Path
-    snapshot: Snapshot
-    repo: object | None = None  # pygit2.Repository, kept opaque here
-    commit: object | None = None  # pygit2.Commit
-    ref_name: str | None = None
-
-
-def open_source(path: Path, source: str) -> Source:
-    """Open what a command reads, after refusing links in the paths ksgitops owns and recovering
-    what an interrupted run left (io/fs/worktree.py, io/git/checkout.py)."""
-    from ..io.fs.tree import WorkTreeSnapshot
-    if source == WORKTREE:
-        if not path.is_dir():
-            raise KsgitopsError(f"{path}: no such directory")
-        _recover(path, None)
-        return Source(path, WorkTreeSnapshot(path))
-    from ..io.git import repo as git
-    repo = git.open_repo(path)
-    _recover(Path(repo.workdir) if repo.workdir else None, repo)
-    commit = git.resolve_commit(repo, source)
-    return Source(path, git.TreeSnapshot(repo, commit.tree), repo, commit, git.branch_ref(repo, source))
-
-
-def _recover(workdir: Path | None, repo: Any) -> None:
-    from ..io.git import checkout
-    from ..io.fs import worktree
-    from ..io.fs.tree import check_layout
-    if workdir is not None:
-        check_layout(workdir)
-        worktree.recover(workdir)
-    if repo is None and workdir is not None and checkout.pending(workdir):
-        from ..io.git import repo as git
-        repo = git.open_repo(workdir)
-    if repo is not None:
-        checkout.recover(repo)
-
-
-def compute(src: Source, cache: MutableMapping[Any, Any] | None = None,
-            progress: Progress | None = None,
-            reuse: Callable[[str, str], bool] | None = None) -> Result:
-    """Run the pure pipeline; previous copies come from the same snapshot (HEAD or work tree).
-    Without a cache of its own, a work tree inside a git repository uses the repository's."""
-    from ..core.pipeline import reconcile
-    if cache is None and src.repo is None:
-        disk = _worktree_cache(src.path)
-        result = reconcile(src.snapshot, src.snapshot, disk.content, progress, reuse)
-        disk.save_content()
-        return result
-    return reconcile(src.snapshot, src.snapshot, cache, progress, reuse)
-
-
-def _worktree_cache(path: Path) -> Any:
-    from ..io.git.cache import DiskCache
-    from ..io.git.repo import git_dir
-    found = git_dir(path)
-    return DiskCache.for_git_dir(found) if found else DiskCache(None)
-
+from .sources import WORKTREE, Source, _worktree_cache, commit_on_branch, compute, open_branch, open_source
+from .status import (FoldOutcome, STATUS_SUBJECT, StatusOutcome, fold_in, fold_subject, placements_only, plan_fold_in,
+                     source_of, status_commit, status_worktree, summarize_commit)
 
 def init_repo(directory: Path) -> None:
     """`ksgitops init`: copy the bundled example into DIRECTORY (absent or empty)."""
@@ -201,7 +139,7 @@ def reconcile_commit(path: Path, source: str, progress: Progress | None = None,
         affected = sum(1 for root in roots if root.count("/") == 1)
         return config.commit_message(str(src.commit.id), affected, frozen=result.frozen.trailer())  # type: ignore[attr-defined]
 
-    committed = _commit_on_branch(src, result.generated, config, message)
+    committed = commit_on_branch(src, result.generated, config, message)
     new = git.TreeIndex(src.repo, src.repo[committed.tree])  # type: ignore[arg-type, index]
     roots = git.changed_roots(base, new, list(result.generated))
     cache.save(clean_mailboxes(result, new))
@@ -219,23 +157,6 @@ def reconcile_reusing(src: Source, cache: Any, progress: Progress | None = None)
         return cached is not None and cached == (digest, base.entry_id(f"spaces/{mailbox}"))
 
     return compute(src, cache.content, progress, reuse)
-
-
-def open_branch(path: Path, source: str) -> Source:
-    """A commit to commit on top of: `source` must name a branch (HEAD: the checked-out one)."""
-    src = open_source(path, source)
-    if src.ref_name is None:
-        raise KsgitopsError(f"--commit needs --source HEAD or a branch name, not {source!r}")
-    return src
-
-
-def _commit_on_branch(src: Source, generated: Any, config: Any, message: str | Callable[[list[str]], str]) -> Any:
-    """Commit `generated` on the source's branch as RepoConfig's author; in a checkout of that
-    branch the work tree and index follow."""
-    from ..io.git import repo as git
-    return git.commit_generated(src.repo, src.ref_name, src.commit, generated,  # type: ignore[arg-type]
-                                git.signature(config.author_name, config.author_email), message,
-                                checkout=git.is_checked_out(src.repo, src.ref_name))  # type: ignore[arg-type]
 
 
 def clean_mailboxes(result: Result, tree: Any) -> dict[str, tuple[str, str]]:
@@ -339,126 +260,6 @@ def list_wecs(path: Path, progress: Progress | None = None) -> tuple[list[dict[s
     """Every WEC with its labels, mailbox and the placements that reach it (`ksgitops wecs`)."""
     result = placements_only(open_source(path, WORKTREE), progress=progress)
     return wec_rows(result, wec_display_names(result)), result
-
-
-@dataclass
-class StatusOutcome:
-    result: Result
-    output: Any  # core.status.StatusOutput
-    changed: list[str]  # status roots rewritten, and STATUS.md when it changed
-    problems: list[Any]
-    commit: str | None = None
-    folded: Any = None  # FoldOutcome, with --commit
-
-
-STATUS_SUBJECT = "ksgitops: status {source_short}"
-
-
-def placements_only(src: Source, cache: MutableMapping[Any, Any] | None = None,
-                    progress: Progress | None = None) -> Result:
-    """Where and what, without building mailboxes (status reads them as they are)."""
-    return compute(src, cache, progress, reuse=lambda mailbox, digest: True)
-
-
-def status_worktree(path: Path) -> StatusOutcome:
-    """`ksgitops status` on the work tree: summarize every mailbox's reported/ into the WDSes'
-    .ksgitops/status/ folders and STATUS.md (each rewritten only when its bytes change)."""
-    from ..io.fs.tree import write_generated
-    from ..core.status.summary import STATUS_MD, summarize
-    from ..io import status_sources as ss
-    from ..io.git.repo import git_dir
-    src = open_source(path, WORKTREE)
-    result = placements_only(src)
-    memo_file = ss.memo_path(git_dir(path), "worktree")
-    memo = ss.load_memo(memo_file)
-    output = summarize(result, ss.WorkTreeStatusSource(path), memo, result.config.status_limit)
-    changed = write_generated(path, {**output.generated, STATUS_MD: output.markdown})
-    ss.save_memo(memo_file, memo)
-    return StatusOutcome(result, output, changed, sorted(set(result.problems + output.problems)))
-
-
-@dataclass
-class FoldOutcome:
-    commit: str | None
-    folded: list[str]  # mailboxes whose reported/ or upsynced/ came in
-    problems: list[Any]
-
-
-def fold_subject(wecs: int) -> str:
-    return f"ksgitops: fold in reports of {counted(wecs, 'WEC')}"
-
-
-def fold_in(path: Path, source: str = "HEAD", cache: Any = None) -> FoldOutcome:
-    """Commit the per-WEC report refs' reported/ and upsynced/ into their mailboxes (io/git/foldin.py)."""
-    from ..core.load.repoconfig import parse_repo_config
-    from ..io.git.cache import DiskCache
-    from ..io.git.foldin import report_refs
-    src = open_branch(path, source)
-    if not report_refs(src.repo):  # type: ignore[arg-type]  # nothing to fold in: no need to load the sources
-        return FoldOutcome(None, [], [])
-    cache = cache or DiskCache.for_git_dir(src.repo.path)  # type: ignore[attr-defined]
-    planned, loaded = plan_fold_in(src, cache.content)
-    if not planned.generated:
-        return FoldOutcome(None, [], planned.problems)
-    config, _ = parse_repo_config(loaded.config)
-    message = config.commit_message(source_of(src.commit), len(planned.folded), subject=fold_subject(len(planned.folded)))
-    committed = _commit_on_branch(src, planned.generated, config, message)
-    return FoldOutcome(committed.commit, planned.folded, planned.problems)
-
-
-def plan_fold_in(src: Source, content: MutableMapping[Any, Any]) -> tuple[Any, Any]:
-    """What folding the report refs into the commit's mailboxes writes (io/foldin.FoldIn), and the
-    commit's loaded sources."""
-    from ..core.load.read import load
-    from ..io.git import foldin
-    loaded = load(src.snapshot, content)
-    return foldin.plan(src.repo, src.snapshot.index, set(loaded.mailboxes)), loaded  # type: ignore[arg-type, attr-defined]
-
-
-def status_commit(path: Path, source: str = "HEAD", memo: Any = None, cache: Any = None,
-                  fold: bool = True) -> StatusOutcome:
-    """Fold in the report refs (`fold`), then summarize the mailboxes of the branch head and
-    commit the summary on that branch, only when a summary changed. Reads commits, not the work
-    tree (bare repositories work). A long-running caller keeps `memo` (StatusMemo) and `cache`
-    (DiskCache) in memory."""
-    from ..core.status.summary import STATUS_MD
-    from ..io.git import repo as git
-    from ..io import status_sources as ss
-    from ..io.git.cache import DiskCache
-    src = open_branch(path, source)
-    cache = cache or DiskCache.for_git_dir(src.repo.path)  # type: ignore[attr-defined]
-    folded = fold_in(path, source, cache) if fold else FoldOutcome(None, [], [])
-    if folded.commit:
-        src = open_branch(path, source)  # the branch moved
-    repo, commit = src.repo, src.commit
-    memo_file = ss.memo_path(repo.path, "git") if memo is None else None  # type: ignore[attr-defined]
-    memo = ss.load_memo(memo_file) if memo is None else memo
-    result, output = summarize_commit(src, cache.content, memo)
-    cache.save_content()
-    base = src.snapshot.index  # type: ignore[attr-defined]
-    generated = {**output.generated, STATUS_MD: output.markdown}
-    config = result.config
-    committed = _commit_on_branch(src, generated, config, config.commit_message(source_of(commit), subject=STATUS_SUBJECT))
-    new = git.TreeIndex(repo, repo[committed.tree])  # type: ignore[arg-type, index]
-    ss.save_memo(memo_file, memo)
-    return StatusOutcome(result, output, git.changed_roots(base, new, list(generated)),
-                         sorted(set(result.problems + output.problems + folded.problems)), committed.commit,
-                         folded)
-
-
-def summarize_commit(src: Source, content: MutableMapping[Any, Any], memo: Any) -> tuple[Result, Any]:
-    """The placements and the status summary (core.status.StatusOutput) of a commit's mailboxes."""
-    from ..core.status.summary import summarize
-    from ..io import status_sources as ss
-    result = placements_only(src, content)
-    source = ss.GitStatusSource(src.repo, src.snapshot.index)  # type: ignore[arg-type, attr-defined]
-    return result, summarize(result, source, memo, result.config.status_limit)
-
-
-def source_of(commit: Any) -> str:
-    """The source commit a commit stands for: its Ksgitops-Source trailer, else itself."""
-    from ..core.load.repoconfig import SOURCE_TRAILER, trailers
-    return trailers(str(commit.message)).get(SOURCE_TRAILER) or str(commit.id)
 
 
 # --- publishing (app/publish.py): commit, then push without force, recomputing on a moved remote --------

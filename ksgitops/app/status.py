@@ -1,0 +1,132 @@
+"""Use cases of reported state: `status` (summaries of what the WECs reported, in a work tree or
+committed) and `fold-in` (the WECs' report refs committed into their mailboxes)."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, MutableMapping
+
+from ..core.pipeline import Result
+from ..model import KsgitopsError, Progress, counted
+from ..io.fs.tree import WorkTreeSnapshot, write_generated
+from .sources import WORKTREE, Source, _worktree_cache, commit_on_branch, compute, open_branch, open_source
+
+
+@dataclass
+class StatusOutcome:
+    result: Result
+    output: Any  # core.status.StatusOutput
+    changed: list[str]  # status roots rewritten, and STATUS.md when it changed
+    problems: list[Any]
+    commit: str | None = None
+    folded: Any = None  # FoldOutcome, with --commit
+
+
+STATUS_SUBJECT = "ksgitops: status {source_short}"
+
+
+def placements_only(src: Source, cache: MutableMapping[Any, Any] | None = None,
+                    progress: Progress | None = None) -> Result:
+    """Where and what, without building mailboxes (status reads them as they are)."""
+    return compute(src, cache, progress, reuse=lambda mailbox, digest: True)
+
+
+def status_worktree(path: Path) -> StatusOutcome:
+    """`ksgitops status` on the work tree: summarize every mailbox's reported/ into the WDSes'
+    .ksgitops/status/ folders and STATUS.md (each rewritten only when its bytes change)."""
+    from ..io.fs.tree import write_generated
+    from ..core.status.summary import STATUS_MD, summarize
+    from ..io import status_sources as ss
+    from ..io.git.repo import git_dir
+    src = open_source(path, WORKTREE)
+    result = placements_only(src)
+    memo_file = ss.memo_path(git_dir(path), "worktree")
+    memo = ss.load_memo(memo_file)
+    output = summarize(result, ss.WorkTreeStatusSource(path), memo, result.config.status_limit)
+    changed = write_generated(path, {**output.generated, STATUS_MD: output.markdown})
+    ss.save_memo(memo_file, memo)
+    return StatusOutcome(result, output, changed, sorted(set(result.problems + output.problems)))
+
+
+@dataclass
+class FoldOutcome:
+    commit: str | None
+    folded: list[str]  # mailboxes whose reported/ or upsynced/ came in
+    problems: list[Any]
+
+
+def fold_subject(wecs: int) -> str:
+    return f"ksgitops: fold in reports of {counted(wecs, 'WEC')}"
+
+
+def fold_in(path: Path, source: str = "HEAD", cache: Any = None) -> FoldOutcome:
+    """Commit the per-WEC report refs' reported/ and upsynced/ into their mailboxes (io/git/foldin.py)."""
+    from ..core.load.repoconfig import parse_repo_config
+    from ..io.git.cache import DiskCache
+    from ..io.git.foldin import report_refs
+    src = open_branch(path, source)
+    if not report_refs(src.repo):  # type: ignore[arg-type]  # nothing to fold in: no need to load the sources
+        return FoldOutcome(None, [], [])
+    cache = cache or DiskCache.for_git_dir(src.repo.path)  # type: ignore[attr-defined]
+    planned, loaded = plan_fold_in(src, cache.content)
+    if not planned.generated:
+        return FoldOutcome(None, [], planned.problems)
+    config, _ = parse_repo_config(loaded.config)
+    message = config.commit_message(source_of(src.commit), len(planned.folded), subject=fold_subject(len(planned.folded)))
+    committed = commit_on_branch(src, planned.generated, config, message)
+    return FoldOutcome(committed.commit, planned.folded, planned.problems)
+
+
+def plan_fold_in(src: Source, content: MutableMapping[Any, Any]) -> tuple[Any, Any]:
+    """What folding the report refs into the commit's mailboxes writes (io/foldin.FoldIn), and the
+    commit's loaded sources."""
+    from ..core.load.read import load
+    from ..io.git import foldin
+    loaded = load(src.snapshot, content)
+    return foldin.plan(src.repo, src.snapshot.index, set(loaded.mailboxes)), loaded  # type: ignore[arg-type, attr-defined]
+
+
+def status_commit(path: Path, source: str = "HEAD", memo: Any = None, cache: Any = None,
+                  fold: bool = True) -> StatusOutcome:
+    """Fold in the report refs (`fold`), then summarize the mailboxes of the branch head and
+    commit the summary on that branch, only when a summary changed. Reads commits, not the work
+    tree (bare repositories work). A long-running caller keeps `memo` (StatusMemo) and `cache`
+    (DiskCache) in memory."""
+    from ..core.status.summary import STATUS_MD
+    from ..io.git import repo as git
+    from ..io import status_sources as ss
+    from ..io.git.cache import DiskCache
+    src = open_branch(path, source)
+    cache = cache or DiskCache.for_git_dir(src.repo.path)  # type: ignore[attr-defined]
+    folded = fold_in(path, source, cache) if fold else FoldOutcome(None, [], [])
+    if folded.commit:
+        src = open_branch(path, source)  # the branch moved
+    repo, commit = src.repo, src.commit
+    memo_file = ss.memo_path(repo.path, "git") if memo is None else None  # type: ignore[attr-defined]
+    memo = ss.load_memo(memo_file) if memo is None else memo
+    result, output = summarize_commit(src, cache.content, memo)
+    cache.save_content()
+    base = src.snapshot.index  # type: ignore[attr-defined]
+    generated = {**output.generated, STATUS_MD: output.markdown}
+    config = result.config
+    committed = commit_on_branch(src, generated, config, config.commit_message(source_of(commit), subject=STATUS_SUBJECT))
+    new = git.TreeIndex(repo, repo[committed.tree])  # type: ignore[arg-type, index]
+    ss.save_memo(memo_file, memo)
+    return StatusOutcome(result, output, git.changed_roots(base, new, list(generated)),
+                         sorted(set(result.problems + output.problems + folded.problems)), committed.commit,
+                         folded)
+
+
+def summarize_commit(src: Source, content: MutableMapping[Any, Any], memo: Any) -> tuple[Result, Any]:
+    """The placements and the status summary (core.status.StatusOutput) of a commit's mailboxes."""
+    from ..core.status.summary import summarize
+    from ..io import status_sources as ss
+    result = placements_only(src, content)
+    source = ss.GitStatusSource(src.repo, src.snapshot.index)  # type: ignore[arg-type, attr-defined]
+    return result, summarize(result, source, memo, result.config.status_limit)
+
+
+def source_of(commit: Any) -> str:
+    """The source commit a commit stands for: its Ksgitops-Source trailer, else itself."""
+    from ..core.load.repoconfig import SOURCE_TRAILER, trailers
+    return trailers(str(commit.message)).get(SOURCE_TRAILER) or str(commit.id)
