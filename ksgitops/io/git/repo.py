@@ -21,6 +21,7 @@ from ...model import EnvError, GitError, KsgitopsError
 from . import checkout as checkouts
 from ..fs.durable import libgit2_fsync, moving_refs, os_reason
 from ..fs.tree import WorkTreeSnapshot
+from .branch import branch_ref, git_dir, is_checked_out, move_branch, signature  # noqa: F401 - callers name them here
 from .pack import KINDS, index_ids, object_id, tree_content, write_pack
 
 TREE_MODE = pygit2.GIT_FILEMODE_TREE
@@ -365,27 +366,6 @@ def changed_roots(old: TreeIndex, new: TreeIndex, roots: list[str]) -> list[str]
     return [root for root in roots if old.entry_id(root) != new.entry_id(root)]
 
 
-def branch_ref(repo: pygit2.Repository, name: str) -> str | None:
-    """The branch a --source names (HEAD -> its branch), or None for a sha or tag."""
-    if name == "HEAD":
-        if repo.head_is_detached or repo.head_is_unborn:
-            return None
-        return repo.head.name
-    for candidate in (name, f"refs/heads/{name}"):
-        if candidate.startswith("refs/heads/") and candidate in repo.references:
-            return candidate
-    return None
-
-
-def is_checked_out(repo: pygit2.Repository, ref_name: str) -> bool:
-    return not repo.is_bare and not repo.head_is_detached and not repo.head_is_unborn \
-        and repo.head.name == ref_name
-
-
-def signature(name: str, email: str) -> pygit2.Signature:
-    return pygit2.Signature(name, email)
-
-
 def uncommitted_sources(repo: pygit2.Repository, committed: TreeSnapshot, mailboxes: set[str]) -> list[str]:
     """Source files whose work-tree content differs from the commit (they are not used with
     --commit). Reads only source spaces and ksgitops.yaml: never the (large) mailboxes."""
@@ -406,23 +386,3 @@ def uncommitted_sources(repo: pygit2.Repository, committed: TreeSnapshot, mailbo
             (config[0] is not None and config[1] is not None and config[0].key != config[1].key):
         dirty.add("ksgitops.yaml")
     return sorted(dirty)
-
-
-def git_dir(path: Path) -> str | None:
-    """The git directory of the repository containing `path`, if any."""
-    return pygit2.discover_repository(str(path))
-
-
-def move_branch(repo: pygit2.Repository, ref: str, target: pygit2.Oid) -> None:
-    """Put a branch on `target`. In a checkout of that branch, the work tree and index follow, and
-    uncommitted changes to tracked files stop it (they would be lost)."""
-    with moving_refs(repo.path, ref):
-        if not is_checked_out(repo, ref):
-            repo.references.create(ref, target, force=True)
-            return
-        dirty = [p for p, flags in repo.status(untracked_files="no").items()
-                 if flags not in (pygit2.GIT_STATUS_CURRENT, pygit2.GIT_STATUS_IGNORED)]
-        if dirty:
-            raise GitError(f"the remote moved and the work tree has uncommitted changes "
-                           f"({', '.join(sorted(dirty)[:3])}); commit or stash them and run again")
-        repo.reset(target, pygit2.enums.ResetMode.HARD)
