@@ -18,25 +18,18 @@ error) is retried after an exponential, jittered backoff (`Backoff`), reset by a
 """
 from __future__ import annotations
 
-import hashlib
 import logging
 import random
 import threading
 import time
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Any, Callable
+from typing import Callable
 
 from . import usecases as app
-from ..core.load.read import mailbox_space
-from ..core.load.repoconfig import DEFAULT_POLL_INTERVAL
-from ..io.git.foldin import PREFIXES
-from ..io.fs.tree import WorkTreeSnapshot
 from ..io.git.remote import scrub
-from ..io.git.reportref import REPORT_REF_PREFIX
 from ..io.serve import Observer
 from ..model import KsgitopsError
-from .publish import move_branch, publish
+from .publish import publish
 from .runtimes import CycleResult, LocalRuntime, RemoteRuntime, clone_dir, open_runtime  # noqa: F401 - the runtime's face
 from .shutdown import Abandoned, Shutdown
 

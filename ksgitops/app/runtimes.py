@@ -5,24 +5,21 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import random
-import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from . import usecases as app
 from ..core.load.read import mailbox_space
 from ..core.load.repoconfig import DEFAULT_POLL_INTERVAL
 from ..io.git.foldin import PREFIXES
 from ..io.fs.tree import WorkTreeSnapshot
-from ..io.git.remote import scrub
 from ..io.git.reportref import REPORT_REF_PREFIX
 from ..io.serve import Observer
 from ..model import KsgitopsError
 from .publish import move_branch, publish
-from .shutdown import Abandoned, Shutdown
+from .shutdown import Shutdown
 
 log = logging.getLogger("ksgitops")
 REPORT_REFS = f"+{REPORT_REF_PREFIX}*:{PREFIXES[1]}*"  # every WEC's report ref, for the fold-in

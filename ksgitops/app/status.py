@@ -2,14 +2,14 @@
 committed) and `fold-in` (the WECs' report refs committed into their mailboxes)."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, MutableMapping
 
 from ..core.pipeline import Result
-from ..model import KsgitopsError, Progress, counted
-from ..io.fs.tree import WorkTreeSnapshot, write_generated
-from .sources import WORKTREE, Source, _worktree_cache, commit_on_branch, compute, open_branch, open_source
+from ..model import Progress, counted
+from ..io.fs.tree import write_generated
+from .sources import WORKTREE, Source, commit_on_branch, compute, open_branch, open_source
 
 
 @dataclass

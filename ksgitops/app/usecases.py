@@ -8,15 +8,14 @@ from __future__ import annotations
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, MutableMapping
+from typing import Any, Callable
 
 from ..core.readout import diff as diffs
 from ..core.pipeline import RecordedResult, Result, reconcile
-from ..core.load.repoconfig import parse_repo_config
 from ..core.load.snapshot import Snapshot
 from ..core.readout.wecs import find_wec, wec_display_names, wec_rows
 from ..core.tree import REUSE, FileTree, same_files
-from ..model import KsgitopsError, Progress, counted
+from ..model import KsgitopsError, Progress
 from ..io.fs.tree import WorkTreeSnapshot, write_generated
 from .sources import WORKTREE, Source, _worktree_cache, commit_on_branch, compute, open_branch, open_source
 from .status import (FoldOutcome, STATUS_SUBJECT, StatusOutcome, fold_in, fold_subject, placements_only, plan_fold_in,

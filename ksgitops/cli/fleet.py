@@ -11,9 +11,8 @@ import click
 from .. import __version__
 from ..app import usecases as app
 from .base import KsCommand, dump, output_option, print_frozen, print_problems, problem_json, confined_json, exit_if_confined
-from .output import ProgressBars
 from ..io.fs.locate import Need, locate
-from ..model import KsgitopsError, counted
+from ..model import counted
 
 REPO = click.argument("repo", required=False, default=None, type=click.Path(file_okay=False, path_type=Path))
 

@@ -24,7 +24,8 @@ from .emit.problems import problem_files
 from .place.records import RECORDS_DIR, SPS_DIR, record_file, record_yaml
 from .load.repoconfig import RepoConfig, parse_repo_config
 from .load.snapshot import GENERATED_DIR, NO_PREVIOUS, Previous, Snapshot
-from .place.spaces import SPACE_DIR, Plan, space_step
+from .place.spaces import Plan
+from .place.spacestep import SPACE_DIR, space_step
 from .serialize import canonical_json
 from .tree import REUSE, Generated
 from .load.validate import validate, with_default_namespaces

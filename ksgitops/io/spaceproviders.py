@@ -38,7 +38,10 @@ from ..core.readout.render import render_mailbox
 from ..core.load.selectors import matches, selector_error
 from ..core.serialize import deep_copy, dump_yaml
 from ..core.load.snapshot import GENERATED_DIR, SourceFile
-from ..core.place.spaces import (CREATE_SPACE, DELETE_OBJECT, DELETE_SPACE, MANAGED_MARKER, SET_PHASE, SPACE_API, SPACE_DIR, SPACE_NAME_ANNOTATION, WRITE_OBJECT, Action, Observed, Plan, ProviderDesc, SpaceObj, is_managed_marker, is_space, plan, space_body, space_from)
+from ..core.place.spaces import (CREATE_SPACE, DELETE_OBJECT, DELETE_SPACE, SET_PHASE, SPACE_API, SPACE_NAME_ANNOTATION,
+                                  WRITE_OBJECT, Action, Observed, Plan, ProviderDesc, SpaceObj, is_space, plan, space_body,
+                                  space_from)
+from ..core.place.spacestep import MANAGED_MARKER, SPACE_DIR, is_managed_marker
 from ..model import KsgitopsError, Obj, Origin, Problem
 from ..names import dns1123_label_error
 from .fs.tree import WorkTreeSnapshot, write_file

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
 
 from ...model import Obj
-from ...names import MAILBOX_INFIX, mailbox_name
+from ...names import mailbox_name
 from ..load.selectors import any_matches, matches
 
 EDGE_API = "edge.kubestellar.io/v2alpha1"

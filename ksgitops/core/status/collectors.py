@@ -91,15 +91,14 @@ a wrong operand type) is an evaluation error, handled as above.
 """
 from __future__ import annotations
 
-import functools
 import math
 import re
 from dataclasses import dataclass
-from typing import Any, Iterable, Iterator, Sequence, TypedDict
+from typing import Any, Iterator, Sequence, TypedDict
 
 
 from ...model import Obj, Origin, Problem
-from .celvalues import aggregate, canonical_text, cel_type, as_number, format_number, sort_key, to_value
+from .celvalues import aggregate, canonical_text, cel_type, as_number, sort_key, to_value
 from .celcompile import VARIABLES, compile_expression
 from .celeval import EvaluationErrors, RowContexts, run_expression, wec_name
 
