@@ -19,9 +19,10 @@ import threading
 import time
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
+from enum import Enum
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, Mapping
 
 import orjson
 
@@ -483,6 +484,46 @@ class ApplyOutcome:
         self.failures.append(SyncError(rel, message, identity))
 
 
+class Act(Enum):
+    """What the agent does with one object of the mailbox."""
+
+    APPLY = "apply"  # server-side apply, forced: the live object lacks what is sent, or was changed
+    CREATE = "create"  # create-only and absent: created, never touched again
+    KEEP = "keep"  # create-only and present: left as it is
+    UNCHANGED = "unchanged"  # holds every field sent, sent as last applied: nothing to write
+    UNREADABLE = "unreadable"  # its live state could not be read: reported, not written
+
+
+@dataclass(frozen=True, slots=True)
+class Step:
+    desired: Desired
+    action: Act
+    reason: str
+
+
+def plan_phase(batch: Iterable[Desired], live: Mapping[str, dict[str, Any] | None], errors: Mapping[str, str],
+               inventory: Inventory) -> list[Step]:
+    """Decide, from plain data, what one phase of apply does with each object: pure (no cluster),
+    so that what the agent would do can be read before it does it."""
+    steps = []
+    for d in batch:
+        current, entry = live.get(d.rel), inventory.get(d.rel)
+        if d.rel in errors:
+            steps.append(Step(d, Act.UNREADABLE, errors[d.rel].removeprefix(f"{d}: ")))
+        elif d.create_only:
+            steps.append(Step(d, Act.CREATE, "create-only, absent") if current is None
+                         else Step(d, Act.KEEP, "create-only, present"))
+        elif current is None:
+            steps.append(Step(d, Act.APPLY, "absent"))
+        elif entry is not None and entry.shape == shape(d.body) and entry.uid == _uid(current) and \
+                contains(current, _as_live(d)):
+            steps.append(Step(d, Act.UNCHANGED, "holds every field sent, as last applied"))
+        else:
+            steps.append(Step(d, Act.APPLY, "differs from what is sent" if entry is not None and
+                              entry.uid == _uid(current) else "not applied by the agent yet"))
+    return steps
+
+
 def apply_mailbox(cluster: Any, mailbox: str, objects: list[Desired], inventory_namespace: str = INVENTORY_NAMESPACE,
                   crd_timeout: float = 60.0, sleep: Callable[[float], None] = time.sleep,
                   steady: set[str] | frozenset[str] = frozenset()) -> ApplyOutcome:
@@ -508,20 +549,13 @@ def apply_mailbox(cluster: Any, mailbox: str, objects: list[Desired], inventory_
         if not batch:
             continue
         live, errors = read_live(cluster, batch)
-        plan: list[tuple[Desired, str]] = []
-        for d in batch:
-            current, entry = live.get(d.rel), inventory.get(d.rel)
-            if d.rel in errors:
-                out.fail(d.rel, d.identity, errors[d.rel].removeprefix(f"{d}: "))
-                out.unread.add(d.rel)
-            elif d.create_only:
-                plan.append((d, "create" if current is None else "keep"))
-            elif current is not None and entry is not None and entry.shape == shape(d.body) and \
-                    entry.uid == _uid(current) and contains(current, _as_live(d)):
-                plan.append((d, "unchanged"))
-            else:
-                plan.append((d, "apply"))
-        fresh = {d.rel for d, action in plan if action in ("apply", "create") and d.rel not in inventory}
+        steps = plan_phase(batch, live, errors, inventory)
+        for step in steps:
+            if step.action is Act.UNREADABLE:
+                out.fail(step.desired.rel, step.desired.identity, step.reason)
+                out.unread.add(step.desired.rel)
+        plan = [(step.desired, step.action) for step in steps if step.action is not Act.UNREADABLE]
+        fresh = {d.rel for d, action in plan if action in (Act.APPLY, Act.CREATE) and d.rel not in inventory}
         if fresh:  # record intent first: a crash after a write never leaves an object nobody prunes
             for d, _action in plan:
                 if d.rel in fresh:
@@ -533,13 +567,13 @@ def apply_mailbox(cluster: Any, mailbox: str, objects: list[Desired], inventory_
             current, entry = live.get(d.rel), inventory.get(d.rel)
             out.live[d.rel] = current
             try:
-                if action == "unchanged":
+                if action is Act.UNCHANGED:
                     out.unchanged += 1
-                elif action == "keep":
+                elif action is Act.KEEP:
                     out.kept.append(str(d))
                     if not (entry is not None and entry.created and entry.uid and entry.uid == _uid(current)):
                         inventory.pop(d.rel, None)  # not created by the agent: never pruned
-                elif action == "create":
+                elif action is Act.CREATE:
                     made = cluster.create(d.api_version, d.resource, d.namespace, d.body, FIELD_MANAGER, quiet=d.secret)
                     if made is None:  # someone else created it meanwhile
                         out.kept.append(str(d))
