@@ -1,5 +1,5 @@
 """The agent decides before it acts: `plan_phase` is a pure function from the mailbox's objects,
-their live copies and the agent's inventory to one typed step per object (app/agent.py)."""
+their live copies and the agent's inventory to one typed step per object (app/agent/apply.py)."""
 from __future__ import annotations
 
 import copy

@@ -1,0 +1,338 @@
+"""Applying a mailbox to a WEC: `plan_phase` decides (pure: typed steps with reasons), then
+`apply_mailbox` acts, phase by phase (Namespaces, CRDs, the rest), prunes what the mailbox
+no longer holds, and notes drift; `upsync_tree` reads back what the WEC upsyncs."""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any, Callable, Iterable, Mapping
+
+
+from ...names import rel_path
+from ...core.serialize import dump_yaml, load_yaml
+from ...core.status.syncreport import Drift, ObjectId, SyncError, changed_fields
+from ...core.tree import FileTree, put
+
+from .desired import CRDS, Desired, FIELD_MANAGER, INVENTORY_NAMESPACE, NAMESPACES, PROTECTED_NAMESPACES, SERVER_METADATA, read_live
+from .inventory import Entry, Inventory, InventoryError, as_live, contains, load_inventory, managed_by_us, save_inventory, shape, uid
+
+@dataclass
+class ApplyOutcome:
+    applied: list[str] = field(default_factory=list)
+    created: list[str] = field(default_factory=list)
+    unchanged: int = 0
+    kept: list[str] = field(default_factory=list)  # create-only objects that exist: never touched
+    pruned: list[str] = field(default_factory=list)
+    live: dict[str, dict[str, Any] | None] = field(default_factory=dict)
+    unread: set[str] = field(default_factory=set)  # objects whose state is unknown (errors)
+    errors: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # decisions worth a line (e.g. a namespace kept)
+    failures: list[SyncError] = field(default_factory=list)  # the errors again, per object (sync report)
+    drift: dict[str, tuple[ObjectId, str, tuple[str, ...]]] = field(default_factory=dict)  # rel -> what changed
+
+    def fail(self, rel: str, identity: ObjectId, message: str, line: str = "") -> None:
+        """One object's error: a line for the log (`line`, else `<object>: <message>`), and an entry."""
+        self.errors.append(line or f"{identity}: {message}")
+        self.failures.append(SyncError(rel, message, identity))
+
+
+class Act(Enum):
+    """What the agent does with one object of the mailbox."""
+
+    APPLY = "apply"  # server-side apply, forced: the live object lacks what is sent, or was changed
+    CREATE = "create"  # create-only and absent: created, never touched again
+    KEEP = "keep"  # create-only and present: left as it is
+    UNCHANGED = "unchanged"  # holds every field sent, sent as last applied: nothing to write
+    UNREADABLE = "unreadable"  # its live state could not be read: reported, not written
+
+
+@dataclass(frozen=True, slots=True)
+class Step:
+    desired: Desired
+    action: Act
+    reason: str
+
+
+def plan_phase(batch: Iterable[Desired], live: Mapping[str, dict[str, Any] | None], errors: Mapping[str, str],
+               inventory: Inventory) -> list[Step]:
+    """Decide, from plain data, what one phase of apply does with each object: pure (no cluster),
+    so that what the agent would do can be read before it does it."""
+    steps = []
+    for d in batch:
+        current, entry = live.get(d.rel), inventory.get(d.rel)
+        if d.rel in errors:
+            steps.append(Step(d, Act.UNREADABLE, errors[d.rel].removeprefix(f"{d}: ")))
+        elif d.create_only:
+            steps.append(Step(d, Act.CREATE, "create-only, absent") if current is None
+                         else Step(d, Act.KEEP, "create-only, present"))
+        elif current is None:
+            steps.append(Step(d, Act.APPLY, "absent"))
+        elif entry is not None and entry.shape == shape(d.body) and entry.uid == uid(current) and \
+                contains(current, as_live(d)):
+            steps.append(Step(d, Act.UNCHANGED, "holds every field sent, as last applied"))
+        else:
+            steps.append(Step(d, Act.APPLY, "differs from what is sent" if entry is not None and
+                              entry.uid == uid(current) else "not applied by the agent yet"))
+    return steps
+
+
+def apply_mailbox(cluster: Any, mailbox: str, objects: list[Desired], inventory_namespace: str = INVENTORY_NAMESPACE,
+                  crd_timeout: float = 60.0, sleep: Callable[[float], None] = time.sleep,
+                  steady: set[str] | frozenset[str] = frozenset()) -> ApplyOutcome:
+    """Bring the WEC to the mailbox: Namespaces, then CRDs (until discovery serves them), then the
+    rest, with server-side apply (field manager `ksgitops`, forced) — skipped when the live object
+    already holds every field sent and the set of fields sent is the one last applied; create-only
+    objects are created when absent and never touched otherwise. Then prune what the agent applied
+    earlier and the mailbox no longer holds. Raises kube.Unreachable and InventoryError.
+
+    Drift: for the `steady` objects (sent as the agent last applied them) that the agent applied
+    before, an apply that changes the live object means someone changed it on the WEC. As Flux
+    compares a server-side apply dry run with the live object, the apply's result is compared with
+    the object read just before (server-maintained fields aside): the fields that differ are the
+    drift, and the apply has already corrected them. A deleted object is drift too (recreated)."""
+    from ...io.kube import ApiFailure
+    out = ApplyOutcome()
+    inventory, _exists = load_inventory(cluster, inventory_namespace, mailbox)
+    stored = dict(inventory)
+    watched = {rel for rel in steady if rel in inventory}  # applied by the agent before, sent unchanged
+    wanted = {d.rel for d in objects}
+    for phase in (0, 1, 2):
+        batch = sorted((d for d in objects if d.phase == phase), key=lambda d: d.rel)
+        if not batch:
+            continue
+        live, errors = read_live(cluster, batch)
+        steps = plan_phase(batch, live, errors, inventory)
+        for step in steps:
+            if step.action is Act.UNREADABLE:
+                out.fail(step.desired.rel, step.desired.identity, step.reason)
+                out.unread.add(step.desired.rel)
+        plan = [(step.desired, step.action) for step in steps if step.action is not Act.UNREADABLE]
+        fresh = {d.rel for d, action in plan if action in (Act.APPLY, Act.CREATE) and d.rel not in inventory}
+        if fresh:  # record intent first: a crash after a write never leaves an object nobody prunes
+            for d, _action in plan:
+                if d.rel in fresh:
+                    inventory[d.rel] = Entry(d.api_version, d.kind, name=d.stored_name)
+            save_inventory(cluster, inventory_namespace, mailbox, inventory)
+            stored = dict(inventory)
+        crds = []
+        for d, action in plan:
+            current, entry = live.get(d.rel), inventory.get(d.rel)
+            out.live[d.rel] = current
+            try:
+                if action is Act.UNCHANGED:
+                    out.unchanged += 1
+                elif action is Act.KEEP:
+                    out.kept.append(str(d))
+                    if not (entry is not None and entry.created and entry.uid and entry.uid == uid(current)):
+                        inventory.pop(d.rel, None)  # not created by the agent: never pruned
+                elif action is Act.CREATE:
+                    made = cluster.create(d.api_version, d.resource, d.namespace, d.body, FIELD_MANAGER, quiet=d.secret)
+                    if made is None:  # someone else created it meanwhile
+                        out.kept.append(str(d))
+                        out.live[d.rel] = cluster.get(d.api_version, d.resource, d.namespace, d.name, quiet=d.secret)
+                        inventory.pop(d.rel, None)
+                    else:
+                        out.created.append(str(d))
+                        out.live[d.rel] = made
+                        inventory[d.rel] = Entry(d.api_version, d.kind, uid(made), shape(d.body), True, d.stored_name)
+                else:
+                    result = cluster.apply(d.api_version, d.resource, d.namespace, d.name, d.body, FIELD_MANAGER,
+                                           force=True, quiet=d.secret)
+                    out.applied.append(str(d))
+                    out.live[d.rel] = result
+                    if d.rel in watched:
+                        _note_drift(out, d, current, result)
+                    created = current is None or (entry is not None and entry.created and entry.uid == uid(current))
+                    inventory[d.rel] = Entry(d.api_version, d.kind, uid(result), shape(d.body), created, d.stored_name)
+                    if d.phase == 1:
+                        crds.append(d)
+            except ApiFailure as e:
+                out.fail(d.rel, d.identity, str(e))
+                out.unread.add(d.rel)
+                if d.rel in fresh:
+                    inventory.pop(d.rel, None)  # nothing was written: nothing to prune later
+        for crd in crds:
+            problem = _wait_for_crd(cluster, crd.body, crd_timeout, sleep)
+            if problem:
+                out.fail(crd.rel, crd.identity, problem)
+    _prune(cluster, inventory, wanted, out)
+    if inventory != stored:
+        save_inventory(cluster, inventory_namespace, mailbox, inventory)
+    return out
+
+
+def _note_drift(out: ApplyOutcome, d: Desired, before: dict[str, Any] | None, after: dict[str, Any]) -> None:
+    """Record what the apply of a steady object changed on the WEC (field paths, never values)."""
+    if before is None:
+        out.drift[d.rel] = (d.identity, "Deleted", ())
+        return
+    fields = changed_fields(before, after)
+    if fields:
+        out.drift[d.rel] = (d.identity, "Modified", tuple(fields))
+
+
+def _wait_for_crd(cluster: Any, crd: dict[str, Any], timeout: float, sleep: Callable[[float], None]) -> str:
+    spec = crd.get("spec") or {}
+    group = str(spec.get("group") or "")
+    plural = str((spec.get("names") or {}).get("plural") or "")
+    versions = [str(v.get("name")) for v in spec.get("versions") or [] if isinstance(v, dict) and v.get("served", True)]
+    if not group or not plural or not versions:
+        return ""
+    deadline = time.monotonic() + timeout
+    delay = 0.05
+    while True:
+        missing = [v for v in versions if plural not in (cluster.api_resources(f"{group}/{v}") or {})]
+        if not missing:
+            return ""
+        if time.monotonic() >= deadline:
+            return f"not served by the API server after {timeout:g}s ({', '.join(missing)})"
+        sleep(delay)
+        delay = min(delay * 2, 1.0)
+
+
+def _prune(cluster: Any, inventory: Inventory, wanted: set[str], out: ApplyOutcome) -> None:
+    """Delete what the agent applied and the mailbox no longer holds: ordinary objects first, then
+    CRDs, then Namespaces. An object is deleted only while it is still the one the agent applied
+    (same uid, or managed by `ksgitops` when the uid was never recorded); Namespaces and CRDs, whose
+    deletion cascades, only when the agent created them, and never the system namespaces."""
+    from ...io.kube import ApiFailure
+    gone = sorted((rel for rel in inventory if rel not in wanted),
+                  key=lambda rel: (-(0 if rel.startswith(NAMESPACES) else 1 if rel.startswith(CRDS) else 2), rel))
+    for rel in gone:
+        entry = inventory[rel]
+        group, resource, ns, _ = rel.split("/", 3)
+        name = entry.object_name(rel)
+        namespace = "" if ns == "_cluster" else ns
+        label = f"{entry.kind} {namespace + '/' if namespace else ''}{name}"
+        cascading = rel.startswith(NAMESPACES) or rel.startswith(CRDS)
+        try:
+            current = cluster.get(entry.api_version, resource, namespace, name, quiet=True)
+            if current is None:
+                del inventory[rel]
+                continue
+            ours = uid(current) == entry.uid if entry.uid else managed_by_us(current)
+            if not ours or (cascading and not entry.created) or \
+                    (rel.startswith(NAMESPACES) and name in PROTECTED_NAMESPACES):
+                del inventory[rel]  # not ours (any more): left alone, forgotten
+                continue
+            if cascading:
+                foreign = _foreign_content(cluster, rel, current, inventory)
+                if foreign:
+                    out.notes.append(f"{label} left in place: it holds {foreign} the agent did not apply")
+                    del inventory[rel]
+                    continue
+            if cluster.delete(entry.api_version, resource, namespace, name, uid(current)):
+                out.pruned.append(label)
+            del inventory[rel]
+        except ApiFailure as e:
+            # kept in the inventory: retried next cycle
+            out.fail(rel, ObjectId(entry.api_version, entry.kind, namespace, name), f"prune: {e}", f"prune {label}: {e}")
+
+
+# Objects every namespace gets from the cluster itself, and kinds that are only records: they never
+# make a Namespace "hold something the agent did not apply".
+_AUTOMATIC = {("configmaps", "kube-root-ca.crt"), ("serviceaccounts", "default")}
+_RECORDS = frozenset({"events", "endpoints", "endpointslices", "leases"})
+
+
+def _foreign_content(cluster: Any, rel: str, current: dict[str, Any], inventory: Inventory) -> str:
+    """Deleting a Namespace deletes everything in it, deleting a CRD every custom resource of it:
+    what do they hold that the agent did not apply? "" when nothing (objects owned by other objects,
+    e.g. a ReplicaSet's Pods, and the cluster's own per-namespace objects do not count)."""
+    ours = {(r.split("/")[1], r.split("/")[2], e.object_name(r)) for r, e in inventory.items()}
+    found: list[str] = []
+
+    def scan(api_version: str, resource: str, namespace: str) -> None:
+        for item in cluster.list_objects(api_version, resource, namespace, quiet=True):
+            md = item.get("metadata") or {}
+            name, ns = str(md.get("name", "")), str(md.get("namespace", "") or "")
+            if (resource, ns or "_cluster", name) in ours or md.get("ownerReferences") or (resource, name) in _AUTOMATIC:
+                continue
+            if resource == "secrets" and str(item.get("type", "")) == "kubernetes.io/service-account-token":
+                continue
+            found.append(f"{resource}/{name}")
+
+    if rel.startswith(NAMESPACES):
+        namespace = rel.split("/", 3)[3]
+        for group_version in cluster.group_versions():
+            for res in (cluster.api_resources(group_version) or {}).values():
+                if res.namespaced and "list" in res.verbs and "delete" in res.verbs and res.name not in _RECORDS:
+                    scan(group_version, res.name, namespace)
+    else:
+        spec = current.get("spec") or {}
+        group, plural = str(spec.get("group", "")), str((spec.get("names") or {}).get("plural", ""))
+        versions = [str(v.get("name")) for v in spec.get("versions") or [] if isinstance(v, dict) and v.get("served", True)]
+        if group and plural and versions:
+            scan(f"{group}/{versions[0]}", plural, "")
+    if not found:
+        return ""
+    return f"{len(found)} object{'s' if len(found) > 1 else ''} ({', '.join(sorted(found)[:3])}{', ...' if len(found) > 3 else ''})"
+
+
+# ---------------------------------------------------------------------------------------------
+# sync: upsync
+
+
+def upsync_tree(cluster: Any, syncerconfig: bytes | None) -> tuple[FileTree, list[str]]:
+    """The objects the SyncerConfig's `spec.upsync` sets select on the WEC, as
+    `upsynced/<group|core>/<resource>/<namespace|_cluster>/<name>.yaml`, without server-set
+    metadata (a Secret also without its data)."""
+    from ...io.kube import ApiFailure
+    tree: FileTree = {}
+    errors: list[str] = []
+    if not syncerconfig:
+        return tree, errors
+    try:
+        config = load_yaml(syncerconfig) or {}
+        sets = (config.get("spec") or {}).get("upsync") or []
+    except Exception:  # noqa: BLE001 - a broken SyncerConfig is reported, not fatal
+        return tree, ["syncerconfig.yaml: unreadable, nothing upsynced"]
+    discovered: dict[str, tuple[str, dict[str, Any]] | None] = {}
+    for rule in sets:
+        if not isinstance(rule, dict):
+            continue
+        group = str(rule.get("apiGroup") or "")
+        resources = [str(r) for r in rule.get("resources") or []]
+        namespaces = [str(n) for n in rule.get("namespaces") or []]
+        names = [str(n) for n in rule.get("names") or []]
+        if not resources or not names:
+            continue  # an empty list matches nothing (KubeStellar's UpsyncSet)
+        try:
+            if group not in discovered:
+                version = cluster.preferred_version(group)
+                served = cluster.api_resources(version) if version else None
+                discovered[group] = (version, served) if version and served is not None else None
+            found = discovered[group]
+            if found is None:
+                continue
+            version, served = found
+            chosen = served.values() if "*" in resources else [served[r] for r in resources if r in served]
+            for res in sorted(chosen, key=lambda r: r.name):
+                if res.namespaced and not namespaces:
+                    continue
+                scopes = [""] if not res.namespaced or "*" in namespaces else sorted(set(namespaces))
+                for scope in scopes:
+                    for item in cluster.list_objects(version, res.name, scope, quiet=res.kind == "Secret"):
+                        md = item.get("metadata") or {}
+                        name, ns = str(md.get("name", "")), str(md.get("namespace", "") or "")
+                        if "*" not in names and name not in names:
+                            continue
+                        put(tree, f"{rel_path(group, res.name, ns if res.namespaced else '', name)}.yaml",
+                            dump_yaml(_upsynced(item, version, res.kind)))
+        except ApiFailure as e:
+            errors.append(f"upsync {group or 'core'} {','.join(resources)}: {e}")
+    return tree, errors
+
+
+def _upsynced(item: dict[str, Any], api_version: str, kind: str) -> dict[str, Any]:
+    body = dict(item)
+    body["apiVersion"], body["kind"] = api_version, kind
+    md = dict(body.get("metadata") or {})
+    for key in SERVER_METADATA:
+        md.pop(key, None)
+    body["metadata"] = md
+    if kind == "Secret" and api_version == "v1":
+        body.pop("data", None)
+        body.pop("stringData", None)
+    return body
