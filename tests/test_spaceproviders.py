@@ -21,10 +21,10 @@ import yaml
 from conftest import EXAMPLE
 from kube_fixtures import KubeNames, Wec, Wecs
 from ksgitops.core.place.spaces import (CREATE_SPACE, SET_PHASE, Observed, ProviderDesc, SpaceObj, SPACE_NAME_ANNOTATION)
-from ksgitops.io.spaceproviders import (ADDED, DELETED, MODIFIED, FolderStore, GitFolderProvider, GitSpaceClient,
-                                        KubeconfigProvider, KubeSpaceClient, MemoryStore, NotSupported,
-                                        ProviderError, SpaceClients, SpaceEvent, SpaceManager, annotate,
-                                        providers_from, selector_string, space_client)
+from fakes.stores import FolderStore, MemoryStore
+from ksgitops.io.spaces import (ADDED, DELETED, MODIFIED, GitFolderProvider, GitSpaceClient, KubeconfigProvider,
+                                KubeSpaceClient, NotSupported, ProviderError, SpaceClients, SpaceEvent, SpaceManager,
+                                annotate, providers_from, selector_string, space_client)
 from ksgitops.model import KsgitopsError
 
 CM = {"apiVersion": "v1", "kind": "ConfigMap"}
@@ -240,7 +240,7 @@ def test_providers_from_descs(tmp_path: Path) -> None:
 
 
 def test_kubernetes_is_imported_lazily() -> None:
-    code = "import sys, ksgitops.io.spaceproviders; print('kubernetes' in sys.modules)"
+    code = "import sys, ksgitops.io.spaces; print('kubernetes' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True).stdout
     assert out.strip() == "False"
 

@@ -1,7 +1,7 @@
 """`ksgitops spaces`: the space manager over a repository work tree (docs/SPACES.md, "The spaces
 command").
 
-Composes the edges (the work tree, the space providers of `io/spaceproviders.py`) with the pure
+Composes the edges (the work tree, the space providers of `io/spaces/`) with the pure
 state machine (`core/place/spaces.py: plan`):
 
 1. load the source spaces (any unreadable file is fatal: it might hold a Space object, and a
@@ -32,7 +32,7 @@ from ..core.place.spaces import (CREATE_SPACE, DEFAULT_PROVIDER, DELETE_OBJECT, 
 from ..core.load.validate import validate, with_default_namespaces
 from ..names import mailbox_name
 from ..io.fs.tree import WorkTreeSnapshot
-from ..io.spaceproviders import (Applied, GitFolderProvider, KubeconfigProvider, Provider, ProviderError, RepoSpaceStore, SourceSpace, SpaceManager)
+from ..io.spaces import (Applied, GitFolderProvider, KubeconfigProvider, Provider, ProviderError, RepoSpaceStore, SourceSpace, SpaceManager)
 from ..kinds import KindTable
 from ..model import KsgitopsError, Obj, Origin, Problem
 
