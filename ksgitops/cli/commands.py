@@ -1,7 +1,7 @@
 """The command line: the only modules that import click and rich are this one and its helpers
 (cli/base.py: shared options, exit codes, errors; cli/output.py: progress, colour, pager).
 
-Exit codes are in cli_base.EXIT_CODES (the README's table is checked against them). Errors print
+Exit codes are in cli/base.py EXIT_CODES (the README's table is checked against them). Errors print
 one line each (`file:line: message`), also as a JSON document with `-o json`; a traceback only with
 --debug. REPO is found like git finds its repository (io/fs/locate.py).
 """

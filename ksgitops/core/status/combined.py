@@ -1,7 +1,7 @@
 """One CombinedStatus (docs/REFERENCE.md, "CombinedStatus"; schema/combinedstatus.json) from the rows
 of one workload object.
 
-A row per WEC the object was sent to (status.py computes them); this module orders them (worst
+A row per WEC the object was sent to (summary.py computes them); this module orders them (worst
 health first, then WEC name), counts, adds `singletonStatus` when a placement wants it, exactly
 one WEC executes the object and that WEC reported, and evaluates the placements' StatusCollectors.
 Secret data never reaches the output: Secrets are stripped of `data`/`stringData` before any

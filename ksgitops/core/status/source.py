@@ -1,6 +1,6 @@
 """What the status step reads, as a protocol: the mailboxes (what each WEC was sent, its reports,
 its revision) and the spaces' problems files. Implementations: io/status_sources.py (git, work
-tree) and status_memory.py (in memory)."""
+tree) and memory.py (in memory)."""
 from __future__ import annotations
 
 import hashlib

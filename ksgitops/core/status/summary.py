@@ -12,12 +12,12 @@ objects and patches a WEC was sent, and its `reported/` files, by content key) a
    patch sent, the report, which placements place it);
 2. CombinedStatus, per workload object (combined.py): recomputed when one of its rows or its
    context (placements, StatusCollectors, limit) changed;
-3. STATUS.md (status_md.py) from per-mailbox summaries.
+3. STATUS.md (markdown.py) from per-mailbox summaries.
 
 Besides reported state, status reads what reconcile and the agents wrote down: each space's
 problems file (problems.py: reconcile errors and warnings, per object and WEC where known) and each
 mailbox's sync report (syncreport.py: the revision a WEC applied, apply errors, drift), judged
-against the mailbox's latest revision (status_sync.py). Per-object facts reach the CombinedStatus
+against the mailbox's latest revision (sync.py). Per-object facts reach the CombinedStatus
 files, per-WEC facts STATUS.md.
 
 The memo is plain data: the CLI keeps it in `.git/ksgitops/`, the runtime in memory. Output is

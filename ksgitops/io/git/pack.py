@@ -13,7 +13,7 @@ import struct
 import zlib
 from pathlib import Path
 
-from ...core.status.gitobjects import TREE_MODE, object_id, tree_content  # noqa: F401 - re-exported (git.py, tests)
+from ...core.status.gitobjects import TREE_MODE, object_id, tree_content  # noqa: F401 - re-exported (repo.py, tests)
 
 from ..fs.durable import fsync_dir
 
