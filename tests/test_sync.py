@@ -465,3 +465,21 @@ def test_a_git_daemon_remote_with_an_outage(widget_fleet: Fleet, cli, wec: Wec, 
     assert git(served.remote, "rev-parse", f"{REF}^") == first
     report = yaml.safe_load(remote_file(served, f"spaces/{FLORIN}/reported/{gizmo.rel}.yaml"))
     assert report["status"] == widget_status(1)
+
+
+def test_a_dry_run_prints_the_plan_and_changes_nothing(fleet: Fleet, cli, wec: Wec) -> None:
+    """`sync --dry-run` reads the WEC and prints one step per object (the pure plan_phase over live
+    reads); it writes nothing to the WEC and pushes nothing."""
+    sent = objects(fleet.work)
+    mark = len(wec.wire.requests)
+    planned = sync(cli, fleet, wec, "--dry-run")
+    assert planned.code == 0, planned
+    lines = planned.out.splitlines()
+    assert len(lines) == len(sent) and all(line.startswith("apply ") for line in lines), lines
+    assert all(any(str(d) in line for line in lines) for d in sent)
+    assert writes(wec.wire, mark, inventory=True) == [] and {r.method for r in wec.wire.requests[mark:]} == {"GET"}
+    with pytest.raises(subprocess.CalledProcessError):
+        git(fleet.remote, "rev-parse", "--verify", REF)  # no report was pushed
+    assert sync(cli, fleet, wec).code == 0
+    again = sync(cli, fleet, wec, "--dry-run")
+    assert again.code == 0 and all(line.startswith("unchanged ") for line in again.out.splitlines()), again.out

@@ -90,12 +90,20 @@ def collect_cmd(repo: Path | None, kubeconfig: str | None, timeout: float, worke
               help="Where the bare clone lives (default sync/ in $KSGITOPS_CACHE_DIR, else ~/.cache/ksgitops/sync).")
 @click.option("--inventory-namespace", default="kube-system", show_default=True,
               help="Namespace of the ConfigMap recording what the agent applied.")
+@click.option("--dry-run", is_flag=True, help="Print what one cycle would do to the WEC (one line per object); change nothing.")
 def sync_cmd(mailbox: str, kubeconfig: str | None, context: str | None, repo: str, branch: str, once: bool,
-             interval: float, cache_dir: Path | None, inventory_namespace: str) -> None:
+             interval: float, cache_dir: Path | None, inventory_namespace: str, dry_run: bool) -> None:
     """The agent beside a WEC: apply its mailbox (server-side apply, prune, create-only), report, upsync, push."""
     from ..app import agent
     from ..app.shutdown import Abandoned, Shutdown
     runner = agent.Agent(agent.SyncOptions(mailbox, repo, branch, kubeconfig, context, cache_dir, inventory_namespace))
+    if dry_run:
+        plan, errors = runner.plan()
+        for line in errors:
+            click.echo(line, err=True)
+        for line in plan.lines() if plan is not None else []:
+            click.echo(line)
+        sys.exit(3 if plan is None else 0)
 
     def show(outcome: Any) -> None:
         for line in [*outcome.notes, *outcome.errors]:

@@ -13,14 +13,14 @@ fleet change nothing in git.
 desired.py (what a mailbox sends, read back), collect.py, inventory.py (what the agent applied),
 apply.py (plan, then act), sync.py (the agent's cycle).
 """
-from .apply import Act, ApplyOutcome, Step, apply_mailbox, plan_phase, upsync_tree
+from .apply import Act, ApplyOutcome, MailboxPlan, Step, apply_mailbox, plan_mailbox, plan_phase, upsync_tree
 from .collect import CollectOutcome, collect, wec_context
 from .desired import (CONTEXT_ANNOTATION, CREATE_ONLY_ANNOTATION, FIELD_MANAGER, INVENTORY_NAMESPACE, Desired,
                       desired_objects, read_live, report_document, report_tree)
 from .inventory import Entry, Inventory, InventoryError, contains, load_inventory, save_inventory, shape
 from .sync import Agent, CycleOutcome, SyncOptions, check_mailbox_name
 
-__all__ = ["Act", "ApplyOutcome", "Step", "apply_mailbox", "plan_phase", "upsync_tree", "CollectOutcome", "collect",
+__all__ = ["Act", "ApplyOutcome", "MailboxPlan", "plan_mailbox", "Step", "apply_mailbox", "plan_phase", "upsync_tree", "CollectOutcome", "collect",
            "wec_context", "CONTEXT_ANNOTATION", "CREATE_ONLY_ANNOTATION", "FIELD_MANAGER", "INVENTORY_NAMESPACE",
            "Desired", "desired_objects", "read_live", "report_document", "report_tree", "Entry", "Inventory",
            "InventoryError", "contains", "load_inventory", "save_inventory", "shape", "Agent", "CycleOutcome",

@@ -77,6 +77,40 @@ def plan_phase(batch: Iterable[Desired], live: Mapping[str, dict[str, Any] | Non
     return steps
 
 
+@dataclass
+class MailboxPlan:
+    """What a sync would do on a WEC, read without writing: one step per object, phase by phase,
+    and the inventory entries no longer in the mailbox (pruned if still the agent's)."""
+
+    steps: list[Step] = field(default_factory=list)
+    prune: list[str] = field(default_factory=list)  # "Kind namespace/name"
+
+    def lines(self) -> list[str]:
+        out = [f"{s.action.value:<10} {s.desired}  ({s.reason})" for s in self.steps]
+        return out + [f"{'prune':<10} {label}  (no longer in the mailbox; deleted if still the agent's)"
+                      for label in self.prune]
+
+
+def plan_mailbox(cluster: Any, mailbox: str, objects: list[Desired],
+                 inventory_namespace: str = INVENTORY_NAMESPACE) -> MailboxPlan:
+    """The plan of `apply_mailbox`, from live reads only (a dry run). An object in a Namespace the
+    plan would create reads as absent, as it is."""
+    inventory, _exists = load_inventory(cluster, inventory_namespace, mailbox)
+    out = MailboxPlan()
+    for phase in (0, 1, 2):
+        batch = sorted((d for d in objects if d.phase == phase), key=lambda d: d.rel)
+        if batch:
+            live, errors = read_live(cluster, batch)
+            out.steps.extend(plan_phase(batch, live, errors, inventory))
+    wanted = {d.rel for d in objects}
+    for rel in sorted(rel for rel in inventory if rel not in wanted):
+        entry = inventory[rel]
+        namespace = rel.split("/")[2]
+        where = "" if namespace == "_cluster" else namespace + "/"
+        out.prune.append(f"{entry.kind} {where}{entry.object_name(rel)}")
+    return out
+
+
 def apply_mailbox(cluster: Any, mailbox: str, objects: list[Desired], inventory_namespace: str = INVENTORY_NAMESPACE,
                   crd_timeout: float = 60.0, sleep: Callable[[float], None] = time.sleep,
                   steady: set[str] | frozenset[str] = frozenset()) -> ApplyOutcome:

@@ -16,7 +16,7 @@ from ...model import KsgitopsError
 from ...names import dns1123_label_error
 from ..shutdown import Shutdown
 
-from .apply import ApplyOutcome, apply_mailbox, upsync_tree
+from .apply import ApplyOutcome, MailboxPlan, apply_mailbox, plan_mailbox, upsync_tree
 from .desired import INVENTORY_NAMESPACE, count_files, desired_objects, report_tree, utc_now
 from .inventory import InventoryError
 
@@ -102,6 +102,29 @@ class Agent:
         check_mailbox_name(options.mailbox)
         self.options = options
         self.git = MailboxRepo(options.repo, options.branch, options.mailbox, options.cache_dir or default_cache_dir())
+
+    def plan(self) -> tuple[MailboxPlan | None, list[str]]:
+        """What the next cycle would do on the WEC (`sync --dry-run`): the branch fetched (the only
+        write, into the agent's own clone), the mailbox read, live objects read; nothing applied,
+        reported or pushed. Returns the plan (None when there is nothing to plan) and the errors."""
+        from ...io import kube
+        o = self.options
+        errors = [e for e in [self.git.fetch()] if e]
+        head = self.git.head()
+        files = self.git.mailbox_files(head) if head is not None else None
+        if files is None:
+            return None, errors + [f"no mailbox spaces/{o.mailbox} on {o.branch}: nothing to plan"]
+        try:
+            objects = desired_objects(files)
+        except Exception as e:  # noqa: BLE001 - as in a cycle: the whole mailbox waits
+            return None, errors + [f"spaces/{o.mailbox}: cannot render the mailbox ({type(e).__name__})"]
+        try:
+            with kube.Cluster(o.kubeconfig, o.context, o.timeout) as cluster:
+                cluster.probe()
+                return plan_mailbox(cluster, o.mailbox, objects, o.inventory_namespace), errors
+        except (kube.KubeError, InventoryError) as e:
+            message = f"unreachable: {e}" if isinstance(e, kube.Unreachable) else str(e)
+            return None, errors + [f"{o.mailbox}: {message}"]
 
     def cycle(self, now: str | None = None, guard: Shutdown | None = None) -> CycleOutcome:
         from ...io import kube
