@@ -273,7 +273,7 @@ def clean_state(run: Run, state: int) -> tuple[State, float, float]:
 
 def writing_began(repo: Path) -> bool:
     """A journal (or, from the earlier writer, a staging folder in spaces/) exists."""
-    if os.path.exists(repo / ".ksgitops-journal") or os.path.exists(repo / ".git" / "ksgitops" / "checkout.json"):
+    if os.path.exists(repo / ".ksgitops-journal") or os.path.exists(repo / ".git" / "ksgitops-state" / "checkout.json"):
         return True
     try:
         return any(name.startswith(".") for name in os.listdir(repo / "spaces"))
@@ -309,7 +309,7 @@ def leftovers(repo: Path) -> list[str]:
     for folder, dirs, names in os.walk(repo):
         found += [os.path.join(folder, d) for d in dirs if any(mark in d for mark in LEFTOVER_MARKS)]
     git_dir = repo / ".git"
-    found += [str(p) for p in (git_dir / "ksgitops" / "checkout.json", git_dir / "index.lock") if p.exists()]
+    found += [str(p) for p in (git_dir / "ksgitops-state" / "checkout.json", git_dir / "index.lock") if p.exists()]
     return found
 
 

@@ -182,7 +182,9 @@ def _thaw(folder: Path) -> None:
         folder.chmod(0o755)
 
 
-def test_a_work_tree_that_cannot_follow_is_finished_by_the_next_run(example_git: Path) -> None:
+@pytest.mark.parametrize("journal_from", ["this version", "an earlier version"])
+def test_a_work_tree_that_cannot_follow_is_finished_by_the_next_run(example_git: Path, journal_from: str) -> None:
+    """Also when the interrupted run kept its journal where earlier versions did (<git dir>/ksgitops/)."""
     commit_big_configmap(example_git)
     folder = example_git / "spaces" / FLORIN / "objects" / "core" / "configmaps" / "commonstuff"
     if not _freeze(folder):
@@ -194,8 +196,12 @@ def test_a_work_tree_that_cannot_follow_is_finished_by_the_next_run(example_git:
     one_clean_line(result, "committed", "could not follow", "run again")
     head = pygit2.Repository(str(example_git)).head.peel(pygit2.Commit)
     assert "big.yaml" in str([e.name for e in head.tree[f"spaces/{FLORIN}/objects/core/configmaps/commonstuff"]])
+    if journal_from == "an earlier version":
+        (example_git / ".git" / "ksgitops").mkdir()
+        (example_git / ".git" / "ksgitops-state" / "checkout.json").rename(example_git / ".git" / "ksgitops" / "checkout.json")
     assert ksgitops("validate", str(example_git)).returncode == 0  # any command finishes the checkout first
     assert git(example_git, "status", "--porcelain", "--untracked-files=no") == ""
+    assert not (example_git / ".git" / "ksgitops-state" / "checkout.json").exists()
     assert not (example_git / ".git" / "ksgitops" / "checkout.json").exists()
 
 

@@ -49,7 +49,7 @@ def test_a_changed_file_checks_only_its_changed_objects(example_git: Path, monke
     warm_tree = git(example_git, "rev-parse", "HEAD^{tree}")
     source = git(example_git, "rev-parse", "HEAD~1")
     for name in ("cache.pickle", "reconciled.pickle"):
-        (example_git / ".git/ksgitops" / name).unlink()
+        (example_git / ".git/ksgitops-state" / name).unlink()
     git(example_git, "reset", "-q", "--hard", source)
     cold = app.reconcile_commit(example_git, "HEAD")
     assert git(example_git, "rev-parse", "HEAD^{tree}") == warm_tree

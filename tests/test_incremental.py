@@ -10,7 +10,7 @@ import pytest
 
 from conftest import git
 
-CACHE = Path(".git/ksgitops/cache.pickle")
+CACHE = Path(".git/ksgitops-state/cache.pickle")
 
 
 def edit(path: Path, old: str, new: str) -> None:

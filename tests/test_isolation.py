@@ -89,7 +89,7 @@ def test_commit_mode(name: str, tmp_path: Path, cli: Any) -> None:
     again = cli("reconcile", "--commit", str(repo))
     assert again.code == 2 and "no commit (unchanged)" in again.out, again  # no commit, still red
     assert f"frozen: {case.trailer}" in again.out and again.err == result.err, "the record answers as the run did"
-    assert (repo / ".git/ksgitops/reconciled.pickle").is_file()
+    assert (repo / ".git/ksgitops-state/reconciled.pickle").is_file()
     clean = set(DiskCache.for_git_dir(Path(git(repo, "rev-parse", "--absolute-git-dir"))).mailboxes)
     mailboxes = {rel.split("/")[1] for rel in after if "-mb-" in rel.split("/")[1]}
     assert clean == mailboxes - kept_mailboxes(case, after), "a mailbox keeping frozen content is never reused"

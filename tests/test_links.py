@@ -116,11 +116,11 @@ def test_the_cache_folder_in_the_git_directory_is_not_followed(example_git: Path
     outside = tmp_path / "outside"
     outside.mkdir()
     (outside / "cache.pickle").write_bytes(b"someone else's file")
-    os.symlink(outside, example_git / ".git" / "ksgitops")
+    os.symlink(outside, example_git / ".git" / "ksgitops-state")
     before, outside_before = work_tree(example_git), files_below(outside)
     result = cli("reconcile", str(example_git))
     assert result.code == 2, result
-    assert result.err.startswith(f"{example_git / '.git' / 'ksgitops'}: is a symbolic link"), result.err
+    assert result.err.startswith(f"{example_git / '.git' / 'ksgitops-state'}: is a symbolic link"), result.err
     assert files_below(outside) == outside_before
     assert work_tree(example_git) == before
 

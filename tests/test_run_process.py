@@ -100,7 +100,7 @@ def test_a_bare_repository_is_a_remote_written_only_by_pushes(tmp_path: Path) ->
     after = files_of(bare)
     touched = {p for p in after if before.get(p) != after[p]} | (set(before) - set(after))
     assert touched and all(p.split("/")[0] in ("objects", "refs", "logs", "packed-refs") for p in touched), touched
-    assert not any(name in after for name in ("STATUS.md", "ksgitops/cache.pickle"))
+    assert not any(name in after for name in ("STATUS.md", "ksgitops-state/cache.pickle"))
     assert not (bare / "spaces").exists()
     assert list((tmp_path / "work").glob("*.git"))  # the clone it worked in
 
@@ -218,3 +218,18 @@ def test_computation_stops_at_once_on_the_second_signal(shutdown: Shutdown) -> N
         with shutdown.computing():  # nothing more is computed
             reached.append(-1)
     assert reached[-1] != -1
+
+
+def test_python_m_ksgitops_works_with_the_current_directory_in_a_git_directory(example_git: Path, tmp_path: Path) -> None:
+    """ksgitops keeps its state in `<git dir>/ksgitops-state/`: a folder named like the package there
+    made `python -m ksgitops`, started inside a bare repository (or `.git/`), import that folder."""
+    bare = tmp_path / "fleet.git"
+    subprocess.run(["git", "clone", "-q", "--bare", str(example_git), str(bare)], check=True)
+    for cwd, repo in ((bare, bare), (example_git / ".git", example_git)):
+        done = subprocess.run([sys.executable, "-m", "ksgitops", "reconcile", "--commit", "--source", "main", str(repo)],
+                              cwd=cwd, capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stderr
+        assert (cwd / "ksgitops-state").is_dir() and not (cwd / "ksgitops").exists()
+        again = subprocess.run([sys.executable, "-m", "ksgitops", "--version"], cwd=cwd, capture_output=True, text=True,
+                               timeout=60)
+        assert again.returncode == 0 and "ksgitops, version" in again.stdout, again.stderr

@@ -13,7 +13,7 @@ from conftest import git
 from ksgitops.app import usecases as app
 from test_incremental import add_placement, break_customizer, edit, edit_workload, relabel_florin, remove_guilder
 
-CACHE_DIR = Path(".git/ksgitops")
+CACHE_DIR = Path(".git/ksgitops-state")
 RECORD = CACHE_DIR / "reconciled.pickle"
 
 

@@ -141,7 +141,7 @@ def test_status_commit_on_a_bare_clone_with_a_lost_memo(reconciled: Path, tmp_pa
     repo = pygit2.Repository(str(bare))
     text = repo[repo.revparse_single("main").tree[STATUS_MD].id].data.decode()
     assert "2027-03-03T00:00:00Z" in text
-    memo = bare / "ksgitops" / "status-git.sqlite"
+    memo = bare / "ksgitops-state" / "status-git.sqlite"
     assert memo.is_file()
     memo.write_bytes(b"garbage")  # a broken memo costs time, never correctness
     assert app.status_commit(bare, "main").commit is None

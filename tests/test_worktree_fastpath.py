@@ -20,7 +20,7 @@ from ksgitops.app import usecases as app
 from ksgitops.core.emit import mailbox
 from ksgitops.io.fs import tree as fs, statcache, worktree
 
-RECORD = Path(".git/ksgitops/worktree.pickle")
+RECORD = Path(".git/ksgitops-state/worktree.pickle")
 FLORIN = "spaces/imw1-mb-florin"
 FLORIN_FILE = f"{FLORIN}/objects/core/configmaps/commonstuff/httpd-htdocs.yaml"
 SOURCE = "spaces/wmw-c/httpd.yaml"
@@ -217,7 +217,7 @@ def test_a_missing_or_broken_record_gives_the_same_output(example_git: Path, tmp
     (example_git / SOURCE).write_text((example_git / SOURCE).read_text().replace("common web site", "shared web site"))
     clean = tmp_path / "clean"
     shutil.copytree(example_git, clean)
-    shutil.rmtree(clean / ".git/ksgitops")
+    shutil.rmtree(clean / ".git/ksgitops-state")
     app.reconcile_worktree(clean)
     record = example_git / RECORD
     if breakage == "missing":

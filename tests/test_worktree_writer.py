@@ -145,7 +145,7 @@ def test_a_crash_at_any_step_of_commit_and_checkout_is_recovered(reconciled: Pat
         assert tree in (old_tree, new_tree), f"step {at}: HEAD is neither old nor new"
         assert git(work, "status", "--porcelain", "--untracked-files=no") == "", f"step {at}: work tree off HEAD"
         assert (work / "spaces" / FLORIN / "HANDOFF.txt").read_text() == "untracked, a person's\n"
-        assert not (work / ".git" / "ksgitops" / "checkout.json").exists()
+        assert not (work / ".git" / "ksgitops-state" / "checkout.json").exists()
         app.reconcile_commit(work, "HEAD")
         assert str(pygit2.Repository(str(work)).head.peel(pygit2.Commit).tree_id) == new_tree
         assert tree_files(work) == new, f"step {at}: the rerun differs from a clean run"

@@ -227,5 +227,5 @@ def memo_path(git_dir: str | None, kind: str) -> Path | None:
     if not git_dir:
         return None
     for suffix in ("", "-journal"):
-        check_path(Path(git_dir), f"ksgitops/status-{kind}.sqlite{suffix}", shown=git_dir.rstrip("/"))
-    return Path(git_dir) / "ksgitops" / f"status-{kind}.sqlite"
+        check_path(Path(git_dir), f"ksgitops-state/status-{kind}.sqlite{suffix}", shown=git_dir.rstrip("/"))
+    return Path(git_dir) / "ksgitops-state" / f"status-{kind}.sqlite"

@@ -20,7 +20,7 @@ mailbox's sync report (syncreport.py: the revision a WEC applied, apply errors, 
 against the mailbox's latest revision (sync.py). Per-object facts reach the CombinedStatus
 files, per-WEC facts STATUS.md.
 
-The memo is plain data: the CLI keeps it in `.git/ksgitops/`, the runtime in memory. Output is
+The memo is plain data: the CLI keeps it in `.git/ksgitops-state/`, the runtime in memory. Output is
 deterministic and the same with or without a memo. Secret data never reaches the output (the
 rows hold no object data; combined.py strips Secrets before collectors or singletons see them).
 """

@@ -121,7 +121,7 @@ def os_reason(error: OSError) -> str:
     return reason
 
 
-REF_INTENT = "ksgitops/ref-intent"  # in the git directory: the refs a ksgitops process is moving
+REF_INTENT = "ksgitops-state/ref-intent"  # in the git directory: the refs a ksgitops process is moving
 
 
 @contextmanager

@@ -236,8 +236,8 @@ class WorkTreeRecord:
             return cls(None)
         from ..git.cache import code_fingerprint
         from .tree import check_path
-        check_path(Path(git_dir), "ksgitops/worktree.pickle", shown=str(git_dir).rstrip("/"))
-        path = Path(git_dir) / "ksgitops" / "worktree.pickle"
+        check_path(Path(git_dir), "ksgitops-state/worktree.pickle", shown=str(git_dir).rstrip("/"))
+        path = Path(git_dir) / "ksgitops-state" / "worktree.pickle"
         try:
             top, cache_dir = os.stat(work_tree), os.stat(Path(git_dir))
         except OSError:

@@ -122,9 +122,9 @@ class DiskCache:
     @classmethod
     def for_git_dir(cls, git_dir: str) -> "DiskCache":
         """The repository's cache (a link on the way is a LinkError: never read or written through)."""
-        check_path(Path(git_dir), "ksgitops/cache.pickle", shown=str(git_dir).rstrip("/"))
-        check_path(Path(git_dir), "ksgitops/reconciled.pickle", shown=str(git_dir).rstrip("/"))
-        return cls(Path(git_dir) / "ksgitops" / "cache.pickle")
+        check_path(Path(git_dir), "ksgitops-state/cache.pickle", shown=str(git_dir).rstrip("/"))
+        check_path(Path(git_dir), "ksgitops-state/reconciled.pickle", shown=str(git_dir).rstrip("/"))
+        return cls(Path(git_dir) / "ksgitops-state" / "cache.pickle")
 
     def next_run(self) -> None:
         """For a long-running process: keep only what the last run used, and start counting anew."""

@@ -2,7 +2,7 @@
 
 `git.commit_generated` runs it in this order: the new tree's objects are written (one pack, fsynced),
 the checkout is planned here (links refused; nothing is written), the commit object is created, a
-journal `<git dir>/ksgitops/checkout.json` naming the commit is written (fsynced), the branch moves,
+journal `<git dir>/ksgitops-state/checkout.json` naming the commit is written (fsynced), the branch moves,
 and only then does the work tree follow:
 
 - a root that changed is brought along file by file from the tree diff (work in proportion to the
@@ -52,7 +52,21 @@ class Plan:
 
 
 def journal_path(repo: pygit2.Repository) -> Path:
-    return Path(repo.path) / "ksgitops" / "checkout.json"
+    return Path(repo.path) / "ksgitops-state" / "checkout.json"
+
+
+# Earlier versions kept their state in `<git dir>/ksgitops/`, a folder that, in a bare repository
+# (or with `.git/` as the current directory), `python -m ksgitops` imported instead of the package.
+# An interrupted checkout's journal left there is still finished; the caches there are not read.
+LEGACY_JOURNAL = Path("ksgitops") / "checkout.json"
+
+
+def _adopt_legacy_journal(repo: pygit2.Repository) -> None:
+    old, new = Path(repo.path) / LEGACY_JOURNAL, journal_path(repo)
+    if os.path.lexists(old) and not os.path.lexists(new):
+        check_path(Path(repo.path), str(LEGACY_JOURNAL), shown=repo.path.rstrip("/"))
+        new.parent.mkdir(exist_ok=True)
+        os.rename(old, new)
 
 
 def plan(repo: pygit2.Repository, old: pygit2.Tree, new: pygit2.Tree, roots: list[str], generated: Generated) -> Plan:
@@ -94,7 +108,7 @@ def _refuse_links(repo: pygit2.Repository, planned: Plan) -> None:
 def begin(repo: pygit2.Repository, ref: str, commit: pygit2.Oid, planned: Plan) -> None:
     """Write the journal (durably) before the branch moves."""
     path = journal_path(repo)
-    check_path(Path(repo.path), "ksgitops", shown=repo.path.rstrip("/"))
+    check_path(Path(repo.path), "ksgitops-state", shown=repo.path.rstrip("/"))
     path.parent.mkdir(parents=True, exist_ok=True)
     steps = [{"root": s.root, "op": s.op, "markers": s.markers} for s in planned.steps]
     write_durably(path, json.dumps({"format": FORMAT, "ref": ref, "commit": str(commit), "old": planned.old,
@@ -241,13 +255,17 @@ def _prune_empty_dirs(path: Path, stop: Path) -> None:
 def pending(workdir: Path) -> bool:
     """A checkout journal exists in the repository holding `workdir` (cheap: no repository opened)."""
     found = pygit2.discover_repository(str(workdir))
-    return found is not None and os.path.lexists(Path(found) / "ksgitops" / "checkout.json")
+    return found is not None and any(os.path.lexists(Path(found) / part) for part in
+                                     (Path("ksgitops-state") / "checkout.json", LEGACY_JOURNAL))
 
 
 def recover(repo: pygit2.Repository) -> bool:
     """Finish a checkout a kill or failure interrupted after its branch moved; True when there was
     one. Waits for a commit another live process is doing (it holds the git directory's lock)."""
-    if repo.is_bare or repo.workdir is None or not os.path.lexists(journal_path(repo)):
+    if repo.is_bare or repo.workdir is None:
+        return False
+    _adopt_legacy_journal(repo)
+    if not os.path.lexists(journal_path(repo)):
         return False
     with exclusive(repo.path):
         return _recover(repo)
@@ -257,7 +275,7 @@ def _recover(repo: pygit2.Repository) -> bool:
     path = journal_path(repo)
     if not os.path.lexists(path):
         return False
-    check_path(Path(repo.path), "ksgitops/checkout.json", shown=repo.path.rstrip("/"))
+    check_path(Path(repo.path), "ksgitops-state/checkout.json", shown=repo.path.rstrip("/"))
     try:
         data = json.loads(path.read_bytes())
         if data.get("format") != FORMAT:
