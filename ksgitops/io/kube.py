@@ -1,4 +1,6 @@
-"""The Kubernetes edge: the only module (tests aside) that imports `kubernetes`.
+"""The Kubernetes edge of collect and sync (io/spaces/kubeconfig.py is the other module that
+imports `kubernetes`: the space framework's provider lists and watches through its DynamicClient;
+one client path for both is still to be made).
 
 A `Cluster` is one API server reached through a kubeconfig context. It uses the `kubernetes`
 client for what that client is good at — reading kubeconfig files (certificates, tokens, exec and
