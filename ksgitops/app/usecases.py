@@ -134,16 +134,16 @@ def reconcile_commit(path: Path, source: str, progress: Progress | None = None,
     result = reconcile_reusing(src, cache, progress)
     _warn_uncommitted(src, result.loaded.mailboxes)
     config = result.config
+
     def message(roots: list[str]) -> str:  # {affected}: the WECs whose mailbox the commit changes
         affected = sum(1 for root in roots if root.count("/") == 1)
         return config.commit_message(str(src.commit.id), affected, frozen=result.frozen.trailer())  # type: ignore[attr-defined]
 
     committed = commit_on_branch(src, result.generated, config, message)
     new = git.TreeIndex(src.repo, src.repo[committed.tree])  # type: ignore[arg-type, index]
-    roots = git.changed_roots(base, new, list(result.generated))
     cache.save(clean_mailboxes(result, new))
     cache.save_record(runrecord.record_of(new, result))
-    return ReconcileOutcome(result, roots, committed.commit)
+    return ReconcileOutcome(result, list(committed.roots), committed.commit)
 
 
 def reconcile_reusing(src: Source, cache: Any, progress: Progress | None = None) -> Result:

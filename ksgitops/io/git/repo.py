@@ -306,6 +306,7 @@ class CommitResult:
     commit: str | None  # None: the tree did not change, nothing was committed
     tree: pygit2.Oid
     old_tree: pygit2.Oid
+    roots: tuple[str, ...] = ()  # the generated roots the commit changed (computed for a checkout or a message)
 
 
 def commit_generated(repo: pygit2.Repository, ref_name: str, source: pygit2.Commit, generated: Generated,
@@ -323,7 +324,7 @@ def commit_generated(repo: pygit2.Repository, ref_name: str, source: pygit2.Comm
         raise EnvError(str(e.filename or repo.path), f"cannot write the new objects: {os_reason(e)}") from None
     if tree == source.tree.id:
         return CommitResult(None, tree, source.tree.id)
-    planned = None
+    planned, roots = None, []
     if checkout or callable(message):
         roots = changed_roots(TreeIndex(repo, source.tree), TreeIndex(repo, tree_at(repo, tree)), list(generated))
         if callable(message):
@@ -343,7 +344,7 @@ def commit_generated(repo: pygit2.Repository, ref_name: str, source: pygit2.Comm
             raise EnvError(str(e.filename or repo.path), f"{os_reason(e)}; nothing was changed") from None
         if planned is not None:
             checkouts.follow(repo, planned, generated, str(oid))
-    return CommitResult(str(oid), tree, source.tree.id)
+    return CommitResult(str(oid), tree, source.tree.id, tuple(roots))
 
 
 def _check_unmoved(repo: pygit2.Repository, ref_name: str, source: pygit2.Commit) -> None:
