@@ -81,14 +81,34 @@ class State:
 Files = dict[str, bytes]
 
 
+_READ: dict[str, tuple[tuple[int, int, int, int], bytes]] = {}  # path -> (stat key, content)
+
+
 def snapshot(root: Path) -> Files:
-    out = {}
-    for folder, dirs, names in os.walk(root):
-        dirs[:] = [d for d in dirs if not (folder == str(root) and d == ".git")]
-        for name in names:
-            path = os.path.join(folder, name)
-            with open(path, "rb") as f:
-                out[os.path.relpath(path, root)] = f.read()
+    """The whole work tree (without .git). A file whose inode, size, mtime and ctime are those of
+    an earlier read is not read again (ksgitops writes by rename, so a rewrite changes the inode);
+    one changed in the last second is never cached, so a rewrite within one timestamp tick is seen."""
+    out: Files = {}
+    racy = time.time_ns() - 1_000_000_000
+    stack = [str(root)]
+    while stack:
+        folder = stack.pop()
+        for entry in os.scandir(folder):
+            if entry.is_dir(follow_symlinks=False):
+                if not (folder == str(root) and entry.name == ".git"):
+                    stack.append(entry.path)
+                continue
+            st = entry.stat(follow_symlinks=False)
+            key = (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+            cached = _READ.get(entry.path)
+            if cached is not None and cached[0] == key:
+                data = cached[1]
+            else:
+                with open(entry.path, "rb") as f:
+                    data = f.read()
+                if max(st.st_mtime_ns, st.st_ctime_ns) < racy:
+                    _READ[entry.path] = (key, data)
+            out[os.path.relpath(entry.path, root)] = data
     return out
 
 
@@ -129,20 +149,41 @@ def by_root(files: Files) -> dict[str, Files]:
 
 # --- the files ksgitops did not generate ----------------------------------------------------------
 
+_IDENTITIES: dict[tuple[str, str], list[tuple[str, dict[str, Any]]]] = {}
+_IDENTITY_OF: dict[bytes, dict[str, Any]] = {}  # base copies repeat across mailboxes: parse each once
+_REPORTS: dict[tuple[str, str, int], Files] = {}
+
+
+def identities(repo: Path, mailbox: str) -> list[tuple[str, dict[str, Any]]]:
+    """(path under objects/, identity) of every object of a mailbox; the states toggle contents,
+    never which objects a mailbox holds, so they are read once."""
+    key = (str(repo), mailbox)
+    if key not in _IDENTITIES:
+        base = repo / "spaces" / mailbox / "objects"
+        found = []
+        for path in sorted(base.rglob("*.yaml")):
+            data = path.read_bytes()
+            if data not in _IDENTITY_OF:
+                body = yaml.load(data, Loader=yaml.CSafeLoader)
+                md = body["metadata"]
+                identity = {"apiVersion": body["apiVersion"], "kind": body["kind"], "name": md["name"],
+                            "generation": 1}
+                if md.get("namespace"):
+                    identity["namespace"] = md["namespace"]
+                _IDENTITY_OF[data] = identity
+            found.append((path.relative_to(base).as_posix(), _IDENTITY_OF[data]))
+        _IDENTITIES[key] = found
+    return _IDENTITIES[key]
+
+
 def reports_for(repo: Path, mailbox: str, day: int) -> Files:
     """A report for every object of a mailbox, dated `day` (what collect or sync would write)."""
-    out = {}
-    base = repo / "spaces" / mailbox / "objects"
-    for path in sorted(base.rglob("*.yaml")):
-        body = yaml.safe_load(path.read_bytes())
-        md = body["metadata"]
-        identity = {"apiVersion": body["apiVersion"], "kind": body["kind"], "name": md["name"], "generation": 1}
-        if md.get("namespace"):
-            identity["namespace"] = md["namespace"]
-        rel = path.relative_to(base).as_posix()
-        out[f"spaces/{mailbox}/reported/{rel}"] = dump_report({"object": identity, "reportedAt":
-                                                               f"2026-11-{day:02d}T00:00:00Z", "status": {}})
-    return out
+    key = (str(repo), mailbox, day)
+    if key not in _REPORTS:
+        _REPORTS[key] = {f"spaces/{mailbox}/reported/{rel}": dump_report(
+            {"object": identity, "reportedAt": f"2026-11-{day:02d}T00:00:00Z", "status": {}})
+            for rel, identity in identities(repo, mailbox)}
+    return _REPORTS[key]
 
 
 def place_kept(repo: Path, day: int) -> Files:
@@ -305,9 +346,12 @@ def kill_at_random(run: Run, rng: random.Random, duration: float, writing: float
 
 
 def leftovers(repo: Path) -> list[str]:
-    found = [p for p in snapshot(repo) if any(mark in p for mark in LEFTOVER_MARKS)]
+    """Names a writer leaves while it works (staging, trash, journals, locks); names only, no reads."""
+    found = []
     for folder, dirs, names in os.walk(repo):
-        found += [os.path.join(folder, d) for d in dirs if any(mark in d for mark in LEFTOVER_MARKS)]
+        if folder == str(repo):
+            dirs[:] = [d for d in dirs if d != ".git"]
+        found += [os.path.join(folder, n) for n in (*dirs, *names) if any(mark in n for mark in LEFTOVER_MARKS)]
     git_dir = repo / ".git"
     found += [str(p) for p in (git_dir / "ksgitops-state" / "checkout.json", git_dir / "index.lock") if p.exists()]
     return found

@@ -63,3 +63,16 @@ def test_consolidate_packs_bounds_their_number_and_loses_nothing(tmp_path: Path)
     assert fresh[fresh[head.tree["d19"].id]["f.txt"].id].data == b"content 19\n"
     assert len(list(fresh.walk(head.id))) == 20
     assert consolidate_packs(fresh, most=4) == 0  # under the bound: nothing to do
+
+
+def test_one_tree_writer_over_many_freed_trees_writes_each_as_given(tmp_path: Path) -> None:
+    """The writer remembers trees by id(); a dict freed after one apply must not pass for the next
+    one that Python places at the same address."""
+    from ksgitops.io.git.repo import TreeWriter
+    repo = pygit2.init_repository(str(tmp_path / "r.git"), bare=True)
+    writer = TreeWriter(repo)
+    for i in range(200):
+        tree_id = writer.apply(None, {"reported": {"apps": {f"n{i % 7}.yaml": f"report {i}\n".encode()}}})
+        tree = repo[tree_id]
+        leaf = repo[repo[repo[tree["reported"].id]["apps"].id][f"n{i % 7}.yaml"].id]
+        assert leaf.data == f"report {i}\n".encode(), f"apply {i} wrote an earlier tree"

@@ -197,7 +197,8 @@ class TreeWriter:
         self.repo = repo
         self._new: dict[bytes, tuple[bytes, bytes]] = {}
         self._blobs: dict[bytes, bytes] = {}
-        self._trees: dict[tuple[int, Any], bytes | None] = {}
+        # keyed by id(): each entry holds its tree, so no id is reused by a later dict while cached
+        self._trees: dict[tuple[int, Any], tuple[FileTree, bytes | None]] = {}
 
     def apply(self, base: pygit2.Tree | None, generated: Generated, flush: bool = True) -> pygit2.Oid:
         """The new tree's id; without `flush`, its objects are written by a later `flush()` (one
@@ -254,7 +255,7 @@ class TreeWriter:
     def _tree(self, tree: FileTree, old: pygit2.Tree | None) -> bytes | None:
         key = (id(tree), old.id if old is not None and _has_keep(tree) else None)
         if key in self._trees:
-            return self._trees[key]
+            return self._trees[key][1]
         entries: dict[str, tuple[int, bytes]] = {}
         for name, value in tree.items():
             if value is KEEP and name == OTHERS:  # every old entry the tree does not name stays
@@ -271,7 +272,8 @@ class TreeWriter:
                     entries[name] = (TREE_MODE, sub)
             else:
                 entries[name] = (BLOB_MODE, self._blob(value))  # type: ignore[arg-type]
-        raw = self._trees[key] = self._tree_object(entries)
+        raw = self._tree_object(entries)
+        self._trees[key] = (tree, raw)
         return raw
 
     def _blob(self, data: bytes) -> bytes:
