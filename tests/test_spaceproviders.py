@@ -25,6 +25,7 @@ from fakes.stores import FolderStore, MemoryStore
 from ksgitops.io.spaces import (ADDED, DELETED, MODIFIED, GitFolderProvider, GitSpaceClient, KubeconfigProvider,
                                 KubeSpaceClient, NotSupported, ProviderError, SpaceClients, SpaceEvent, SpaceManager,
                                 annotate, providers_from, selector_string, space_client)
+from ksgitops.io.kube import Cluster
 from ksgitops.model import KsgitopsError
 
 CM = {"apiVersion": "v1", "kind": "ConfigMap"}
@@ -284,17 +285,17 @@ def test_probe_reports_ready_and_not_ready(two: Two) -> None:
                                               "SetPhase wec-guilder (clusters) -> NotReady"]
 
 
-def test_space_client_is_a_kubernetes_client(two: Two) -> None:
-    from kubernetes import client as kclient
+def test_space_client_reaches_its_cluster_through_the_one_client_path(two: Two) -> None:
     put_cm(two.wecs["wec-florin"], two.ns, "one")
     sc = space_client("wec-florin", [two.provider])
-    assert isinstance(sc, KubeSpaceClient) and isinstance(sc.api_client, kclient.ApiClient)
-    found = kclient.CoreV1Api(sc.api_client).list_namespaced_config_map(two.ns, label_selector=MADE).items
-    assert [i.metadata.name for i in found] == ["one"]
-    configmaps = sc.dynamic.resources.get(api_version="v1", kind="ConfigMap")
-    assert configmaps.get(namespace=two.ns, label_selector=MADE).items[0].data.k == "one"
+    assert isinstance(sc, KubeSpaceClient) and isinstance(sc.cluster, Cluster)
+    found = sc.cluster.list_objects("v1", "configmaps", two.ns, MADE)
+    assert [i["metadata"]["name"] for i in found] == ["one"]
+    assert [o["data"]["k"] for o in sc.list("v1", "ConfigMap", two.ns, {"matchLabels": {MADE: "yes"}})] == ["one"]
     with pytest.raises(KsgitopsError, match="needs apiVersion and kind"):
         sc.list()
+    with pytest.raises(ProviderError, match="serves no Gizmo in v1"):
+        sc.list("v1", "Gizmo")
     sc.close()
 
 

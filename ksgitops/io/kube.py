@@ -1,13 +1,14 @@
-"""The Kubernetes edge of collect and sync (io/spaces/kubeconfig.py is the other module that
-imports `kubernetes`: the space framework's provider lists and watches through its DynamicClient;
-one client path for both is still to be made).
+"""The one Kubernetes client path of ksgitops: collect, sync and the kubeconfig space provider all
+reach API servers through `Cluster`; no other module imports `kubernetes`.
 
 A `Cluster` is one API server reached through a kubeconfig context. It uses the `kubernetes`
 client for what that client is good at — reading kubeconfig files (certificates, tokens, exec and
 OIDC plugins), TLS, the connection pool — and speaks the REST protocol itself, by path, with JSON
-in and out: ksgitops handles arbitrary kinds (whatever a mailbox holds, custom resources included)
-and already knows each object's resource from its mailbox path, so it needs neither the typed
-models nor the dynamic client's full discovery.
+in and out. That is where the client cannot do the job: ksgitops handles arbitrary kinds (whatever
+a mailbox holds, custom resources included) and already knows each object's resource from its
+mailbox path, so the typed models do not fit, and the dynamic client would discover every API group
+of every WEC before its first request (seconds per WEC over a slow link, and a discovery cache file
+per process); here discovery is one group version, asked for only when a kind must be resolved.
 
 Every request has a timeout, and a `Cluster` can carry a deadline (collect's per-WEC timeout):
 each request gets at most the time left. There are no automatic retries: the callers decide
@@ -23,20 +24,29 @@ import os
 import re
 import time
 from dataclasses import dataclass
-from typing import Any, Iterator
+from typing import Any, Generator
 from urllib.parse import quote, urlencode, urlsplit
 
-import orjson
-import urllib3
+import functools
+from types import SimpleNamespace
 
-import kubernetes.client
-import kubernetes.config
+import orjson
 
 from .git.remote import scrub
 
 DEFAULT_TIMEOUT = 10.0
 APPLY_PATCH = "application/apply-patch+yaml"  # JSON is YAML: the body is sent as JSON
 _MESSAGE_LIMIT = 200
+
+
+@functools.cache
+def _lib() -> Any:
+    """`kubernetes` and `urllib3`, imported on first use: together they take ~0.45 s to import
+    (measured, python -X importtime), which no command that never talks to a cluster should pay."""
+    import kubernetes.client
+    import kubernetes.config
+    import urllib3
+    return SimpleNamespace(client=kubernetes.client, config=kubernetes.config, urllib3=urllib3)
 
 
 class KubeError(Exception):
@@ -65,7 +75,7 @@ def kubeconfig_contexts(kubeconfig: str | None) -> tuple[list[str], str | None]:
     """The context names of a kubeconfig (a path or `:`-separated paths) and the current one.
     Raises KubeError when it cannot be read."""
     try:
-        contexts, current = kubernetes.config.list_kube_config_contexts(config_file=kubeconfig or default_kubeconfig())
+        contexts, current = _lib().config.list_kube_config_contexts(config_file=kubeconfig or default_kubeconfig())
     except Exception as e:  # noqa: BLE001 - ConfigException, YAML and OS errors alike
         raise KubeError(f"kubeconfig: {_safe(e)}") from None
     names = [str(c.get("name")) for c in contexts or [] if isinstance(c, dict) and c.get("name")]
@@ -102,16 +112,17 @@ class Cluster:
         self.context = context
         self.timeout = timeout
         self.deadline = deadline  # time.monotonic() value after which every request fails
-        config = kubernetes.client.Configuration()
+        config = _lib().client.Configuration()
         try:
-            kubernetes.config.load_kube_config(config_file=kubeconfig or default_kubeconfig(), context=context,
+            _lib().config.load_kube_config(config_file=kubeconfig or default_kubeconfig(), context=context,
                                                client_configuration=config, persist_config=False)
         except Exception as e:  # noqa: BLE001 - a broken context is one line, like an unreachable server
             raise Unreachable(f"kubeconfig context {context!r}: {_safe(e)}") from None
         config.retries = False  # no hidden retries: a timeout is a timeout
         self._config = config
-        self._client = kubernetes.client.ApiClient(config)
+        self._client = _lib().client.ApiClient(config)
         self.server = _server_name(config.host)
+        self._discovered: dict[str, dict[str, ApiResource]] = {}
 
     def close(self) -> None:
         try:
@@ -130,6 +141,19 @@ class Cluster:
     def request(self, method: str, path: str, query: dict[str, Any] | None = None, body: Any = None,
                 content_type: str = "application/json") -> tuple[int, Any]:
         """(status, decoded JSON body or None). Raises Unreachable on transport failures."""
+        response = self._send(method, path, query, body, content_type)
+        status, raw = response.status, response.data
+        if status in (401, 403) and path in ("/api", "/apis"):
+            raise Unreachable(f"HTTP {status} {'Unauthorized' if status == 401 else 'Forbidden'} ({self.server})")
+        try:
+            decoded = orjson.loads(raw) if raw else None
+        except orjson.JSONDecodeError:
+            decoded = None
+        return status, decoded
+
+    def _send(self, method: str, path: str, query: dict[str, Any] | None, body: Any, content_type: str,
+              stream_for: float | None = None) -> Any:
+        """The urllib3 response; with `stream_for` seconds, unread (a watch streams that long)."""
         remaining = self.timeout
         if self.deadline is not None:
             remaining = min(remaining, self.deadline - time.monotonic())
@@ -145,20 +169,13 @@ class Cluster:
         if body is not None:
             headers["Content-Type"] = content_type
             data = body if isinstance(body, bytes) else orjson.dumps(body)
+        read = remaining if stream_for is None else remaining + stream_for
         try:
-            response = self._client.rest_client.pool_manager.request(
-                method, url, body=data, headers=headers, retries=False, preload_content=True,
-                timeout=urllib3.Timeout(connect=remaining, read=remaining))
-            status, raw = response.status, response.data
+            return self._client.rest_client.pool_manager.request(
+                method, url, body=data, headers=headers, retries=False, preload_content=stream_for is None,
+                timeout=_lib().urllib3.Timeout(connect=remaining, read=read))
         except Exception as e:  # noqa: BLE001 - every transport failure becomes one safe line
             raise Unreachable(_transport_reason(e, self.server)) from None
-        if status in (401, 403) and path in ("/api", "/apis"):
-            raise Unreachable(f"HTTP {status} {'Unauthorized' if status == 401 else 'Forbidden'} ({self.server})")
-        try:
-            decoded = orjson.loads(raw) if raw else None
-        except orjson.JSONDecodeError:
-            decoded = None
-        return status, decoded
 
     def _check(self, status: int, decoded: Any, quiet: bool) -> Any:
         if 200 <= status < 300:
@@ -180,28 +197,62 @@ class Cluster:
         return self._check(status, decoded, quiet)  # type: ignore[no-any-return]
 
     def list_objects(self, api_version: str, resource: str, namespace: str = "", label_selector: str = "",
-             quiet: bool = False) -> list[dict[str, Any]]:
+                     quiet: bool = False) -> list[dict[str, Any]]:
         """Every object of a collection (all namespaces when `namespace` is ""), paginated;
         [] when the resource type does not exist."""
-        return list(self._pages(api_version, resource, namespace, label_selector, quiet))
+        return self.list_with_version(api_version, resource, namespace, label_selector, quiet)[0]
 
-    def _pages(self, api_version: str, resource: str, namespace: str, label_selector: str,
-               quiet: bool) -> Iterator[dict[str, Any]]:
+    def list_with_version(self, api_version: str, resource: str, namespace: str = "", label_selector: str = "",
+                          quiet: bool = False) -> tuple[list[dict[str, Any]], str]:
+        """`list_objects` and the list's resourceVersion (where a watch goes on from)."""
         query: dict[str, Any] = {"limit": 500}
         if label_selector:
             query["labelSelector"] = label_selector
+        items: list[dict[str, Any]] = []
         while True:
             status, decoded = self.request("GET", api_path(api_version, resource, namespace), query)
             if status == 404:
-                return
+                return items, ""
             page = self._check(status, decoded, quiet) or {}
-            for item in page.get("items") or []:
-                if isinstance(item, dict):
-                    yield item
+            items += [item for item in page.get("items") or [] if isinstance(item, dict)]
             token = (page.get("metadata") or {}).get("continue")
             if not token:
-                return
+                return items, str((page.get("metadata") or {}).get("resourceVersion") or "")
             query["continue"] = token
+
+    def watch_objects(self, api_version: str, resource: str, namespace: str = "", label_selector: str = "",
+                      resource_version: str = "", seconds: int = 2) -> Generator[tuple[str, dict[str, Any]], None, None]:
+        """(event type, object) of one server-side watch that ends after `seconds`."""
+        query: dict[str, Any] = {"watch": "1", "timeoutSeconds": max(1, seconds)}
+        if label_selector:
+            query["labelSelector"] = label_selector
+        if resource_version:
+            query["resourceVersion"] = resource_version
+        response = self._send("GET", api_path(api_version, resource, namespace), query, None, "", float(seconds))
+        try:
+            if response.status != 200:
+                raw = response.read()
+                self._check(response.status, orjson.loads(raw) if raw.startswith(b"{") else None, False)
+            pending = b""
+            for chunk in response.stream(65536):
+                pending += chunk
+                *lines, pending = pending.split(b"\n")
+                for line in lines:
+                    event = orjson.loads(line) if line.strip() else None
+                    if isinstance(event, dict) and isinstance(event.get("object"), dict):
+                        yield str(event.get("type")), event["object"]
+        except (_lib().urllib3.exceptions.HTTPError, OSError) as e:
+            raise Unreachable(_transport_reason(e, self.server)) from None
+        finally:
+            response.release_conn()
+
+    def answers(self) -> bool:
+        """Whether the API server answers at all (any HTTP status): the space provider's probe."""
+        try:
+            self._send("GET", "/version", None, None, "")
+            return True
+        except Unreachable:
+            return False
 
     def apply(self, api_version: str, resource: str, namespace: str, name: str, body: dict[str, Any],
               manager: str, force: bool = True, quiet: bool = False) -> dict[str, Any]:
@@ -247,6 +298,12 @@ class Cluster:
                 out[name] = ApiResource(name, str(r.get("kind", "")), bool(r.get("namespaced")),
                                         tuple(str(v) for v in r.get("verbs") or []))
         return out
+
+    def resource_of(self, api_version: str, kind: str) -> ApiResource | None:
+        """The resource serving `kind` in `api_version` (discovery of that group version, kept)."""
+        if api_version not in self._discovered:
+            self._discovered[api_version] = self.api_resources(api_version) or {}
+        return next((r for r in self._discovered[api_version].values() if r.kind == kind), None)
 
     def group_versions(self) -> list[str]:
         """The preferred `group/version` of every API group the server serves, `v1` first."""
@@ -294,6 +351,7 @@ def _server_name(host: str) -> str:
 
 
 def _transport_reason(error: BaseException, server: str) -> str:
+    urllib3 = _lib().urllib3
     seen: set[int] = set()
     chain = []
     current: BaseException | None = error

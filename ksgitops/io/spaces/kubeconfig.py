@@ -1,11 +1,11 @@
 """The kubeconfig space provider: a space is a context of a kubeconfig file (discovered or
-imported; clusters are provisioned outside ksgitops); its client is the `kubernetes` client."""
+imported; clusters are provisioned outside ksgitops); its client lists and watches through
+io/kube.py's `Cluster`, the one Kubernetes client path."""
 from __future__ import annotations
 
 import os
 import threading
 import time
-import uuid
 from pathlib import Path
 from typing import Any, Iterator, Mapping
 
@@ -13,6 +13,7 @@ import yaml
 
 from ...core.place.spaces import (WRITE_OBJECT, Action, Observed, Plan, ProviderDesc, SpaceObj, is_space, plan, space_body, space_from)
 from ...model import KsgitopsError
+from ..kube import Cluster, KubeError
 
 from .base import ADDED, DELETED, MODIFIED, NotSupported, ProviderError, SpaceEvent, check_selector, watch_listing, object_key
 
@@ -78,20 +79,11 @@ class KubeconfigProvider:
     def _phase(self, name: str) -> str:
         if not self.probe:
             return "Ready"
-        from kubernetes.client import ApiException, VersionApi
         try:
-            api = self.api_client(name)
-        except Exception:  # noqa: BLE001 - an unusable context cannot be reached
+            with Cluster(str(self.path), name, timeout=self.probe_timeout) as cluster:
+                return "Ready" if cluster.answers() else "NotReady"  # any HTTP answer: it is there
+        except KubeError:  # an unusable context cannot be reached
             return "NotReady"
-        try:
-            VersionApi(api).get_code(_request_timeout=self.probe_timeout)
-            return "Ready"
-        except ApiException as e:
-            return "Ready" if e.status else "NotReady"  # the server answered: it is there
-        except Exception:  # noqa: BLE001 - connection refused, reset, timed out
-            return "NotReady"
-        finally:
-            api.close()
 
     def _listing(self) -> dict[str, Observed]:
         contexts = self._named(self._config(), "contexts")
@@ -113,12 +105,14 @@ class KubeconfigProvider:
                                              lambda path: os.path.abspath(path) == target):
             yield SpaceEvent(kind, space, self.name)
 
-    def api_client(self, name: str) -> Any:
-        """A kubernetes.client.ApiClient for the context."""
-        from kubernetes import config
+    def cluster(self, name: str) -> Cluster:
+        """The API server of the context."""
         if name not in self._named(self._config(), "contexts"):
             raise ProviderError(f"kubeconfig provider {self.name}: no context {name!r} in {self.path}", exit_code=2)
-        return config.new_client_from_config(config_file=str(self.path), context=name)
+        try:
+            return Cluster(str(self.path), name)
+        except KubeError as e:
+            raise ProviderError(f"kubeconfig provider {self.name}: {e}") from None
 
     def client(self, name: str) -> "KubeSpaceClient":
         return KubeSpaceClient(self, name)
@@ -137,83 +131,75 @@ def selector_string(selector: Mapping[str, Any] | None) -> str | None:
 
 
 class KubeSpaceClient:
-    """A space-aware client over an API server: `api_client` (kubernetes ApiClient) and `dynamic`
-    (kubernetes DynamicClient), plus list/watch by apiVersion and kind."""
+    """A space-aware client over an API server (`cluster`): list and watch by apiVersion and kind."""
 
     def __init__(self, provider: KubeconfigProvider, space: str) -> None:
         self.provider = provider
         self.space = space
-        self._api: Any = None
-        self._dynamic: Any = None
+        self._cluster: Cluster | None = None
 
     @property
-    def api_client(self) -> Any:
-        if self._api is None:
-            self._api = self.provider.api_client(self.space)
-        return self._api
-
-    @property
-    def dynamic(self) -> Any:
-        if self._dynamic is None:
-            from kubernetes.dynamic import DynamicClient
-            cache = None
-            if self.provider.cache_dir is not None:
-                cache = str(self.provider.cache_dir / f"discovery-{self.space}-{uuid.uuid4().hex}.json")
-            self._dynamic = DynamicClient(self.api_client, cache_file=cache)
-        return self._dynamic
+    def cluster(self) -> Cluster:
+        if self._cluster is None:
+            self._cluster = self.provider.cluster(self.space)
+        return self._cluster
 
     def close(self) -> None:
-        if self._api is not None:
-            self._api.close()
+        if self._cluster is not None:
+            self._cluster.close()
 
-    def _resource(self, api_version: str | None, kind: str | None) -> Any:
+    def _resource(self, api_version: str | None, kind: str | None) -> str:
         if not api_version or not kind:
             raise KsgitopsError(f"space {self.space}: listing an API server needs apiVersion and kind")
-        return self.dynamic.resources.get(api_version=api_version, kind=kind)
+        try:
+            found = self.cluster.resource_of(api_version, kind)
+        except KubeError as e:
+            raise ProviderError(f"space {self.space}: {e}") from None
+        if found is None:
+            raise ProviderError(f"space {self.space}: the API server serves no {kind} in {api_version}", exit_code=2)
+        return found.name
+
+    def _listed(self, api_version: str, kind: str, namespace: str | None,
+                selector: Mapping[str, Any] | None) -> tuple[list[dict[str, Any]], str]:
+        check_selector(selector)
+        resource = self._resource(api_version, kind)
+        try:
+            items, version = self.cluster.list_with_version(api_version, resource, namespace or "",
+                                                            selector_string(selector) or "")
+        except KubeError as e:
+            raise ProviderError(f"space {self.space}: {e}") from None
+        for item in items:
+            item.setdefault("apiVersion", api_version)
+            item.setdefault("kind", kind)
+        return sorted(items, key=object_key), version
 
     def list(self, api_version: str | None = None, kind: str | None = None, namespace: str | None = None,
              selector: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
-        check_selector(selector)
-        resource = self._resource(api_version, kind)
-        found = resource.get(namespace=namespace, label_selector=selector_string(selector)).to_dict()
-        items = []
-        for item in found.get("items") or []:
-            item.setdefault("apiVersion", api_version)
-            item.setdefault("kind", kind)
-            items.append(item)
-        return sorted(items, key=object_key)
+        return self._listed(api_version or "", kind or "", namespace, selector)[0]
 
     def watch(self, api_version: str | None = None, kind: str | None = None, namespace: str | None = None,
               selector: Mapping[str, Any] | None = None, stop: threading.Event | None = None,
               timeout: float | None = None, chunk: float = 2.0) -> Iterator[tuple[str, dict[str, Any]]]:
         """List, ADDED for every object there, then watch from the list's resourceVersion; the
         server-side watches last at most `chunk` seconds and are chained, so `stop` is noticed."""
-        from kubernetes import watch as kwatch
-        check_selector(selector)
+        listed, version = self._listed(api_version or "", kind or "", namespace, selector)
         resource = self._resource(api_version, kind)
-        labels = selector_string(selector)
         deadline = None if timeout is None else time.monotonic() + timeout
         stop = stop or threading.Event()
-        listed = resource.get(namespace=namespace, label_selector=labels).to_dict()
-        version = (listed.get("metadata") or {}).get("resourceVersion")
-        for item in sorted(listed.get("items") or [], key=object_key):
-            item.setdefault("apiVersion", api_version)
-            item.setdefault("kind", kind)
+        for item in listed:
             yield ADDED, item
         while not stop.is_set():
             left = chunk if deadline is None else min(chunk, deadline - time.monotonic())
             if left <= 0:
                 return
-            watcher = kwatch.Watch()
-            for event in self.dynamic.watch(resource, namespace=namespace, label_selector=labels,
-                                            resource_version=version, timeout=max(1, int(round(left))),
-                                            watcher=watcher):
-                body = event["raw_object"]
+            events = self.cluster.watch_objects(api_version or "", resource, namespace or "",
+                                                selector_string(selector) or "", version, max(1, int(round(left))))
+            for kind_, body in events:
                 version = (body.get("metadata") or {}).get("resourceVersion") or version
-                if event["type"] in (ADDED, MODIFIED, DELETED):
+                if kind_ in (ADDED, MODIFIED, DELETED):
                     body.setdefault("apiVersion", api_version)
                     body.setdefault("kind", kind)
-                    yield event["type"], body
+                    yield kind_, body
                 if stop.is_set():
-                    watcher.stop()
+                    events.close()
                     return
