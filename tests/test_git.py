@@ -12,6 +12,7 @@ import pytest
 from conftest import git
 from ksgitops.app import usecases as app
 from ksgitops.io.git import repo as gitio
+from ksgitops.io.git.commit import commit_generated
 from ksgitops.model import GitError
 
 MAILBOXES = ("spaces/imw1-mb-florin", "spaces/imw1-mb-guilder")
@@ -123,7 +124,7 @@ def test_ref_that_moved_is_not_overwritten(example_git: Path) -> None:
     git(example_git, "commit", "-qm", "concurrent")
     moved = head(example_git)
     with pytest.raises(GitError):
-        gitio.commit_generated(src.repo, src.ref_name, src.commit, result.generated,
+        commit_generated(src.repo, src.ref_name, src.commit, result.generated,
                                gitio.signature("k", "k@e"), "m")
     assert head(example_git) == moved
 

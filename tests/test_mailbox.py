@@ -66,7 +66,7 @@ def test_singleton_wish_is_ored_over_placements(tree, a_wants, b_wants, expected
 
 
 def test_skipped_spaces_and_their_mailboxes_are_left_alone(tree) -> None:
-    from ksgitops.io.fs.tree import write_generated
+    from ksgitops.io.fs.worktree import write_generated
     files = {"spaces/inv/wec.yaml": INVENTORY, "spaces/wds/cms.yaml": CONFIGMAPS,
              "spaces/wds/p.yaml": placement("p", False, ["a"])}
     repo: Path = tree(files)

@@ -23,7 +23,7 @@ import pytest
 
 from conftest import copy_example_sources, git, git_init
 from gitdaemon import GitDaemon, git_daemon  # noqa: F401 - the fixture
-from ksgitops.app import usecases as app, runtime
+from ksgitops.app import publish as publishing, usecases as app, runtime
 from ksgitops.core.load.repoconfig import SOURCE_TRAILER
 from ksgitops.io.serve import Observer, serve
 from ksgitops.model import GitError
@@ -254,7 +254,7 @@ def test_push_gives_up_loudly_after_the_bound(git_daemon: GitDaemon, tmp_path: P
             flip_env(other, "spaces/imw1/florin.yaml", f"race {len(retries)}")
 
     with pytest.raises(GitError) as info:
-        app.publish(mine, BRANCH, retries=2, sleep=lambda s: None, progress=meanwhile, do_status=one_commit,
+        publishing.publish(mine, BRANCH, retries=2, sleep=lambda s: None, progress=meanwhile, do_status=one_commit,
                     one_commit=one_commit, on_retry=lambda attempt, reason: retries.append(reason))
     assert "gave up after 3 attempts" in str(info.value.problems[0]) and len(retries) == 2
     assert trailer(bare) is None  # the remote holds only the other's commits

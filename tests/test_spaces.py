@@ -258,7 +258,8 @@ from typing import Callable  # noqa: E402
 
 from conftest import copy_example_sources  # noqa: E402
 from ksgitops.core.pipeline import reconcile  # noqa: E402
-from ksgitops.io.fs.tree import WorkTreeSnapshot, write_generated  # noqa: E402
+from ksgitops.io.fs.tree import WorkTreeSnapshot  # noqa: E402
+from ksgitops.io.fs.worktree import write_generated  # noqa: E402
 
 DESC = """apiVersion: space.kubestellar.io/v1alpha1
 kind: SpaceProviderDesc

@@ -21,7 +21,7 @@ import pytest
 from conftest import git, git_init, work_tree_files as tree_files, write_tree
 from ksgitops.app import usecases as app
 from ksgitops.io.git import checkout
-from ksgitops.io.fs import durable, tree as fs, staging, worktree
+from ksgitops.io.fs import durable, paths, staging, worktree
 from minimal_fleet import minimal_fleet
 
 FLORIN = "imw1-mb-florin"
@@ -52,7 +52,7 @@ def crash_before_step(monkeypatch: pytest.MonkeyPatch, at: int) -> Iterator[list
 
     with monkeypatch.context() as m:
         for module, name in ((os, "rename"), (os, "replace"), (os, "mkdir"), (os, "unlink"), (os, "rmdir"),
-                             (shutil, "rmtree"), (fs, "write_new"), (staging, "write_new"),
+                             (shutil, "rmtree"), (paths, "write_new"), (staging, "write_new"),
                              (worktree, "write_durably"), (checkout, "write_durably"),
                              (worktree, "sync_filesystem"), (worktree, "fsync_dir"), (checkout, "sync_filesystem")):
             m.setattr(module, name, counted(getattr(module, name)))

@@ -15,13 +15,19 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
+from typing import Any, Callable
 
-from ..model import KsgitopsError, Progress, counted
+from ..core.status.summary import STATUS_MD, StatusMemo
+from ..core.tree import Subtree
+from ..io.git import remote as remotes, repo as git
+from ..io.git.cache import DiskCache
+from ..io.git.commit import commit_generated
+from ..model import GitError, KsgitopsError, Progress, counted
+from . import usecases as app
 from .shutdown import Shutdown
-
-if TYPE_CHECKING:
-    from .usecases import ProvenOutcome, ReconcileOutcome, Source, StatusOutcome
+from .sources import Source
+from .status import STATUS_SUBJECT, StatusOutcome, fold_subject
+from .usecases import ProvenOutcome, ReconcileOutcome
 
 
 @dataclass
@@ -57,8 +63,6 @@ def publish(path: Path, branch: str, remote: str = "origin", retries: int | None
     moved: fetch, put the branch on the new upstream head (our commits are dropped: generated files
     are recomputed, never merged), recompute, push again, with jittered backoff, `retries` times
     (default RepoConfig pushRetries); then fail loudly (GitError, exit 3). Never a forced push."""
-    from . import usecases as app
-    from ..io.git import repo as git, remote as remotes
     guard = guard or Shutdown()
     repo = git.open_repo(path)
     ref = f"refs/heads/{branch}"
@@ -85,7 +89,7 @@ def publish(path: Path, branch: str, remote: str = "origin", retries: int | None
             return PublishOutcome(reconciled, status, str(head), True, attempt, made)
         except remotes.PushRejected as rejected:
             if attempt > limit:
-                raise git.GitError(f"{rejected.problems[0].message}; gave up after {attempt} attempts "
+                raise GitError(f"{rejected.problems[0].message}; gave up after {attempt} attempts "
                                    f"(nothing was forced; run again)") from None
             if on_retry is not None:
                 on_retry(attempt, rejected.problems[0].message)
@@ -100,10 +104,6 @@ def commit_cycle(path: Path, ref: str, do_reconcile: bool = True, do_status: boo
                  memo: Any = None, progress: Progress | None = None,
                  guard: Shutdown | None = None) -> CycleCommit:
     """Reconcile, fold in and summarize the branch head of a bare clone, then commit it all once."""
-    from . import usecases as app
-    from ..core.status.summary import StatusMemo
-    from ..io.git import repo as git
-    from ..io.git.cache import DiskCache
     src = app.open_branch(path, ref)
     if git.is_checked_out(src.repo, str(src.ref_name)):  # type: ignore[arg-type]
         raise KsgitopsError(f"{src.ref_name} is checked out here: one commit per cycle needs a bare clone")
@@ -120,7 +120,6 @@ class _OneCommit:
     committed once on top of the source commit."""
 
     def __init__(self, src: Source, cache: Any, guard: Shutdown) -> None:
-        from ..io.git import repo as git
         repo: Any = src.repo
         base: Any = src.commit
         self.src, self.cache, self.guard, self.repo, self.base = src, cache, guard, repo, base
@@ -132,15 +131,12 @@ class _OneCommit:
         self.status: Any = None  # (Result, core.status.StatusOutput)
 
     def reconcile(self, progress: Progress | None) -> None:
-        from . import usecases as app
         with self.guard.computing():
             self.result = app.reconcile_reusing(self.src, self.cache, progress)
         self._apply(self.result.generated)
         self.reconciled_tree = self.tree
 
     def summarize(self, memo: Any) -> None:
-        from . import usecases as app
-        from ..core.status.summary import STATUS_MD
         with self.guard.computing():
             self.folded, _ = app.plan_fold_in(self._source(), self.cache.content)
         self._apply(self.folded.generated)
@@ -150,13 +146,11 @@ class _OneCommit:
         self._apply({**output.generated, STATUS_MD: output.markdown})
 
     def commit(self) -> CycleCommit:
-        from . import usecases as app
-        from ..io.git import repo as git
         old, new = git.TreeIndex(self.repo, self.base.tree), git.TreeIndex(self.repo, self.tree)
         made, reconciled_roots = self._describe(old, new)
         config = (self.result or self.status[0]).config
         self.guard.checkpoint()
-        committed = git.commit_generated(self.repo, str(self.src.ref_name), self.base,
+        committed = commit_generated(self.repo, str(self.src.ref_name), self.base,
                                          _changed_entries(self.repo, old, new, self.roots),
                                          git.signature(config.author_name, config.author_email),
                                          _message(config, made, bool(reconciled_roots)))
@@ -176,9 +170,6 @@ class _OneCommit:
 
     def _describe(self, old: Any, new: Any) -> tuple[CycleCommit, list[str]]:
         """What the commit will hold, and the reconcile's roots that changed."""
-        from . import usecases as app
-        from ..core.status.summary import STATUS_MD
-        from ..io.git import repo as git
         reconciled_roots = git.changed_roots(old, git.TreeIndex(self.repo, self.reconciled_tree),
                                              list(self.result.generated)) if self.result else []
         status_roots = [*self.status[1].generated, STATUS_MD] if self.status else []
@@ -189,7 +180,6 @@ class _OneCommit:
         return made, reconciled_roots
 
     def _apply(self, generated: dict[str, Any]) -> None:
-        from ..io.git import repo as git
         if not generated:
             return
         self.guard.checkpoint()
@@ -198,22 +188,18 @@ class _OneCommit:
 
     def _source(self) -> Source:
         """The source commit, read through the tree built so far."""
-        from . import usecases as app
-        from ..io.git import repo as git
         return app.Source(self.src.path, git.TreeSnapshot(self.repo, self.tree), self.repo, self.base,
                           self.src.ref_name)
 
 
 def _changed_entries(repo: Any, old: Any, new: Any, roots: list[str]) -> dict[str, Any]:
     """The roots that differ between two trees, as the new tree has them (linked by id)."""
-    from ..core.tree import Subtree
-    from ..io.git import repo as git
     changes: dict[str, Any] = {}
     for root in git.changed_roots(old, new, roots):
         entry = new.get(root)
         if entry is None:
             changes[root] = None
-        elif entry.type == git.pygit2.GIT_OBJECT_BLOB:
+        elif entry.type_str == "blob":
             changes[root] = git.blob_data(repo, entry.id)
         else:
             changes[root] = Subtree(str(entry.id))
@@ -224,7 +210,6 @@ def _message(config: Any, made: CycleCommit, reconciled: bool) -> str:
     """RepoConfig's message for what the commit holds: the reconcile template when `reconciled`
     (mailboxes or SPSes changed), else the fold-in or status subject; a body line per part; the
     one Ksgitops-Source trailer, after Ksgitops-Frozen when the reconcile froze something."""
-    from .usecases import STATUS_SUBJECT, fold_subject
     parts = []
     if made.changed_wecs:
         parts.append(f"reconcile: {counted(len(made.changed_wecs), 'mailbox', 'mailboxes')} changed")
@@ -241,7 +226,6 @@ def _message(config: Any, made: CycleCommit, reconciled: bool) -> str:
 
 def branch_of(path: Path, source: str) -> str:
     """The branch name a --source names (HEAD: the checked-out branch)."""
-    from ..io.git import repo as git
     ref = git.branch_ref(git.open_repo(path), source)
     if ref is None:
         raise KsgitopsError(f"--push needs a branch, not {source!r}")
@@ -250,5 +234,4 @@ def branch_of(path: Path, source: str) -> str:
 
 def move_branch(repo: Any, ref: str, target: Any) -> None:
     """Put a branch on `target` (io/git/repo.py move_branch)."""
-    from ..io.git import repo as git
     git.move_branch(repo, ref, target)

@@ -10,14 +10,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from . import usecases as app
-from ..core.load.read import mailbox_space
+from ..core.load.read import load, mailbox_space
 from ..core.load.repoconfig import DEFAULT_POLL_INTERVAL
-from ..io.git.foldin import PREFIXES
+from ..core.status.summary import StatusMemo
 from ..io.fs.tree import WorkTreeSnapshot
+from ..io.git import remote, repo as git
+from ..io.git.cache import DiskCache
+from ..io.git.foldin import PREFIXES
+from ..io.git.remote import is_url
 from ..io.git.reportref import REPORT_REF_PREFIX
 from ..io.serve import Observer
 from ..model import KsgitopsError
+from . import usecases as app
 from .publish import move_branch, publish
 from .shutdown import Shutdown
 
@@ -94,10 +98,9 @@ def open_runtime(repo: str, branch: str, workdir: Path, observer: Observer, retr
     """The runtime `--repo` asks for: a URL or a bare repository's path is a remote (cloned into
     `workdir`, pushed back to); a work tree is reconciled in place. The git directory of a work
     tree is refused: it is neither."""
-    from ..io.git.remote import is_url
     if is_url(repo):
         return RemoteRuntime(repo, branch, workdir, observer, retries, status)
-    git_dir = _git_dir_at(Path(repo))
+    git_dir = git.git_dir_at(Path(repo))
     if git_dir is None:
         return LocalRuntime(Path(repo), observer, status)
     bare, workdir_of = git_dir
@@ -107,24 +110,9 @@ def open_runtime(repo: str, branch: str, workdir: Path, observer: Observer, retr
     return RemoteRuntime(str(Path(repo).resolve()), branch, workdir, observer, retries, status)
 
 
-def _git_dir_at(path: Path) -> tuple[bool, str] | None:
-    """(bare, work tree) when `path` itself is a git directory (not a work tree), else None."""
-    import pygit2
-    if not (path / "HEAD").is_file() or not (path / "objects").is_dir():
-        return None
-    try:
-        repo = pygit2.Repository(str(path))
-    except pygit2.GitError:
-        return None
-    if Path(repo.path).resolve() != path.resolve():
-        return None
-    return repo.is_bare, str(repo.workdir or "")
-
-
 class RemoteRuntime:
     def __init__(self, url: str, branch: str, workdir: Path, observer: Observer,
                  retries: int | None = None, status: bool = True) -> None:
-        from ..core.status.summary import StatusMemo
         self.url, self.branch = url, branch
         self.path = clone_dir(workdir, url, branch)
         self.observer = observer
@@ -142,15 +130,12 @@ class RemoteRuntime:
     def repo(self) -> Any:
         """The bare clone (cloned on first use: a failing clone fails a cycle, like a fetch)."""
         if self._repo is None:
-            from ..io.git import remote
-            from ..io.git.cache import DiskCache
             self._repo = remote.clone(self.url, self.path, self.branch)
             self.cache = DiskCache.for_git_dir(self._repo.path)
             log.info(f"clone of {remote.redact(self.url)} ready in {self.path}", extra={"fields": {"event": "clone"}})
         return self._repo
 
     def cycle(self, guard: Shutdown | None = None) -> CycleResult:
-        from ..io.git import repo as git, remote
         guard = guard or Shutdown()
         started = time.perf_counter()
         guard.checkpoint()
@@ -197,9 +182,7 @@ class RemoteRuntime:
         return {n: str(self.repo.references[n].target) for n in self.repo.references if n.startswith(prefix)}
 
     def keys(self, commit: str) -> Keys:
-        from ..core.load.read import load
-        from ..io.git import repo as git
-        snapshot = git.TreeSnapshot(self.repo, self.repo[commit].peel(git.pygit2.Commit).tree)
+        snapshot = git.TreeSnapshot(self.repo, git.resolve_commit(self.repo, commit).tree)
         loaded = load(snapshot, self.cache.content)
         config = snapshot.file("ksgitops.yaml")
         sources = repr((sorted(loaded.digests.items()), config.key if config else ""))

@@ -7,10 +7,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, MutableMapping
 
-from ..core.pipeline import Result, reconcile
 from ..core.load.snapshot import Snapshot
+from ..core.pipeline import Result, reconcile
+from ..io.fs import worktree
+from ..io.fs.tree import WorkTreeSnapshot, check_layout
+from ..io.git import checkout, repo as git
+from ..io.git.cache import DiskCache
+from ..io.git.commit import commit_generated
+from ..io.git.repo import git_dir
 from ..model import KsgitopsError, Progress
-from ..io.fs.tree import WorkTreeSnapshot
 
 WORKTREE = "worktree"
 
@@ -29,13 +34,11 @@ class Source:
 def open_source(path: Path, source: str) -> Source:
     """Open what a command reads, after refusing links in the paths ksgitops owns and recovering
     what an interrupted run left (io/fs/worktree.py, io/git/checkout.py)."""
-    from ..io.fs.tree import WorkTreeSnapshot
     if source == WORKTREE:
         if not path.is_dir():
             raise KsgitopsError(f"{path}: no such directory")
         _recover(path, None)
         return Source(path, WorkTreeSnapshot(path))
-    from ..io.git import repo as git
     repo = git.open_repo(path)
     _recover(Path(repo.workdir) if repo.workdir else None, repo)
     commit = git.resolve_commit(repo, source)
@@ -43,14 +46,10 @@ def open_source(path: Path, source: str) -> Source:
 
 
 def _recover(workdir: Path | None, repo: Any) -> None:
-    from ..io.git import checkout
-    from ..io.fs import worktree
-    from ..io.fs.tree import check_layout
     if workdir is not None:
         check_layout(workdir)
         worktree.recover(workdir)
     if repo is None and workdir is not None and checkout.pending(workdir):
-        from ..io.git import repo as git
         repo = git.open_repo(workdir)
     if repo is not None:
         checkout.recover(repo)
@@ -61,7 +60,6 @@ def compute(src: Source, cache: MutableMapping[Any, Any] | None = None,
             reuse: Callable[[str, str], bool] | None = None) -> Result:
     """Run the pure pipeline; previous copies come from the same snapshot (HEAD or work tree).
     Without a cache of its own, a work tree inside a git repository uses the repository's."""
-    from ..core.pipeline import reconcile
     if cache is None and src.repo is None:
         disk = _worktree_cache(src.path)
         result = reconcile(src.snapshot, src.snapshot, disk.content, progress, reuse)
@@ -71,8 +69,6 @@ def compute(src: Source, cache: MutableMapping[Any, Any] | None = None,
 
 
 def _worktree_cache(path: Path) -> Any:
-    from ..io.git.cache import DiskCache
-    from ..io.git.repo import git_dir
     found = git_dir(path)
     return DiskCache.for_git_dir(found) if found else DiskCache(None)
 
@@ -88,7 +84,6 @@ def open_branch(path: Path, source: str) -> Source:
 def commit_on_branch(src: Source, generated: Any, config: Any, message: str | Callable[[list[str]], str]) -> Any:
     """Commit `generated` on the source's branch as RepoConfig's author; in a checkout of that
     branch the work tree and index follow."""
-    from ..io.git import repo as git
-    return git.commit_generated(src.repo, src.ref_name, src.commit, generated,  # type: ignore[arg-type]
+    return commit_generated(src.repo, src.ref_name, src.commit, generated,  # type: ignore[arg-type]
                                 git.signature(config.author_name, config.author_email), message,
                                 checkout=git.is_checked_out(src.repo, src.ref_name))  # type: ignore[arg-type]

@@ -28,11 +28,11 @@ from typing import Any, Mapping, Sequence
 
 from ..core.load.read import load
 from ..core.load.repoconfig import parse_repo_config
-from ..core.place.spaces import (CREATE_SPACE, DEFAULT_PROVIDER, DELETE_OBJECT, DELETE_SPACE, SET_PHASE, WRITE_OBJECT, Action, Observed, Plan, ProviderDesc, SpaceObj, is_provider_desc, is_space, plan, provider_from, simulate, space_from)
+from ..core.place.spaces import CREATE_SPACE, DEFAULT_PROVIDER, DELETE_OBJECT, DELETE_SPACE, SET_PHASE, WRITE_OBJECT, Action, Observed, Plan, ProviderDesc, SpaceObj, is_provider_desc, is_space, plan, provider_from, simulate, space_from
 from ..core.load.validate import validate, with_default_namespaces
 from ..names import mailbox_name
 from ..io.fs.tree import WorkTreeSnapshot
-from ..io.spaces import (Applied, GitFolderProvider, KubeconfigProvider, Provider, ProviderError, RepoSpaceStore, SourceSpace, SpaceManager)
+from ..io.spaces import Applied, GitFolderProvider, KubeconfigProvider, Provider, ProviderError, RepoSpaceStore, SourceSpace, SpaceManager
 from ..kinds import KindTable
 from ..model import KsgitopsError, Obj, Origin, Problem
 

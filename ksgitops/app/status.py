@@ -6,9 +6,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, MutableMapping
 
+from ..core.load.read import load
+from ..core.load.repoconfig import SOURCE_TRAILER, parse_repo_config, trailers
 from ..core.pipeline import Result
+from ..core.status.summary import STATUS_MD, summarize
+from ..io import status_sources as ss
+from ..io.fs.worktree import write_generated
+from ..io.git import foldin, repo as git
+from ..io.git.cache import DiskCache
+from ..io.git.foldin import report_refs
+from ..io.git.repo import git_dir
 from ..model import Progress, counted
-from ..io.fs.tree import write_generated
 from .sources import WORKTREE, Source, commit_on_branch, compute, open_branch, open_source
 
 
@@ -34,10 +42,6 @@ def placements_only(src: Source, cache: MutableMapping[Any, Any] | None = None,
 def status_worktree(path: Path) -> StatusOutcome:
     """`ksgitops status` on the work tree: summarize every mailbox's reported/ into the WDSes'
     .ksgitops/status/ folders and STATUS.md (each rewritten only when its bytes change)."""
-    from ..io.fs.tree import write_generated
-    from ..core.status.summary import STATUS_MD, summarize
-    from ..io import status_sources as ss
-    from ..io.git.repo import git_dir
     src = open_source(path, WORKTREE)
     result = placements_only(src)
     memo_file = ss.memo_path(git_dir(path), "worktree")
@@ -61,9 +65,6 @@ def fold_subject(wecs: int) -> str:
 
 def fold_in(path: Path, source: str = "HEAD", cache: Any = None) -> FoldOutcome:
     """Commit the per-WEC report refs' reported/ and upsynced/ into their mailboxes (io/git/foldin.py)."""
-    from ..core.load.repoconfig import parse_repo_config
-    from ..io.git.cache import DiskCache
-    from ..io.git.foldin import report_refs
     src = open_branch(path, source)
     if not report_refs(src.repo):  # type: ignore[arg-type]  # nothing to fold in: no need to load the sources
         return FoldOutcome(None, [], [])
@@ -80,8 +81,6 @@ def fold_in(path: Path, source: str = "HEAD", cache: Any = None) -> FoldOutcome:
 def plan_fold_in(src: Source, content: MutableMapping[Any, Any]) -> tuple[Any, Any]:
     """What folding the report refs into the commit's mailboxes writes (io/foldin.FoldIn), and the
     commit's loaded sources."""
-    from ..core.load.read import load
-    from ..io.git import foldin
     loaded = load(src.snapshot, content)
     return foldin.plan(src.repo, src.snapshot.index, set(loaded.mailboxes)), loaded  # type: ignore[arg-type, attr-defined]
 
@@ -92,10 +91,6 @@ def status_commit(path: Path, source: str = "HEAD", memo: Any = None, cache: Any
     commit the summary on that branch, only when a summary changed. Reads commits, not the work
     tree (bare repositories work). A long-running caller keeps `memo` (StatusMemo) and `cache`
     (DiskCache) in memory."""
-    from ..core.status.summary import STATUS_MD
-    from ..io.git import repo as git
-    from ..io import status_sources as ss
-    from ..io.git.cache import DiskCache
     src = open_branch(path, source)
     cache = cache or DiskCache.for_git_dir(src.repo.path)  # type: ignore[attr-defined]
     folded = fold_in(path, source, cache) if fold else FoldOutcome(None, [], [])
@@ -119,8 +114,6 @@ def status_commit(path: Path, source: str = "HEAD", memo: Any = None, cache: Any
 
 def summarize_commit(src: Source, content: MutableMapping[Any, Any], memo: Any) -> tuple[Result, Any]:
     """The placements and the status summary (core.status.StatusOutput) of a commit's mailboxes."""
-    from ..core.status.summary import summarize
-    from ..io import status_sources as ss
     result = placements_only(src, content)
     source = ss.GitStatusSource(src.repo, src.snapshot.index)  # type: ignore[arg-type, attr-defined]
     return result, summarize(result, source, memo, result.config.status_limit)
@@ -128,5 +121,4 @@ def summarize_commit(src: Source, content: MutableMapping[Any, Any], memo: Any) 
 
 def source_of(commit: Any) -> str:
     """The source commit a commit stands for: its Ksgitops-Source trailer, else itself."""
-    from ..core.load.repoconfig import SOURCE_TRAILER, trailers
     return trailers(str(commit.message)).get(SOURCE_TRAILER) or str(commit.id)

@@ -5,26 +5,34 @@ future runtimes (poller, action) call the same functions.
 """
 from __future__ import annotations
 
+import shutil
 import sys
 from dataclasses import dataclass, field
+from importlib import resources
 from pathlib import Path
 from typing import Any, Callable
 
-from ..core.readout import diff as diffs
-from ..core.pipeline import RecordedResult, Result, reconcile
+from ..core.load.read import SYNC_TARGET_ANNOTATION
 from ..core.load.snapshot import Snapshot
+from ..core.pipeline import RecordedResult, Result, reconcile
+from ..core.readout import diff as diffs
 from ..core.readout.wecs import find_wec, wec_display_names, wec_rows
+from ..core.serialize import load_yaml
 from ..core.tree import REUSE, FileTree, same_files
+from ..io.fs.statcache import WorkTreeRecord
+from ..io.fs.tree import WorkTreeSnapshot
+from ..io.fs.worktree import write_generated
+from ..io.git import repo as git, runrecord
+from ..io.git.cache import DiskCache
+from ..io.git.repo import git_dir
 from ..model import KsgitopsError, Progress
-from ..io.fs.tree import WorkTreeSnapshot, write_generated
 from .sources import WORKTREE, Source, _worktree_cache, commit_on_branch, compute, open_branch, open_source
+# the use cases' face: the command line calls app.<use case>, wherever in app/ it is written
 from .status import (FoldOutcome, STATUS_SUBJECT, StatusOutcome, fold_in, fold_subject, placements_only, plan_fold_in,
                      source_of, status_commit, status_worktree, summarize_commit)
 
 def init_repo(directory: Path) -> None:
     """`ksgitops init`: copy the bundled example into DIRECTORY (absent or empty)."""
-    import shutil
-    from importlib import resources
     if directory.exists() and any(directory.iterdir()):
         raise KsgitopsError(f"{directory}: exists and is not empty")
     checkout = Path(__file__).resolve().parents[2] / "examples" / "repo"  # a source checkout
@@ -87,8 +95,6 @@ def reconcile_worktree(path: Path, progress: Progress | None = None,
 def open_recorded(path: Path, source: str = WORKTREE) -> tuple[Source, Any]:
     """open_source, with the work tree's stat record (io/fs/statcache.py): the sources of the work
     tree read through it, and every recorded generated root observed (lstat only)."""
-    from ..io.git.repo import git_dir
-    from ..io.fs.statcache import WorkTreeRecord
     src = open_source(path, source)
     record = WorkTreeRecord.load(path, git_dir(path))
     if source == WORKTREE:
@@ -122,8 +128,6 @@ def reconcile_commit(path: Path, source: str, progress: Progress | None = None,
     proves unchanged (a mailbox whose input digest and committed tree are both as cached); a
     commit the last run's record proves reconciled is answered from the record.
     `cache`: a DiskCache kept by a long-running caller (else the repository's is read)."""
-    from ..io.git import repo as git, runrecord
-    from ..io.git.cache import DiskCache
     src = open_branch(path, source)
     cache = cache or DiskCache.for_git_dir(src.repo.path)  # type: ignore[attr-defined]
     base = src.snapshot.index  # type: ignore[attr-defined]
@@ -167,7 +171,6 @@ def clean_mailboxes(result: Result, tree: Any) -> dict[str, tuple[str, str]]:
 
 
 def _warn_uncommitted(src: Source, mailboxes: Any) -> None:
-    from ..io.git import repo as git
     dirty = git.uncommitted_sources(src.repo, src.snapshot, set(mailboxes))  # type: ignore[arg-type]
     if dirty:
         shown = ", ".join(dirty[:5]) + (" ..." if len(dirty) > 5 else "")
@@ -215,8 +218,6 @@ def plan_diff(path: Path, against: str | None, progress: Progress | None = None)
 
 
 def _old_wec_name(old: FileTree | None, mailbox: str) -> str:
-    from ..core.load.read import SYNC_TARGET_ANNOTATION
-    from ..core.serialize import load_yaml
     data = old.get("space.yaml") if old else None
     try:
         return str(load_yaml(data)["metadata"]["annotations"][SYNC_TARGET_ANNOTATION])  # type: ignore[arg-type]
@@ -260,7 +261,3 @@ def list_wecs(path: Path, progress: Progress | None = None) -> tuple[list[dict[s
     result = placements_only(open_source(path, WORKTREE), progress=progress)
     return wec_rows(result, wec_display_names(result)), result
 
-
-# --- publishing (app/publish.py): commit, then push without force, recomputing on a moved remote --------
-# Imported last: app/publish.py reaches back into this module, at call time only.
-from .publish import PublishOutcome, branch_of, move_branch, publish  # noqa: E402

@@ -11,6 +11,8 @@ from typing import Any, Callable, Sequence
 
 import click
 
+from ..app import usecases as app
+from ..io.fs.locate import locate
 from ..model import FEW_WECS, Problem
 from ..names import printable
 
@@ -134,7 +136,6 @@ def problem_json(p: Problem) -> dict[str, Any]:
 
 def print_frozen(result: Any) -> list[Any]:
     """What the run froze, one line each on stderr (`spaces/<space>: frozen: ...`); returns it."""
-    from ..app import usecases as app
     units = app.frozen_units(result)
     for unit in units:
         click.echo(str(unit), err=True)
@@ -166,8 +167,6 @@ def fail(problems: Sequence[Problem], code: int, as_json: bool, quiet: bool = Fa
 
 def complete_wecs(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[str]:
     """Shell completion of WEC: the WECs of the repository around the current directory."""
-    from ..app import usecases as app
-    from ..io.fs.locate import locate
     try:
         return [r["wec"] for r in app.list_wecs(locate(None))[0] if r["wec"].startswith(incomplete)]
     except Exception:  # noqa: BLE001 - completion never fails loudly

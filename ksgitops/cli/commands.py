@@ -18,7 +18,7 @@ import click
 
 from .. import __version__
 from ..app import usecases as app
-from .base import (KsGroup, color_enabled, complete_wecs, confined_json, dump, exit_if_confined, fail, global_options, output_option, print_frozen, print_problems, problem_json, wants_json)
+from .base import KsGroup, color_enabled, complete_wecs, confined_json, dump, exit_if_confined, fail, global_options, output_option, print_frozen, print_problems, problem_json, wants_json
 from .fleet import FLEET_COMMANDS
 from .output import ProgressBars, print_paged, style_diff, wec_table
 from ..core.readout import diff as diffs
@@ -106,7 +106,8 @@ def reconcile_cmd(repo: Path | None, source: str | None, do_commit: bool, do_pus
     outcome: app.ReconcileOutcome | app.ProvenOutcome
     with ProgressBars(output) as progress:
         if do_push:
-            published = app.publish(root, app.branch_of(root, source), remote, progress=progress)
+            from ..app import publish as publishing  # loaded when asked for (see `run` in fleet.py)
+            published = publishing.publish(root, publishing.branch_of(root, source), remote, progress=progress)
             assert published.reconciled is not None  # publish reconciles unless told not to
             outcome, pushed = published.reconciled, published.pushed
         elif do_commit:

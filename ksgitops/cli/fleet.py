@@ -2,6 +2,7 @@
 fold-in and run. commands.py adds them to the group (FLEET_COMMANDS)."""
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -10,9 +11,11 @@ import click
 
 from .. import __version__
 from ..app import usecases as app
-from .base import KsCommand, dump, output_option, print_frozen, print_problems, problem_json, confined_json, exit_if_confined
+from ..app.shutdown import Abandoned, Shutdown
 from ..io.fs.locate import Need, locate
+from ..io.git.remote import redact
 from ..model import counted
+from .base import KsCommand, confined_json, dump, exit_if_confined, output_option, print_frozen, print_problems, problem_json
 
 REPO = click.argument("repo", required=False, default=None, type=click.Path(file_okay=False, path_type=Path))
 
@@ -29,7 +32,8 @@ def status_cmd(repo: Path | None, do_commit: bool, source: str, do_push: bool, r
     """Summarize the WECs' reported state: CombinedStatus files and STATUS.md."""
     root = locate(repo, Need.GIT if do_commit or do_push else Need.WORKTREE)
     if do_push:
-        published = app.publish(root, app.branch_of(root, source), remote, do_reconcile=False, do_status=True)
+        from ..app import publish as publishing  # a use case of its own, loaded when asked for (see `run`)
+        published = publishing.publish(root, publishing.branch_of(root, source), remote, do_reconcile=False, do_status=True)
         assert published.status is not None  # asked for
         outcome = published.status
     else:
@@ -62,7 +66,7 @@ def status_cmd(repo: Path | None, do_commit: bool, source: str, do_push: bool, r
 @output_option("text", "json")
 def collect_cmd(repo: Path | None, kubeconfig: str | None, timeout: float, workers: int, output: str) -> None:
     """Pull reported state from the WECs reachable through a kubeconfig into reported/."""
-    from ..app import agent
+    from ..app import agent  # loaded when asked for (see `run`)
     outcome = agent.collect(locate(repo), kubeconfig, timeout, workers)
     for name, reason in sorted(outcome.unreachable.items()):
         click.echo(f"{name}: unreachable: {reason}", err=True)
@@ -94,8 +98,7 @@ def collect_cmd(repo: Path | None, kubeconfig: str | None, timeout: float, worke
 def sync_cmd(mailbox: str, kubeconfig: str | None, context: str | None, repo: str, branch: str, once: bool,
              interval: float, cache_dir: Path | None, inventory_namespace: str, dry_run: bool) -> None:
     """The agent beside a WEC: apply its mailbox (server-side apply, prune, create-only), report, upsync, push."""
-    from ..app import agent
-    from ..app.shutdown import Abandoned, Shutdown
+    from ..app import agent  # loaded when asked for (see `run`)
     runner = agent.Agent(agent.SyncOptions(mailbox, repo, branch, kubeconfig, context, cache_dir, inventory_namespace))
     if dry_run:
         plan, errors = runner.plan()
@@ -139,7 +142,7 @@ ABANDONED = ("ksgitops: stopped: a second signal abandoned the cycle between two
 @output_option("text", "json")
 def spaces_cmd(repo: Path | None, kubeconfigs: tuple[str, ...], do_apply: bool, output: str) -> None:
     """List every space (Space objects, providers' spaces) and the space manager's plan; --apply carries it out."""
-    from ..app import spaces as use_case
+    from ..app import spaces as use_case  # loaded when asked for (see `run`)
     outcome = use_case.spaces(locate(repo), kubeconfigs, do_apply)
     if output == "json":
         dump(outcome.as_json())
@@ -198,12 +201,11 @@ def run_cmd(repo_arg: str, branch: str, interval: float | None, workdir: Path | 
             push_retries: int | None, max_backoff: float, unready_after: int, no_status: bool, watch: bool,
             once: bool) -> None:
     """The long-running loop: poll (or watch), reconcile, summarize, commit, push."""
-    import os
 
+    # The fleet's use cases are imported where a command runs them: loaded for every command,
+    # they add ~0.3 s to each start-up, `--help` included (measured with python -X importtime).
     from ..app import runtime
-    from ..io.git.remote import redact
     from ..io.serve import Observer, serve, setup_logging
-    from ..app.shutdown import Shutdown
     logger = setup_logging(log_format)
     observer = Observer(stall_after=max(300.0, 10 * (interval or 0), 2 * max_backoff), unready_after=unready_after)
     shutdown = Shutdown()

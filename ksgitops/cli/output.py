@@ -44,7 +44,7 @@ class ProgressBars:
             self._bar.update(self._tasks[name], completed=count, total=size)
 
     def _start(self) -> None:
-        from rich.console import Console
+        from rich.console import Console  # on first use: ~50 ms (python -X importtime), only for a terminal
         from rich.progress import Progress
         self._bar = Progress(console=Console(stderr=True, no_color=not color_enabled(sys.stderr)), transient=True)
         self._bar.start()

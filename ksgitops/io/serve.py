@@ -134,7 +134,7 @@ class ProbeServer:
     """The probe and metrics server, answering on a daemon thread until `shutdown()`."""
 
     def __init__(self, observer: Observer, port: int, host: str) -> None:
-        from waitress.server import create_server
+        from waitress.server import create_server  # on first use: ~60 ms (python -X importtime), `run` only
         listener = socket.create_server((host, port), backlog=1024)  # OSError here: nothing else started yet
         self._map: dict[int, Any] = {}
         self._server = create_server(

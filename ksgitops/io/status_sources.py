@@ -23,7 +23,8 @@ from ..core.status.source import MailboxListing
 from ..core.tree import put
 from ..core.status.syncreport import REVISION_FILES, REVISION_FOLDERS, revision_of
 from .git.cache import code_fingerprint
-from .fs.tree import check_path, walk_files
+from .fs.tree import walk_files
+from .fs.paths import check_path
 from .git.repo import TreeIndex, blobs, tree_at
 
 PARTS = ("objects", "patches", "reported")

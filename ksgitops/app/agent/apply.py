@@ -11,11 +11,12 @@ from typing import Any, Callable, Iterable, Mapping
 
 from ...names import rel_path
 from ...core.serialize import dump_yaml, load_yaml
-from ...core.status.syncreport import Drift, ObjectId, SyncError, changed_fields
+from ...core.status.syncreport import ObjectId, SyncError, changed_fields
 from ...core.tree import FileTree, put
+from ...io.kube import ApiFailure
 
 from .desired import CRDS, Desired, FIELD_MANAGER, INVENTORY_NAMESPACE, NAMESPACES, PROTECTED_NAMESPACES, SERVER_METADATA, read_live
-from .inventory import Entry, Inventory, InventoryError, as_live, contains, load_inventory, managed_by_us, save_inventory, shape, uid
+from .inventory import Entry, Inventory, as_live, contains, load_inventory, managed_by_us, save_inventory, shape, uid
 
 @dataclass
 class ApplyOutcome:
@@ -125,7 +126,6 @@ def apply_mailbox(cluster: Any, mailbox: str, objects: list[Desired], inventory_
     compares a server-side apply dry run with the live object, the apply's result is compared with
     the object read just before (server-maintained fields aside): the fields that differ are the
     drift, and the apply has already corrected them. A deleted object is drift too (recreated)."""
-    from ...io.kube import ApiFailure
     out = ApplyOutcome()
     inventory, _exists = load_inventory(cluster, inventory_namespace, mailbox)
     stored = dict(inventory)
@@ -230,7 +230,6 @@ def _prune(cluster: Any, inventory: Inventory, wanted: set[str], out: ApplyOutco
     CRDs, then Namespaces. An object is deleted only while it is still the one the agent applied
     (same uid, or managed by `ksgitops` when the uid was never recorded); Namespaces and CRDs, whose
     deletion cascades, only when the agent created them, and never the system namespaces."""
-    from ...io.kube import ApiFailure
     gone = sorted((rel for rel in inventory if rel not in wanted),
                   key=lambda rel: (-(0 if rel.startswith(NAMESPACES) else 1 if rel.startswith(CRDS) else 2), rel))
     for rel in gone:
@@ -312,7 +311,6 @@ def upsync_tree(cluster: Any, syncerconfig: bytes | None) -> tuple[FileTree, lis
     """The objects the SyncerConfig's `spec.upsync` sets select on the WEC, as
     `upsynced/<group|core>/<resource>/<namespace|_cluster>/<name>.yaml`, without server-set
     metadata (a Secret also without its data)."""
-    from ...io.kube import ApiFailure
     tree: FileTree = {}
     errors: list[str] = []
     if not syncerconfig:

@@ -10,7 +10,10 @@ from typing import Any
 
 
 from ...core.tree import FileTree
+from ...io import kube
+from ...io.fs.worktree import write_generated
 from ...model import KsgitopsError
+from .. import usecases as app
 
 from .desired import CONTEXT_ANNOTATION, Desired, count_files, desired_objects, read_live, report_tree, utc_now
 
@@ -51,9 +54,6 @@ def collect(path: Path, kubeconfig: str | None = None, timeout: float = 10.0, wo
             now: str | None = None) -> CollectOutcome:
     """Read the live state of every mailbox's objects from the WECs reachable through `kubeconfig`
     and rewrite each changed `spaces/<mailbox>/reported/` folder (one crash-safe transaction)."""
-    from .. import usecases as app
-    from ...io import kube
-    from ...io.fs.worktree import write_generated
     src = app.open_source(Path(path), app.WORKTREE)
     result = app.placements_only(src)  # the WECs; their mailboxes are read as they are
     try:

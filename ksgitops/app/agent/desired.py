@@ -12,6 +12,7 @@ from ...model import is_secret
 from ...core.status.reported import dump_report, read_document
 from ...core.status.syncreport import SYNC_FILE, ObjectId
 from ...core.tree import FileTree, put, walk
+from ...io.kube import ApiFailure
 
 
 FIELD_MANAGER = "ksgitops"
@@ -102,7 +103,6 @@ def read_live(cluster: Any, objects: Iterable[Desired]) -> tuple[dict[str, dict[
     """The live copy of each object (None: absent), and a one-line error per object that could not
     be read. A collection holding several of them is read with one LIST of the projected objects;
     the ones it misses are read one by one. Raises kube.Unreachable."""
-    from ...io.kube import ApiFailure
     live: dict[str, dict[str, Any] | None] = {}
     errors: dict[str, str] = {}
     groups: dict[tuple[str, str, str], list[Desired]] = {}

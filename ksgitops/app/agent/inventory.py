@@ -2,14 +2,16 @@
 comparisons that tell whether an object still holds what was sent."""
 from __future__ import annotations
 
+import base64
 import hashlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import orjson
 
 
 from .desired import Desired, FIELD_MANAGER, INVENTORY_KEY, INVENTORY_PREFIX
+from ...io.kube import ApiFailure
 
 # ---------------------------------------------------------------------------------------------
 # sync: apply, prune, inventory
@@ -68,7 +70,6 @@ def save_inventory(cluster: Any, namespace: str, mailbox: str, inventory: Invent
                          "labels": {"app.kubernetes.io/managed-by": "ksgitops",
                                     "ksgitops.kubestellar.io/mailbox": mailbox}},
             "data": {INVENTORY_KEY: text}}
-    from ...io.kube import ApiFailure
     try:
         cluster.apply("v1", "configmaps", namespace, inventory_name(mailbox), body, FIELD_MANAGER)
     except ApiFailure as e:
@@ -123,7 +124,6 @@ def as_live(d: Desired) -> dict[str, Any]:
     """What the API server would show for the sent body (Secret stringData is stored as data)."""
     body = d.body
     if d.secret and isinstance(body.get("stringData"), dict):
-        import base64
         body = dict(body)
         data = dict(body.get("data") or {})
         for key, value in body.pop("stringData").items():

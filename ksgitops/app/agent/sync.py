@@ -3,19 +3,21 @@ write and push the reports (and the SyncReport)."""
 from __future__ import annotations
 
 import threading
-import time
-from concurrent.futures import wait
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
 
-from ...core.status.syncreport import (SYNC_FILE, Drift, SyncReport, applied_report, dump_sync_report, failed_report, mailbox_revision, parse_sync_report, steady_objects)
+from ...core.load.repoconfig import DEFAULT_AUTHOR_EMAIL, DEFAULT_AUTHOR_NAME
+from ...core.status.syncreport import (SYNC_FILE, Drift, SyncReport, applied_report, dump_sync_report, failed_report,
+                                       mailbox_revision, parse_sync_report, steady_objects)
 from ...core.tree import FileTree
+from ...io import kube
+from ...io.git.branch import signature
+from ...io.git.reportref import MailboxRepo, default_cache_dir
 from ...model import KsgitopsError
 from ...names import dns1123_label_error
 from ..shutdown import Shutdown
-
 from .apply import ApplyOutcome, MailboxPlan, apply_mailbox, plan_mailbox, upsync_tree
 from .desired import INVENTORY_NAMESPACE, count_files, desired_objects, report_tree, utc_now
 from .inventory import InventoryError
@@ -79,9 +81,7 @@ def _sync_report_in(reported: FileTree | None) -> SyncReport | None:
 
 
 def _author() -> Any:
-    import pygit2
-    from ...core.load.repoconfig import DEFAULT_AUTHOR_EMAIL, DEFAULT_AUTHOR_NAME
-    return pygit2.Signature(DEFAULT_AUTHOR_NAME, DEFAULT_AUTHOR_EMAIL)
+    return signature(DEFAULT_AUTHOR_NAME, DEFAULT_AUTHOR_EMAIL)
 
 
 def check_mailbox_name(name: str) -> None:
@@ -98,7 +98,6 @@ class Agent:
     the agent between two of them, never inside one."""
 
     def __init__(self, options: SyncOptions) -> None:
-        from ...io.git.reportref import MailboxRepo, default_cache_dir
         check_mailbox_name(options.mailbox)
         self.options = options
         self.git = MailboxRepo(options.repo, options.branch, options.mailbox, options.cache_dir or default_cache_dir())
@@ -107,7 +106,6 @@ class Agent:
         """What the next cycle would do on the WEC (`sync --dry-run`): the branch fetched (the only
         write, into the agent's own clone), the mailbox read, live objects read; nothing applied,
         reported or pushed. Returns the plan (None when there is nothing to plan) and the errors."""
-        from ...io import kube
         o = self.options
         errors = [e for e in [self.git.fetch()] if e]
         head = self.git.head()
@@ -127,7 +125,6 @@ class Agent:
             return None, errors + [f"{o.mailbox}: {message}"]
 
     def cycle(self, now: str | None = None, guard: Shutdown | None = None) -> CycleOutcome:
-        from ...io import kube
         o = self.options
         guard = guard or Shutdown()
         out = CycleOutcome(o.mailbox)

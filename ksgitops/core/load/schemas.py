@@ -22,7 +22,7 @@ from datetime import date, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable
 
-if TYPE_CHECKING:  # imported where used: jsonschema + referencing cost ~35 ms of start-up, and a
+if TYPE_CHECKING:  # imported where used: jsonschema + referencing cost ~120 ms of start-up, and a
     # run whose per-object checks all come from the cache never needs them
     from jsonschema import Draft202012Validator
     from jsonschema.exceptions import ValidationError

@@ -5,10 +5,9 @@ The core never touches git or the file system itself; `ksgitops.io` provides the
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable, Protocol
+from typing import Callable, Protocol
 
-if TYPE_CHECKING:
-    from ..tree import FileTree
+from ..tree import FileTree
 
 SOURCE_SUFFIXES = (".yaml", ".yml", ".json")
 GENERATED_DIR = ".ksgitops"

@@ -18,7 +18,7 @@ import hashlib
 from dataclasses import replace
 from typing import Any, Iterable, MutableMapping
 
-from ...kinds import (CONTROL_GROUPS, CONTROL_KINDS, KindTable, api_version_error, crd_kind, is_control, name_error)
+from ...kinds import CONTROL_GROUPS, CONTROL_KINDS, KindTable, api_version_error, crd_kind, is_control, name_error
 from ...model import Obj, ObjRef, Problem
 from ...names import dns1123_label_error
 from .clauses import clause_warnings, selector_warnings

@@ -6,7 +6,6 @@ an EdgePlacement's `locationSelectors` (OR) select Locations of every inventory 
 from __future__ import annotations
 
 import functools
-import re
 import uuid
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping

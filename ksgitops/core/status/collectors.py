@@ -91,8 +91,6 @@ a wrong operand type) is an evaluation error, handled as above.
 """
 from __future__ import annotations
 
-import math
-import re
 from dataclasses import dataclass
 from typing import Any, Iterator, Sequence, TypedDict
 

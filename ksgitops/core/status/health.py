@@ -40,7 +40,7 @@ from typing import Any
 
 from ...model import split_api_version
 from .kindrules import RULES, STATUSLESS
-from .verdict import (DEGRADED, HEALTHY, MESSAGE_LIMIT, MISSING, PROGRESSING, UNKNOWN, Health, Verdict, worst, as_int, as_map, conditions_of, is_condition, reason_of, stale_verdict, why)
+from .verdict import DEGRADED, HEALTHY, MESSAGE_LIMIT, MISSING, PROGRESSING, UNKNOWN, Health, Verdict, worst, as_int, as_map, conditions_of, is_condition, reason_of, stale_verdict, why
 
 __all__ = ["MESSAGE_LIMIT", "Health", "Verdict", "assess", "reads_spec", "worst"]
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from .verdict import (DEGRADED, HEALTHY, PROGRESSING, UNKNOWN, Verdict, as_map, conditions_of, count_of, is_condition, phase_verdict, reason_of, replicas_of, why)
+from .verdict import DEGRADED, HEALTHY, PROGRESSING, UNKNOWN, Verdict, as_map, conditions_of, count_of, is_condition, phase_verdict, reason_of, replicas_of, why
 
 def _deployment(spec: Mapping[str, Any], status: Mapping[str, Any]) -> Verdict:
     conds = conditions_of(status)

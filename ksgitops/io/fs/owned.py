@@ -12,8 +12,8 @@ from ...core.load.parse import MAX_FILE_BYTES, parse_file
 from ...core.load.read import is_mailbox_document
 from ...core.load.snapshot import GENERATED_DIR
 from ...core.tree import KEEP, OTHERS, REUSE
-from .staging import Change, sibling
-from .tree import STATUS_FILE, LinkError, check_path
+from .staging import Change
+from .paths import STATUS_FILE, LinkError, check_path
 
 def made_names(change: Change) -> list[str] | None:
     """The top-level names a root that did not exist is made of (None: a file root, or it existed)."""

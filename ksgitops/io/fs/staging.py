@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ...core.tree import KEEP, OTHERS, FileTree, has_files
-from .tree import LinkError, lstat_mode, write_new
+from .paths import LinkError, lstat_mode, write_new
 from .statcache import ABSENT, THREADS, Observed, lstamp, stamp_of
 
 PARALLEL = 4  # roots in a batch from which staging runs in threads

@@ -37,6 +37,8 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, NamedTuple
 
 from ...core.tree import KEEP, OTHERS, FileTree, has_files
+from ..git.cache import code_fingerprint
+from .paths import check_path, write_file
 
 FORMAT = "ksgitops-worktree-1"
 ABSENT = (0, 0, 0, 0, 0)
@@ -234,8 +236,6 @@ class WorkTreeRecord:
         unreadable, or it was made by other code or for another folder)."""
         if git_dir is None:
             return cls(None)
-        from ..git.cache import code_fingerprint
-        from .tree import check_path
         check_path(Path(git_dir), "ksgitops-state/worktree.pickle", shown=str(git_dir).rstrip("/"))
         path = Path(git_dir) / "ksgitops-state" / "worktree.pickle"
         try:
@@ -259,8 +259,6 @@ class WorkTreeRecord:
         """Write the record when this run changed it (atomically; a lost one costs only time)."""
         if self.path is None or not self._dirty:
             return
-        from ..git.cache import code_fingerprint
-        from .tree import write_file
         shapes: dict[Shape, Shape] = {}
         roots = {r: rec._replace(shape=shapes.setdefault(rec.shape, rec.shape)) for r, rec in self.roots.items()}
         data = {"format": f"{FORMAT}-{code_fingerprint()}-{sys.version}", "identity": self.identity,

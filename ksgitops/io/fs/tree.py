@@ -5,8 +5,8 @@ path ksgitops owns (`spaces/`, a space folder, `.ksgitops/`, a mailbox folder or
 `STATUS.md`, the cache folder in the git directory). Such a link is refused with a LinkError
 (exit 2) naming it, before anything is written. Links inside source spaces are skipped, as before.
 
-Writing generated roots crash-safely is `worktree.py`'s job; `write_file` here replaces one file
-whose loss costs nothing but time (caches, memos) or that a journal can redo (a checkout).
+Writing generated roots crash-safely is `worktree.py`'s job; the guards themselves and single-file
+writes are in `paths.py`.
 """
 from __future__ import annotations
 
@@ -19,40 +19,10 @@ import pygit2
 
 from ...core.load.parse import MAX_FILE_BYTES
 from ...core.load.snapshot import GENERATED_DIR, SOURCE_SUFFIXES, SourceFile
-from ...core.tree import FileTree, Generated, put
-from ...model import KsgitopsError, Origin, Problem, Progress
+from ...core.tree import FileTree, put
+from ...model import KsgitopsError
 from .statcache import ABSENT, SourceStat, Stamp, lstamp
-
-STATUS_FILE = "STATUS.md"
-
-
-class LinkError(KsgitopsError):
-    """A symbolic link where ksgitops reads or writes what it owns: exit 2, nothing touched."""
-
-    def __init__(self, rel: str) -> None:
-        super().__init__(Problem(Origin(rel), "is a symbolic link; ksgitops never reads or writes through "
-                                              "links in the paths it owns (make it a folder or file of the repository)"),
-                         exit_code=2)
-
-
-def check_path(root: Path, rel: str, verified: set[str] | None = None, last: bool = True, shown: str = "") -> None:
-    """Raise LinkError when a component of `rel` below `root` is a symbolic link (`last`: the
-    final component too), named `shown`/component. `verified` caches folders found to be real."""
-    parts = rel.split("/")
-    upto = parts if last else parts[:-1]
-    for i in range(len(upto)):
-        prefix = "/".join(parts[:i + 1])
-        if verified is not None and prefix in verified:
-            continue
-        try:
-            mode = os.lstat(root / prefix).st_mode
-        except (FileNotFoundError, NotADirectoryError):
-            return  # nothing below a missing component can be a link
-        if stat.S_ISLNK(mode):
-            raise LinkError(f"{shown}/{prefix}" if shown else prefix)
-        if verified is not None and stat.S_ISDIR(mode):
-            verified.add(prefix)
-
+from .paths import STATUS_FILE, LinkError, check_path, lstat_mode
 
 def check_layout(root: Path) -> None:
     """The fixed part of what ksgitops owns, checked once per command before anything is read or
@@ -201,13 +171,6 @@ def _list(full: str) -> tuple[tuple[str, bool], ...]:
                  if not e.is_symlink() and (e.is_dir(follow_symlinks=False) or e.is_file(follow_symlinks=False)))
 
 
-def lstat_mode(path: Path) -> int:
-    try:
-        return os.lstat(path).st_mode
-    except (FileNotFoundError, NotADirectoryError):
-        return 0
-
-
 def walk_files(root: Path, rel: str) -> Iterator[str]:
     """Relative paths of the regular files below `root/rel` (none when it is not a folder), in
     name order, never following links; a link on the way to `rel` is a LinkError."""
@@ -228,36 +191,3 @@ def _walk(base: Path, prefix: str = "") -> Iterator[str]:
             yield from _walk(Path(entry.path), f"{prefix}{entry.name}/")
         elif entry.is_file():
             yield f"{prefix}{entry.name}"
-
-
-def write_file(target: Path, data: bytes) -> None:
-    """Replace one file atomically: written beside it, then renamed over it. A kill leaves the old
-    file (and at worst the sibling `.NAME.ksgitops-tmp`, overwritten by the next write)."""
-    staging = target.with_name(f".{target.name}.ksgitops-tmp")
-    write_new(str(staging), data)
-    os.replace(staging, target)
-
-
-def write_new(path: str, data: bytes, observe: bool = False) -> os.stat_result | None:
-    """Create (or truncate) `path` holding `data`: plain os calls, the hot loop of a full write.
-    With `observe`, the file's stat as written (taken before it is closed)."""
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-    try:
-        done = os.write(fd, data)
-        if done < len(data):  # a short write (a full disk, a file size limit) continues or raises
-            view = memoryview(data)[done:]
-            while view:
-                view = view[os.write(fd, view):]
-        return os.fstat(fd) if observe else None
-    except OSError as e:
-        raise OSError(e.errno, e.strerror, path) from None  # os.write names no file
-    finally:
-        os.close(fd)
-
-
-def write_generated(root: Path, generated: Generated, record: Any = None, regenerable: bool = False,
-                    progress: Progress | None = None) -> list[str]:
-    """Bring every owned root to its generated content (worktree.py); returns the roots that changed.
-    `progress` hears ("writing", done, total)."""
-    from .worktree import write_generated as write
-    return write(root, generated, record, regenerable, progress)

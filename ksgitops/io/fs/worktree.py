@@ -66,7 +66,7 @@ from typing import Any
 from ...core.tree import KEEP, OTHERS, REUSE, FileTree, Generated, has_files
 from ...model import EnvError, KsgitopsError, Progress
 from .durable import exclusive, fsync_dir, os_reason, sync_filesystem, write_durably
-from .tree import LinkError, check_path, lstat_mode
+from .paths import LinkError, check_path, lstat_mode
 from .owned import change_of, made_names, owned_root_problem
 from .staging import Change, remove as _remove, resolve_legacy, sibling, stage_all
 

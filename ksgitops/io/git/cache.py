@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, Iterator, MutableMapping
 
 from ... import __version__
-from ..fs.tree import check_path, write_file
+from ..fs.paths import check_path, write_file
 
 def code_fingerprint() -> str:
     """A digest of ksgitops' own source: a cache or memo pickled by other code (whose classes may

@@ -1,6 +1,6 @@
 """A checkout that follows a ksgitops commit: the work tree and index of the generated roots that changed.
 
-`git.commit_generated` runs it in this order: the new tree's objects are written (one pack, fsynced),
+commit.py's `commit_generated` runs it in this order: the new tree's objects are written (one pack, fsynced),
 the checkout is planned here (links refused; nothing is written), the commit object is created, a
 journal `<git dir>/ksgitops-state/checkout.json` naming the commit is written (fsynced), the branch moves,
 and only then does the work tree follow:
@@ -29,8 +29,9 @@ import pygit2
 from ...core.tree import KEEP, FileTree, Generated
 from ...model import EnvError, KsgitopsError
 from ..fs.durable import exclusive, os_reason, sync_filesystem, write_durably
-from ..fs.tree import check_path, write_file
+from ..fs.paths import check_path, write_file
 from ..fs.worktree import plan_root, write_generated
+from .repo import TreeIndex, blobs, read_tree, tree_at
 
 FORMAT = "ksgitops-checkout-1"
 FILE, DELETE_FILE, TREE, REMOVE, DELTA = "file", "delete-file", "tree", "remove", "delta"
@@ -71,7 +72,6 @@ def _adopt_legacy_journal(repo: pygit2.Repository) -> None:
 
 def plan(repo: pygit2.Repository, old: pygit2.Tree, new: pygit2.Tree, roots: list[str], generated: Generated) -> Plan:
     """The steps that bring the work tree from `old` to `new`, after refusing any link on the way."""
-    from .repo import TreeIndex
     old_index, new_index = TreeIndex(repo, old), TreeIndex(repo, new)
     workdir = Path(repo.workdir)
     steps = []
@@ -195,7 +195,6 @@ def follow(repo: pygit2.Repository, planned: Plan, generated: Generated, commit:
 def _whole(repo: pygit2.Repository, planned: Plan, step: Step) -> FileTree | None:
     if step.op == REMOVE:
         return None
-    from .repo import read_tree
     tree = read_tree(repo, _entry(repo, planned.new, step.root).id)
     tree.update({name: KEEP for name in step.markers})
     return tree
@@ -227,7 +226,6 @@ def _apply_delta(repo: pygit2.Repository, index: pygit2.Index, workdir: Path, pa
 
 
 def _index_tree(repo: pygit2.Repository, index: pygit2.Index, tree_id: str, root: str) -> None:
-    from .repo import blobs, tree_at
     for path, oid, mode in blobs(repo, tree_at(repo, _entry(repo, tree_id, root).id), f"{root}/"):
         index.add(pygit2.IndexEntry(path, oid, mode))
 

@@ -10,16 +10,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, cast
+from typing import Any, cast
 
 import pygit2
 
 from ...core.load.parse import MAX_FILE_BYTES
 from ...core.load.snapshot import SourceFile, is_source_path
 from ...core.tree import KEEP, OTHERS, REUSE, FileTree, Generated, Subtree
-from ...model import EnvError, GitError, KsgitopsError
-from . import checkout as checkouts
-from ..fs.durable import libgit2_fsync, moving_refs, os_reason
+from ...model import KsgitopsError
 from ..fs.tree import WorkTreeSnapshot
 from .branch import branch_ref, git_dir, is_checked_out, move_branch, signature  # noqa: F401 - callers name them here
 from .pack import KINDS, index_ids, object_id, tree_content, write_pack
@@ -70,6 +68,19 @@ def consolidate_packs(repo: pygit2.Repository, most: int = 16) -> int:
         if len(f.name) == 38:
             f.unlink(missing_ok=True)
     return len(objects)
+
+
+def git_dir_at(path: Path) -> tuple[bool, str] | None:
+    """(bare, work tree) when `path` itself is a git directory (not a work tree), else None."""
+    if not (path / "HEAD").is_file() or not (path / "objects").is_dir():
+        return None
+    try:
+        repo = pygit2.Repository(str(path))
+    except pygit2.GitError:
+        return None
+    if Path(repo.path).resolve() != path.resolve():
+        return None
+    return repo.is_bare, str(repo.workdir or "")
 
 
 def open_repo(path: Path) -> pygit2.Repository:
@@ -301,58 +312,6 @@ def _nest(changes: dict[str, Any]) -> dict[str, Any]:
 
 def _has_keep(tree: FileTree) -> bool:
     return any(v is KEEP or (isinstance(v, dict) and _has_keep(v)) for v in tree.values())
-
-
-@dataclass(frozen=True)
-class CommitResult:
-    commit: str | None  # None: the tree did not change, nothing was committed
-    tree: pygit2.Oid
-    old_tree: pygit2.Oid
-    roots: tuple[str, ...] = ()  # the generated roots the commit changed (computed for a checkout or a message)
-
-
-def commit_generated(repo: pygit2.Repository, ref_name: str, source: pygit2.Commit, generated: Generated,
-                     author: pygit2.Signature, message: str | Callable[[list[str]], str],
-                     writer: TreeWriter | None = None, checkout: bool = False) -> CommitResult:
-    """Commit `generated` on top of `source` and move `ref_name` (which must still be `source`).
-    `message` may be a function of the generated roots the commit changes.
-
-    With `checkout`, the work tree and index follow the changed generated roots after the ref
-    moved (checkout.py); links on their way are refused before anything is written."""
-    writer = writer or TreeWriter(repo)
-    try:
-        tree = writer.apply(source.tree, generated)  # the pack and its index, fsynced
-    except OSError as e:
-        raise EnvError(str(e.filename or repo.path), f"cannot write the new objects: {os_reason(e)}") from None
-    if tree == source.tree.id:
-        return CommitResult(None, tree, source.tree.id)
-    planned, roots = None, []
-    if checkout or callable(message):
-        roots = changed_roots(TreeIndex(repo, source.tree), TreeIndex(repo, tree_at(repo, tree)), list(generated))
-        if callable(message):
-            message = message(roots)
-        if checkout:
-            planned = checkouts.plan(repo, source.tree, tree_at(repo, tree), roots, generated)
-    with libgit2_fsync(), moving_refs(repo.path, ref_name):  # a concurrent recovery waits for this commit and checkout
-        try:
-            oid = repo.create_commit(None, author, author, message, tree, [source.id])
-            _check_unmoved(repo, ref_name, source)
-            if planned is not None:
-                checkouts.begin(repo, ref_name, oid, planned)
-            repo.references[ref_name].resolve().set_target(oid, f"ksgitops: reconcile {str(source.id)[:12]}")
-        except pygit2.GitError as e:
-            raise GitError(f"{ref_name}: the commit could not be written ({e}); nothing was changed") from None
-        except OSError as e:
-            raise EnvError(str(e.filename or repo.path), f"{os_reason(e)}; nothing was changed") from None
-        if planned is not None:
-            checkouts.follow(repo, planned, generated, str(oid))
-    return CommitResult(str(oid), tree, source.tree.id, tuple(roots))
-
-
-def _check_unmoved(repo: pygit2.Repository, ref_name: str, source: pygit2.Commit) -> None:
-    ref = repo.references.get(ref_name)
-    if ref is None or ref.resolve().target != source.id:
-        raise GitError(f"{ref_name} moved while reconciling; nothing was committed (run again)")
 
 
 def blobs(repo: pygit2.Repository, tree: pygit2.Tree, prefix: str = ""):  # type: ignore[no-untyped-def]

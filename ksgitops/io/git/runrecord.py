@@ -15,12 +15,10 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ...core.load.snapshot import CONFIG_FILE, GENERATED_DIR
-
-if TYPE_CHECKING:  # a record is read without loading the pipeline
-    from ...core.pipeline import RecordedResult
+from ...core.pipeline import RecordedResult
 
 MAILBOX_PARTS = ("space.yaml", "kustomization.yaml", "syncerconfig.yaml", "objects", "patches")
 NOT_READ = "status"  # in a source space's .ksgitops/: written by status only
@@ -76,7 +74,6 @@ def _source_space(index: Any, path: str) -> dict[str, str]:
 
 def record_of(index: Any, result: Any) -> RunRecord:
     """The record of a reconcile (core.pipeline.Result) whose output is the tree behind `index`."""
-    from ...core.pipeline import RecordedResult
     owned = {root.split("/", 1)[1] for root, tree in result.generated.items()
              if root.count("/") == 1 and tree is not None}
     boxes = {mb: index.entry_id(f"spaces/{mb}") for mb in sorted(owned)}

@@ -10,11 +10,11 @@ from typing import Any, Iterable, Iterator, Mapping, Sequence
 
 
 from ...core.serialize import deep_copy
-from ...core.place.spaces import (SPACE_NAME_ANNOTATION, WRITE_OBJECT, Action, Observed, Plan, ProviderDesc, SpaceObj, is_space, plan, space_body, space_from)
+from ...core.place.spaces import SPACE_NAME_ANNOTATION, ProviderDesc
 
-from .base import ADDED, ObjectEvent, Provider, ProviderError, SpaceClient
-from .gitfolders import GitFolderProvider, GitSpaceClient
-from .kubeconfig import KubeSpaceClient, KubeconfigProvider
+from .base import ObjectEvent, Provider, ProviderError, SpaceClient
+from .gitfolders import GitFolderProvider
+from .kubeconfig import KubeconfigProvider
 
 
 # ---- the space-aware client
@@ -114,8 +114,8 @@ class SpaceClients:
 
 
 def space_client(name: str, providers: Sequence[Provider]) -> SpaceClient:
-    """The client for space `name`: a GitSpaceClient for a folder, a KubeSpaceClient (with
-    `api_client` and `dynamic`) for a kubeconfig context."""
+    """The client for space `name`: a GitSpaceClient for a folder, a KubeSpaceClient (its
+    `cluster`) for a kubeconfig context."""
     return SpaceClients(providers).client(name)
 
 

@@ -8,14 +8,13 @@ import threading
 from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping
 
-import yaml
 
 from ...core.load.read import Loaded, load, mailbox_space
 from ...core.readout.render import render_mailbox
 from ...core.load.selectors import matches
 from ...core.serialize import deep_copy, dump_yaml
 from ...core.load.snapshot import GENERATED_DIR, SourceFile
-from ...core.place.spaces import (WRITE_OBJECT, Action, Observed, Plan, ProviderDesc, SpaceObj, is_space, plan, space_body, space_from)
+from ...core.place.spaces import Observed, SpaceObj, space_body
 from ...core.place.spacestep import MANAGED_MARKER, is_managed_marker
 from ...model import KsgitopsError
 from ..fs.tree import WorkTreeSnapshot

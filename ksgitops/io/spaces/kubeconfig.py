@@ -11,7 +11,7 @@ from typing import Any, Iterator, Mapping
 
 import yaml
 
-from ...core.place.spaces import (WRITE_OBJECT, Action, Observed, Plan, ProviderDesc, SpaceObj, is_space, plan, space_body, space_from)
+from ...core.place.spaces import Observed
 from ...model import KsgitopsError
 from ..kube import Cluster, KubeError
 

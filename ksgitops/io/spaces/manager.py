@@ -5,7 +5,7 @@ from dataclasses import dataclass, field
 from typing import Sequence
 
 
-from ...core.place.spaces import (CREATE_SPACE, DELETE_OBJECT, DELETE_SPACE, SET_PHASE, WRITE_OBJECT, Action, Observed, Plan, ProviderDesc, SpaceObj, is_space, plan, space_body, space_from)
+from ...core.place.spaces import CREATE_SPACE, DELETE_OBJECT, DELETE_SPACE, SET_PHASE, WRITE_OBJECT, Action, Observed, Plan, ProviderDesc, plan
 from ...model import KsgitopsError
 
 from .base import Provider, ProviderError, describe

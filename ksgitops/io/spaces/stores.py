@@ -9,15 +9,14 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Mapping, Protocol, Sequence
 
-import yaml
 
 from ...core.load.parse import parse_file
 from ...core.serialize import dump_yaml
 from ...core.load.snapshot import GENERATED_DIR
-from ...core.place.spaces import (SPACE_API, WRITE_OBJECT, Action, Observed, Plan, ProviderDesc, SpaceObj, is_space, plan, space_body, space_from)
+from ...core.place.spaces import SPACE_API, SpaceObj, space_body, space_from
 from ...core.place.spacestep import SPACE_DIR
 from ...model import KsgitopsError, Obj, Origin, Problem
-from ..fs.tree import write_file
+from ..fs.paths import write_file
 
 from .base import ProviderError, check_space_name
 from .gitfolders import read_file_or_none

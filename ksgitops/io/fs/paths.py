@@ -1,0 +1,75 @@
+"""The lowest floor of the work-tree edge: the symbolic-link guard every reader and writer of an
+owned path goes through, and single-file writes.
+
+`write_file` replaces one file whose loss costs nothing but time (caches, memos) or that a journal
+can redo (a checkout); writing generated roots crash-safely is `worktree.py`'s job.
+"""
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+from ...model import KsgitopsError, Origin, Problem
+
+STATUS_FILE = "STATUS.md"
+
+
+class LinkError(KsgitopsError):
+    """A symbolic link where ksgitops reads or writes what it owns: exit 2, nothing touched."""
+
+    def __init__(self, rel: str) -> None:
+        super().__init__(Problem(Origin(rel), "is a symbolic link; ksgitops never reads or writes through "
+                                              "links in the paths it owns (make it a folder or file of the repository)"),
+                         exit_code=2)
+
+
+def check_path(root: Path, rel: str, verified: set[str] | None = None, last: bool = True, shown: str = "") -> None:
+    """Raise LinkError when a component of `rel` below `root` is a symbolic link (`last`: the
+    final component too), named `shown`/component. `verified` caches folders found to be real."""
+    parts = rel.split("/")
+    upto = parts if last else parts[:-1]
+    for i in range(len(upto)):
+        prefix = "/".join(parts[:i + 1])
+        if verified is not None and prefix in verified:
+            continue
+        try:
+            mode = os.lstat(root / prefix).st_mode
+        except (FileNotFoundError, NotADirectoryError):
+            return  # nothing below a missing component can be a link
+        if stat.S_ISLNK(mode):
+            raise LinkError(f"{shown}/{prefix}" if shown else prefix)
+        if verified is not None and stat.S_ISDIR(mode):
+            verified.add(prefix)
+
+
+def lstat_mode(path: Path) -> int:
+    try:
+        return os.lstat(path).st_mode
+    except (FileNotFoundError, NotADirectoryError):
+        return 0
+
+
+def write_file(target: Path, data: bytes) -> None:
+    """Replace one file atomically: written beside it, then renamed over it. A kill leaves the old
+    file (and at worst the sibling `.NAME.ksgitops-tmp`, overwritten by the next write)."""
+    staging = target.with_name(f".{target.name}.ksgitops-tmp")
+    write_new(str(staging), data)
+    os.replace(staging, target)
+
+
+def write_new(path: str, data: bytes, observe: bool = False) -> os.stat_result | None:
+    """Create (or truncate) `path` holding `data`: plain os calls, the hot loop of a full write.
+    With `observe`, the file's stat as written (taken before it is closed)."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        done = os.write(fd, data)
+        if done < len(data):  # a short write (a full disk, a file size limit) continues or raises
+            view = memoryview(data)[done:]
+            while view:
+                view = view[os.write(fd, view):]
+        return os.fstat(fd) if observe else None
+    except OSError as e:
+        raise OSError(e.errno, e.strerror, path) from None  # os.write names no file
+    finally:
+        os.close(fd)
