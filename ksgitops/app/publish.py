@@ -63,6 +63,8 @@ def publish(path: Path, branch: str, remote: str = "origin", retries: int | None
     moved: fetch, put the branch on the new upstream head (our commits are dropped: generated files
     are recomputed, never merged), recompute, push again, with jittered backoff, `retries` times
     (default RepoConfig pushRetries); then fail loudly (GitError, exit 3). Never a forced push."""
+    # One loop, read whole: an attempt recomputes and pushes, or backs off and moves onto upstream;
+    # split, the attempt's state (count, limit, outcomes) would be threaded through three functions.
     guard = guard or Shutdown()
     repo = git.open_repo(path)
     ref = f"refs/heads/{branch}"

@@ -61,14 +61,14 @@ def compute(src: Source, cache: MutableMapping[Any, Any] | None = None,
     """Run the pure pipeline; previous copies come from the same snapshot (HEAD or work tree).
     Without a cache of its own, a work tree inside a git repository uses the repository's."""
     if cache is None and src.repo is None:
-        disk = _worktree_cache(src.path)
+        disk = worktree_cache(src.path)
         result = reconcile(src.snapshot, src.snapshot, disk.content, progress, reuse)
         disk.save_content()
         return result
     return reconcile(src.snapshot, src.snapshot, cache, progress, reuse)
 
 
-def _worktree_cache(path: Path) -> Any:
+def worktree_cache(path: Path) -> Any:
     found = git_dir(path)
     return DiskCache.for_git_dir(found) if found else DiskCache(None)
 

@@ -303,18 +303,7 @@ def spaces(repo: Path, kubeconfigs: Sequence[str] = (), apply: bool = False,
     observed = _observe(providers, {d.name: d.origin for d in descs}, problems)
     p = plan(objects, descs, observed)
     problems += p.problems
-    mailboxes = set(found.mailboxes) | found.generated_mailboxes
-    live = {o.name for o in objects if not o.deleting}
-    sources = {s.obj.name: s.obj.origin for s in found.sources}
-    left: list[tuple[Action, str]] = []
-    for a in p.actions:
-        if a.space in mailboxes and a.op in (CREATE_SPACE, DELETE_SPACE, SET_PHASE):
-            left.append((a, MAILBOX_NOTE))
-        elif a.op == DELETE_SPACE and a.space in live:  # never, by the plan's guarantee; checked all the same
-            left.append((a, "its Space object exists"))
-        elif a.op in (DELETE_OBJECT, WRITE_OBJECT) and a.space in sources:  # deletionTimestamp on a source object
-            left.append((a, f"the Space object is defined at {sources[a.space]}: remove it there (ksgitops never "
-                            "edits source files)"))
+    left = _left_alone(p, found, objects)
     outcome = SpacesOutcome([], p, sorted(set(problems)), left, store.stale())
     if not apply or outcome.errors:
         outcome.rows = _rows(objects, observed, store.locations())
@@ -334,6 +323,23 @@ def spaces(repo: Path, kubeconfigs: Sequence[str] = (), apply: bool = False,
     outcome.stale = store.prune()
     outcome.rows = _rows(store.list(), after, store.locations())
     return outcome
+
+
+def _left_alone(p: Plan, found: Any, objects: list[SpaceObj]) -> list[tuple[Action, str]]:
+    """The planned actions `spaces --apply` does not carry out, each with the reason."""
+    mailboxes = set(found.mailboxes) | found.generated_mailboxes
+    live = {o.name for o in objects if not o.deleting}
+    sources = {s.obj.name: s.obj.origin for s in found.sources}
+    left: list[tuple[Action, str]] = []
+    for a in p.actions:
+        if a.space in mailboxes and a.op in (CREATE_SPACE, DELETE_SPACE, SET_PHASE):
+            left.append((a, MAILBOX_NOTE))
+        elif a.op == DELETE_SPACE and a.space in live:  # never, by the plan's guarantee; checked all the same
+            left.append((a, "its Space object exists"))
+        elif a.op in (DELETE_OBJECT, WRITE_OBJECT) and a.space in sources:  # deletionTimestamp on a source object
+            left.append((a, f"the Space object is defined at {sources[a.space]}: remove it there (ksgitops never "
+                            "edits source files)"))
+    return left
 
 
 __all__ = ["spaces", "SpacesOutcome", "SpaceRow", "MAILBOX_NOTE"]

@@ -26,7 +26,7 @@ from ..io.git import repo as git, runrecord
 from ..io.git.cache import DiskCache
 from ..io.git.repo import git_dir
 from ..model import KsgitopsError, Progress
-from .sources import WORKTREE, Source, _worktree_cache, commit_on_branch, compute, open_branch, open_source
+from .sources import WORKTREE, Source, worktree_cache, commit_on_branch, compute, open_branch, open_source
 # the use cases' face: the command line calls app.<use case>, wherever in app/ it is written
 from .status import (FoldOutcome, STATUS_SUBJECT, StatusOutcome, fold_in, fold_subject, placements_only, plan_fold_in,
                      source_of, status_commit, status_worktree, summarize_commit)
@@ -84,7 +84,7 @@ def reconcile_worktree(path: Path, progress: Progress | None = None,
     A mailbox whose inputs and files are as the work tree's record says is not rebuilt (REUSE)."""
     src, record = open_recorded(path, source)
     previous = src.snapshot if source == WORKTREE else WorkTreeSnapshot(path)
-    disk = _worktree_cache(path)
+    disk = worktree_cache(path)
     result = reconcile(src.snapshot, previous, disk.content, progress, reuse_recorded(record))
     changed = write_generated(path, result.generated, record, regenerable=True, progress=progress)
     keep_record(record, src, result)
@@ -187,7 +187,7 @@ def plan_diff(path: Path, against: str | None, progress: Progress | None = None)
         old_src = open_source(path, against)
     else:
         old_src, record = open_recorded(path)
-        disk = _worktree_cache(path)
+        disk = worktree_cache(path)
         new = reconcile(old_src.snapshot, old_src.snapshot, disk.content, progress, reuse_recorded(record))
         disk.save_content()
     wec_names = wec_display_names(new)
@@ -228,7 +228,7 @@ def _old_wec_name(old: FileTree | None, mailbox: str) -> str:
 def compute_for_wec(path: Path, name: str, progress: Progress | None = None) -> tuple[Result, str]:
     """The pipeline for one WEC (render, explain): other mailboxes are not built."""
     src = open_source(path, WORKTREE)
-    disk = _worktree_cache(path)
+    disk = worktree_cache(path)
     mailbox = find_wec(placements_only(src, disk.content, progress), name)
     result = compute(src, disk.content, reuse=lambda mb, digest: mb != mailbox)
     disk.save_content()

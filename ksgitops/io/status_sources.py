@@ -24,7 +24,7 @@ from ..core.tree import put
 from ..core.status.syncreport import REVISION_FILES, REVISION_FOLDERS, revision_of
 from .git.cache import code_fingerprint
 from .fs.tree import walk_files
-from .fs.paths import check_path
+from .fs.paths import STATE_DIR, check_path
 from .git.repo import TreeIndex, blobs, tree_at
 
 PARTS = ("objects", "patches", "reported")
@@ -228,5 +228,5 @@ def memo_path(git_dir: str | None, kind: str) -> Path | None:
     if not git_dir:
         return None
     for suffix in ("", "-journal"):
-        check_path(Path(git_dir), f"ksgitops-state/status-{kind}.sqlite{suffix}", shown=git_dir.rstrip("/"))
-    return Path(git_dir) / "ksgitops-state" / f"status-{kind}.sqlite"
+        check_path(Path(git_dir), f"{STATE_DIR}/status-{kind}.sqlite{suffix}", shown=git_dir.rstrip("/"))
+    return Path(git_dir) / STATE_DIR / f"status-{kind}.sqlite"

@@ -11,9 +11,10 @@ generation and status are unchanged keeps its previous bytes, so repeated collec
 fleet change nothing in git.
 
 desired.py (what a mailbox sends, read back), collect.py, inventory.py (what the agent applied),
-apply.py (plan, then act), sync.py (the agent's cycle).
+apply.py (plan, then act), upsync.py (what a WEC sends back), sync.py (the agent's cycle).
 """
-from .apply import Act, ApplyOutcome, MailboxPlan, Step, apply_mailbox, plan_mailbox, plan_phase, upsync_tree
+from .apply import Act, ApplyOutcome, MailboxPlan, Step, apply_mailbox, plan_mailbox, plan_phase
+from .upsync import upsync_tree
 from .collect import CollectOutcome, collect, wec_context
 from .desired import (CONTEXT_ANNOTATION, CREATE_ONLY_ANNOTATION, FIELD_MANAGER, INVENTORY_NAMESPACE, Desired,
                       desired_objects, read_live, report_document, report_tree)

@@ -1,6 +1,6 @@
 """Applying a mailbox to a WEC: `plan_phase` decides (pure: typed steps with reasons), then
 `apply_mailbox` acts, phase by phase (Namespaces, CRDs, the rest), prunes what the mailbox
-no longer holds, and notes drift; `upsync_tree` reads back what the WEC upsyncs."""
+no longer holds, and notes drift."""
 from __future__ import annotations
 
 import time
@@ -8,14 +8,9 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any, Callable, Iterable, Mapping
 
-
-from ...names import rel_path
-from ...core.serialize import dump_yaml, load_yaml
 from ...core.status.syncreport import ObjectId, SyncError, changed_fields
-from ...core.tree import FileTree, put
 from ...io.kube import ApiFailure
-
-from .desired import CRDS, Desired, FIELD_MANAGER, INVENTORY_NAMESPACE, NAMESPACES, PROTECTED_NAMESPACES, SERVER_METADATA, read_live
+from .desired import CRDS, Desired, FIELD_MANAGER, INVENTORY_NAMESPACE, NAMESPACES, PROTECTED_NAMESPACES, read_live
 from .inventory import Entry, Inventory, as_live, contains, load_inventory, managed_by_us, save_inventory, shape, uid
 
 @dataclass
@@ -126,74 +121,106 @@ def apply_mailbox(cluster: Any, mailbox: str, objects: list[Desired], inventory_
     compares a server-side apply dry run with the live object, the apply's result is compared with
     the object read just before (server-maintained fields aside): the fields that differ are the
     drift, and the apply has already corrected them. A deleted object is drift too (recreated)."""
-    out = ApplyOutcome()
-    inventory, _exists = load_inventory(cluster, inventory_namespace, mailbox)
-    stored = dict(inventory)
-    watched = {rel for rel in steady if rel in inventory}  # applied by the agent before, sent unchanged
-    wanted = {d.rel for d in objects}
+    run = _Executor(cluster, mailbox, inventory_namespace, steady)
     for phase in (0, 1, 2):
         batch = sorted((d for d in objects if d.phase == phase), key=lambda d: d.rel)
-        if not batch:
-            continue
-        live, errors = read_live(cluster, batch)
-        steps = plan_phase(batch, live, errors, inventory)
+        if batch:
+            for crd in run.phase(batch):
+                problem = _wait_for_crd(cluster, crd.body, crd_timeout, sleep)
+                if problem:
+                    run.out.fail(crd.rel, crd.identity, problem)
+    _prune(cluster, run.inventory, {d.rel for d in objects}, run.out)
+    run.save_if_changed()
+    return run.out
+
+
+class _Executor:
+    """Acts on one mailbox's plan, phase by phase, keeping the inventory (what the agent applied)
+    in step: intent recorded before a first write, entries after each write."""
+
+    def __init__(self, cluster: Any, mailbox: str, inventory_namespace: str, steady: set[str] | frozenset[str]) -> None:
+        self.cluster, self.mailbox, self.namespace = cluster, mailbox, inventory_namespace
+        self.out = ApplyOutcome()
+        self.inventory, _exists = load_inventory(cluster, inventory_namespace, mailbox)
+        self.stored = dict(self.inventory)
+        self.watched = {rel for rel in steady if rel in self.inventory}  # applied before, sent unchanged
+
+    def phase(self, batch: list[Desired]) -> list[Desired]:
+        """Plan and act on one phase; returns the CRDs applied (to wait for)."""
+        live, errors = read_live(self.cluster, batch)
+        steps = plan_phase(batch, live, errors, self.inventory)
         for step in steps:
             if step.action is Act.UNREADABLE:
-                out.fail(step.desired.rel, step.desired.identity, step.reason)
-                out.unread.add(step.desired.rel)
-        plan = [(step.desired, step.action) for step in steps if step.action is not Act.UNREADABLE]
-        fresh = {d.rel for d, action in plan if action in (Act.APPLY, Act.CREATE) and d.rel not in inventory}
-        if fresh:  # record intent first: a crash after a write never leaves an object nobody prunes
-            for d, _action in plan:
-                if d.rel in fresh:
-                    inventory[d.rel] = Entry(d.api_version, d.kind, name=d.stored_name)
-            save_inventory(cluster, inventory_namespace, mailbox, inventory)
-            stored = dict(inventory)
+                self.out.fail(step.desired.rel, step.desired.identity, step.reason)
+                self.out.unread.add(step.desired.rel)
+        plan: list[tuple[Desired, Act]] = [(step.desired, step.action) for step in steps
+                                           if step.action is not Act.UNREADABLE]
+        fresh = self._record_intent(plan)
         crds = []
         for d, action in plan:
-            current, entry = live.get(d.rel), inventory.get(d.rel)
-            out.live[d.rel] = current
+            self.out.live[d.rel] = live.get(d.rel)
             try:
-                if action is Act.UNCHANGED:
-                    out.unchanged += 1
-                elif action is Act.KEEP:
-                    out.kept.append(str(d))
-                    if not (entry is not None and entry.created and entry.uid and entry.uid == uid(current)):
-                        inventory.pop(d.rel, None)  # not created by the agent: never pruned
-                elif action is Act.CREATE:
-                    made = cluster.create(d.api_version, d.resource, d.namespace, d.body, FIELD_MANAGER, quiet=d.secret)
-                    if made is None:  # someone else created it meanwhile
-                        out.kept.append(str(d))
-                        out.live[d.rel] = cluster.get(d.api_version, d.resource, d.namespace, d.name, quiet=d.secret)
-                        inventory.pop(d.rel, None)
-                    else:
-                        out.created.append(str(d))
-                        out.live[d.rel] = made
-                        inventory[d.rel] = Entry(d.api_version, d.kind, uid(made), shape(d.body), True, d.stored_name)
-                else:
-                    result = cluster.apply(d.api_version, d.resource, d.namespace, d.name, d.body, FIELD_MANAGER,
-                                           force=True, quiet=d.secret)
-                    out.applied.append(str(d))
-                    out.live[d.rel] = result
-                    if d.rel in watched:
-                        _note_drift(out, d, current, result)
-                    created = current is None or (entry is not None and entry.created and entry.uid == uid(current))
-                    inventory[d.rel] = Entry(d.api_version, d.kind, uid(result), shape(d.body), created, d.stored_name)
-                    if d.phase == 1:
-                        crds.append(d)
+                if self._act(d, action, live.get(d.rel)) and d.phase == 1:
+                    crds.append(d)
             except ApiFailure as e:
-                out.fail(d.rel, d.identity, str(e))
-                out.unread.add(d.rel)
+                self.out.fail(d.rel, d.identity, str(e))
+                self.out.unread.add(d.rel)
                 if d.rel in fresh:
-                    inventory.pop(d.rel, None)  # nothing was written: nothing to prune later
-        for crd in crds:
-            problem = _wait_for_crd(cluster, crd.body, crd_timeout, sleep)
-            if problem:
-                out.fail(crd.rel, crd.identity, problem)
-    _prune(cluster, inventory, wanted, out)
-    if inventory != stored:
-        save_inventory(cluster, inventory_namespace, mailbox, inventory)
-    return out
+                    self.inventory.pop(d.rel, None)  # nothing was written: nothing to prune later
+        return crds
+
+    def _record_intent(self, plan: list[tuple[Desired, Act]]) -> set[str]:
+        """Objects about to be written for the first time go into the inventory before the write:
+        a crash after a write never leaves an object nobody prunes."""
+        fresh = {d.rel for d, action in plan if action in (Act.APPLY, Act.CREATE) and d.rel not in self.inventory}
+        if fresh:
+            for d, _action in plan:
+                if d.rel in fresh:
+                    self.inventory[d.rel] = Entry(d.api_version, d.kind, name=d.stored_name)
+            self.save_if_changed()
+        return fresh
+
+    def _act(self, d: Desired, action: Act, current: dict[str, Any] | None) -> bool:
+        """One step; True when the object was applied."""
+        entry = self.inventory.get(d.rel)
+        if action is Act.UNCHANGED:
+            self.out.unchanged += 1
+        elif action is Act.KEEP:
+            self.out.kept.append(str(d))
+            if not (entry is not None and entry.created and entry.uid and entry.uid == uid(current)):
+                self.inventory.pop(d.rel, None)  # not created by the agent: never pruned
+        elif action is Act.CREATE:
+            self._create(d)
+        else:
+            self._apply(d, current, entry)
+            return True
+        return False
+
+    def _create(self, d: Desired) -> None:
+        made = self.cluster.create(d.api_version, d.resource, d.namespace, d.body, FIELD_MANAGER, quiet=d.secret)
+        if made is None:  # someone else created it meanwhile
+            self.out.kept.append(str(d))
+            self.out.live[d.rel] = self.cluster.get(d.api_version, d.resource, d.namespace, d.name, quiet=d.secret)
+            self.inventory.pop(d.rel, None)
+        else:
+            self.out.created.append(str(d))
+            self.out.live[d.rel] = made
+            self.inventory[d.rel] = Entry(d.api_version, d.kind, uid(made), shape(d.body), True, d.stored_name)
+
+    def _apply(self, d: Desired, current: dict[str, Any] | None, entry: Entry | None) -> None:
+        result = self.cluster.apply(d.api_version, d.resource, d.namespace, d.name, d.body, FIELD_MANAGER,
+                                    force=True, quiet=d.secret)
+        self.out.applied.append(str(d))
+        self.out.live[d.rel] = result
+        if d.rel in self.watched:
+            _note_drift(self.out, d, current, result)
+        created = current is None or (entry is not None and entry.created and entry.uid == uid(current))
+        self.inventory[d.rel] = Entry(d.api_version, d.kind, uid(result), shape(d.body), created, d.stored_name)
+
+    def save_if_changed(self) -> None:
+        if self.inventory != self.stored:
+            save_inventory(self.cluster, self.namespace, self.mailbox, self.inventory)
+            self.stored = dict(self.inventory)
 
 
 def _note_drift(out: ApplyOutcome, d: Desired, before: dict[str, Any] | None, after: dict[str, Any]) -> None:
@@ -301,70 +328,3 @@ def _foreign_content(cluster: Any, rel: str, current: dict[str, Any], inventory:
     if not found:
         return ""
     return f"{len(found)} object{'s' if len(found) > 1 else ''} ({', '.join(sorted(found)[:3])}{', ...' if len(found) > 3 else ''})"
-
-
-# ---------------------------------------------------------------------------------------------
-# sync: upsync
-
-
-def upsync_tree(cluster: Any, syncerconfig: bytes | None) -> tuple[FileTree, list[str]]:
-    """The objects the SyncerConfig's `spec.upsync` sets select on the WEC, as
-    `upsynced/<group|core>/<resource>/<namespace|_cluster>/<name>.yaml`, without server-set
-    metadata (a Secret also without its data)."""
-    tree: FileTree = {}
-    errors: list[str] = []
-    if not syncerconfig:
-        return tree, errors
-    try:
-        config = load_yaml(syncerconfig) or {}
-        sets = (config.get("spec") or {}).get("upsync") or []
-    except Exception:  # noqa: BLE001 - a broken SyncerConfig is reported, not fatal
-        return tree, ["syncerconfig.yaml: unreadable, nothing upsynced"]
-    discovered: dict[str, tuple[str, dict[str, Any]] | None] = {}
-    for rule in sets:
-        if not isinstance(rule, dict):
-            continue
-        group = str(rule.get("apiGroup") or "")
-        resources = [str(r) for r in rule.get("resources") or []]
-        namespaces = [str(n) for n in rule.get("namespaces") or []]
-        names = [str(n) for n in rule.get("names") or []]
-        if not resources or not names:
-            continue  # an empty list matches nothing (KubeStellar's UpsyncSet)
-        try:
-            if group not in discovered:
-                version = cluster.preferred_version(group)
-                served = cluster.api_resources(version) if version else None
-                discovered[group] = (version, served) if version and served is not None else None
-            found = discovered[group]
-            if found is None:
-                continue
-            version, served = found
-            chosen = served.values() if "*" in resources else [served[r] for r in resources if r in served]
-            for res in sorted(chosen, key=lambda r: r.name):
-                if res.namespaced and not namespaces:
-                    continue
-                scopes = [""] if not res.namespaced or "*" in namespaces else sorted(set(namespaces))
-                for scope in scopes:
-                    for item in cluster.list_objects(version, res.name, scope, quiet=res.kind == "Secret"):
-                        md = item.get("metadata") or {}
-                        name, ns = str(md.get("name", "")), str(md.get("namespace", "") or "")
-                        if "*" not in names and name not in names:
-                            continue
-                        put(tree, f"{rel_path(group, res.name, ns if res.namespaced else '', name)}.yaml",
-                            dump_yaml(_upsynced(item, version, res.kind)))
-        except ApiFailure as e:
-            errors.append(f"upsync {group or 'core'} {','.join(resources)}: {e}")
-    return tree, errors
-
-
-def _upsynced(item: dict[str, Any], api_version: str, kind: str) -> dict[str, Any]:
-    body = dict(item)
-    body["apiVersion"], body["kind"] = api_version, kind
-    md = dict(body.get("metadata") or {})
-    for key in SERVER_METADATA:
-        md.pop(key, None)
-    body["metadata"] = md
-    if kind == "Secret" and api_version == "v1":
-        body.pop("data", None)
-        body.pop("stringData", None)
-    return body

@@ -60,8 +60,18 @@ def collect(path: Path, kubeconfig: str | None = None, timeout: float = 10.0, wo
         contexts, _current = kube.kubeconfig_contexts(kubeconfig)
     except kube.KubeError as e:
         raise KsgitopsError(str(e), exit_code=3) from None
-    names = app.wec_display_names(result)
     outcome = CollectOutcome()
+    targets = _targets(src, result, set(contexts), outcome)
+    reports = _read_all(targets, kubeconfig, timeout, workers, now or utc_now(), outcome)
+    write_generated(Path(path), reports)  # one crash-safe transaction for every changed reported/
+    outcome.collected.sort()
+    outcome.changed.sort()
+    return outcome
+
+
+def _targets(src: Any, result: Any, contexts: set[str], outcome: CollectOutcome) -> list[_Target]:
+    """The WECs to read: a context in the kubeconfig and a mailbox that renders (others are skipped)."""
+    names = app.wec_display_names(result)
     targets = []
     for mailbox, wec in sorted(result.wecs.items()):
         name = names.get(mailbox, mailbox)
@@ -80,8 +90,12 @@ def collect(path: Path, kubeconfig: str | None = None, timeout: float = 10.0, wo
             continue
         previous = files.get("reported")
         targets.append(_Target(name, mailbox, context, objects, previous if isinstance(previous, dict) else None))
-    stamp = now or utc_now()
-    root = Path(path)
+    return targets
+
+
+def _read_all(targets: list[_Target], kubeconfig: str | None, timeout: float, workers: int, stamp: str,
+              outcome: CollectOutcome) -> dict[str, Any]:
+    """Read the WECs in parallel, each within `timeout`; the changed `reported/` folders."""
     reports: dict[str, Any] = {}
 
     def read(target: _Target) -> tuple[dict[str, dict[str, Any] | None], dict[str, str]]:
@@ -101,24 +115,24 @@ def collect(path: Path, kubeconfig: str | None = None, timeout: float = 10.0, wo
             if not done:
                 break
             for future in done:
-                target = futures[future]
-                try:
-                    live, errors = future.result()
-                except kube.KubeError as e:
-                    outcome.unreachable[target.name] = str(e)
-                    continue
-                tree = report_tree(target.objects, live, target.previous, stamp, errors)
-                outcome.problems.extend(f"{target.name}: {line}" for line in sorted(errors.values()))
-                outcome.collected.append(target.name)
-                outcome.reports += count_files(tree)
-                if tree != (target.previous or {}):
-                    reports[f"spaces/{target.mailbox}/reported"] = tree or None
-                    outcome.changed.append(target.mailbox)
+                _take(futures[future], future, stamp, outcome, reports)
         for future in pending:
             outcome.unreachable[futures[future].name] = f"timed out after {timeout:g}s"
     finally:
         pool.shutdown(wait=False, cancel_futures=True)
-    write_generated(root, reports)  # one crash-safe transaction for every changed reported/
-    outcome.collected.sort()
-    outcome.changed.sort()
-    return outcome
+    return reports
+
+
+def _take(target: _Target, future: Future[Any], stamp: str, outcome: CollectOutcome, reports: dict[str, Any]) -> None:
+    try:
+        live, errors = future.result()
+    except kube.KubeError as e:
+        outcome.unreachable[target.name] = str(e)
+        return
+    tree = report_tree(target.objects, live, target.previous, stamp, errors)
+    outcome.problems.extend(f"{target.name}: {line}" for line in sorted(errors.values()))
+    outcome.collected.append(target.name)
+    outcome.reports += count_files(tree)
+    if tree != (target.previous or {}):
+        reports[f"spaces/{target.mailbox}/reported"] = tree or None
+        outcome.changed.append(target.mailbox)

@@ -18,7 +18,8 @@ from ...io.git.reportref import MailboxRepo, default_cache_dir
 from ...model import KsgitopsError
 from ...names import dns1123_label_error
 from ..shutdown import Shutdown
-from .apply import ApplyOutcome, MailboxPlan, apply_mailbox, plan_mailbox, upsync_tree
+from .apply import ApplyOutcome, MailboxPlan, apply_mailbox, plan_mailbox
+from .upsync import upsync_tree
 from .desired import INVENTORY_NAMESPACE, count_files, desired_objects, report_tree, utc_now
 from .inventory import InventoryError
 
@@ -84,6 +85,14 @@ def _author() -> Any:
     return signature(DEFAULT_AUTHOR_NAME, DEFAULT_AUTHOR_EMAIL)
 
 
+def _sync_file(applied: ApplyOutcome, last: SyncReport | None, mailbox: str, revision: str, source: str, stamp: str,
+               objects: list[Any]) -> bytes:
+    """reported/sync.yaml after an apply: the revision applied, its failures and the drift found."""
+    drifted = [Drift(rel, identity, change, fields, stamp) for rel, (identity, change, fields) in applied.drift.items()]
+    return dump_sync_report(applied_report(last, mailbox, revision, source, stamp, applied.failures, drifted,
+                                           {d.rel for d in objects}))
+
+
 def check_mailbox_name(name: str) -> None:
     error = dns1123_label_error(name)
     if error:
@@ -125,6 +134,8 @@ class Agent:
             return None, errors + [f"{o.mailbox}: {message}"]
 
     def cycle(self, now: str | None = None, guard: Shutdown | None = None) -> CycleOutcome:
+        # Read whole: fetch, render, apply, report, commit, push in the order a signal may stop
+        # them (each guard.checkpoint() is a place to stop); the steps themselves are elsewhere.
         o = self.options
         guard = guard or Shutdown()
         out = CycleOutcome(o.mailbox)
@@ -155,29 +166,34 @@ class Agent:
         steady = steady_objects(last, revision, old, files, [d.rel for d in objects])
         guard.checkpoint()
         try:
-            with kube.Cluster(o.kubeconfig, o.context, o.timeout) as cluster:
-                cluster.probe()
-                applied = out.applied = apply_mailbox(cluster, o.mailbox, objects, o.inventory_namespace, o.crd_timeout,
-                                                      steady=steady)
-                out.errors.extend(applied.errors)
-                out.notes.extend(applied.notes)
-                upsynced, problems = upsync_tree(cluster, files.get("syncerconfig.yaml")  # type: ignore[arg-type]
-                                                 if isinstance(files.get("syncerconfig.yaml"), bytes) else None)
-                out.errors.extend(problems)
+            applied, upsynced = self._apply(objects, files, steady, out)
         except (kube.KubeError, InventoryError) as e:
             message = f"unreachable: {e}" if isinstance(e, kube.Unreachable) else str(e)
             out.errors.append(f"{o.mailbox}: {message}")
             return self._failed(out, head, previous, failed_report(last, o.mailbox, message, stamp), guard)
         reported = report_tree(objects, applied.live, previous, stamp, applied.unread)
         out.reports, out.upsynced = count_files(reported), count_files(upsynced)
-        drifted = [Drift(rel, identity, change, fields, stamp) for rel, (identity, change, fields) in applied.drift.items()]
-        sync = applied_report(last, o.mailbox, revision, str(head.id), stamp, applied.failures, drifted,
-                              {d.rel for d in objects})
-        reported[SYNC_FILE] = dump_sync_report(sync)
+        reported[SYNC_FILE] = _sync_file(applied, last, o.mailbox, revision, str(head.id), stamp, objects)
         guard.checkpoint()
         out.commit = self.git.commit(head, reported, upsynced, _author()).commit
         self._push(out, guard)
         return out
+
+    def _apply(self, objects: list[Any], files: FileTree, steady: set[str],
+               out: CycleOutcome) -> tuple[ApplyOutcome, FileTree]:
+        """Apply the mailbox and read back what the WEC upsyncs, over one connection; raises
+        kube.KubeError and InventoryError when the WEC cannot be used."""
+        o = self.options
+        config = files.get("syncerconfig.yaml")
+        with kube.Cluster(o.kubeconfig, o.context, o.timeout) as cluster:
+            cluster.probe()
+            applied = out.applied = apply_mailbox(cluster, o.mailbox, objects, o.inventory_namespace, o.crd_timeout,
+                                                  steady=steady)
+            out.errors.extend(applied.errors)
+            out.notes.extend(applied.notes)
+            upsynced, problems = upsync_tree(cluster, config if isinstance(config, bytes) else None)
+            out.errors.extend(problems)
+        return applied, upsynced
 
     def _failed(self, out: CycleOutcome, head: Any, previous: FileTree | None, sync: SyncReport,
                 guard: Shutdown) -> CycleOutcome:

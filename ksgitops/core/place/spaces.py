@@ -142,6 +142,16 @@ def plan(objects: Iterable[SpaceObj], providers: Iterable[ProviderDesc],
     chosen = {id(o) for o in objs.values()}
     # a name any other object holds (a duplicate, an unknown provider) is protected all the same
     remaining = (set(objs) - released) | {o.name for o in objects if id(o) not in chosen}
+    actions.extend(_unclaimed_actions(seen, descs, remaining, deleted, problems))
+    actions.sort(key=lambda a: (a.space, _OP_ORDER[a.op], a.provider))
+    return Plan(tuple(actions), tuple(sorted(set(problems))))
+
+
+def _unclaimed_actions(seen: Mapping[str, dict[str, Observed] | None], descs: Mapping[str, ProviderDesc],
+                       remaining: set[str], deleted: set[tuple[str, str]], problems: list[Problem]) -> list[Action]:
+    """For the observed spaces no Space object holds: delete the ones ksgitops made (their object
+    is gone), discover the ones a provider's prefix claims (first provider by name wins)."""
+    actions: list[Action] = []
     claimed: dict[str, str] = {}
     for pname in sorted(seen):
         spaces = seen[pname]
@@ -164,8 +174,7 @@ def plan(objects: Iterable[SpaceObj], providers: Iterable[ProviderDesc],
                 continue
             claimed[name] = pname
             actions.append(Action(WRITE_OBJECT, name, pname, space.phase))
-    actions.sort(key=lambda a: (a.space, _OP_ORDER[a.op], a.provider))
-    return Plan(tuple(actions), tuple(sorted(set(problems))))
+    return actions
 
 
 def providers_by_name(providers: Iterable[ProviderDesc], problems: list[Problem]) -> dict[str, ProviderDesc]:

@@ -22,8 +22,9 @@ FUNCTIONS = frozenset({
 TYPE_NAMES = frozenset({"int", "uint", "double", "bool", "string", "bytes", "list", "map",
                         "null_type", "type"})
 MAX_NESTING = 3  # comprehensions inside comprehensions inside comprehensions
-_MACRO_CALL = re.compile(r"\.\s*(?:all|exists_one|exists|map|filter)\s*$")
-_COMPREHENSION = re.compile(r"\.\s*(?:all|exists_one|exists|map|filter)\s*\(\s*([A-Za-z_]\w*)\s*,")
+_MACROS = "all|exists_one|exists|map|filter"  # CEL's comprehension macros, the only calls that bind a name
+_MACRO_CALL = re.compile(rf"\.\s*(?:{_MACROS})\s*$")
+_COMPREHENSION = re.compile(rf"\.\s*(?:{_MACROS})\s*\(\s*([A-Za-z_]\w*)\s*,")
 _PARSE_ERROR = re.compile(r"ERROR: <input>:(\d+):(\d+): ([^\n]*)")
 
 

@@ -251,96 +251,18 @@ def compile_collector(obj: Obj) -> tuple[Collector | None, list[Problem]]:
     compiles can always be evaluated.
     """
     label = f"StatusCollector {obj.name}" if obj.name else "StatusCollector"
-    messages: list[str] = []
     spec = obj.body.get("spec")
     if spec is None:
         spec = {}
     if not isinstance(spec, dict):
         return None, [Problem(obj.origin, f"{label}: spec: must be an object")]
-
-    def expression(path: str, text: Any) -> Expr | None:
-        if not isinstance(text, str) or not text.strip():
-            messages.append(f"{path}: must be a non-empty CEL expression (a string)")
-            return None
-        program, error = compile_expression(text)
-        if error:
-            messages.append(f"{path}: {error}")
-            return None
-        return Expr(path, text, program)
-
-    def entries(field: str, shape: str) -> Iterator[tuple[str, dict[str, Any]]]:
-        """(path, item) of each object in spec.<field>, reporting what is not a list of objects."""
-        items = spec.get(field)
-        if items is not None and not isinstance(items, list):
-            messages.append(f"spec.{field}: must be a list")
-            return
-        for i, item in enumerate(items or []):
-            path = f"spec.{field}[{i}]"
-            if isinstance(item, dict):
-                yield path, item
-            else:
-                messages.append(f"{path}: must be an object with {shape}")
-
-    def named(field: str) -> list[Column]:
-        columns = []
-        for path, item in entries(field, "name and def"):
-            name = _column_name(path, item.get("name"), messages)
-            expr = expression(f"{path}.def", item.get("def"))
-            if name is not None and expr is not None:
-                columns.append(Column(name, expr))
-        return columns
-
-    def aggregators() -> list[Column]:
-        columns = []
-        for path, item in entries("combinedFields", "name, type and subject"):
-            name = _column_name(path, item.get("name"), messages)
-            kind = item.get("type")
-            if kind not in AGGREGATORS:
-                messages.append(f"{path}.type: must be one of {', '.join(AGGREGATORS)}")
-                continue
-            subject = item.get("subject")
-            expr = None
-            if subject is None and kind != "COUNT":
-                messages.append(f"{path}.subject: required for {kind}")
-                continue
-            if subject is not None:
-                expr = expression(f"{path}.subject", subject)
-                if expr is None:
-                    continue
-            if name is not None:
-                columns.append(Column(name, expr, kind))
-        return columns
-
-    filter_expr = None
-    if spec.get("filter") is not None:
-        filter_expr = expression("spec.filter", spec["filter"])
-    group_by = named("groupBy")
-    combined = aggregators()
-    select = named("select")
-
-    if spec.get("select") and spec.get("combinedFields"):
-        messages.append("spec.combinedFields: must be empty when select is given")
-    if spec.get("groupBy") and not spec.get("combinedFields"):
-        messages.append("spec.combinedFields: must not be empty when groupBy is given")
-    seen: set[str] = set()
-    for field in ("select",) if spec.get("select") else ("groupBy", "combinedFields"):
-        items = spec.get(field)
-        for i, item in enumerate(items if isinstance(items, list) else []):
-            name = item.get("name") if isinstance(item, dict) else None
-            if not isinstance(name, str):
-                continue
-            if name in seen:
-                messages.append(f"spec.{field}[{i}].name: duplicate column name {name!r}")
-            seen.add(name)
-
-    limit = spec.get("limit")
-    if limit is None:
-        limit = DEFAULT_LIMIT
-    elif isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
-        messages.append("spec.limit: must be an integer >= 0")
-
-    if messages:
-        return None, [Problem(obj.origin, f"{label}: {m}") for m in messages]
+    read = _SpecReader(spec)
+    filter_expr = read.expression("spec.filter", spec["filter"]) if spec.get("filter") is not None else None
+    group_by, combined, select = read.named("groupBy"), read.aggregators(), read.named("select")
+    read.check_columns()
+    limit = read.limit()
+    if read.messages:
+        return None, [Problem(obj.origin, f"{label}: {m}") for m in read.messages]
     exprs = [e for e in (filter_expr, *(c.expr for c in (*group_by, *combined, *select))) if e is not None]
     used = set().union(*(e.program.variables() for e in exprs)) if exprs else set()
     collector = Collector(
@@ -348,6 +270,92 @@ def compile_collector(obj: Obj) -> tuple[Collector | None, list[Problem]]:
         group_by=tuple(group_by), combined=tuple(combined), limit=limit,
         variables=tuple(v for v in VARIABLES if v in used))
     return collector, []
+
+
+class _SpecReader:
+    """Reads a StatusCollector's spec field by field, compiling expressions and collecting every
+    problem (as `path: message`) rather than stopping at the first."""
+
+    def __init__(self, spec: dict[str, Any]) -> None:
+        self.spec = spec
+        self.messages: list[str] = []
+
+    def expression(self, path: str, text: Any) -> Expr | None:
+        if not isinstance(text, str) or not text.strip():
+            self.messages.append(f"{path}: must be a non-empty CEL expression (a string)")
+            return None
+        program, error = compile_expression(text)
+        if error:
+            self.messages.append(f"{path}: {error}")
+            return None
+        return Expr(path, text, program)
+
+    def entries(self, field: str, shape: str) -> Iterator[tuple[str, dict[str, Any]]]:
+        """(path, item) of each object in spec.<field>, reporting what is not a list of objects."""
+        items = self.spec.get(field)
+        if items is not None and not isinstance(items, list):
+            self.messages.append(f"spec.{field}: must be a list")
+            return
+        for i, item in enumerate(items or []):
+            path = f"spec.{field}[{i}]"
+            if isinstance(item, dict):
+                yield path, item
+            else:
+                self.messages.append(f"{path}: must be an object with {shape}")
+
+    def named(self, field: str) -> list[Column]:
+        columns = []
+        for path, item in self.entries(field, "name and def"):
+            name = _column_name(path, item.get("name"), self.messages)
+            expr = self.expression(f"{path}.def", item.get("def"))
+            if name is not None and expr is not None:
+                columns.append(Column(name, expr))
+        return columns
+
+    def aggregators(self) -> list[Column]:
+        columns = []
+        for path, item in self.entries("combinedFields", "name, type and subject"):
+            name = _column_name(path, item.get("name"), self.messages)
+            kind, subject = item.get("type"), item.get("subject")
+            if kind not in AGGREGATORS:
+                self.messages.append(f"{path}.type: must be one of {', '.join(AGGREGATORS)}")
+                continue
+            if subject is None and kind != "COUNT":
+                self.messages.append(f"{path}.subject: required for {kind}")
+                continue
+            expr = self.expression(f"{path}.subject", subject) if subject is not None else None
+            if subject is not None and expr is None:
+                continue
+            if name is not None:
+                columns.append(Column(name, expr, kind))
+        return columns
+
+    def check_columns(self) -> None:
+        """select excludes combinedFields, groupBy needs them, and column names are unique."""
+        spec = self.spec
+        if spec.get("select") and spec.get("combinedFields"):
+            self.messages.append("spec.combinedFields: must be empty when select is given")
+        if spec.get("groupBy") and not spec.get("combinedFields"):
+            self.messages.append("spec.combinedFields: must not be empty when groupBy is given")
+        seen: set[str] = set()
+        for field in ("select",) if spec.get("select") else ("groupBy", "combinedFields"):
+            items = spec.get(field)
+            for i, item in enumerate(items if isinstance(items, list) else []):
+                name = item.get("name") if isinstance(item, dict) else None
+                if not isinstance(name, str):
+                    continue
+                if name in seen:
+                    self.messages.append(f"spec.{field}[{i}].name: duplicate column name {name!r}")
+                seen.add(name)
+
+    def limit(self) -> int:
+        limit = self.spec.get("limit")
+        if limit is None:
+            return DEFAULT_LIMIT
+        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
+            self.messages.append("spec.limit: must be an integer >= 0")
+            return DEFAULT_LIMIT
+        return limit
 
 
 def _column_name(path: str, name: Any, messages: list[str]) -> str | None:

@@ -109,10 +109,15 @@ def markdown(result: Any, names: dict[str, str], summaries: Mapping[str, Mailbox
         "",
         *_problem_section(reconcile, broken_limit),
         *_frozen_section(frozen or [], broken_limit),
-        "## Placements", "",
-        "| Placement | WECs | Objects | Healthy |",
-        "|---|---:|---:|---:|",
+        *_placements_section(result, summaries),
+        *_wecs_section(summaries, names, broken_limit),
+        *_broken_section(summaries, broken_limit),
     ]
+    return ("\n".join(lines) + "\n").encode("utf-8")
+
+
+def _placements_section(result: Any, summaries: Mapping[str, MailboxSummary]) -> list[str]:
+    lines = ["## Placements", "", "| Placement | WECs | Objects | Healthy |", "|---|---:|---:|---:|"]
     rows = [(wds, p.obj.name, "", len(p.mailboxes), len(p.placed)) for wds in result.placements
             for p in result.placements[wds]]
     rows += [(p.space, p.name, " (frozen)", len(reached), len(p.objects)) for p, reached in result.frozen.placements()]
@@ -123,27 +128,33 @@ def markdown(result: Any, names: dict[str, str], summaries: Mapping[str, Mailbox
             if found:
                 h, t = h + found[0], t + found[1]
         lines.append(_row(f"{wds}/{name}{note}", str(wecs), str(placed), f"{h}/{t}"))
-    lines += ["", "## WECs", "",
-              "| WEC | Mailbox | Sync | Applied | Latest | Drifted | Last report | Healthy |",
-              "|---|---|---|---|---|---:|---|---:|"]
+    return lines
+
+
+def _wecs_section(summaries: Mapping[str, MailboxSummary], names: dict[str, str], broken_limit: int) -> list[str]:
+    lines = ["", "## WECs", "",
+             "| WEC | Mailbox | Sync | Applied | Latest | Drifted | Last report | Healthy |",
+             "|---|---|---|---|---|---:|---|---:|"]
     ordered = sorted(summaries, key=lambda m: (names.get(m, m), m))
     for mb in ordered:
         s = summaries[mb]
         lines.append(_row(names.get(mb, mb), mb, s.sync.state, s.sync.applied_text(), s.sync.latest[:SHORT],
                           str(s.sync.drift_count), s.last_report or "never", f"{s.healthy}/{s.total}"))
-    lines += _sync_section([summaries[mb] for mb in ordered], broken_limit)
+    return lines + _sync_section([summaries[mb] for mb in ordered], broken_limit)
+
+
+def _broken_section(summaries: Mapping[str, MailboxSummary], broken_limit: int) -> list[str]:
     broken_count = sum(s.broken_count for s in summaries.values())
-    lines += ["", "## Broken", ""]
+    lines = ["", "## Broken", ""]
     if not broken_count:
-        lines.append("Nothing is broken.")
-    else:
-        lines += ["| Object | WEC | Health | Message |", "|---|---|---|---|"]
-        shown = heapq.nsmallest(max(broken_limit, 0), heapq.merge(*(s.broken for s in summaries.values())))
-        for b in shown:
-            lines.append(_row(f"{b.wds}: {b.text}", b.wec, b.health, b.message))
-        if broken_count > broken_limit:
-            lines += ["", f"... and {broken_count - broken_limit} more (see the CombinedStatus files)."]
-    return ("\n".join(lines) + "\n").encode("utf-8")
+        return lines + ["Nothing is broken."]
+    lines += ["| Object | WEC | Health | Message |", "|---|---|---|---|"]
+    shown = heapq.nsmallest(max(broken_limit, 0), heapq.merge(*(s.broken for s in summaries.values())))
+    for b in shown:
+        lines.append(_row(f"{b.wds}: {b.text}", b.wec, b.health, b.message))
+    if broken_count > broken_limit:
+        lines += ["", f"... and {broken_count - broken_limit} more (see the CombinedStatus files)."]
+    return lines
 
 
 def _sync_line(summaries: Mapping[str, MailboxSummary]) -> str:

@@ -18,6 +18,8 @@ from typing import Any, Iterator
 
 import pygit2
 
+from .paths import STATE_DIR
+
 _libc: Any = None
 
 
@@ -121,7 +123,7 @@ def os_reason(error: OSError) -> str:
     return reason
 
 
-REF_INTENT = "ksgitops-state/ref-intent"  # in the git directory: the refs a ksgitops process is moving
+REF_INTENT = f"{STATE_DIR}/ref-intent"  # in the git directory: the refs a ksgitops process is moving
 
 
 @contextmanager

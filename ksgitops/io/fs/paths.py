@@ -13,6 +13,7 @@ from pathlib import Path
 from ...model import KsgitopsError, Origin, Problem
 
 STATUS_FILE = "STATUS.md"
+STATE_DIR = "ksgitops-state"  # in the git directory: caches, records, memos and the checkout journal
 
 
 class LinkError(KsgitopsError):

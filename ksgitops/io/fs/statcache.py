@@ -38,7 +38,7 @@ from typing import Any, Callable, Iterable, NamedTuple
 
 from ...core.tree import KEEP, OTHERS, FileTree, has_files
 from ..git.cache import code_fingerprint
-from .paths import check_path, write_file
+from .paths import STATE_DIR, check_path, write_file
 
 FORMAT = "ksgitops-worktree-1"
 ABSENT = (0, 0, 0, 0, 0)
@@ -236,8 +236,8 @@ class WorkTreeRecord:
         unreadable, or it was made by other code or for another folder)."""
         if git_dir is None:
             return cls(None)
-        check_path(Path(git_dir), "ksgitops-state/worktree.pickle", shown=str(git_dir).rstrip("/"))
-        path = Path(git_dir) / "ksgitops-state" / "worktree.pickle"
+        check_path(Path(git_dir), f"{STATE_DIR}/worktree.pickle", shown=str(git_dir).rstrip("/"))
+        path = Path(git_dir) / STATE_DIR / "worktree.pickle"
         try:
             top, cache_dir = os.stat(work_tree), os.stat(Path(git_dir))
         except OSError:

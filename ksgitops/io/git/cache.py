@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, Iterator, MutableMapping
 
 from ... import __version__
-from ..fs.paths import check_path, write_file
+from ..fs.paths import STATE_DIR, check_path, write_file
 
 def code_fingerprint() -> str:
     """A digest of ksgitops' own source: a cache or memo pickled by other code (whose classes may
@@ -122,9 +122,9 @@ class DiskCache:
     @classmethod
     def for_git_dir(cls, git_dir: str) -> "DiskCache":
         """The repository's cache (a link on the way is a LinkError: never read or written through)."""
-        check_path(Path(git_dir), "ksgitops-state/cache.pickle", shown=str(git_dir).rstrip("/"))
-        check_path(Path(git_dir), "ksgitops-state/reconciled.pickle", shown=str(git_dir).rstrip("/"))
-        return cls(Path(git_dir) / "ksgitops-state" / "cache.pickle")
+        check_path(Path(git_dir), f"{STATE_DIR}/cache.pickle", shown=str(git_dir).rstrip("/"))
+        check_path(Path(git_dir), f"{STATE_DIR}/reconciled.pickle", shown=str(git_dir).rstrip("/"))
+        return cls(Path(git_dir) / STATE_DIR / "cache.pickle")
 
     def next_run(self) -> None:
         """For a long-running process: keep only what the last run used, and start counting anew."""

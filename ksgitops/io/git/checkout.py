@@ -29,7 +29,7 @@ import pygit2
 from ...core.tree import KEEP, FileTree, Generated
 from ...model import EnvError, KsgitopsError
 from ..fs.durable import exclusive, os_reason, sync_filesystem, write_durably
-from ..fs.paths import check_path, write_file
+from ..fs.paths import STATE_DIR, check_path, write_file
 from ..fs.worktree import plan_root, write_generated
 from .repo import TreeIndex, blobs, read_tree, tree_at
 
@@ -53,7 +53,7 @@ class Plan:
 
 
 def journal_path(repo: pygit2.Repository) -> Path:
-    return Path(repo.path) / "ksgitops-state" / "checkout.json"
+    return Path(repo.path) / STATE_DIR / "checkout.json"
 
 
 # Earlier versions kept their state in `<git dir>/ksgitops/`, a folder that, in a bare repository
@@ -108,7 +108,7 @@ def _refuse_links(repo: pygit2.Repository, planned: Plan) -> None:
 def begin(repo: pygit2.Repository, ref: str, commit: pygit2.Oid, planned: Plan) -> None:
     """Write the journal (durably) before the branch moves."""
     path = journal_path(repo)
-    check_path(Path(repo.path), "ksgitops-state", shown=repo.path.rstrip("/"))
+    check_path(Path(repo.path), STATE_DIR, shown=repo.path.rstrip("/"))
     path.parent.mkdir(parents=True, exist_ok=True)
     steps = [{"root": s.root, "op": s.op, "markers": s.markers} for s in planned.steps]
     write_durably(path, json.dumps({"format": FORMAT, "ref": ref, "commit": str(commit), "old": planned.old,
@@ -254,7 +254,7 @@ def pending(workdir: Path) -> bool:
     """A checkout journal exists in the repository holding `workdir` (cheap: no repository opened)."""
     found = pygit2.discover_repository(str(workdir))
     return found is not None and any(os.path.lexists(Path(found) / part) for part in
-                                     (Path("ksgitops-state") / "checkout.json", LEGACY_JOURNAL))
+                                     (Path(STATE_DIR) / "checkout.json", LEGACY_JOURNAL))
 
 
 def recover(repo: pygit2.Repository) -> bool:
@@ -273,7 +273,7 @@ def _recover(repo: pygit2.Repository) -> bool:
     path = journal_path(repo)
     if not os.path.lexists(path):
         return False
-    check_path(Path(repo.path), "ksgitops-state/checkout.json", shown=repo.path.rstrip("/"))
+    check_path(Path(repo.path), f"{STATE_DIR}/checkout.json", shown=repo.path.rstrip("/"))
     try:
         data = json.loads(path.read_bytes())
         if data.get("format") != FORMAT:

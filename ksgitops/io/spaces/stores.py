@@ -139,6 +139,26 @@ class RepoSpaceStore:
         return sorted(e.name for e in os.scandir(self.spaces_dir)
                       if e.is_dir(follow_symlinks=False) and not e.name.startswith("."))
 
+    def _scan_discovered(self, folder: str, held: set[str], candidates: list[tuple[SpaceObj, Path]],
+                         stale: list[Path]) -> None:
+        """The Space objects a provider discovered, written in `folder` (its home), and what is stale there."""
+        found = self.spaces_dir / folder / GENERATED_DIR / DISCOVERED_DIR
+        if not found.is_dir() or found.is_symlink():
+            return
+        for entry in sorted(os.scandir(found), key=lambda e: e.name):
+            provider = Path(entry.path)
+            if self.homes.get(entry.name, None) != folder or not entry.is_dir(follow_symlinks=False):
+                stale.append(provider)
+                continue
+            for file in sorted(provider.iterdir()):
+                body = _space_doc(read_file_or_none(file), self.rel(file))
+                obj = space_from(Obj("", body or {}, Origin(self.rel(file))), owner="ksgitops")
+                if (body is None or file.suffix != ".yaml" or obj.name != file.stem or obj.type != "unmanaged"
+                        or obj.provider != entry.name or obj.name in held):
+                    stale.append(file)
+                else:
+                    candidates.append((obj, file))
+
     def _scan(self) -> tuple[dict[str, tuple[SpaceObj, Path]], list[Path]]:
         """The written objects by name, and the stale generated files and folders."""
         candidates: list[tuple[SpaceObj, Path]] = []
@@ -154,21 +174,7 @@ class RepoSpaceStore:
                 elif self.homes[obj.provider] is None:
                     candidates.append((obj, path))
                 # else: a git provider over another work tree; left alone
-            found = self.spaces_dir / folder / GENERATED_DIR / DISCOVERED_DIR
-            if found.is_dir() and not found.is_symlink():
-                for entry in sorted(os.scandir(found), key=lambda e: e.name):
-                    provider = Path(entry.path)
-                    if self.homes.get(entry.name, None) != folder or not entry.is_dir(follow_symlinks=False):
-                        stale.append(provider)
-                        continue
-                    for file in sorted(provider.iterdir()):
-                        body = _space_doc(read_file_or_none(file), self.rel(file))
-                        obj = space_from(Obj("", body or {}, Origin(self.rel(file))), owner="ksgitops")
-                        if (body is None or file.suffix != ".yaml" or obj.name != file.stem or obj.type != "unmanaged"
-                                or obj.provider != entry.name or obj.name in held):
-                            stale.append(file)
-                        else:
-                            candidates.append((obj, file))
+            self._scan_discovered(folder, held, candidates, stale)
             status = self.spaces_dir / folder / GENERATED_DIR / STATUS_DIR
             if status.is_dir() and not status.is_symlink():
                 for file in sorted(status.iterdir()):
