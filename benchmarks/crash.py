@@ -412,7 +412,7 @@ def _check_leftovers(run: Run, tally: Tally, when: str) -> None:
 
 
 def run_mode(name: str, base: Path, wecs: int, objects: int, kills: int, seed: int,
-             budget: float | None = None) -> Tally:
+             budget: float | None = None, progress: bool = False) -> Tally:
     """`kills` trials (fewer when `budget` seconds run out first) of one mode."""
     mode = modes()[name]
     run = Run(mode, base / name, wecs, objects)
@@ -439,6 +439,9 @@ def run_mode(name: str, base: Path, wecs: int, objects: int, kills: int, seed: i
         check_recovered(run, states[current], states[target], old_head, tally)
         check_rerun(run, states[target], tally)
         current = target
+        if progress:
+            print(f"  {name}: trial {tally.trials}, {tally.kills} kills, {len(tally.failures)} findings", file=sys.stderr,
+                  flush=True)
     return tally
 
 
@@ -460,7 +463,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         for name in args.modes.split(","):
             started = time.monotonic()
-            t = run_mode(name, base, args.wecs, args.objects, args.kills, args.seed)
+            t = run_mode(name, base, args.wecs, args.objects, args.kills, args.seed, progress=True)
             print(f"| {name} | {t.trials} | {t.kills} | {t.kills_writing} | {t.lost} | {t.torn} | {t.divergent} | "
                   f"{t.leftovers} | {time.monotonic() - started:.0f} |", flush=True)
             for line in t.failures[:10]:

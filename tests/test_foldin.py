@@ -18,7 +18,7 @@ import pytest
 from conftest import copy_example_sources, git, git_init
 from gitdaemon import GitDaemon, git_daemon  # noqa: F401 - the fixture
 from kube_fixtures import KubeNames, isolate
-from ksgitops.app import usecases as app, runtime
+from ksgitops.app import usecases as app, runtimes
 from ksgitops.core.status.reported import dump_report
 from ksgitops.io.git.repo import TreeIndex, TreeWriter
 from ksgitops.io.serve import Observer
@@ -56,7 +56,7 @@ def three_wec_sources(tmp_path: Path, names: KubeNames | None = None) -> Path:
 def test_reconcile_sync_three_wecs_fold_in_status_healthy(git_daemon: GitDaemon, tmp_path: Path,  # noqa: F811
                                                           kube_wecs: Any, cli, kube_names: KubeNames) -> None:
     bare = git_daemon.bare("fleet.git", three_wec_sources(tmp_path, kube_names))
-    central = runtime.RemoteRuntime(git_daemon.url("fleet.git"), BRANCH, tmp_path / "central", Observer())
+    central = runtimes.RemoteRuntime(git_daemon.url("fleet.git"), BRANCH, tmp_path / "central", Observer())
     assert central.cycle().action == "reconciled"
     wecs = kube_wecs(list(WECS))
     inventory = kube_names.ns()

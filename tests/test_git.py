@@ -12,6 +12,7 @@ import pytest
 from conftest import git
 from ksgitops.app import usecases as app
 from ksgitops.io.git import repo as gitio
+from ksgitops.io.git.branch import signature
 from ksgitops.io.git.commit import commit_generated
 from ksgitops.model import GitError
 
@@ -125,7 +126,7 @@ def test_ref_that_moved_is_not_overwritten(example_git: Path) -> None:
     moved = head(example_git)
     with pytest.raises(GitError):
         commit_generated(src.repo, src.ref_name, src.commit, result.generated,
-                               gitio.signature("k", "k@e"), "m")
+                               signature("k", "k@e"), "m")
     assert head(example_git) == moved
 
 

@@ -15,13 +15,13 @@ import pytest
 from conftest import git, git_init
 from gitdaemon import GitDaemon, git_daemon  # noqa: F401 - the fixture
 from isolation_cases import CASES, assert_isolated, base_repo, break_it, tree_files
-from ksgitops.app import runtime
+from ksgitops.app import runtime, runtimes
 from ksgitops.app.shutdown import Shutdown
 from test_action import run_action
 from test_runtime import BRANCH, remote_head, remote_runtime
 
 
-def sample(rt: runtime.RemoteRuntime, name: str) -> float:
+def sample(rt: runtimes.RemoteRuntime, name: str) -> float:
     value = rt.observer.registry.get_sample_value(name)
     return 0.0 if value is None else value
 
@@ -90,7 +90,7 @@ def test_the_local_loop_counts_a_frozen_part_as_a_degraded_cycle(tmp_path: Path)
     """`run --repo <work tree>`: the cycle writes the healthy part, exits 2 with --once, and stays ready."""
     from ksgitops.io.serve import Observer
     repo = base_repo(tmp_path / "repo")
-    rt = runtime.LocalRuntime(repo, Observer())
+    rt = runtimes.LocalRuntime(repo, Observer())
     assert runtime.loop(rt, 0.01, Shutdown(), once=True) == 0
     break_it(repo, CASES["wds-unparseable"])
     assert runtime.loop(rt, 0.01, Shutdown(), once=True) == 2

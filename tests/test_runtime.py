@@ -23,7 +23,7 @@ import pytest
 
 from conftest import copy_example_sources, git, git_init
 from gitdaemon import GitDaemon, git_daemon  # noqa: F401 - the fixture
-from ksgitops.app import publish as publishing, usecases as app, runtime
+from ksgitops.app import publish as publishing, usecases as app, runtime, runtimes
 from ksgitops.core.load.repoconfig import SOURCE_TRAILER
 from ksgitops.io.serve import Observer, serve
 from ksgitops.model import GitError
@@ -119,8 +119,8 @@ def trailer(bare: Path, rev: str = BRANCH) -> str | None:
     return found[0] if found else None
 
 
-def remote_runtime(daemon: GitDaemon, tmp_path: Path, name: str = "fleet.git", who: str = "rt") -> runtime.RemoteRuntime:
-    return runtime.RemoteRuntime(daemon.url(name), BRANCH, tmp_path / f"work-{who}", Observer(), retries=8)
+def remote_runtime(daemon: GitDaemon, tmp_path: Path, name: str = "fleet.git", who: str = "rt") -> runtimes.RemoteRuntime:
+    return runtimes.RemoteRuntime(daemon.url(name), BRANCH, tmp_path / f"work-{who}", Observer(), retries=8)
 
 
 # --- one reconciler -----------------------------------------------------------------------------------
@@ -191,7 +191,7 @@ def test_racing_reconcilers_and_a_human_lose_nothing_and_never_force(git_daemon:
     stop = threading.Event()
     errors: list[BaseException] = []
 
-    def reconciler(rt: runtime.RemoteRuntime) -> None:
+    def reconciler(rt: runtimes.RemoteRuntime) -> None:
         while not stop.is_set():
             try:
                 rt.cycle()
@@ -310,7 +310,7 @@ def test_probes_and_metrics(git_daemon: GitDaemon, tmp_path: Path) -> None:
 
     try:
         assert get("/readyz")[0] == 503 and get("/healthz")[0] == 200
-        rt = runtime.RemoteRuntime(git_daemon.url("fleet.git"), BRANCH, tmp_path / "work", observer)
+        rt = runtimes.RemoteRuntime(git_daemon.url("fleet.git"), BRANCH, tmp_path / "work", observer)
         assert runtime.loop(rt, 0.1, threading.Event(), once=True) == 0
         assert get("/readyz") == (200, "ready\n")
         status, text = get("/metrics")
@@ -362,13 +362,13 @@ def test_run_process_serves_probes_logs_json_and_exits_0_on_sigterm(git_daemon: 
 def test_credentials_never_appear_in_errors(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("KSGITOPS_GIT_TOKEN", "tok-123-secret")
     with pytest.raises(GitError) as info:
-        runtime.RemoteRuntime("http://user:pa55word@127.0.0.1:9/none.git", BRANCH, tmp_path, Observer()).cycle()
+        runtimes.RemoteRuntime("http://user:pa55word@127.0.0.1:9/none.git", BRANCH, tmp_path, Observer()).cycle()
     text = str(info.value.problems[0])
     assert "127.0.0.1:9" in text and "pa55word" not in text and "tok-123-secret" not in text
 
 
 def test_local_watch_mode_reconciles_on_change(example: Path) -> None:
-    rt = runtime.LocalRuntime(example, Observer())
+    rt = runtimes.LocalRuntime(example, Observer())
     stop = threading.Event()
     cycles: list[Any] = []
     thread = threading.Thread(target=runtime.loop, args=(rt, 30.0, stop),
@@ -397,7 +397,7 @@ def test_an_unreachable_remote_fails_cycles_without_ending_the_loop(tmp_path: Pa
     with GitDaemon(tmp_path / "served") as daemon:
         served_example(daemon, tmp_path)
         observer = Observer()
-        rt = runtime.RemoteRuntime(daemon.url("fleet.git"), BRANCH, tmp_path / "work", observer)
+        rt = runtimes.RemoteRuntime(daemon.url("fleet.git"), BRANCH, tmp_path / "work", observer)
         assert runtime.loop(rt, 0.05, threading.Event(), once=True) == 0 and observer.ready
     # the daemon is gone: every fetch fails
     assert runtime.loop(rt, 0.05, threading.Event(), once=True) == 3

@@ -20,7 +20,7 @@ import pytest
 
 from conftest import git
 from gitdaemon import GitDaemon, git_daemon  # noqa: F401 - the fixture
-from ksgitops.app import runtime
+from ksgitops.app import runtime, runtimes
 from ksgitops.core.load.repoconfig import SOURCE_TRAILER
 from ksgitops.io.serve import JsonFormatter, Observer
 from ksgitops.model import GitError, KsgitopsError, Origin, Problem
@@ -81,7 +81,7 @@ def test_each_cycle_is_one_commit_on_the_remote(git_daemon: GitDaemon, tmp_path:
     human = human_clone(git_daemon, tmp_path)
     cycles = []
 
-    def cycle() -> runtime.CycleResult:
+    def cycle() -> runtimes.CycleResult:
         before = remote_head(bare)
         result = rt.cycle()
         assert result.commit is not None and result.pushed and remote_head(bare) == result.commit == result.head
@@ -181,7 +181,7 @@ def test_failing_cycles_back_off_make_readyz_fail_with_the_reason_and_a_success_
         git_daemon: GitDaemon, tmp_path: Path, log_lines: tuple[io.StringIO, io.StringIO]) -> None:  # noqa: F811
     served_example(git_daemon, tmp_path)
     observer = Observer(unready_after=3)
-    rt = runtime.RemoteRuntime(git_daemon.url("fleet.git"), BRANCH, tmp_path / "work", observer, retries=8)
+    rt = runtimes.RemoteRuntime(git_daemon.url("fleet.git"), BRANCH, tmp_path / "work", observer, retries=8)
     assert runtime.loop(rt, 0.05, threading.Event(), once=True) == 0 and observer.ready
     human = human_clone(git_daemon, tmp_path)
     (human / "ksgitops.yaml").write_text("apiVersion: ksgitops.kubestellar.io/v1alpha1\nkind: RepoConfig\n"
@@ -225,7 +225,7 @@ def test_failing_cycles_back_off_make_readyz_fail_with_the_reason_and_a_success_
 def test_readiness_reason_is_one_line_without_credentials(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("KSGITOPS_GIT_TOKEN", "tok-123-secret")
     observer = Observer(unready_after=1)
-    rt = runtime.RemoteRuntime("http://user:pa55word@127.0.0.1:9/none.git", BRANCH, tmp_path, observer)
+    rt = runtimes.RemoteRuntime("http://user:pa55word@127.0.0.1:9/none.git", BRANCH, tmp_path, observer)
     assert runtime.loop(rt, 0.05, threading.Event(), once=True) == 3
     ready, why = observer.readiness()
     assert not ready and "127.0.0.1:9" in why and "clone failed" in why
@@ -245,7 +245,7 @@ def test_failure_reasons_are_scrubbed_one_line_and_bounded() -> None:
 
 
 def test_local_mode_logs_what_it_wrote(example: Path, log_lines: tuple[io.StringIO, io.StringIO]) -> None:
-    rt = runtime.LocalRuntime(example, Observer())
+    rt = runtimes.LocalRuntime(example, Observer())
     assert runtime.loop(rt, 0.1, threading.Event(), once=True) == 0
     assert runtime.loop(rt, 0.1, threading.Event(), once=True) == 0
     text, data = log_lines
@@ -265,7 +265,7 @@ def test_the_poll_interval_comes_from_repoconfig_unless_given(example: Path, con
     if configured is not None:
         (example / "ksgitops.yaml").write_text("apiVersion: ksgitops.kubestellar.io/v1alpha1\nkind: RepoConfig\n"
                                                f"spec:\n  poll: {{intervalSeconds: {configured}}}\n")
-    rt = runtime.LocalRuntime(example, Observer())
+    rt = runtimes.LocalRuntime(example, Observer())
     waits: list[float] = []
 
     class Recording(threading.Event):

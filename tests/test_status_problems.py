@@ -11,7 +11,7 @@ import pytest
 
 from conftest import git, git_init, write_tree
 from gitdaemon import GitDaemon, git_daemon  # noqa: F401 - the fixture
-from ksgitops.app import usecases as app, runtime
+from ksgitops.app import usecases as app, runtimes
 from ksgitops.core.emit.problems import parse_problems, problem_files, problems_root
 from ksgitops.core.load.schemas import validate_document
 from ksgitops.core.serialize import load_yaml
@@ -167,7 +167,7 @@ def test_status_over_git_reads_the_committed_problems_file(example_git: Path, cl
 def test_the_runtime_writes_problems_files_too(example: Path, git_daemon: GitDaemon, tmp_path: Path) -> None:  # noqa: F811
     break_customization(example)
     bare = git_daemon.bare("fleet.git", git_init(example))
-    rt = runtime.RemoteRuntime(git_daemon.url("fleet.git"), "main", tmp_path / "work", Observer(), retries=2)
+    rt = runtimes.RemoteRuntime(git_daemon.url("fleet.git"), "main", tmp_path / "work", Observer(), retries=2)
     assert rt.cycle().action == "reconciled"
     assert MISSING in load_yaml(git(bare, "show", f"main:{PROBLEMS}").encode())["problems"][0]["message"]
     assert f"| {WDS} | {HTTPD}:2 | {OBJECT} | guilder |" in git(bare, "show", "main:STATUS.md")

@@ -19,7 +19,7 @@ from typing import Any, Callable
 
 from ..core.status.summary import STATUS_MD, StatusMemo
 from ..core.tree import Subtree
-from ..io.git import remote as remotes, repo as git
+from ..io.git import branch, remote as remotes, repo as git
 from ..io.git.cache import DiskCache
 from ..io.git.commit import commit_generated
 from ..model import GitError, KsgitopsError, Progress, counted
@@ -107,7 +107,7 @@ def commit_cycle(path: Path, ref: str, do_reconcile: bool = True, do_status: boo
                  guard: Shutdown | None = None) -> CycleCommit:
     """Reconcile, fold in and summarize the branch head of a bare clone, then commit it all once."""
     src = app.open_branch(path, ref)
-    if git.is_checked_out(src.repo, str(src.ref_name)):  # type: ignore[arg-type]
+    if branch.is_checked_out(src.repo, str(src.ref_name)):  # type: ignore[arg-type]
         raise KsgitopsError(f"{src.ref_name} is checked out here: one commit per cycle needs a bare clone")
     cycle = _OneCommit(src, cache or DiskCache.for_git_dir(src.repo.path), guard or Shutdown())  # type: ignore[attr-defined]
     if do_reconcile:
@@ -154,7 +154,7 @@ class _OneCommit:
         self.guard.checkpoint()
         committed = commit_generated(self.repo, str(self.src.ref_name), self.base,
                                          _changed_entries(self.repo, old, new, self.roots),
-                                         git.signature(config.author_name, config.author_email),
+                                         branch.signature(config.author_name, config.author_email),
                                          _message(config, made, bool(reconciled_roots)))
         made.commit = committed.commit
         if self.result is not None:
@@ -228,7 +228,7 @@ def _message(config: Any, made: CycleCommit, reconciled: bool) -> str:
 
 def branch_of(path: Path, source: str) -> str:
     """The branch name a --source names (HEAD: the checked-out branch)."""
-    ref = git.branch_ref(git.open_repo(path), source)
+    ref = branch.branch_ref(git.open_repo(path), source)
     if ref is None:
         raise KsgitopsError(f"--push needs a branch, not {source!r}")
     return ref[len("refs/heads/"):]
@@ -236,4 +236,4 @@ def branch_of(path: Path, source: str) -> str:
 
 def move_branch(repo: Any, ref: str, target: Any) -> None:
     """Put a branch on `target` (io/git/repo.py move_branch)."""
-    git.move_branch(repo, ref, target)
+    branch.move_branch(repo, ref, target)

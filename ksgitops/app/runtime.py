@@ -28,7 +28,7 @@ from typing import Callable
 from ..io.git.remote import scrub
 from ..io.serve import Observer
 from ..model import KsgitopsError
-from .runtimes import CycleResult, LocalRuntime, RemoteRuntime, clone_dir, open_runtime  # noqa: F401 - the runtime's face
+from .runtimes import CycleResult, LocalRuntime, RemoteRuntime
 from .shutdown import Abandoned, Shutdown
 
 log = logging.getLogger("ksgitops")

@@ -11,10 +11,10 @@ from ..core.load.snapshot import Snapshot
 from ..core.pipeline import Result, reconcile
 from ..io.fs import worktree
 from ..io.fs.tree import WorkTreeSnapshot, check_layout
-from ..io.git import checkout, repo as git
+from ..io.git import branch, checkout, repo as git
 from ..io.git.cache import DiskCache
 from ..io.git.commit import commit_generated
-from ..io.git.repo import git_dir
+from ..io.git.branch import git_dir
 from ..model import KsgitopsError, Progress
 
 WORKTREE = "worktree"
@@ -42,7 +42,7 @@ def open_source(path: Path, source: str) -> Source:
     repo = git.open_repo(path)
     _recover(Path(repo.workdir) if repo.workdir else None, repo)
     commit = git.resolve_commit(repo, source)
-    return Source(path, git.TreeSnapshot(repo, commit.tree), repo, commit, git.branch_ref(repo, source))
+    return Source(path, git.TreeSnapshot(repo, commit.tree), repo, commit, branch.branch_ref(repo, source))
 
 
 def _recover(workdir: Path | None, repo: Any) -> None:
@@ -85,5 +85,5 @@ def commit_on_branch(src: Source, generated: Any, config: Any, message: str | Ca
     """Commit `generated` on the source's branch as RepoConfig's author; in a checkout of that
     branch the work tree and index follow."""
     return commit_generated(src.repo, src.ref_name, src.commit, generated,  # type: ignore[arg-type]
-                                git.signature(config.author_name, config.author_email), message,
-                                checkout=git.is_checked_out(src.repo, src.ref_name))  # type: ignore[arg-type]
+                                branch.signature(config.author_name, config.author_email), message,
+                                checkout=branch.is_checked_out(src.repo, src.ref_name))  # type: ignore[arg-type]

@@ -24,7 +24,7 @@ from ..io.fs.tree import WorkTreeSnapshot
 from ..io.fs.worktree import write_generated
 from ..io.git import repo as git, runrecord
 from ..io.git.cache import DiskCache
-from ..io.git.repo import git_dir
+from ..io.git.branch import git_dir
 from ..model import KsgitopsError, Progress
 from .sources import WORKTREE, Source, worktree_cache, commit_on_branch, compute, open_branch, open_source
 # the use cases' face: the command line calls app.<use case>, wherever in app/ it is written

@@ -204,7 +204,7 @@ def run_cmd(repo_arg: str, branch: str, interval: float | None, workdir: Path | 
 
     # The fleet's use cases are imported where a command runs them: loaded for every command,
     # they add ~0.3 s to each start-up, `--help` included (measured with python -X importtime).
-    from ..app import runtime
+    from ..app import runtime, runtimes
     from ..io.serve import Observer, serve, setup_logging
     logger = setup_logging(log_format)
     observer = Observer(stall_after=max(300.0, 10 * (interval or 0), 2 * max_backoff), unready_after=unready_after)
@@ -213,7 +213,7 @@ def run_cmd(repo_arg: str, branch: str, interval: float | None, workdir: Path | 
     server = serve(port, observer) if port else None
     try:
         base = workdir or Path(os.environ.get("KSGITOPS_WORKDIR") or Path.home() / ".cache" / "ksgitops")
-        rt = runtime.open_runtime(repo_arg, branch, base, observer, push_retries, not no_status)
+        rt = runtimes.open_runtime(repo_arg, branch, base, observer, push_retries, not no_status)
         logger.info(f"ksgitops {__version__} running on {redact(repo_arg)} (branch {branch})",
                     extra={"fields": {"event": "start", "interval": interval, "maxBackoff": max_backoff,
                                       "port": server.port if server else None}})

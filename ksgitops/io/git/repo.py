@@ -19,7 +19,6 @@ from ...core.load.snapshot import SourceFile, is_source_path
 from ...core.tree import KEEP, OTHERS, REUSE, FileTree, Generated, Subtree
 from ...model import KsgitopsError
 from ..fs.tree import WorkTreeSnapshot
-from .branch import branch_ref, git_dir, is_checked_out, move_branch, signature  # noqa: F401 - callers name them here
 from .pack import KINDS, index_ids, object_id, tree_content, write_pack
 
 TREE_MODE = pygit2.GIT_FILEMODE_TREE
