@@ -9,8 +9,6 @@ from typing import Any, MutableMapping
 from ..core.load.read import load
 from ..core.load.repoconfig import SOURCE_TRAILER, parse_repo_config, trailers
 from ..core.pipeline import Result
-from ..core.status.summary import STATUS_MD, summarize
-from ..io import status_sources as ss
 from ..io.fs.worktree import write_generated
 from ..io.git import foldin, repo as git
 from ..io.git.cache import DiskCache
@@ -42,6 +40,10 @@ def placements_only(src: Source, cache: MutableMapping[Any, Any] | None = None,
 def status_worktree(path: Path) -> StatusOutcome:
     """`ksgitops status` on the work tree: summarize every mailbox's reported/ into the WDSes'
     .ksgitops/status/ folders and STATUS.md (each rewritten only when its bytes change)."""
+    # status's own rooms (core/status/, the SQLite memo) are imported where status runs: loaded by
+    # every command through this module, they cost ~0.08 s of each start-up (farm-bench, 2026-11-26)
+    from ..core.status.summary import STATUS_MD, summarize
+    from ..io import status_sources as ss
     src = open_source(path, WORKTREE)
     result = placements_only(src)
     memo_file = ss.memo_path(git_dir(path), "worktree")
@@ -91,6 +93,8 @@ def status_commit(path: Path, source: str = "HEAD", memo: Any = None, cache: Any
     commit the summary on that branch, only when a summary changed. Reads commits, not the work
     tree (bare repositories work). A long-running caller keeps `memo` (StatusMemo) and `cache`
     (DiskCache) in memory."""
+    from ..core.status.summary import STATUS_MD  # see status_worktree
+    from ..io import status_sources as ss
     src = open_branch(path, source)
     cache = cache or DiskCache.for_git_dir(src.repo.path)  # type: ignore[attr-defined]
     folded = fold_in(path, source, cache) if fold else FoldOutcome(None, [], [])
@@ -114,6 +118,8 @@ def status_commit(path: Path, source: str = "HEAD", memo: Any = None, cache: Any
 
 def summarize_commit(src: Source, content: MutableMapping[Any, Any], memo: Any) -> tuple[Result, Any]:
     """The placements and the status summary (core.status.StatusOutput) of a commit's mailboxes."""
+    from ..core.status.summary import summarize  # see status_worktree
+    from ..io import status_sources as ss
     result = placements_only(src, content)
     source = ss.GitStatusSource(src.repo, src.snapshot.index)  # type: ignore[arg-type, attr-defined]
     return result, summarize(result, source, memo, result.config.status_limit)
