@@ -415,6 +415,8 @@ def run_mode(name: str, base: Path, wecs: int, objects: int, kills: int, seed: i
              budget: float | None = None, progress: bool = False) -> Tally:
     """`kills` trials (fewer when `budget` seconds run out first) of one mode."""
     mode = modes()[name]
+    for cache in (_READ, _IDENTITIES, _REPORTS):  # another mode's fleet: nothing to reuse, much to hold
+        cache.clear()
     run = Run(mode, base / name, wecs, objects)
     states: dict[int, State] = {}
     for state in (1, 0):

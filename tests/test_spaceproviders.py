@@ -270,7 +270,7 @@ def two(kube_wecs: Callable[[list[str]], Wecs], tmp_path: Path, kube_names: Kube
     for wec in wecs.wecs.values():
         with wec.api() as api:
             api.namespace(kube_names.ns())
-    return Two(wecs, KubeconfigProvider(wecs.kubeconfig, "clusters", "wec-", probe_timeout=1.0, cache_dir=tmp_path),
+    return Two(wecs, KubeconfigProvider(wecs.kubeconfig, "clusters", "wec-", probe_timeout=1.0),
                kube_names.ns())
 
 

@@ -92,7 +92,7 @@ def publish(path: Path, branch: str, remote: str = "origin", retries: int | None
         except remotes.PushRejected as rejected:
             if attempt > limit:
                 raise GitError(f"{rejected.problems[0].message}; gave up after {attempt} attempts "
-                                   f"(nothing was forced; run again)") from None
+                               f"(nothing was forced; run again)") from None
             if on_retry is not None:
                 on_retry(attempt, rejected.problems[0].message)
             wait(min(30.0, 0.25 * 2 ** (attempt - 1)) * (0.5 + random.random()))
@@ -153,9 +153,9 @@ class _OneCommit:
         config = (self.result or self.status[0]).config
         self.guard.checkpoint()
         committed = commit_generated(self.repo, str(self.src.ref_name), self.base,
-                                         _changed_entries(self.repo, old, new, self.roots),
-                                         branch.signature(config.author_name, config.author_email),
-                                         _message(config, made, bool(reconciled_roots)))
+                                     _changed_entries(self.repo, old, new, self.roots),
+                                     branch.signature(config.author_name, config.author_email),
+                                     _message(config, made, bool(reconciled_roots)))
         made.commit = committed.commit
         if self.result is not None:
             self.cache.save(app.clean_mailboxes(self.result, new))

@@ -12,9 +12,9 @@ from ..core.pipeline import Result, reconcile
 from ..io.fs import worktree
 from ..io.fs.tree import WorkTreeSnapshot, check_layout
 from ..io.git import branch, checkout, repo as git
+from ..io.git.branch import git_dir
 from ..io.git.cache import DiskCache
 from ..io.git.commit import commit_generated
-from ..io.git.branch import git_dir
 from ..model import KsgitopsError, Progress
 
 WORKTREE = "worktree"
@@ -85,5 +85,5 @@ def commit_on_branch(src: Source, generated: Any, config: Any, message: str | Ca
     """Commit `generated` on the source's branch as RepoConfig's author; in a checkout of that
     branch the work tree and index follow."""
     return commit_generated(src.repo, src.ref_name, src.commit, generated,  # type: ignore[arg-type]
-                                branch.signature(config.author_name, config.author_email), message,
-                                checkout=branch.is_checked_out(src.repo, src.ref_name))  # type: ignore[arg-type]
+                            branch.signature(config.author_name, config.author_email), message,
+                            checkout=branch.is_checked_out(src.repo, src.ref_name))  # type: ignore[arg-type]

@@ -11,9 +11,9 @@ from ..core.load.repoconfig import SOURCE_TRAILER, parse_repo_config, trailers
 from ..core.pipeline import Result
 from ..io.fs.worktree import write_generated
 from ..io.git import foldin, repo as git
+from ..io.git.branch import git_dir
 from ..io.git.cache import DiskCache
 from ..io.git.foldin import report_refs
-from ..io.git.branch import git_dir
 from ..model import Progress, counted
 from .sources import WORKTREE, Source, commit_on_branch, compute, open_branch, open_source
 

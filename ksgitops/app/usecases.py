@@ -23,10 +23,10 @@ from ..io.fs.statcache import WorkTreeRecord
 from ..io.fs.tree import WorkTreeSnapshot
 from ..io.fs.worktree import write_generated
 from ..io.git import repo as git, runrecord
-from ..io.git.cache import DiskCache
 from ..io.git.branch import git_dir
+from ..io.git.cache import DiskCache
 from ..model import KsgitopsError, Progress
-from .sources import WORKTREE, Source, worktree_cache, commit_on_branch, compute, open_branch, open_source
+from .sources import WORKTREE, Source, commit_on_branch, compute, open_branch, open_source, worktree_cache
 # the use cases' face: the command line calls app.<use case>, wherever in app/ it is written
 from .status import (FoldOutcome, STATUS_SUBJECT, StatusOutcome, fold_in, fold_subject, placements_only, plan_fold_in,
                      source_of, status_commit, status_worktree, summarize_commit)

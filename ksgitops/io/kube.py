@@ -20,15 +20,14 @@ for Secrets, drop the API server's message and keep only the HTTP status and rea
 """
 from __future__ import annotations
 
+import functools
 import os
 import re
 import time
 from dataclasses import dataclass
+from types import SimpleNamespace
 from typing import Any, Generator
 from urllib.parse import quote, urlencode, urlsplit
-
-import functools
-from types import SimpleNamespace
 
 import orjson
 
@@ -115,7 +114,7 @@ class Cluster:
         config = _lib().client.Configuration()
         try:
             _lib().config.load_kube_config(config_file=kubeconfig or default_kubeconfig(), context=context,
-                                               client_configuration=config, persist_config=False)
+                                           client_configuration=config, persist_config=False)
         except Exception as e:  # noqa: BLE001 - a broken context is one line, like an unreachable server
             raise Unreachable(f"kubeconfig context {context!r}: {_safe(e)}") from None
         config.retries = False  # no hidden retries: a timeout is a timeout

@@ -28,14 +28,13 @@ class KubeconfigProvider:
     type = "kubeconfig"
 
     def __init__(self, path: Path | str, name: str = "kubeconfig", prefix: str = "", probe: bool = True,
-                 probe_timeout: float = 2.0, interval: float = 5.0, cache_dir: Path | str | None = None) -> None:
+                 probe_timeout: float = 2.0, interval: float = 5.0) -> None:
         self.path = Path(path)
         self.name = name
         self.prefix = prefix
         self.probe = probe
         self.probe_timeout = probe_timeout
         self.interval = interval
-        self.cache_dir = Path(cache_dir) if cache_dir is not None else None
 
     def create(self, name: str) -> None:
         raise NotSupported(f"kubeconfig provider {self.name}: cannot create space {name}: clusters are "
@@ -160,7 +159,8 @@ class KubeSpaceClient:
         return found.name
 
     def _listed(self, api_version: str, kind: str, namespace: str | None,
-                selector: Mapping[str, Any] | None) -> tuple[list[dict[str, Any]], str]:
+                selector: Mapping[str, Any] | None) -> tuple[list[dict[str, Any]], str, str]:
+        """(objects, the list's resourceVersion, the kind's resource)."""
         check_selector(selector)
         resource = self._resource(api_version, kind)
         try:
@@ -171,7 +171,7 @@ class KubeSpaceClient:
         for item in items:
             item.setdefault("apiVersion", api_version)
             item.setdefault("kind", kind)
-        return sorted(items, key=object_key), version
+        return sorted(items, key=object_key), version, resource
 
     def list(self, api_version: str | None = None, kind: str | None = None, namespace: str | None = None,
              selector: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
@@ -182,8 +182,7 @@ class KubeSpaceClient:
               timeout: float | None = None, chunk: float = 2.0) -> Iterator[tuple[str, dict[str, Any]]]:
         """List, ADDED for every object there, then watch from the list's resourceVersion; the
         server-side watches last at most `chunk` seconds and are chained, so `stop` is noticed."""
-        listed, version = self._listed(api_version or "", kind or "", namespace, selector)
-        resource = self._resource(api_version, kind)
+        listed, version, resource = self._listed(api_version or "", kind or "", namespace, selector)
         deadline = None if timeout is None else time.monotonic() + timeout
         stop = stop or threading.Event()
         for item in listed:
