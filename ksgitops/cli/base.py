@@ -7,14 +7,19 @@ import difflib
 import json
 import os
 import sys
-from typing import Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 import click
 
-from ..app import usecases as app
+from .lazy import lazy_module
 from ..io.fs.locate import locate
 from ..model import FEW_WECS, Problem
 from ..names import printable
+
+if TYPE_CHECKING:
+    from ..app import usecases as app
+else:
+    app = lazy_module("ksgitops.app.usecases")
 
 # Exit codes of every command (the README's table is checked against these).
 EXIT_CODES: dict[int, str] = {

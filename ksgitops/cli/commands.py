@@ -12,12 +12,12 @@ import os
 import sys
 import traceback
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 import click
 
+from .lazy import lazy_module
 from .. import __version__
-from ..app import usecases as app
 from .base import KsGroup, color_enabled, complete_wecs, confined_json, dump, exit_if_confined, fail, global_options, output_option, print_frozen, print_problems, problem_json, wants_json
 from .fleet import FLEET_COMMANDS
 from .output import ProgressBars, print_paged, style_diff, wec_table
@@ -28,6 +28,11 @@ from ..core.serialize import dump_yaml_all
 from ..io import extdiff
 from ..io.fs.locate import Need, locate
 from ..model import KsgitopsError, Origin, Problem, counted
+
+if TYPE_CHECKING:
+    from ..app import usecases as app
+else:
+    app = lazy_module("ksgitops.app.usecases")
 
 REPO = click.argument("repo", required=False, default=None, type=click.Path(file_okay=False, path_type=Path))
 

@@ -5,17 +5,22 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
+from .lazy import lazy_module
 from .. import __version__
-from ..app import usecases as app
 from ..app.shutdown import Abandoned, Shutdown
 from ..io.fs.locate import Need, locate
 from ..io.git.remote import redact
 from ..model import counted
 from .base import KsCommand, confined_json, dump, exit_if_confined, output_option, print_frozen, print_problems, problem_json
+
+if TYPE_CHECKING:
+    from ..app import usecases as app
+else:
+    app = lazy_module("ksgitops.app.usecases")
 
 REPO = click.argument("repo", required=False, default=None, type=click.Path(file_okay=False, path_type=Path))
 
