@@ -37,7 +37,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from measure import ksgitops_command, log, python_of, timed  # noqa: E402
+from measure import ensure_bytecode, ksgitops_command, log, python_of, timed  # noqa: E402
 from scenarios import GROUPS, SizeResult, Step, bench_size  # noqa: E402
 from table import FLOORS, report, targets_missed  # noqa: E402
 
@@ -133,7 +133,7 @@ def tool_version(argv: list[str], env: dict[str, str] | None = None) -> str:
 
 
 def header(args: argparse.Namespace, ks: list[str], env: dict[str, str], started: _dt.datetime,
-           seconds: float, rows: list[str]) -> list[str]:
+           seconds: float, rows: list[str], bytecode: str) -> list[str]:
     kubectl = shutil.which("kubectl")
     load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
     return [
@@ -145,6 +145,7 @@ def header(args: argparse.Namespace, ks: list[str], env: dict[str, str], started
         f"- kubectl: {tool_version([kubectl, 'version', '--client']) if kubectl else 'not found'}",
         f"- fleets: {', '.join(args.fleet)}, seed {args.seed}; rows: {', '.join(rows)}; each figure is one fresh "
         f"process (wall time, peak RSS of that process)",
+        f"- {bytecode}",
         f"- harness wall time: {seconds / 60:.1f} min",
     ]
 
@@ -158,6 +159,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     started, clock = _dt.datetime.now(_dt.timezone.utc), time.perf_counter()
     ks, env = ksgitops_command(args.ksgitops)
+    bytecode = ensure_bytecode(ks, env)
     logs = Path(tempfile.mkdtemp(prefix="ksgitops-bench-floors-", dir=args.workdir))
     floors = measure_floors(ks, env, args, logs) if "floor" in rows else {}
     shutil.rmtree(logs, ignore_errors=True)
@@ -168,7 +170,7 @@ def main(argv: list[str] | None = None) -> int:
             if groups:
                 results.append(bench_size(fleet_name, fleet, wecs, objects, groups, args, ks, env))
     seconds = time.perf_counter() - clock
-    print(report(results, floors, header(args, ks, env, started, seconds, rows)), end="")
+    print(report(results, floors, header(args, ks, env, started, seconds, rows, bytecode)), end="")
     for res in results if args.keep else []:
         log(f"kept {', '.join(res.workdirs)}")
     if args.json:

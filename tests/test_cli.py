@@ -7,9 +7,6 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +14,7 @@ import pytest
 import yaml
 
 import ksgitops
-from conftest import EXAMPLE, git, run_cli_subprocess
+from conftest import git, run_cli_subprocess
 
 FLORIN = "spaces/imw1-mb-florin"
 GUILDER = "spaces/imw1-mb-guilder"
@@ -555,21 +552,3 @@ def test_real_entry_point_diff_exit_codes(example: Path) -> None:
     assert proc.stdout == "0 WECs affected\n"
     assert "Traceback" not in proc.stderr
 
-
-@pytest.mark.parametrize("argv", [["--help"], ["--version"], ["validate", "--help"]])
-def test_help_and_version_do_not_load_the_use_cases(argv: list[str]) -> None:
-    code = ("import sys\nfrom ksgitops.cli.commands import main\n"
-            f"try:\n    main({argv!r})\nexcept SystemExit:\n    pass\n"
-            "print('RESULT', type(sys.modules['ksgitops.app.usecases']).__name__,"
-            " 'ksgitops.io.fs.worktree' in sys.modules, file=sys.stderr)")
-    err = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stderr
-    assert err.splitlines()[-1] == "RESULT _LazyModule False"
-
-
-def test_a_command_loads_the_use_cases_on_first_use(tmp_path: Path) -> None:
-    shutil.copytree(EXAMPLE, tmp_path / "repo")
-    code = ("import sys\nfrom ksgitops.cli.commands import main\n"
-            f"try:\n    main(['validate', {str(tmp_path / 'repo')!r}])\nexcept SystemExit:\n    pass\n"
-            "print('RESULT', type(sys.modules['ksgitops.app.usecases']).__name__, file=sys.stderr)")
-    err = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stderr
-    assert err.splitlines()[-1] == "RESULT module"

@@ -116,3 +116,37 @@ def test_work_tree_runs_share_the_cache_and_stay_exact(example_git: Path, cli, c
         assert warm == cold
     else:
         assert set(cold) <= set(warm)
+
+
+def test_an_edited_inventory_file_checks_only_the_documents_that_changed(tmp_path: Path, monkeypatch) -> None:
+    """Schema findings are memoized by document content, and kept while the file they came from
+    is unchanged: editing one Location of a file of many WECs checks that one document, whichever
+    file was edited last."""
+    from conftest import benchmark_module, git_init
+    from ksgitops.app import usecases as app
+    from ksgitops.core.load import convert
+    fleet = benchmark_module("fleet")
+    repo = tmp_path / "fleet"
+    fleet.generate(repo, wecs=250, objects=4, seed=5)
+    git_init(repo)
+    clean = tmp_path / "clean"
+    app.reconcile_worktree(repo)
+    app.reconcile_worktree(repo)  # reads the mailboxes' space.yaml files the first run wrote
+    checked: list[str] = []
+    original = convert.schema_findings
+
+    def counted(schema: str, body: dict) -> list:
+        checked.append(body["metadata"]["name"])
+        return original(schema, body)
+    monkeypatch.setattr(convert, "schema_findings", counted)
+    files = set()
+    for wec in (1, 120, 240, 2):  # three files, then the first again
+        files.add(fleet.change_location_label(repo, wec).name)
+        checked.clear()
+        app.reconcile_worktree(repo)
+        assert checked == [f"wec-{wec:04d}"], wec
+    assert len(files) == 3
+    shutil.copytree(repo, clean, ignore=shutil.ignore_patterns("ksgitops-state"))
+    monkeypatch.undo()
+    app.reconcile_worktree(clean)
+    assert app.reconcile_worktree(repo).result.problems == app.reconcile_worktree(clean).result.problems

@@ -215,7 +215,7 @@ class LocalRuntime:
         started = time.perf_counter()
         guard.checkpoint()
         outcome = app.reconcile_worktree(self.path)
-        self.generated = set(outcome.result.generated)
+        self.generated = set(outcome.roots if isinstance(outcome, app.ProvenOutcome) else outcome.result.generated)
         self.poll_interval = outcome.result.config.poll_interval
         status_files = 0
         if self.status:

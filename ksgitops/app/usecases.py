@@ -19,6 +19,7 @@ from ..core.readout import diff as diffs
 from ..core.readout.wecs import find_wec, wec_display_names, wec_rows
 from ..core.serialize import load_yaml
 from ..core.tree import REUSE, FileTree, same_files
+from ..io.fs import proof
 from ..io.fs.statcache import WorkTreeRecord
 from ..io.fs.tree import WorkTreeSnapshot
 from ..io.fs.worktree import write_generated
@@ -69,20 +70,26 @@ class ReconcileOutcome(_Reported):
 
 @dataclass
 class ProvenOutcome(_Reported):
-    """A commit that the last reconcile's record proves reconciled (io/git/runrecord.py): nothing was
-    computed and nothing is committed; what it reports is the recorded run's."""
+    """A commit (io/git/runrecord.py) or a work tree (io/fs/proof.py) that the last reconcile's
+    record proves reconciled: nothing was computed, written or committed; what it reports is the
+    recorded run's."""
 
     result: RecordedResult
     changed_roots: list[str] = field(default_factory=list)
     commit: str | None = None
+    roots: tuple[str, ...] = ()  # in a work tree: the generated roots, as they stand
 
 
 def reconcile_worktree(path: Path, progress: Progress | None = None,
-                       source: str = WORKTREE) -> ReconcileOutcome:
+                       source: str = WORKTREE) -> ReconcileOutcome | ProvenOutcome:
     """Write the generated files into the work tree, from the work tree's sources or a commit's
     (`source` a REF); previous copies always come from the work tree, which is what is written.
-    A mailbox whose inputs and files are as the work tree's record says is not rebuilt (REUSE)."""
+    A mailbox whose inputs and files are as the work tree's record says is not rebuilt (REUSE);
+    a work tree the record proves as the last reconcile left it is not computed at all."""
     src, record = open_recorded(path, source)
+    answer = proof.proven(record) if source == WORKTREE else None
+    if answer is not None:
+        return ProvenOutcome(answer.result, roots=answer.generated)
     previous = src.snapshot if source == WORKTREE else WorkTreeSnapshot(path)
     disk = worktree_cache(path)
     result = reconcile(src.snapshot, previous, disk.content, progress, reuse_recorded(record))
@@ -119,6 +126,10 @@ def keep_record(record: Any, src: Source, result: Result, inputs: bool = True) -
     record.forget_roots(set(result.generated))
     if isinstance(src.snapshot, WorkTreeSnapshot) and src.snapshot.record is not None:
         record.forget_sources(src.snapshot.seen)
+        if inputs:  # every generated root is now what it computed
+            record.keep_run(proof.run_of(record, src.snapshot, result))
+    elif inputs:
+        record.keep_run(None)
     record.save()
 
 
@@ -177,9 +188,11 @@ def _warn_uncommitted(src: Source, mailboxes: Any) -> None:
         print(f"warning: uncommitted source changes are not used: {shown}", file=sys.stderr)
 
 
-def plan_diff(path: Path, against: str | None, progress: Progress | None = None) -> tuple[Result, diffs.DiffResult]:
+def plan_diff(path: Path, against: str | None,
+              progress: Progress | None = None) -> tuple[Result | RecordedResult, diffs.DiffResult]:
     """What reconcile (of the work tree) would change, against the work tree or REF's tree.
-    Against the work tree it runs on reconcile's engine: only mailboxes whose inputs or files
+    Against the work tree it runs on reconcile's engine: nothing is computed when the record
+    proves the work tree as the last reconcile left it, only mailboxes whose inputs or files
     moved are built, and only roots the record cannot vouch for are read."""
     record = None
     if against:
@@ -187,6 +200,9 @@ def plan_diff(path: Path, against: str | None, progress: Progress | None = None)
         old_src = open_source(path, against)
     else:
         old_src, record = open_recorded(path)
+        answer = proof.proven(record)
+        if answer is not None:
+            return answer.result, diffs.DiffResult(False, [], frozen_units(answer.result))
         disk = worktree_cache(path)
         new = reconcile(old_src.snapshot, old_src.snapshot, disk.content, progress, reuse_recorded(record))
         disk.save_content()

@@ -16,11 +16,17 @@ What the rest of the pipeline then never has to know about:
   an error. (RepoConfig is checked by repoconfig.py.)
 
 Findings under `metadata` are left to validation, which checks names, namespaces, labels and
-annotations for every kind alike.
+annotations for every kind alike. With a memo (the persistent parse cache), schema findings are
+memoized by the document's content: a file that changed mostly holds documents that did not
+(one Location edited in a file of a hundred WECs checks one document, not two hundred).
 """
 from __future__ import annotations
 
-from typing import Any
+import hashlib
+from dataclasses import dataclass, field
+from typing import Any, MutableMapping
+
+import orjson
 
 from ...model import Origin, Problem, split_api_version
 from .parse import ParsedFile, parse_file
@@ -33,7 +39,16 @@ STATUS_SUBRESOURCE = frozenset({(EDGE_GROUP, "SyncTarget"), (EDGE_GROUP, "Locati
 UNCHECKED = frozenset({"RepoConfig"})
 
 
-def read_source(path: str, data: bytes) -> ParsedFile:
+@dataclass
+class FindingsMemo:
+    """Schema findings by document content, kept in a persistent cache; `used`: the keys taken
+    (the caller keeps them alive while the file they came from is unchanged)."""
+
+    cache: MutableMapping[Any, Any]
+    used: list[Any] = field(default_factory=list)
+
+
+def read_source(path: str, data: bytes, memo: FindingsMemo | None = None) -> ParsedFile:
     """parse_file, then every document converted: its problems (warnings, errors) are added."""
     parsed = parse_file(path, data)
     if not parsed.docs:
@@ -41,12 +56,12 @@ def read_source(path: str, data: bytes) -> ParsedFile:
     problems = list(parsed.problems)
     docs = []
     for line, body in parsed.docs:
-        problems.extend(convert(body, Origin(path, line)))
+        problems.extend(convert(body, Origin(path, line), memo))
         docs.append((line, body))
     return ParsedFile(tuple(docs), tuple(problems))
 
 
-def convert(body: dict[str, Any], origin: Origin) -> list[Problem]:
+def convert(body: dict[str, Any], origin: Origin, memo: FindingsMemo | None = None) -> list[Problem]:
     """Convert one freshly parsed document in place; returns what it found."""
     problems = _rename_old_group(body, origin)
     group, _ = split_api_version(str(body.get("apiVersion", "")))
@@ -58,7 +73,7 @@ def convert(body: dict[str, Any], origin: Origin) -> list[Problem]:
     prunes = group in PRUNED_GROUPS
     if prunes:
         problems += _drop_server_set(body, origin, label, (group, str(kind)) in STATUS_SUBRESOURCE)
-    problems += _check(schema, body, origin, label, prunes)
+    problems += _check(schema, body, origin, label, prunes, memo)
     if kind == "Space" and not any(p.is_error for p in problems):
         problems += _managed_as_type(body, origin, label)
     return problems
@@ -105,17 +120,35 @@ def _drop_server_set(body: dict[str, Any], origin: Origin, label: str, has_statu
                     "warning")]
 
 
-def _check(schema: str, body: dict[str, Any], origin: Origin, label: str, prunes: bool) -> list[Problem]:
+def _check(schema: str, body: dict[str, Any], origin: Origin, label: str, prunes: bool,
+           memo: FindingsMemo | None) -> list[Problem]:
     """Schema findings; on KubeStellar's kinds unknown fields and disallowed nulls are dropped,
     then what remains is checked again (a dropped null may leave a required field missing)."""
-    found = [f for f in schema_findings(schema, body) if f.path[:1] != ("metadata",)]
+    found = [f for f in _findings(schema, body, memo) if f.path[:1] != ("metadata",)]
     dropped = [f for f in found if f.action in ("unknown", "null")] if prunes else []
     if dropped:
         for finding in dropped:
             _delete(body, finding.path)
-        found = dropped + [f for f in schema_findings(schema, body) if f.path[:1] != ("metadata",)]
+        found = dropped + [f for f in _findings(schema, body, memo) if f.path[:1] != ("metadata",)]
     problems = [finding_problem(f, origin, label, prunes) for f in found]
     return [_emptied_selector(p, f, body) if f in dropped else p for p, f in zip(problems, found)]
+
+
+def _findings(schema: str, body: dict[str, Any], memo: FindingsMemo | None) -> tuple[Finding, ...]:
+    """schema_findings, memoized by the document's exact content: a document JSON cannot tell
+    apart from another (a timestamp, a non-string key, an integer beyond 64 bits) is not memoized."""
+    try:
+        content = orjson.dumps(body, option=orjson.OPT_SORT_KEYS | orjson.OPT_PASSTHROUGH_DATETIME)
+    except TypeError:  # orjson.JSONEncodeError is one
+        content = None
+    if memo is None or content is None:
+        return tuple(schema_findings(schema, body))
+    key = ("schema-findings", schema, hashlib.blake2b(content, digest_size=20).digest())
+    memo.used.append(key)
+    found = memo.cache.get(key)
+    if found is None:
+        found = memo.cache[key] = tuple(schema_findings(schema, body))
+    return found  # type: ignore[no-any-return]
 
 
 def _emptied_selector(problem: Problem, finding: Finding, body: dict[str, Any]) -> Problem:

@@ -11,12 +11,13 @@ from typing import Any, MutableMapping
 
 from ...model import Obj, ObjRef, Origin, Problem, Progress
 from ...names import dns1123_label_error
-from .convert import read_source
+from .convert import FindingsMemo, read_source
 from .snapshot import CONFIG_FILE, Snapshot, SourceFile
 
 SYNC_TARGET_ANNOTATION = "edge.kubestellar.io/sync-target-name"
 INVENTORY_ANNOTATION = "ksgitops.kubestellar.io/inventory-space"  # only ksgitops writes it (core/emit/files.py)
 SPACE_API = "space.kubestellar.io/v1alpha1"
+FINDINGS_OF = "schema-findings-of"  # parse cache: a file blob -> the schema-findings keys of its documents
 
 ParseCache = MutableMapping[Any, Any]  # parse results by blob id, plus other memos keyed by tuples
 
@@ -130,10 +131,14 @@ def _load_space(space: str, files: list[SourceFile], cache: ParseCache, problems
 def _objects(space: str, source: SourceFile, cache: ParseCache, problems: list[Problem]) -> list[Obj]:
     parsed = cache.get(source.key)
     if parsed is None:
-        parsed = read_source(source.path, source.read())
-        cache[source.key] = parsed
-    elif parsed.problems and parsed.problems[0].origin.path != source.path:
-        parsed = read_source(source.path, source.read())  # same bytes elsewhere: re-anchor the messages
+        memo = FindingsMemo(cache)
+        parsed = cache[source.key] = read_source(source.path, source.read(), memo)
+        cache[(FINDINGS_OF, source.key)] = tuple(memo.used)
+    else:
+        for key in cache.get((FINDINGS_OF, source.key), ()):  # kept for the next edit of this file
+            cache.get(key)
+        if parsed.problems and parsed.problems[0].origin.path != source.path:
+            parsed = read_source(source.path, source.read(), FindingsMemo(cache))  # same bytes elsewhere: re-anchor
     problems.extend(parsed.problems)
     return [Obj(space, body, Origin(source.path, line), source.key) for line, body in parsed.docs]
 

@@ -80,7 +80,6 @@ def observe(base: str, shape: Shape) -> tuple[bytes, int]:
     flat: list[int] = []
     add = flat.extend
     lstat = os.lstat
-    latest = 0
     for rel in shape:
         try:
             st = lstat(f"{base}/{rel}" if rel else base)
@@ -88,10 +87,8 @@ def observe(base: str, shape: Shape) -> tuple[bytes, int]:
             add(ABSENT)
             continue
         mode = st.st_mode
-        changed = 0 if mode & _FORMAT == _DIR else st.st_ctime_ns
-        add((st.st_ino, st.st_size, st.st_mtime_ns, changed, mode))
-        latest = max(latest, st.st_mtime_ns, changed)
-    return _digest(flat), latest
+        add((st.st_ino, st.st_size, st.st_mtime_ns, 0 if mode & _FORMAT == _DIR else st.st_ctime_ns, mode))
+    return _digest(flat), max(flat[2::5] + flat[3::5], default=0)  # mtimes and ctimes, taken at C speed
 
 
 def _digest(flat: list[int]) -> bytes:
@@ -225,6 +222,7 @@ class WorkTreeRecord:
     sources: dict[str, SourceStat] = field(default_factory=dict)
     roots: dict[str, RootRecord] = field(default_factory=dict)
     intact: dict[str, bool] = field(default_factory=dict)  # root -> its stamps hold (checked this run)
+    run: Any = None  # proof.ProvenRun of the last reconcile that wrote, if it left one
     _clock: int | None = None
     _dirty: bool = False
     _digests: dict[int, bytes] = field(default_factory=dict)  # content digests by object, this run
@@ -250,7 +248,7 @@ class WorkTreeRecord:
             with open(path, "rb") as f:
                 data = pickle.load(f)  # noqa: S301 - our own file inside .git, never from a remote
             if data.get("format") == f"{FORMAT}-{code_fingerprint()}-{sys.version}" and data["identity"] == identity:
-                record.sources, record.roots = data["sources"], data["roots"]
+                record.sources, record.roots, record.run = data["sources"], data["roots"], data["run"]
         except Exception:  # noqa: BLE001 - any unreadable record is just absent
             pass
         return record
@@ -262,7 +260,7 @@ class WorkTreeRecord:
         shapes: dict[Shape, Shape] = {}
         roots = {r: rec._replace(shape=shapes.setdefault(rec.shape, rec.shape)) for r, rec in self.roots.items()}
         data = {"format": f"{FORMAT}-{code_fingerprint()}-{sys.version}", "identity": self.identity,
-                "sources": self.sources, "roots": roots}
+                "sources": self.sources, "roots": roots, "run": self.run}
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             write_file(self.path, pickle.dumps(data, protocol=pickle.HIGHEST_PROTOCOL))
@@ -371,6 +369,10 @@ class WorkTreeRecord:
             if rec is not None and rec.input != digest:
                 self.roots[root] = rec._replace(input=digest)
                 self._dirty = True
+
+    def keep_run(self, run: Any) -> None:
+        self._dirty = self._dirty or run is not None or self.run is not None
+        self.run = run
 
     def forget_roots(self, kept: set[str]) -> None:
         self._dirty = _prune(self.roots, kept) or self._dirty

@@ -60,9 +60,13 @@ class WorkTreeSnapshot:
         self._verified: set[str] = set()
         self.record = record if record is not None and record.enabled else None
         self.seen: set[str] = set()  # source paths (and folders, with a trailing /) looked at
+        self.observed: dict[str, Stamp] = {}  # with a record: every path looked at, as it stood
 
     def list_spaces(self) -> list[str]:
         spaces = self.root / "spaces"
+        if self.record is not None:
+            self.record.clock()  # before the listing its stamp stands for
+            self.observed["spaces/"] = lstamp(str(spaces))
         if spaces.is_symlink() or not spaces.is_dir():
             return []
         return sorted(e.name for e in os.scandir(spaces)
@@ -88,7 +92,7 @@ class WorkTreeSnapshot:
         if self.record is None:
             return _list(full)
         self.seen.add(f"{folder}/")
-        stamp = lstamp(full)
+        self.observed[f"{folder}/"] = stamp = lstamp(full)
         known = self.record.source(f"{folder}/", stamp)
         if known is not None:
             return known.listing  # type: ignore[no-any-return]
@@ -100,11 +104,17 @@ class WorkTreeSnapshot:
 
     def _regular(self, path: str) -> bool:
         check_path(self.root, path, self._verified, last=False)
-        return stat.S_ISREG(lstat_mode(self.root / path))
+        if self.record is None:
+            return stat.S_ISREG(lstat_mode(self.root / path))
+        self.record.clock()  # before the content its stamp stands for
+        self.observed[path] = stamp = lstamp(f"{self.root}/{path}")
+        return stat.S_ISREG(stamp[4])
 
     def file(self, path: str) -> SourceFile | None:
         check_path(self.root, path, self._verified, last=False)
         stamp = lstamp(f"{self.root}/{path}")  # one lstat: is it a file, and is it as recorded
+        if self.record is not None:
+            self.observed[path] = stamp
         return self._source(path, stamp) if stat.S_ISREG(stamp[4]) else None
 
     def read(self, path: str) -> bytes | None:
@@ -117,15 +127,31 @@ class WorkTreeSnapshot:
         if not stat.S_ISDIR(lstat_mode(base)):
             return None
         tree: FileTree = {}
-        for rel in _walk(base):
+        if self.record is None:
+            for rel in _walk(base):
+                put(tree, rel, (base / rel).read_bytes())
+            return tree
+        self.record.clock()  # before the folders and files whose stamps stand for what is read
+        for rel in self._observed_walk(path):
+            self.observed[f"{path}/{rel}"] = lstamp(f"{base}/{rel}")
             put(tree, rel, (base / rel).read_bytes())
         return tree
+
+    def _observed_walk(self, folder: str, prefix: str = "") -> Iterator[str]:
+        """_walk, noting the stamp of every folder it lists (an entry added to one moves it)."""
+        full = f"{self.root}/{folder}"
+        self.observed[f"{folder}/"] = lstamp(full)
+        for name, is_dir in _list(full):
+            if is_dir:
+                yield from self._observed_walk(f"{folder}/{name}", f"{prefix}{name}/")
+            else:
+                yield f"{prefix}{name}"
 
     def _source(self, path: str, stamp: Stamp | None = None) -> SourceFile:
         full = self.root / path
         if self.record is not None:
             self.seen.add(path)
-            stamp = stamp or lstamp(str(full))
+            self.observed[path] = stamp = stamp or lstamp(str(full))
         if (stamp[1] if stamp else os.stat(full).st_size) > MAX_FILE_BYTES:
             # never held whole: the parser only needs to see that it is too large
             return SourceFile(path, str(pygit2.hashfile(str(full))), lambda: _prefix(full))

@@ -1,0 +1,49 @@
+"""Proof that a work tree is as the last reconcile left it, so the next one answers from its record.
+
+A work-tree reconcile's output depends only on what its Snapshot looked at (tree.py's
+WorkTreeSnapshot logs each path with the stamp it had: the `spaces/` listing, every source folder
+listed and file read, files looked for and absent, previous copies read back) and on the code (a
+record made by other code is never loaded). When it has written, every generated root is what it
+computed. So if, at the start of the next run, every path it looked at has the same stamp and every
+generated root's stamps hold (statcache.py), running the pipeline again would compute the same
+trees, find them in place and report the same problems: the record's result is the answer, with no
+parse, no build and no comparison. As for the record itself, only settled stamps count (older than
+the file system's clock taken before what they stand for was read).
+"""
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+from ...core.pipeline import RecordedResult, Result
+from ...core.tree import REUSE
+from .statcache import Stamp, lstamp, newest
+
+
+class ProvenRun(NamedTuple):
+    result: RecordedResult
+    observed: dict[str, Stamp]  # path (a folder with a trailing /) -> its stamp as the run saw it
+    roots: tuple[str, ...]  # the generated roots, each as the record keeps it (frozen ones aside)
+    generated: tuple[str, ...]  # every root the run generated or kept
+
+
+def run_of(record: Any, snapshot: Any, result: Result) -> ProvenRun | None:
+    """What a reconcile that wrote `result` over `snapshot` leaves for the next run to prove with
+    (None: something it saw may have changed as it looked, so the next run computes)."""
+    clock = record.clock()
+    if clock < 0 or any(newest(stamp) >= clock for stamp in snapshot.observed.values()):
+        return None
+    # a root kept as it stands (frozen) is written by no one: what reconcile read of it is observed
+    roots = tuple(sorted(root for root, tree in result.generated.items() if tree is not REUSE or root in record.roots))
+    return ProvenRun(RecordedResult.of(result), dict(snapshot.observed), roots, tuple(sorted(result.generated)))
+
+
+def proven(record: Any) -> ProvenRun | None:
+    """The last reconcile's run when the work tree is proven as it left it, else None."""
+    run: ProvenRun | None = record.run
+    if run is None or not all(root in record.roots for root in run.roots):
+        return None
+    base = str(record.work_tree)
+    if any(lstamp(f"{base}/{path.rstrip('/')}") != stamp for path, stamp in run.observed.items()):
+        return None
+    record.check(record.work_tree, run.roots)
+    return run if all(record.intact.get(root, False) for root in run.roots) else None

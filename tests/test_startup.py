@@ -1,0 +1,31 @@
+"""Start-up is part of every command: the CLI loads the use cases (and the rooms behind them) only
+when a command uses them (cli/lazy.py)."""
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import EXAMPLE
+
+
+@pytest.mark.parametrize("argv", [["--help"], ["--version"], ["validate", "--help"]])
+def test_help_and_version_do_not_load_the_use_cases(argv: list[str]) -> None:
+    code = ("import sys\nfrom ksgitops.cli.commands import main\n"
+            f"try:\n    main({argv!r})\nexcept SystemExit:\n    pass\n"
+            "print('RESULT', type(sys.modules['ksgitops.app.usecases']).__name__,"
+            " 'ksgitops.io.fs.worktree' in sys.modules, file=sys.stderr)")
+    err = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stderr
+    assert err.splitlines()[-1] == "RESULT _LazyModule False"
+
+
+def test_a_command_loads_the_use_cases_on_first_use(tmp_path: Path) -> None:
+    shutil.copytree(EXAMPLE, tmp_path / "repo")
+    code = ("import sys\nfrom ksgitops.cli.commands import main\n"
+            f"try:\n    main(['validate', {str(tmp_path / 'repo')!r}])\nexcept SystemExit:\n    pass\n"
+            "print('RESULT', type(sys.modules['ksgitops.app.usecases']).__name__, file=sys.stderr)")
+    err = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stderr
+    assert err.splitlines()[-1] == "RESULT module"
