@@ -551,4 +551,3 @@ def test_real_entry_point_diff_exit_codes(example: Path) -> None:
     assert proc.returncode == 0, proc
     assert proc.stdout == "0 WECs affected\n"
     assert "Traceback" not in proc.stderr
-
