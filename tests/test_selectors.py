@@ -2,10 +2,11 @@
 from __future__ import annotations
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ksgitops.core.load.selectors import (any_matches, label_key_error, label_value_error, matches, selector_error)
+from ksgitops.core.load.selectors import (any_matches, label_key_error, label_value_error, matcher, matches,
+                                          selector_error)
 
 # --- label keys and values ------------------------------------------------------------------
 
@@ -199,6 +200,7 @@ ANY_CASES = [
 @pytest.mark.parametrize("sels,labels,expected", ANY_CASES)
 def test_any_matches(sels: object, labels: object, expected: bool) -> None:
     assert any_matches(sels, labels) is expected  # type: ignore[arg-type]
+    assert matcher(sels)(labels) is expected  # type: ignore[arg-type]
 
 
 # --- properties -----------------------------------------------------------------------------
@@ -217,3 +219,36 @@ def test_labels_match_their_own_match_labels(labels: dict[str, str]) -> None:
 def test_in_and_notin_are_complements(labels: dict[str, str], key: str, values: list[str]) -> None:
     assert matches(_expr(key, "In", *values), labels) != matches(_expr(key, "NotIn", *values), labels)
     assert matches(_expr(key, "Exists"), labels) != matches(_expr(key, "DoesNotExist"), labels)
+
+
+# a few keys and values, so that label sets often agree on the labels a selector names
+_key = st.sampled_from(["tier", "region", "env", "id"])
+_value = st.sampled_from(["", "gold", "silver", "eu", "us", "1"])
+_selector = st.one_of(
+    st.none(), st.just({}), st.just({"bogus": 1}), st.just({"matchLabels": "not a map"}),
+    st.fixed_dictionaries({}, optional={
+        "matchLabels": st.dictionaries(_key, _value, max_size=2),
+        "matchExpressions": st.lists(st.builds(
+            lambda key, op, values: {"key": key, "operator": op, **({"values": values} if values else {})},
+            _key, st.sampled_from(["In", "NotIn", "Exists", "DoesNotExist", "Bogus"]),
+            st.lists(_value, max_size=2)), max_size=2)}))
+
+
+@settings(max_examples=400)
+@given(st.one_of(st.none(), st.lists(_selector, max_size=3)),
+       st.lists(st.one_of(st.none(), st.dictionaries(_key, _value, max_size=4)), max_size=12))
+def test_a_matcher_answers_as_any_matches_for_every_label_set(selectors: list | None, label_sets: list) -> None:
+    selected = matcher(selectors)
+    assert [selected(labels) for labels in label_sets] == [any_matches(selectors, labels) for labels in label_sets]
+
+
+def test_a_matcher_tells_label_sets_apart_by_every_label_its_selectors_name() -> None:
+    selected = matcher([{"matchLabels": {"env": "prod"}, "matchExpressions": [{"key": "tier", "operator": "Exists"}]}])
+    assert [selected(labels) for labels in ({"env": "prod", "tier": "a"}, {"env": "prod"}, {"env": "dev", "tier": "a"},
+                                            {"env": "prod", "tier": "b", "id": "2"})] == [True, False, False, True]
+
+
+def test_a_matcher_copes_with_what_yaml_can_make() -> None:
+    odd = [{"matchLabels": {1: "x", "a": ["unhashable"]}}, {"matchExpressions": [{"key": "a", "operator": "Exists"}]}]
+    for labels in ({"a": ["list"]}, {1: "x", "a": ["unhashable"]}, {"a": "b"}, None, "not a map"):
+        assert matcher(odd)(labels) == any_matches(odd, labels)  # type: ignore[arg-type]

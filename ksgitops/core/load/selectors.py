@@ -13,7 +13,7 @@
 from __future__ import annotations
 
 import re
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 import orjson
 
@@ -183,6 +183,41 @@ def any_matches(selectors: list[Any] | None, labels: Mapping[str, str] | None) -
     if not isinstance(selectors, list):
         return False
     return any(matches(sel, labels) for sel in selectors)
+
+
+def matcher(selectors: list[Any] | None) -> Callable[[Mapping[str, str] | None], bool]:
+    """any_matches(selectors, ·) for many label sets: a selector reads only the labels it names, so
+    the answer is worked out once per distinct (value or absence) of those labels."""
+    if not isinstance(selectors, list):
+        return lambda labels: False
+    try:
+        keys = list(dict.fromkeys(key for sel in selectors if isinstance(sel, dict) for key in _named_keys(sel)))
+    except TypeError:  # a key YAML made unhashable: no shortcut
+        return lambda labels: any_matches(selectors, labels)
+    answers: dict[tuple[Any, ...], bool] = {}
+
+    def match(labels: Mapping[str, str] | None) -> bool:
+        if type(labels) is not dict:  # the usual case first: isinstance of an ABC costs more than the rest
+            labels = labels if isinstance(labels, Mapping) else {}
+        try:
+            seen = tuple(labels.get(key, _ABSENT) for key in keys)
+            found = answers.get(seen)
+        except TypeError:  # an unhashable label value
+            return any_matches(selectors, labels)
+        if found is None:
+            found = answers[seen] = any_matches(selectors, labels)
+        return found
+    return match
+
+
+_ABSENT = object()
+
+
+def _named_keys(sel: Mapping[str, Any]) -> list[Any]:
+    match_labels = sel.get("matchLabels")
+    exprs = sel.get("matchExpressions")
+    return [*(match_labels if isinstance(match_labels, dict) else ()),
+            *(e["key"] for e in (exprs if isinstance(exprs, list) else ()) if isinstance(e, dict) and "key" in e)]
 
 
 def _requirement_text(expr: Mapping[str, Any]) -> str:

@@ -12,7 +12,7 @@ from typing import Any, Iterable, Mapping
 
 from ...model import Obj
 from ...names import mailbox_name
-from ..load.selectors import any_matches, matches
+from ..load.selectors import matcher, matches
 
 EDGE_API = "edge.kubestellar.io/v2alpha1"
 def sync_target_uid(st: Obj) -> str:
@@ -121,11 +121,11 @@ def _selected_by(location: Obj, targets: list[Obj], index: dict[tuple[str, str],
 
 def destinations(placement_spec: dict[str, Any], wecs: dict[str, Wec]) -> list[Destination]:
     """The SinglePlacementSlice destinations of one placement, sorted."""
-    selectors = placement_spec.get("locationSelectors") or []
+    selected = matcher(placement_spec.get("locationSelectors") or [])
     found: set[Destination] = set()
     for wec in wecs.values():
         for loc in wec.locations:
-            if any_matches(selectors, loc.labels):
+            if selected(loc.labels):
                 found.add(Destination(wec.space, loc.name, wec.name, wec.uid))
     return sorted(found)
 
