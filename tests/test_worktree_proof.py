@@ -178,3 +178,57 @@ def test_a_corrupt_record_proves_nothing(example_git: Path) -> None:
     assert isinstance(app.reconcile_worktree(example_git), app.ProvenOutcome)
     path.write_bytes(b"not a record")
     assert not isinstance(app.reconcile_worktree(example_git), app.ProvenOutcome)
+
+
+# --- found by a red-team pass -----------------------------------------------------------------------
+
+def test_a_link_put_directly_in_a_mailbox_is_refused(example_git: Path, cli) -> None:
+    until_proven(example_git)
+    (example_git / "spaces/imw1-mb-florin/evil").symlink_to("/etc")
+    found = cli("reconcile", str(example_git))
+    assert found.code == 2 and "spaces/imw1-mb-florin/evil: is a symbolic link" in found.err
+
+
+def test_a_placements_folder_restored_after_a_frozen_run_ends_the_proof(example_git: Path, tmp_path: Path) -> None:
+    """A frozen space reads its placements as they stand: their absence is part of the proof."""
+    slices = example_git / "spaces/wmw-c/.ksgitops/singleplacementslices"
+    saved = tmp_path / "saved"
+    app.reconcile_worktree(example_git)
+    shutil.move(slices, saved)
+    (example_git / "spaces/wmw-c/bad.yaml").write_text(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: Bad_Name\n  namespace: commonstuff\n")
+    until_proven(example_git)
+    shutil.move(saved, slices)
+    assert not isinstance(app.reconcile_worktree(example_git), app.ProvenOutcome)
+
+
+def _added_with_the_folder_mtime_put_back(folder: Path, name: str, text: str) -> None:
+    before = os.stat(folder)
+    (folder / name).write_text(text)
+    os.utime(folder, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert os.stat(folder).st_mtime_ns == before.st_mtime_ns
+
+
+def test_a_folder_whose_mtime_was_put_back_is_still_seen(example_git: Path, tmp_path: Path) -> None:
+    """What `cp -a`, `rsync -a` or `touch -r` do to a folder: its mtime can be set back, its
+    ctime cannot, and the stamps of source folders and of folders inside a root hold it."""
+    until_proven(example_git)
+    _added_with_the_folder_mtime_put_back(example_git / "spaces/wmw-c", "extra.yaml",
+                                          "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: extra\n"
+                                          "  namespace: commonstuff\ndata:\n  a: b\n")
+    _added_with_the_folder_mtime_put_back((example_git / FLORIN_FILE).parent, "stray.yaml", "stray: true\n")
+    clean = tmp_path / "clean"
+    shutil.copytree(example_git, clean, symlinks=True)
+    shutil.rmtree(clean / RECORD_DIR)
+    assert not isinstance(app.reconcile_worktree(example_git), app.ProvenOutcome)
+    app.reconcile_worktree(clean)
+    assert work_tree_files(example_git) == work_tree_files(clean)
+    assert not (example_git / FLORIN_FILE).with_name("stray.yaml").exists()
+
+
+def test_a_stray_file_in_a_reused_mailbox_whose_folder_mtime_was_put_back_is_removed(example_git: Path) -> None:
+    until_proven(example_git)
+    _added_with_the_folder_mtime_put_back((example_git / FLORIN_FILE).parent, "stray.yaml", "stray: true\n")
+    outcome = app.reconcile_worktree(example_git)
+    assert not isinstance(outcome, app.ProvenOutcome) and outcome.changed_roots == ["spaces/imw1-mb-florin"]
+    assert not (example_git / FLORIN_FILE).with_name("stray.yaml").exists()

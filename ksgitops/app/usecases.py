@@ -21,7 +21,7 @@ from ..core.serialize import load_yaml
 from ..core.tree import REUSE, FileTree, same_files
 from ..io.fs import proof
 from ..io.fs.statcache import WorkTreeRecord
-from ..io.fs.tree import WorkTreeSnapshot
+from ..io.fs.tree import WorkTreeSnapshot, check_mailbox_tops
 from ..io.fs.worktree import write_generated
 from ..io.git import repo as git, runrecord
 from ..io.git.branch import git_dir
@@ -108,6 +108,7 @@ def open_recorded(path: Path, source: str = WORKTREE) -> tuple[Source, Any]:
         src.snapshot = WorkTreeSnapshot(path, record)
     if record.enabled:
         record.check(path)
+        check_mailbox_tops(path, [root for root in record.roots if root.count("/") == 1])
     return src, record
 
 

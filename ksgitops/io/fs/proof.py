@@ -16,7 +16,8 @@ from typing import Any, NamedTuple
 
 from ...core.pipeline import RecordedResult, Result
 from ...core.tree import REUSE
-from .statcache import Stamp, lstamp, newest
+from .statcache import Stamp, full_stamp, newest
+from .tree import space_names
 
 
 class ProvenRun(NamedTuple):
@@ -24,17 +25,34 @@ class ProvenRun(NamedTuple):
     observed: dict[str, Stamp]  # path (a folder with a trailing /) -> its stamp as the run saw it
     roots: tuple[str, ...]  # the generated roots, each as the record keeps it (frozen ones aside)
     generated: tuple[str, ...]  # every root the run generated or kept
+    spaces: tuple[str, ...]  # the folders in spaces/ as the run left them
 
 
 def run_of(record: Any, snapshot: Any, result: Result) -> ProvenRun | None:
     """What a reconcile that wrote `result` over `snapshot` leaves for the next run to prove with
     (None: something it saw may have changed as it looked, so the next run computes)."""
+    # a root reused because the record vouched for it must hold; one kept as it stands (frozen) is
+    # written by no one, and what reconcile read of it is observed
+    roots = tuple(sorted(root for root, tree in result.generated.items()
+                         if tree is not REUSE or record.intact.get(root, False)))
     clock = record.clock()
-    if clock < 0 or any(newest(stamp) >= clock for stamp in snapshot.observed.values()):
+    if clock < 0 or snapshot.spaces_listing is None or not all(root in record.roots for root in roots):
         return None
-    # a root kept as it stands (frozen) is written by no one: what reconcile read of it is observed
-    roots = tuple(sorted(root for root, tree in result.generated.items() if tree is not REUSE or root in record.roots))
-    return ProvenRun(RecordedResult.of(result), dict(snapshot.observed), roots, tuple(sorted(result.generated)))
+    # what it read inside a root it wrote or reused is covered by the root's own stamps
+    observed = {path: stamp for path, stamp in snapshot.observed.items() if not _inside(path, set(roots))}
+    if any(newest(stamp) >= clock for stamp in observed.values()):
+        return None
+    spaces = space_names(record.work_tree)
+    made = {root.split("/")[1]: tree is not None for root, tree in result.generated.items() if root.count("/") == 1}
+    expected = {name for name in snapshot.spaces_listing if made.get(name, True)} | {n for n, kept in made.items() if kept}
+    if set(spaces) != expected:  # a space came or went while it ran
+        return None
+    return ProvenRun(RecordedResult.of(result), observed, roots, tuple(sorted(result.generated)), spaces)
+
+
+def _inside(path: str, roots: set[str]) -> bool:
+    parts = path.rstrip("/").split("/")
+    return any("/".join(parts[:n]) in roots for n in range(2, len(parts) + 1))
 
 
 def proven(record: Any) -> ProvenRun | None:
@@ -43,7 +61,9 @@ def proven(record: Any) -> ProvenRun | None:
     if run is None or not all(root in record.roots for root in run.roots):
         return None
     base = str(record.work_tree)
-    if any(lstamp(f"{base}/{path.rstrip('/')}") != stamp for path, stamp in run.observed.items()):
+    if any(full_stamp(f"{base}/{path.rstrip('/')}") != stamp for path, stamp in run.observed.items()):
+        return None
+    if space_names(record.work_tree) != run.spaces:
         return None
     record.check(record.work_tree, run.roots)
     return run if all(record.intact.get(root, False) for root in run.roots) else None

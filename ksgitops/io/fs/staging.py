@@ -13,7 +13,7 @@ from pathlib import Path
 
 from ...core.tree import KEEP, OTHERS, FileTree, has_files
 from .paths import LinkError, lstat_mode, write_new
-from .statcache import ABSENT, THREADS, Observed, lstamp, stamp_of
+from .statcache import ABSENT, THREADS, Observed, full_stamp, lstamp, stamp_of
 
 PARALLEL = 4  # roots in a batch from which staging runs in threads
 
@@ -88,7 +88,7 @@ def _write_files(folder: str, tree: FileTree, seen: Observed | None, prefix: str
             at = len(seen)
             seen.append((rel, ABSENT))
             _write_files(path, value, seen, f"{rel}/")
-            seen[at] = (rel, lstamp(path))  # after its last entry
+            seen[at] = (rel, full_stamp(path))  # after its last entry (its ctime too: never renamed)
         elif isinstance(value, bytes):
             written = write_new(f"{folder}/{name}", value, seen is not None)
             if seen is not None and written is not None:

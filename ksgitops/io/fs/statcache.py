@@ -8,9 +8,10 @@ Like git's index, a record pairs what a path's lstat showed with what its conten
   a digest of its content, the paths it owns (`shape`: files, folders, names that must be absent)
   and a digest of their stamps. A root whose stamps all hold is byte for byte what the digest says.
 
-A stamp is (inode, size, mtime, ctime, mode) of a file, (inode, size, mtime, 0, mode) of a folder
-(whose mtime moves when an entry is added, removed or renamed in it; its ctime moves when it is
-renamed, which the writer does to a whole root), and zeros for a path that does not exist.
+A stamp is (inode, size, mtime, ctime, mode) of a file or folder, but (inode, size, mtime, 0, mode)
+of a root's own folder (a folder's mtime moves when an entry is added, removed or renamed in it,
+and can be set back; its ctime moves then too and cannot be set back, but it also moves when the
+folder is renamed, which the writer does to a whole root), and zeros for a path that does not exist.
 
 Racy stamps. Timestamps have a granularity (a clock tick, up to seconds on some file systems): a
 change in the same tick as the observation could leave the stamp as it was. So an observation is
@@ -65,6 +66,16 @@ def lstamp(path: str) -> Stamp:
         return ABSENT
 
 
+def full_stamp(path: str) -> Stamp:
+    """lstamp with a folder's ctime too: for what ksgitops reads but never renames (a source
+    folder's mtime can be set back; its ctime cannot)."""
+    try:
+        st = os.lstat(path)
+    except (FileNotFoundError, NotADirectoryError):
+        return ABSENT
+    return (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_mode)
+
+
 def newest(stamp: Stamp) -> int:
     return max(stamp[2], stamp[3])
 
@@ -87,7 +98,7 @@ def observe(base: str, shape: Shape) -> tuple[bytes, int]:
             add(ABSENT)
             continue
         mode = st.st_mode
-        add((st.st_ino, st.st_size, st.st_mtime_ns, 0 if mode & _FORMAT == _DIR else st.st_ctime_ns, mode))
+        add((st.st_ino, st.st_size, st.st_mtime_ns, 0 if not rel and mode & _FORMAT == _DIR else st.st_ctime_ns, mode))
     return _digest(flat), max(flat[2::5] + flat[3::5], default=0)  # mtimes and ctimes, taken at C speed
 
 

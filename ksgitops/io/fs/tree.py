@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 import stat
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Iterable, Iterator
 
 import pygit2
 
@@ -21,7 +21,7 @@ from ...core.load.parse import MAX_FILE_BYTES
 from ...core.load.snapshot import GENERATED_DIR, SOURCE_SUFFIXES, SourceFile
 from ...core.tree import FileTree, put
 from ...model import KsgitopsError
-from .statcache import ABSENT, SourceStat, Stamp, lstamp
+from .statcache import ABSENT, SourceStat, Stamp, full_stamp as lstamp
 from .paths import STATUS_FILE, LinkError, check_path, lstat_mode
 
 def check_layout(root: Path) -> None:
@@ -50,6 +50,29 @@ def check_layout(root: Path) -> None:
                 raise LinkError(f"spaces/{entry.name}/{GENERATED_DIR}/{inner.name}")
 
 
+def space_names(root: Path) -> tuple[str, ...]:
+    """The folders in `spaces/` (links and hidden entries left out), by name."""
+    spaces = root / "spaces"
+    if spaces.is_symlink() or not spaces.is_dir():
+        return ()
+    return tuple(sorted(e.name for e in os.scandir(spaces) if e.is_dir(follow_symlinks=False) and not e.name.startswith(".")))
+
+
+def check_mailbox_tops(root: Path, mailboxes: Iterable[str]) -> None:
+    """A link directly in a mailbox folder is refused (LinkError). A mailbox keeps entries it does
+    not name (reports), so its folder's own stamp is not recorded: a run that reuses it, or
+    proves the whole work tree, looks at its top level here."""
+    for folder in mailboxes:
+        try:
+            entries = os.scandir(f"{root}/{folder}")
+        except (FileNotFoundError, NotADirectoryError):
+            continue
+        with entries:
+            for entry in entries:
+                if entry.is_symlink():
+                    raise LinkError(f"{folder}/{entry.name}")
+
+
 class WorkTreeSnapshot:
     """A Snapshot over a folder (a git work tree or any directory); never reads through a link.
     With a `record` (statcache.WorkTreeRecord), a source file or folder whose stamp is as
@@ -61,16 +84,13 @@ class WorkTreeSnapshot:
         self.record = record if record is not None and record.enabled else None
         self.seen: set[str] = set()  # source paths (and folders, with a trailing /) looked at
         self.observed: dict[str, Stamp] = {}  # with a record: every path looked at, as it stood
+        self.spaces_listing: tuple[str, ...] | None = None  # with a record: what list_spaces found
 
     def list_spaces(self) -> list[str]:
-        spaces = self.root / "spaces"
+        found = space_names(self.root)
         if self.record is not None:
-            self.record.clock()  # before the listing its stamp stands for
-            self.observed["spaces/"] = lstamp(str(spaces))
-        if spaces.is_symlink() or not spaces.is_dir():
-            return []
-        return sorted(e.name for e in os.scandir(spaces)
-                      if e.is_dir(follow_symlinks=False) and not e.name.startswith("."))
+            self.spaces_listing = found  # its writes move the folder's stamp: proof.py compares names
+        return list(found)
 
     def space_files(self, space: str) -> list[SourceFile]:
         check_path(self.root, f"spaces/{space}", self._verified)
@@ -125,6 +145,8 @@ class WorkTreeSnapshot:
         check_path(self.root, path, self._verified, last=False)
         base = self.root / path
         if not stat.S_ISDIR(lstat_mode(base)):
+            if self.record is not None:
+                self.observed[path] = lstamp(str(base))  # a folder that appears later ends a proof
             return None
         tree: FileTree = {}
         if self.record is None:
