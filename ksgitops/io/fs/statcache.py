@@ -346,11 +346,12 @@ class WorkTreeRecord:
             self.check(self.work_tree, [root])
         return self.intact.get(root, False)
 
-    def verified(self, root: str, tree: Any) -> None:
-        """The writer found the root equal to `tree` (after `clock()`): record what it saw."""
+    def verified(self, root: str, tree: Any, since: int | None = None) -> None:
+        """The writer found the root equal to `tree` (after `clock()`, or the `since` it took from
+        `now()` before comparing): record what it saw."""
         shape = shape_of(tree, self._shapes)
         stamps, latest = observe(f"{self.work_tree}/{root}", shape)
-        settled = latest < self.clock()
+        settled = latest < (self.clock() if since is None else since)
         self.note_root(root, RootRecord(None, content_digest(tree, self._digests), shape, stamps) if settled else None)
 
     def written(self, root: str, tree: Any, seen: Observed | None, swapped_at: int) -> None:

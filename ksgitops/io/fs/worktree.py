@@ -59,6 +59,7 @@ from __future__ import annotations
 import json
 import os
 import stat
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -110,9 +111,32 @@ def write_generated(root: Path, generated: Generated, record: Any = None, regene
             if progress is not None:
                 progress("writing", len(generated) + start * len(generated) // len(changes), 2 * len(generated))
             transact(root, changes[start:start + BATCH], record, regenerable)
+        if record is not None:
+            _settle(root, [c for c in changes if c.content is not None and c.path not in record.roots], record)
         if progress is not None:
             progress("writing", 2 * len(generated), 2 * len(generated))
     return [c.path for c in changes]
+
+
+SETTLE_AT_MOST = 16  # roots written in the clock tick they were recorded in, read back at once
+
+
+def _settle(root: Path, racy: list[Change], record: Any) -> None:
+    """Record the few roots just written in the file system's current clock tick (their stamps
+    cannot vouch for them yet): once the clock has moved on, each is compared and recorded as
+    found equal, so that the next run can trust it (a large write leaves them to the next run)."""
+    if not racy or len(racy) > SETTLE_AT_MOST:
+        return
+    started, deadline = record.now(), time.monotonic() + 0.1
+    since = started
+    while since <= started and time.monotonic() < deadline:
+        time.sleep(0.001)
+        since = record.now()
+    if since <= started:
+        return
+    for change in racy:
+        if plan_root(root, change.path, change.content) is None:
+            record.verified(change.path, change.content, since)
 
 
 def plan_root(root: Path, rel: str, tree: FileTree | bytes | None) -> Change | None:
