@@ -15,9 +15,13 @@ from __future__ import annotations
 from typing import Any, NamedTuple
 
 from ...core.pipeline import RecordedResult, Result
+from ...core.load.snapshot import GENERATED_DIR
 from ...core.tree import REUSE
 from .statcache import Stamp, full_stamp, newest
 from .tree import space_names
+
+
+RESTAMP_AT_MOST = 16  # space folders a run's writes may change and still leave a proof
 
 
 class ProvenRun(NamedTuple):
@@ -40,7 +44,7 @@ def run_of(record: Any, snapshot: Any, result: Result) -> ProvenRun | None:
         return None
     # what it read inside a root it wrote or reused is covered by the root's own stamps
     observed = {path: stamp for path, stamp in snapshot.observed.items() if not _inside(path, set(roots))}
-    if any(newest(stamp) >= clock for stamp in observed.values()):
+    if any(newest(stamp) >= clock for stamp in observed.values()) or not _restamp(record, snapshot, observed):
         return None
     spaces = space_names(record.work_tree)
     made = {root.split("/")[1]: tree is not None for root, tree in result.generated.items() if root.count("/") == 1}
@@ -48,6 +52,29 @@ def run_of(record: Any, snapshot: Any, result: Result) -> ProvenRun | None:
     if set(spaces) != expected:  # a space came or went while it ran
         return None
     return ProvenRun(RecordedResult.of(result), observed, roots, tuple(sorted(result.generated)), spaces)
+
+
+def _restamp(record: Any, snapshot: Any, observed: dict[str, Stamp]) -> bool:
+    """A space folder the run's own writes changed (its first `.ksgitops/`) gets its stamp again,
+    when it lists, but for that entry, what the run read; False when another change is seen."""
+    base = str(record.work_tree)
+    moved = [path for path in observed if path.endswith("/") and full_stamp(f"{base}/{path.rstrip('/')}") != observed[path]]
+    if not moved:
+        return True
+    if len(moved) > RESTAMP_AT_MOST or any(path not in snapshot.listings for path in moved):
+        return False
+    since = record.tick()  # the clock has moved past the writes: a later change gets a newer stamp
+    for path in moved:
+        stamp = full_stamp(f"{base}/{path.rstrip('/')}")
+        if since < 0 or newest(stamp) >= since or \
+                _but_generated(snapshot.listed_again(path)) != _but_generated(snapshot.listings[path]):
+            return False
+        observed[path] = stamp
+    return True
+
+
+def _but_generated(listing: tuple[tuple[str, bool], ...]) -> tuple[tuple[str, bool], ...]:
+    return tuple(entry for entry in listing if entry[0] != GENERATED_DIR)
 
 
 def _inside(path: str, roots: set[str]) -> bool:

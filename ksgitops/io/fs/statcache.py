@@ -32,19 +32,19 @@ import pickle
 import stat
 import sys
 import threading
+import time
 from array import array
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, NamedTuple
 
-from ...core.tree import KEEP, OTHERS, FileTree, has_files
 from ..git.cache import code_fingerprint
 from .paths import STATE_DIR, check_path, write_file
+from .shapes import Shape, content_digest, shape_of
 
 FORMAT = "ksgitops-worktree-1"
 ABSENT = (0, 0, 0, 0, 0)
 Stamp = tuple[int, int, int, int, int]
-Shape = tuple[str, ...]  # paths relative to a root ("" is the root folder itself)
 Observed = list[tuple[str, Stamp]]  # (path in a root, stamp), as the writer saw them
 THREADS = 2  # threads that write a batch of roots (os.open and os.write release the GIL)
 FORK_FROM = 50_000  # paths to check from which a forked child checks half of them
@@ -160,57 +160,6 @@ def _in_child(work: Callable[[], bytes], size: int) -> Callable[[], bytes | None
     return result
 
 
-def shape_of(tree: FileTree | bytes | None, memo: dict[int, Shape] | None = None) -> Shape:
-    """The paths a root owns, in the order the writer creates them: "" (the root itself, unless
-    the tree keeps entries it does not name), folders before what they hold, files, and folders
-    the tree wants gone (no file below)."""
-    if isinstance(tree, bytes) or not isinstance(tree, dict) or not has_files(tree):
-        return ("",)  # a file, or a root that must not exist
-    memo = {} if memo is None else memo
-    keeps = any(v is KEEP for v in tree.values())
-    return (() if keeps else ("",)) + _inner(tree, memo)
-
-
-def _inner(tree: FileTree, memo: dict[int, Shape]) -> Shape:
-    found = memo.get(id(tree))
-    if found is not None:
-        return found
-    paths: list[str] = []
-    for name, value in tree.items():
-        if name == OTHERS or value is KEEP:
-            continue
-        if isinstance(value, dict):
-            paths.append(name)
-            if has_files(value):
-                paths.extend(f"{name}/{p}" for p in _inner(value, memo))
-        elif isinstance(value, bytes):
-            paths.append(name)
-    memo[id(tree)] = shape = tuple(paths)
-    return shape
-
-
-def content_digest(tree: Any, memo: dict[int, bytes]) -> bytes:
-    """A digest of a generated tree's content (KEEP markers included), memoized by object: the
-    trees and bytes that mailboxes share are digested once."""
-    found = memo.get(id(tree))
-    if found is not None:
-        return found
-    digest = hashlib.blake2b(digest_size=16)
-    if isinstance(tree, bytes):
-        digest.update(b"f")
-        digest.update(tree)
-    elif isinstance(tree, dict):
-        digest.update(b"d")
-        for name in sorted(tree):
-            value = tree[name]
-            digest.update(f"\0{name}\0".encode())
-            digest.update(b"k" if value is KEEP else content_digest(value, memo))
-    else:
-        digest.update(repr(tree).encode())
-    memo[id(tree)] = result = digest.digest()
-    return result
-
-
 class RootRecord(NamedTuple):
     input: str | None  # the mailbox's input digest, when it was built without problems
     content: bytes  # content_digest of the tree as written
@@ -307,6 +256,17 @@ class WorkTreeRecord:
                 os.close(fd)
         except OSError:
             return -1  # nothing counts as settled: nothing is recorded
+
+    def tick(self, wait: float = 0.1) -> int:
+        """now(), once the file system's clock has moved past the moment of the call (-1: it did
+        not within `wait` seconds): whatever was written before has an older timestamp."""
+        started, deadline = self.now(), time.monotonic() + wait
+        while started >= 0 and time.monotonic() < deadline:
+            time.sleep(0.001)
+            since = self.now()
+            if since > started:
+                return since
+        return -1
 
     # --- sources ---------------------------------------------------------------------------------
 

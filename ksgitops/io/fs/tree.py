@@ -85,6 +85,7 @@ class WorkTreeSnapshot:
         self.seen: set[str] = set()  # source paths (and folders, with a trailing /) looked at
         self.observed: dict[str, Stamp] = {}  # with a record: every path looked at, as it stood
         self.spaces_listing: tuple[str, ...] | None = None  # with a record: what list_spaces found
+        self.listings: dict[str, tuple[tuple[str, bool], ...]] = {}  # with a record: source folders listed
 
     def list_spaces(self) -> list[str]:
         found = space_names(self.root)
@@ -115,12 +116,17 @@ class WorkTreeSnapshot:
         self.observed[f"{folder}/"] = stamp = lstamp(full)
         known = self.record.source(f"{folder}/", stamp)
         if known is not None:
+            self.listings[f"{folder}/"] = known.listing
             return known.listing  # type: ignore[no-any-return]
         self.record.clock()  # before the listing it vouches for
-        listing = _list(full)
+        listing = self.listings[f"{folder}/"] = _list(full)
         if stamp != ABSENT:
             self.record.note_source(f"{folder}/", SourceStat(stamp, "", listing))
         return listing
+
+    def listed_again(self, folder: str) -> tuple[tuple[str, bool], ...]:
+        """What `folder` (with its trailing /) holds now, as _listing would list it."""
+        return _list(f"{self.root}/{folder.rstrip('/')}")
 
     def _regular(self, path: str) -> bool:
         check_path(self.root, path, self._verified, last=False)

@@ -59,7 +59,6 @@ from __future__ import annotations
 import json
 import os
 import stat
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -127,12 +126,8 @@ def _settle(root: Path, racy: list[Change], record: Any) -> None:
     found equal, so that the next run can trust it (a large write leaves them to the next run)."""
     if not racy or len(racy) > SETTLE_AT_MOST:
         return
-    started, deadline = record.now(), time.monotonic() + 0.1
-    since = started
-    while since <= started and time.monotonic() < deadline:
-        time.sleep(0.001)
-        since = record.now()
-    if since <= started:
+    since = record.tick()
+    if since < 0:
         return
     for change in racy:
         if plan_root(root, change.path, change.content) is None:
