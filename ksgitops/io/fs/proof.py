@@ -1,14 +1,16 @@
 """Proof that a work tree is as the last reconcile left it, so the next one answers from its record.
 
 A work-tree reconcile's output depends only on what its Snapshot looked at (tree.py's
-WorkTreeSnapshot logs each path with the stamp it had: the `spaces/` listing, every source folder
-listed and file read, files looked for and absent, previous copies read back) and on the code (a
-record made by other code is never loaded). When it has written, every generated root is what it
-computed. So if, at the start of the next run, every path it looked at has the same stamp and every
-generated root's stamps hold (statcache.py), running the pipeline again would compute the same
-trees, find them in place and report the same problems: the record's result is the answer, with no
-parse, no build and no comparison. As for the record itself, only settled stamps count (older than
-the file system's clock taken before what they stand for was read).
+WorkTreeSnapshot logs each path with the stamp it had: every source folder listed and file read,
+files looked for and absent, folders and files read back; and the names in `spaces/`) and on the
+code (a record made by other code is never loaded). When it has written, every generated root is
+what it computed. So if, at the start of the next run, every path it looked at has the same stamp,
+`spaces/` the same names and every generated root's stamps hold (statcache.py), running the
+pipeline again would compute the same trees, find them in place and report the same problems: the
+record's result is the answer, with no parse, no build and no comparison. Only settled stamps
+count (older than the file system's clock taken before what they stand for was read); what the run
+read inside a root it wrote or reused is left to that root's stamps, and a folder whose stamp its
+own writes moved is stamped again (below), so that the first run after a write can be proven.
 """
 from __future__ import annotations
 
@@ -43,7 +45,8 @@ def run_of(record: Any, snapshot: Any, result: Result) -> ProvenRun | None:
     if clock < 0 or snapshot.spaces_listing is None or not all(root in record.roots for root in roots):
         return None
     # what it read inside a root it wrote or reused is covered by the root's own stamps
-    observed = {path: stamp for path, stamp in snapshot.observed.items() if not _inside(path, set(roots))}
+    covered = set(roots)
+    observed = {path: stamp for path, stamp in snapshot.observed.items() if not _inside(path, covered)}
     if any(newest(stamp) >= clock for stamp in observed.values()) or not _restamp(record, snapshot, observed):
         return None
     spaces = space_names(record.work_tree)
