@@ -4,7 +4,9 @@ For each mode, a fleet (benchmarks/fleet.py) whose mailboxes hold files ksgitops
 (reports, upsynced objects, a NOTES.md a person wrote) goes back and forth between two states; in
 every trial the command that brings it to the other state runs as a real `python -m ksgitops`
 subprocess and gets SIGKILL, half the time at a uniformly random moment of its run, half the time
-at a random moment after it began writing (its journal appeared). Then:
+at a random moment after it began writing (its journal appeared); the run and writing times come
+from clean runs and narrow whenever a command ends before its kill (a machine whose load dropped).
+Then:
 
 1. recovery runs (what any next command does first), and every generated root (a mailbox's own
    files, each `.ksgitops/` folder, STATUS.md) must be wholly the old state's or wholly the new
@@ -322,25 +324,40 @@ def writing_began(repo: Path) -> bool:
         return False
 
 
-def kill_at_random(run: Run, rng: random.Random, duration: float, writing: float,
-                   after_write: bool) -> tuple[bool, bool]:
+@dataclass
+class Window:
+    """When to kill: the command's run and its writing, in seconds, narrowed whenever a command
+    ends before its kill (the machine got faster than when the window was measured)."""
+
+    duration: float
+    writing: float
+
+
+def kill_at_random(run: Run, rng: random.Random, window: Window, after_write: bool) -> tuple[bool, bool]:
     """Start the command and SIGKILL it at a random moment of its run, or (`after_write`) of its
     writing; returns (killed, killed after writing began)."""
+    started = time.monotonic()
     proc = subprocess.Popen(run.command(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    began = False
+    began, began_at = False, None
     if after_write:
-        deadline = time.monotonic() + duration * 3 + 5
+        deadline = time.monotonic() + window.duration * 3 + 5
         while proc.poll() is None and time.monotonic() < deadline and not began:
             began = writing_began(run.repo)
             if not began:
                 time.sleep(0.0005)
-        time.sleep(rng.uniform(0, writing * 1.2))
+        began_at = time.monotonic()
+        time.sleep(rng.uniform(0, window.writing * 1.2))
     else:
-        time.sleep(rng.uniform(0, duration * 0.95))
+        time.sleep(rng.uniform(0, window.duration * 0.95))
         began = writing_began(run.repo)
     killed = proc.poll() is None
     if killed:
         proc.send_signal(signal.SIGKILL)
+    else:  # it ended first: its run (and writing) were shorter than the window says
+        ended = time.monotonic()
+        window.duration = min(window.duration, max(ended - started, 0.01))
+        if began and began_at is not None:
+            window.writing = min(window.writing, max(ended - began_at, 0.01))
     proc.wait()
     return killed, killed and began
 
@@ -431,7 +448,7 @@ def run_mode(name: str, base: Path, wecs: int, objects: int, kills: int, seed: i
         if again != states[state]:
             raise RuntimeError(f"{name}: a second clean run to state {state} gave another result")
         took.append((seconds, writing))
-    duration, writing = min(t[0] for t in took), min(t[1] for t in took)
+    window = Window(min(t[0] for t in took), min(t[1] for t in took))
     rng = random.Random(f"{seed}/{name}")
     tally = Tally(name)
     current = 0
@@ -441,7 +458,7 @@ def run_mode(name: str, base: Path, wecs: int, objects: int, kills: int, seed: i
         target = 1 - current
         mode.toggle(run, target)
         old_head = head_tree(run.repo) if mode.checkout else ""
-        killed, while_writing = kill_at_random(run, rng, duration, writing, after_write=tally.trials % 2 == 0)
+        killed, while_writing = kill_at_random(run, rng, window, after_write=tally.trials % 2 == 0)
         tally.kills += killed
         tally.kills_writing += while_writing
         app.open_source(run.repo, app.WORKTREE)  # what every command does first: recover
