@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 import stat
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any, Callable, Iterable, Iterator
 
 import pygit2
 
@@ -21,7 +21,7 @@ from ...core.load.parse import MAX_FILE_BYTES
 from ...core.load.snapshot import GENERATED_DIR, SOURCE_SUFFIXES, SourceFile
 from ...core.tree import FileTree, put
 from ...model import KsgitopsError
-from .statcache import ABSENT, SourceStat, Stamp, full_stamp as lstamp
+from .statcache import ABSENT, SourceStat, Stamp, full_stamp
 from .paths import STATUS_FILE, LinkError, check_path, lstat_mode
 
 def check_layout(root: Path) -> None:
@@ -113,7 +113,7 @@ class WorkTreeSnapshot:
         if self.record is None:
             return _list(full)
         self.seen.add(f"{folder}/")
-        self.observed[f"{folder}/"] = stamp = lstamp(full)
+        self.observed[f"{folder}/"] = stamp = full_stamp(full)
         known = self.record.source(f"{folder}/", stamp)
         if known is not None:
             self.listings[f"{folder}/"] = known.listing
@@ -133,12 +133,12 @@ class WorkTreeSnapshot:
         if self.record is None:
             return stat.S_ISREG(lstat_mode(self.root / path))
         self.record.clock()  # before the content its stamp stands for
-        self.observed[path] = stamp = lstamp(f"{self.root}/{path}")
+        self.observed[path] = stamp = full_stamp(f"{self.root}/{path}")
         return stat.S_ISREG(stamp[4])
 
     def file(self, path: str) -> SourceFile | None:
         check_path(self.root, path, self._verified, last=False)
-        stamp = lstamp(f"{self.root}/{path}")  # one lstat: is it a file, and is it as recorded
+        stamp = full_stamp(f"{self.root}/{path}")  # one lstat: is it a file, and is it as recorded
         if self.record is not None:
             self.observed[path] = stamp
         return self._source(path, stamp) if stat.S_ISREG(stamp[4]) else None
@@ -152,7 +152,7 @@ class WorkTreeSnapshot:
         base = self.root / path
         if not stat.S_ISDIR(lstat_mode(base)):
             if self.record is not None:
-                self.observed[path] = lstamp(str(base))  # a folder that appears later ends a proof
+                self.observed[path] = full_stamp(str(base))  # a folder that appears later ends a proof
             return None
         tree: FileTree = {}
         if self.record is None:
@@ -160,26 +160,19 @@ class WorkTreeSnapshot:
                 put(tree, rel, (base / rel).read_bytes())
             return tree
         self.record.clock()  # before the folders and files whose stamps stand for what is read
-        for rel in self._observed_walk(path):
-            self.observed[f"{path}/{rel}"] = lstamp(f"{base}/{rel}")
+
+        def listing(folder: Path) -> None:  # an entry added to a folder moves its stamp
+            self.observed[f"{folder.relative_to(self.root)}/"] = full_stamp(str(folder))
+        for rel in _walk(base, listing=listing):
+            self.observed[f"{path}/{rel}"] = full_stamp(f"{base}/{rel}")
             put(tree, rel, (base / rel).read_bytes())
         return tree
-
-    def _observed_walk(self, folder: str, prefix: str = "") -> Iterator[str]:
-        """_walk, noting the stamp of every folder it lists (an entry added to one moves it)."""
-        full = f"{self.root}/{folder}"
-        self.observed[f"{folder}/"] = lstamp(full)
-        for name, is_dir in _list(full):
-            if is_dir:
-                yield from self._observed_walk(f"{folder}/{name}", f"{prefix}{name}/")
-            else:
-                yield f"{prefix}{name}"
 
     def _source(self, path: str, stamp: Stamp | None = None) -> SourceFile:
         full = self.root / path
         if self.record is not None:
             self.seen.add(path)
-            self.observed[path] = stamp = stamp or lstamp(str(full))
+            self.observed[path] = stamp = stamp or full_stamp(str(full))
         if (stamp[1] if stamp else os.stat(full).st_size) > MAX_FILE_BYTES:
             # never held whole: the parser only needs to see that it is too large
             return SourceFile(path, str(pygit2.hashfile(str(full))), lambda: _prefix(full))
@@ -232,8 +225,11 @@ def walk_files(root: Path, rel: str) -> Iterator[str]:
     return _walk(root / rel)
 
 
-def _walk(base: Path, prefix: str = "") -> Iterator[str]:
-    """Relative paths of regular files below `base`, never following links."""
+def _walk(base: Path, prefix: str = "", listing: Callable[[Path], None] | None = None) -> Iterator[str]:
+    """Relative paths of regular files below `base`, never following links; `listing` hears each
+    folder before it is listed."""
+    if listing is not None:
+        listing(base)
     try:
         entries = sorted(os.scandir(base), key=lambda e: e.name)
     except (FileNotFoundError, NotADirectoryError):
@@ -242,6 +238,6 @@ def _walk(base: Path, prefix: str = "") -> Iterator[str]:
         if entry.is_symlink():
             continue
         if entry.is_dir():
-            yield from _walk(Path(entry.path), f"{prefix}{entry.name}/")
+            yield from _walk(Path(entry.path), f"{prefix}{entry.name}/", listing)
         elif entry.is_file():
             yield f"{prefix}{entry.name}"
