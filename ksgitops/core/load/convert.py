@@ -137,11 +137,11 @@ def _check(schema: str, body: dict[str, Any], origin: Origin, label: str, prunes
 def _findings(schema: str, body: dict[str, Any], memo: FindingsMemo | None) -> tuple[Finding, ...]:
     """schema_findings, memoized by the document's exact content: a document JSON cannot tell
     apart from another (a timestamp, a non-string key, an integer beyond 64 bits) is not memoized."""
+    if memo is None:
+        return tuple(schema_findings(schema, body))
     try:
         content = orjson.dumps(body, option=orjson.OPT_SORT_KEYS | orjson.OPT_PASSTHROUGH_DATETIME)
     except TypeError:  # orjson.JSONEncodeError is one
-        content = None
-    if memo is None or content is None:
         return tuple(schema_findings(schema, body))
     key = ("schema-findings", schema, hashlib.blake2b(content, digest_size=20).digest())
     memo.used.append(key)
