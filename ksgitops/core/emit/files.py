@@ -10,29 +10,14 @@ from __future__ import annotations
 from typing import Any, Iterable
 
 from ..place.base import Base
-from ..load.read import INVENTORY_ANNOTATION, SPACE_API, SYNC_TARGET_ANNOTATION
+from ..load.mailboxspace import INVENTORY_ANNOTATION, UID_ANNOTATION, space_yaml as mailbox_space_yaml
 from .mailbox import Entry, MailboxPlan, upsync_sets
 from ..serialize import canonical_json, dump_yaml, yaml_str
 from ..tree import KEEP, OTHERS, FileTree, put
 from ..place.where import EDGE_API, Destination, Wec
 
-UID_ANNOTATION = "edge.kubestellar.io/sync-target-uid"
-
-
 def space_yaml(wec: Wec) -> bytes:
-    return (
-        f"apiVersion: {SPACE_API}\n"
-        "kind: Space\n"
-        "metadata:\n"
-        "  annotations:\n"
-        f"    {SYNC_TARGET_ANNOTATION}: {yaml_str(wec.name)}\n"
-        f"    {UID_ANNOTATION}: {yaml_str(wec.uid)}\n"
-        f"    {INVENTORY_ANNOTATION}: {yaml_str(wec.space)}\n"
-        f"  name: {yaml_str(wec.mailbox)}\n"
-        "spec:\n"
-        "  SpaceProviderDescName: git\n"
-        "  Type: managed\n"
-    ).encode()
+    return mailbox_space_yaml(wec.name, wec.uid, wec.space, wec.mailbox)
 
 
 _REGEX_SPECIAL = frozenset("\\.+*?()|[]{}^$")

@@ -124,31 +124,53 @@ def _check(schema: str, body: dict[str, Any], origin: Origin, label: str, prunes
            memo: FindingsMemo | None) -> list[Problem]:
     """Schema findings; on KubeStellar's kinds unknown fields and disallowed nulls are dropped,
     then what remains is checked again (a dropped null may leave a required field missing)."""
-    found = [f for f in _findings(schema, body, memo) if f.path[:1] != ("metadata",)]
+    found = list(_findings(schema, body, memo))
     dropped = [f for f in found if f.action in ("unknown", "null")] if prunes else []
     if dropped:
         for finding in dropped:
             _delete(body, finding.path)
-        found = dropped + [f for f in _findings(schema, body, memo) if f.path[:1] != ("metadata",)]
+        found = dropped + list(_findings(schema, body, memo))
     problems = [finding_problem(f, origin, label, prunes) for f in found]
     return [_emptied_selector(p, f, body) if f in dropped else p for p, f in zip(problems, found)]
 
 
 def _findings(schema: str, body: dict[str, Any], memo: FindingsMemo | None) -> tuple[Finding, ...]:
-    """schema_findings, memoized by the document's exact content: a document JSON cannot tell
-    apart from another (a timestamp, a non-string key, an integer beyond 64 bits) is not memoized."""
-    if memo is None:
-        return tuple(schema_findings(schema, body))
+    """schema_findings outside `metadata` (left to validation), memoized by the document's content
+    without its metadata: what the schemas find outside `metadata` does not depend on what is in
+    it (tests/test_convert_memo.py checks the schemas keep it so), and documents that differ only
+    in names and labels (every mailbox's Space, a Location relabelled) share one entry. Not
+    memoized: a document JSON cannot tell apart from another (a timestamp, a non-string key, an
+    integer beyond 64 bits), nor one whose metadata has a non-string key (reported at the top)."""
+    metadata = body.get("metadata", _ABSENT)
+    if memo is None or not _string_keys(metadata):
+        return _outside_metadata(schema_findings(schema, body))
+    keyed = {**body, "metadata": type(metadata).__name__} if metadata is not _ABSENT else body
     try:
-        content = orjson.dumps(body, option=orjson.OPT_SORT_KEYS | orjson.OPT_PASSTHROUGH_DATETIME)
+        content = orjson.dumps(keyed, option=orjson.OPT_SORT_KEYS | orjson.OPT_PASSTHROUGH_DATETIME)
     except TypeError:  # orjson.JSONEncodeError is one
-        return tuple(schema_findings(schema, body))
+        return _outside_metadata(schema_findings(schema, body))
     key = ("schema-findings", schema, hashlib.blake2b(content, digest_size=20).digest())
     memo.used.append(key)
     found = memo.cache.get(key)
     if found is None:
-        found = memo.cache[key] = tuple(schema_findings(schema, body))
+        found = memo.cache[key] = _outside_metadata(schema_findings(schema, body))
     return found  # type: ignore[no-any-return]
+
+
+_ABSENT = object()
+
+
+def _outside_metadata(found: list[Finding]) -> tuple[Finding, ...]:
+    return tuple(f for f in found if f.path[:1] != ("metadata",))
+
+
+def _string_keys(value: Any) -> bool:
+    """Every mapping key in `value` a string (else the finding about it is not under `metadata`)."""
+    if isinstance(value, dict):
+        return all(isinstance(k, str) and _string_keys(v) for k, v in value.items())
+    if isinstance(value, list):
+        return all(_string_keys(item) for item in value)
+    return True
 
 
 def _emptied_selector(problem: Problem, finding: Finding, body: dict[str, Any]) -> Problem:

@@ -12,11 +12,10 @@ from typing import Any, MutableMapping
 from ...model import Obj, ObjRef, Origin, Problem, Progress
 from ...names import dns1123_label_error
 from .convert import FindingsMemo, read_source
+from .mailboxspace import INVENTORY_ANNOTATION, SPACE_API, SYNC_TARGET_ANNOTATION, own_space_document
+from .parse import ParsedFile
 from .snapshot import CONFIG_FILE, Snapshot, SourceFile
 
-SYNC_TARGET_ANNOTATION = "edge.kubestellar.io/sync-target-name"
-INVENTORY_ANNOTATION = "ksgitops.kubestellar.io/inventory-space"  # only ksgitops writes it (core/emit/files.py)
-SPACE_API = "space.kubestellar.io/v1alpha1"
 FINDINGS_OF = "schema-findings-of"  # parse cache: a file blob -> the schema-findings keys of its documents
 
 ParseCache = MutableMapping[Any, Any]  # parse results by blob id, plus other memos keyed by tuples
@@ -110,6 +109,11 @@ def mailbox_space(snapshot: Snapshot, space: str, cache: ParseCache | None = Non
     source = snapshot.file(f"spaces/{space}/space.yaml")
     if source is None:
         return None
+    if source.key not in cache:
+        own = own_space_document(source.read())  # as reconcile wrote it: no YAML parser needed
+        if own is not None:
+            cache[source.key] = ParsedFile(((1, own),))
+            cache[(FINDINGS_OF, source.key)] = ()
     objs = _objects(space, source, cache, [])
     return objs[0] if len(objs) == 1 and is_mailbox_space(objs[0]) else None
 

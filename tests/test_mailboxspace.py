@@ -1,0 +1,70 @@
+"""A mailbox's space.yaml is read back without a YAML parser only when its bytes are exactly what
+reconcile's template makes of some values, and then it is the very document the parser reads."""
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ksgitops.core.load import read
+from ksgitops.core.load.convert import read_source
+from ksgitops.core.load.mailboxspace import own_space_document, space_yaml
+from ksgitops.core.load.parse import ParsedFile
+from ksgitops.core.load.snapshot import SourceFile
+
+# names as reconcile writes them, and anything else a string can hold (yaml_str quotes it)
+VALUES = st.one_of(st.from_regex(r"[a-z0-9]([-a-z0-9.]{0,20}[a-z0-9])?", fullmatch=True),
+                   st.sampled_from(["yes", "no", "null", "~", "1e3", "0x1", "true", "'", "''", "a'b", '"', "-",
+                                    " lead", "trail ", "a: b", "#c", "é", "\t", "line\nbreak", ""]),
+                   st.text(max_size=12))
+
+
+@settings(max_examples=400, deadline=None)
+@given(wec=VALUES, uid=VALUES, inventory=VALUES, mailbox=VALUES)
+def test_the_template_is_read_back_as_the_parser_reads_it(wec: str, uid: str, inventory: str, mailbox: str) -> None:
+    data = space_yaml(wec, uid, inventory, mailbox)
+    own = own_space_document(data)
+    if own is None:  # a value written double-quoted (not printable, or spaces around it): parsed
+        assert not all(v.isprintable() and v == v.strip() for v in (wec, uid, inventory, mailbox))
+        return
+    parsed = read_source("spaces/m/space.yaml", data)
+    assert parsed.problems == ()
+    assert own == parsed.docs[0][1]
+    assert parsed.docs[0][0] == 1
+
+
+@pytest.mark.parametrize("edit", [
+    lambda d: d.replace(b"Type: managed", b"Type: unmanaged"),
+    lambda d: d + b"# a comment\n",
+    lambda d: b"---\n" + d,
+    lambda d: d.replace(b"name: wec-1\n", b"name: 'wec-1'\n"),  # the same value, written otherwise
+    lambda d: d.replace(b"  name: mb-1", b"  name: mb-1 "),
+    lambda d: d.replace(b"\n", b"\r\n"),
+    lambda d: d.replace(b"spec:\n", b"spec:\n  extra: 1\n"),
+    lambda d: d[:-1],
+])
+def test_anything_else_goes_to_the_parser(edit) -> None:
+    data = edit(space_yaml("wec-1", "uid-1", "inventory", "mb-1"))
+    assert data != space_yaml("wec-1", "uid-1", "inventory", "mb-1")
+    assert own_space_document(data) is None
+
+
+class _OneFile:
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+
+    def file(self, path: str) -> SourceFile | None:
+        return SourceFile(path, "blob-1", lambda: self.data) if path == "spaces/mb-1/space.yaml" else None
+
+
+def test_a_mailbox_is_recognised_without_the_parser_and_cached_as_parsed(monkeypatch) -> None:
+    data = space_yaml("wec-1", "uid-1", "inventory", "mb-1")
+    expected = read.mailbox_space(_OneFile(data), "mb-1")  # parsed (no cache: a cold parse)
+    cache: dict = {}
+    monkeypatch.setattr(read, "read_source", lambda *a, **k: pytest.fail("parsed"))
+    fast = read.mailbox_space(_OneFile(data), "mb-1", cache)
+    assert fast == expected and fast is not None
+    assert cache["blob-1"] == ParsedFile(((1, fast.body),))
+    edited = data.replace(b"Type: managed", b"Type: managed  # mine")
+    with pytest.raises(pytest.fail.Exception):
+        read.mailbox_space(_OneFile(edited), "mb-1", {})
