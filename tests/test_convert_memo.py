@@ -108,3 +108,24 @@ def test_a_non_string_key_in_metadata_is_reported_and_not_memoized(key: Any) -> 
     found = convert._findings("space.json", odd, memo)
     assert found and all("is not a string" in f.message for f in found)
     assert len(memo.used) == 1  # the plain document only
+
+
+def test_caches_made_with_other_schemas_are_not_used(tmp_path, monkeypatch) -> None:
+    """Memoized findings depend on the schema files: caches carry their digest with the code's."""
+    import shutil
+
+    from ksgitops.core.load import schemas
+    from ksgitops.io.git import cache
+    monkeypatch.setattr(cache, "_FINGERPRINT", None)
+    before = cache.code_fingerprint()
+    copied = tmp_path / "schema"
+    shutil.copytree(schemas.schema_dir(), copied)
+    location = copied / "location.json"
+    location.write_text(location.read_text().replace("\"additionalProperties\": false", "\"additionalProperties\": true", 1))
+    assert location.read_bytes() != schemas.schema_dir().joinpath("location.json").read_bytes()
+    monkeypatch.setattr(cache, "schema_dir", lambda: copied)
+    monkeypatch.setattr(cache, "_FINGERPRINT", None)
+    assert cache.code_fingerprint() != before
+    monkeypatch.setattr(cache, "schema_dir", schemas.schema_dir)
+    monkeypatch.setattr(cache, "_FINGERPRINT", None)
+    assert cache.code_fingerprint() == before

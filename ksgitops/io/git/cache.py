@@ -15,11 +15,13 @@ from pathlib import Path
 from typing import Any, Iterator, MutableMapping
 
 from ... import __version__
+from ...core.load.schemas import schema_dir, schema_names
 from ..fs.paths import STATE_DIR, check_path, write_file
 
 def code_fingerprint() -> str:
-    """A digest of ksgitops' own source: a cache or memo pickled by other code (whose classes may
-    have other fields) is never loaded. Costs a read of the package's files, once per process."""
+    """A digest of ksgitops' own source and schema files: a cache or memo pickled by other code
+    (whose classes may have other fields), or holding findings of other schemas, is never loaded.
+    Costs a read of the package's files, once per process."""
     global _FINGERPRINT
     if _FINGERPRINT is None:
         root = Path(__file__).resolve().parents[2]
@@ -27,6 +29,10 @@ def code_fingerprint() -> str:
         for path in sorted(root.rglob("*.py")):
             digest.update(f"{path.relative_to(root)}\0".encode())
             digest.update(path.read_bytes())
+        schemas = schema_dir()
+        for name in schema_names():
+            digest.update(f"schema/{name}\0".encode())
+            digest.update(schemas.joinpath(name).read_bytes())
         _FINGERPRINT = f"{__version__}-{digest.hexdigest()}"
     return _FINGERPRINT
 
