@@ -15,7 +15,7 @@ from ksgitops.core.load.snapshot import SourceFile
 # names as reconcile writes them, and anything else a string can hold (yaml_str quotes it)
 VALUES = st.one_of(st.from_regex(r"[a-z0-9]([-a-z0-9.]{0,20}[a-z0-9])?", fullmatch=True),
                    st.sampled_from(["yes", "no", "null", "~", "1e3", "0x1", "true", "'", "''", "a'b", '"', "-",
-                                    " lead", "trail ", "a: b", "#c", "é", "\t", "line\nbreak", ""]),
+                                    " lead", "trail ", "a: b", "#c", "é", "\t", "line\nbreak", "", "[a]", "{b: c}"]),
                    st.text(max_size=12))
 
 
@@ -24,8 +24,10 @@ VALUES = st.one_of(st.from_regex(r"[a-z0-9]([-a-z0-9.]{0,20}[a-z0-9])?", fullmat
 def test_the_template_is_read_back_as_the_parser_reads_it(wec: str, uid: str, inventory: str, mailbox: str) -> None:
     data = space_yaml(wec, uid, inventory, mailbox)
     own = own_space_document(data)
-    if own is None:  # a value written double-quoted (not printable, or spaces around it): parsed
-        assert not all(v.isprintable() and v == v.strip() for v in (wec, uid, inventory, mailbox))
+    if own is None:  # a value written double-quoted (not printable, or spaces around it), or one
+        # with brackets (which the parser counts even when quoted): parsed
+        assert not all(v.isprintable() and v == v.strip() and not set(v) & set("[]{}")
+                       for v in (wec, uid, inventory, mailbox))
         return
     parsed = read_source("spaces/m/space.yaml", data)
     assert parsed.problems == ()
@@ -68,3 +70,14 @@ def test_a_mailbox_is_recognised_without_the_parser_and_cached_as_parsed(monkeyp
     edited = data.replace(b"Type: managed", b"Type: managed  # mine")
     with pytest.raises(pytest.fail.Exception):
         read.mailbox_space(_OneFile(edited), "mb-1", {})
+
+
+@pytest.mark.parametrize("values", [
+    ("wec-1", "[" * 501, "inventory", "mb-1"),  # the parser counts brackets even when quoted
+    ("wec-1", "[" * 130, "{" * 130, "[" * 130 + "{" * 130),
+    ("w", "u", "inventory", "a" * (10 * 2**20 + 1)),  # larger than the parser takes
+])
+def test_what_the_parser_refuses_is_left_to_it(values) -> None:
+    data = space_yaml(*values)
+    assert read_source("spaces/m/space.yaml", data).problems
+    assert own_space_document(data) is None

@@ -168,7 +168,7 @@ def _string_keys(value: Any) -> bool:
     """Every mapping key in `value` a string (else the finding about it is not under `metadata`)."""
     if isinstance(value, dict):
         return all(isinstance(k, str) and _string_keys(v) for k, v in value.items())
-    if isinstance(value, list):
+    if isinstance(value, (list, tuple)):
         return all(_string_keys(item) for item in value)
     return True
 

@@ -39,6 +39,8 @@ def space_yaml(wec_name: str, uid: str, inventory: str, mailbox: str) -> bytes:
 
 _SCALAR = rb"('(?:[^'\n]|'')*'|[^'\"\s][^\n]*)"  # plain or single-quoted (double-quoted: parsed)
 _HOLE = "xvaluex"
+_MAX_BYTES = 4096
+_BRACKETS = re.compile(rb"[\[\]{}]")
 _TEMPLATE = re.compile(re.escape(space_yaml(_HOLE, _HOLE, _HOLE, _HOLE)).replace(_HOLE.encode(), _SCALAR))
 
 
@@ -46,6 +48,8 @@ def own_space_document(data: bytes) -> dict[str, Any] | None:
     """The document `data` holds when it is exactly space_yaml of some values, else None: the
     values are read back and rendered again, so only the template's own output is recognised
     (a YAML parser reads those bytes as the same document: tests/test_mailboxspace.py)."""
+    if len(data) > _MAX_BYTES or _BRACKETS.search(data):
+        return None  # the parser's own checks (size, brackets counted even when quoted) decide
     match = _TEMPLATE.fullmatch(data)
     if match is None:
         return None
