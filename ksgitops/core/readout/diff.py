@@ -13,7 +13,7 @@ from typing import Any
 
 from ...model import counted
 from ...names import file_stem, printable
-from .render import redact_pair, render_mailbox
+from .render import mailbox_inputs, redact_pair, render_mailbox
 from ..serialize import dump_yaml, load_yaml
 from ..tree import FileTree
 
@@ -86,8 +86,9 @@ class DiffResult:
 def mailbox_changes(old: FileTree | None, new: FileTree | None) -> list[ObjectChange]:
     """The objects of one mailbox that render differently (none when they render the same), and
     its SyncerConfig when that changes: it steers what the WEC's syncer does."""
-    before = dict(render_mailbox(old)) if old else {}
-    after = dict(render_mailbox(new)) if new else {}
+    moved = _moved(old, new)  # an object whose base copy and patch are the same renders the same
+    before = dict(render_mailbox(old, moved)) if old else {}
+    after = dict(render_mailbox(new, moved)) if new else {}
     changes = []
     for rel in sorted(set(before) | set(after)):
         a, b = redact_pair(before.get(rel), after.get(rel))
@@ -97,6 +98,12 @@ def mailbox_changes(old: FileTree | None, new: FileTree | None) -> list[ObjectCh
     if syncer[0] != syncer[1]:
         changes.append(ObjectChange(SYNCER_CONFIG, *syncer, file=SYNCER_CONFIG))
     return changes
+
+
+def _moved(old: FileTree | None, new: FileTree | None) -> set[str]:
+    before = {rel: (data, patch) for rel, data, patch in mailbox_inputs(old)} if old else {}
+    after = {rel: (data, patch) for rel, data, patch in mailbox_inputs(new)} if new else {}
+    return {rel for rel in set(before) | set(after) if before.get(rel) != after.get(rel)}
 
 
 SYNCER_CONFIG = "syncerconfig.yaml"

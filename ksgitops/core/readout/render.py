@@ -17,24 +17,34 @@ from ..tree import FileTree, walk
 REDACTED = "<redacted>"
 
 
-def render_mailbox(files: FileTree) -> list[tuple[str, dict[str, Any]]]:
-    """(rel, object) pairs in path order, `rel` as in objects/<rel>.yaml."""
+def render_mailbox(files: FileTree, only: set[str] | None = None) -> list[tuple[str, dict[str, Any]]]:
+    """(rel, object) pairs in path order, `rel` as in objects/<rel>.yaml (with `only`: those rels)."""
+    rendered = []
+    for rel, data, patch in mailbox_inputs(files):
+        if only is not None and rel not in only:
+            continue
+        body = load_yaml(data)
+        if patch is not None:
+            body = jsonpatch.apply_patch(body, orjson.loads(patch))
+        rendered.append((rel, _drop_empty_annotations(body)))
+    return rendered
+
+
+def mailbox_inputs(files: FileTree) -> list[tuple[str, bytes, bytes | None]]:
+    """(rel, base copy, patch or None) of every object of a mailbox, in path order: what its
+    rendering of that object is made of."""
     objects = files.get("objects")
     patches = files.get("patches")
     if not isinstance(objects, dict):
         return []
     patch_files = dict(walk(patches)) if isinstance(patches, dict) else {}
-    rendered = []
+    found = []
     for path, data in walk(objects):
-        if not isinstance(data, bytes) or not path.endswith(".yaml"):
-            continue
-        rel = path[: -len(".yaml")]
-        body = load_yaml(data)
-        patch = patch_files.get(f"{rel}.json")
-        if isinstance(patch, bytes):
-            body = jsonpatch.apply_patch(body, orjson.loads(patch))
-        rendered.append((rel, _drop_empty_annotations(body)))
-    return rendered
+        if isinstance(data, bytes) and path.endswith(".yaml"):
+            rel = path[: -len(".yaml")]
+            patch = patch_files.get(f"{rel}.json")
+            found.append((rel, data, patch if isinstance(patch, bytes) else None))
+    return found
 
 
 # The order `kubectl kustomize` prints objects in (its default "legacy" sort): these kinds first,
