@@ -25,6 +25,9 @@ class Origin:
     def __str__(self) -> str:
         return f"{self.path}:{self.line}" if self.line else self.path
 
+    def __reduce__(self) -> tuple[Any, ...]:  # caches pickle thousands: twice as fast as the slots' state
+        return Origin, (self.path, self.line)
+
 
 @dataclass(frozen=True, order=True, slots=True)
 class ObjRef:
@@ -38,6 +41,9 @@ class ObjRef:
     def __str__(self) -> str:
         gk = f"{self.kind}.{self.group}" if self.group else self.kind
         return f"{gk} {self.namespace}/{self.name}" if self.namespace else f"{gk} {self.name}"
+
+    def __reduce__(self) -> tuple[Any, ...]:  # as Origin's
+        return ObjRef, (self.group, self.kind, self.namespace, self.name)
 
 
 def split_api_version(api_version: str) -> tuple[str, str]:

@@ -76,6 +76,9 @@ class Destination:
         return {"cluster": self.cluster, "locationName": self.location_name,
                 "syncTargetName": self.sync_target_name, "syncTargetUID": self.sync_target_uid}
 
+    def __reduce__(self) -> tuple[Any, ...]:  # as model.Origin's
+        return Destination, (self.cluster, self.location_name, self.sync_target_name, self.sync_target_uid)
+
 
 def _of_kind(objs: Iterable[Obj], kind: str) -> list[Obj]:
     return [o for o in objs if o.kind == kind and o.group == "edge.kubestellar.io"]
