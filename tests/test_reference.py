@@ -20,8 +20,7 @@ from ksgitops.cli.commands import cli as ksgitops_cli
 from ksgitops.cli.doc import OPTIONS_BEGIN, OPTIONS_END, options_reference, replace_in
 from ksgitops.core.customize import customizer as customize
 from ksgitops.core.place import base
-from ksgitops.core.emit import files as emit
-from ksgitops.core.load import read as load
+from ksgitops.core.load import mailboxspace
 from ksgitops.core.place import what
 from ksgitops.core.load.repoconfig import RepoConfig, parse_repo_config
 from ksgitops.core.load.schemas import SCHEMA_FILES, load_schema
@@ -170,7 +169,8 @@ def test_ksgitops_validate_accepts_the_example_and_refuses_it_broken(cli: Any, e
 def test_every_annotation_and_label_the_code_reads_or_writes_is_listed() -> None:
     table = section(reference(), "Labels and annotations")
     keys = [customize.CUSTOMIZER_ANNOTATION, customize.EXPAND_ANNOTATION, agent.CREATE_ONLY_ANNOTATION,
-            agent.CONTEXT_ANNOTATION, load.SYNC_TARGET_ANNOTATION, emit.UID_ANNOTATION, emit.INVENTORY_ANNOTATION,
+            agent.CONTEXT_ANNOTATION, mailboxspace.SYNC_TARGET_ANNOTATION, mailboxspace.UID_ANNOTATION,
+            mailboxspace.INVENTORY_ANNOTATION,
             base.PROJECTED_LABEL, what.NAMESPACE_NAME_LABEL]
     for key in keys:
         assert f"`{key}" in table, f"{key} is not in the table of labels and annotations"

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any, Iterable
 
 from ..place.base import Base
-from ..load.mailboxspace import INVENTORY_ANNOTATION, UID_ANNOTATION, space_yaml as mailbox_space_yaml
+from ..load.mailboxspace import space_yaml as mailbox_space_yaml
 from .mailbox import Entry, MailboxPlan, upsync_sets
 from ..serialize import canonical_json, dump_yaml, yaml_str
 from ..tree import KEEP, OTHERS, FileTree, put

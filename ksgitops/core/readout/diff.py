@@ -13,7 +13,7 @@ from typing import Any
 
 from ...model import counted
 from ...names import file_stem, printable
-from .render import mailbox_inputs, redact_pair, render_mailbox
+from .render import mailbox_inputs, redact_pair, render_inputs
 from ..serialize import dump_yaml, load_yaml
 from ..tree import FileTree
 
@@ -86,9 +86,10 @@ class DiffResult:
 def mailbox_changes(old: FileTree | None, new: FileTree | None) -> list[ObjectChange]:
     """The objects of one mailbox that render differently (none when they render the same), and
     its SyncerConfig when that changes: it steers what the WEC's syncer does."""
-    moved = _moved(old, new)  # an object whose base copy and patch are the same renders the same
-    before = dict(render_mailbox(old, moved)) if old else {}
-    after = dict(render_mailbox(new, moved)) if new else {}
+    old_inputs, new_inputs = (mailbox_inputs(old) if old else []), (mailbox_inputs(new) if new else [])
+    moved = _moved(old_inputs, new_inputs)  # an object whose base copy and patch are the same renders the same
+    before = dict(render_inputs(old_inputs, moved))
+    after = dict(render_inputs(new_inputs, moved))
     changes = []
     for rel in sorted(set(before) | set(after)):
         a, b = redact_pair(before.get(rel), after.get(rel))
@@ -100,9 +101,9 @@ def mailbox_changes(old: FileTree | None, new: FileTree | None) -> list[ObjectCh
     return changes
 
 
-def _moved(old: FileTree | None, new: FileTree | None) -> set[str]:
-    before = {rel: (data, patch) for rel, data, patch in mailbox_inputs(old)} if old else {}
-    after = {rel: (data, patch) for rel, data, patch in mailbox_inputs(new)} if new else {}
+def _moved(old: list[tuple[str, bytes, bytes | None]], new: list[tuple[str, bytes, bytes | None]]) -> set[str]:
+    before = {rel: (data, patch) for rel, data, patch in old}
+    after = {rel: (data, patch) for rel, data, patch in new}
     return {rel for rel in set(before) | set(after) if before.get(rel) != after.get(rel)}
 
 

@@ -17,10 +17,16 @@ from ..tree import FileTree, walk
 REDACTED = "<redacted>"
 
 
-def render_mailbox(files: FileTree, only: set[str] | None = None) -> list[tuple[str, dict[str, Any]]]:
-    """(rel, object) pairs in path order, `rel` as in objects/<rel>.yaml (with `only`: those rels)."""
+def render_mailbox(files: FileTree) -> list[tuple[str, dict[str, Any]]]:
+    """(rel, object) pairs in path order, `rel` as in objects/<rel>.yaml."""
+    return render_inputs(mailbox_inputs(files))
+
+
+def render_inputs(inputs: list[tuple[str, bytes, bytes | None]], only: set[str] | None = None
+                  ) -> list[tuple[str, dict[str, Any]]]:
+    """render_mailbox of a mailbox's inputs (mailbox_inputs); with `only`, of those rels."""
     rendered = []
-    for rel, data, patch in mailbox_inputs(files):
+    for rel, data, patch in inputs:
         if only is not None and rel not in only:
             continue
         body = load_yaml(data)
