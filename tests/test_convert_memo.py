@@ -18,6 +18,7 @@ from ksgitops.core.load import convert
 from ksgitops.core.load.schemas import SCHEMA_FILES, load_schema, schema_findings
 
 CORPUS = Path(__file__).resolve().parents[2] / "shared" / "kubestellar-yaml"
+NEEDS_CORPUS = pytest.mark.skipif(not CORPUS.is_dir(), reason=f"no KubeStellar corpus at {CORPUS}")
 # keywords at a schema's top level that cannot see into one property's value from outside it
 LOCAL_KEYWORDS = {"$schema", "$id", "title", "description", "type", "required", "properties",
                   "additionalProperties", "$defs"}

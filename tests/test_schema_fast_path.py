@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from ksgitops.core.load import schemas
 from ksgitops.core.load.schemas import SCHEMA_FILES, schema_findings, validator_for
-from test_convert_memo import DOCUMENTS
+from test_convert_memo import DOCUMENTS, NEEDS_CORPUS
 
 JSON = st.recursive(
     st.one_of(st.none(), st.booleans(), st.integers(min_value=-2**63, max_value=2**63 - 1),
@@ -40,6 +40,7 @@ def _schema(body: dict[str, Any]) -> str:
     return SCHEMA_FILES[(body["apiVersion"], body["kind"])]
 
 
+@NEEDS_CORPUS
 def test_valid_documents_are_answered_fast() -> None:
     valid = [d for d in DOCUMENTS if validator_for(_schema(d)).is_valid(schemas._jsonable(d, [], []))]
     assert len(valid) >= 20
@@ -96,6 +97,7 @@ def test_every_schema_is_one_file_without_a_ref_beside_other_keywords() -> None:
         schemas._fast_validator(name)  # compiles
 
 
+@NEEDS_CORPUS
 def test_the_kinds_of_the_documents_cover_every_schema_that_uses_common_definitions() -> None:
     kinds = {d["kind"] for d in DOCUMENTS}
     assert {"Customizer", "EdgePlacement", "SyncerConfig"} <= kinds, kinds
