@@ -9,7 +9,7 @@ Also: which rule the API server checks an object's name with (`name_error`).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Iterable
+from typing import Any, Iterable
 
 from .model import Obj
 from .names import dns1035_label_error, dns1123_label_error, dns1123_subdomain_error, path_segment_name_error
@@ -123,6 +123,9 @@ class KindTable:
         self._extra: dict[tuple[str, str], KindInfo] = {}
         for (group, kind), info in (extra or {}).items():
             self.add(group, kind, info)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (KindTable, (self._extra,))  # the built-in table is the code's, not the pickle's
 
     def digest(self) -> str:
         """Changes whenever a lookup could answer differently (CRDs, RepoConfig kinds)."""

@@ -143,7 +143,7 @@ class _OneCommit:
             self.folded, _ = app.plan_fold_in(self._source(), self.cache.content)
         self._apply(self.folded.generated)
         with self.guard.computing():
-            self.status = app.summarize_commit(self._source(), self.cache.content, memo)
+            self.status = app.summarize_commit(self._source(), self.cache, memo)
         output = self.status[1]
         self._apply({**output.generated, STATUS_MD: output.markdown})
 

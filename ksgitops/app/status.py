@@ -8,9 +8,9 @@ from typing import Any, MutableMapping
 
 from ..core.load.read import load
 from ..core.load.repoconfig import SOURCE_TRAILER, parse_repo_config, trailers
-from ..core.pipeline import Result
+from ..core.pipeline import PlacedResult, Result
 from ..io.fs.worktree import write_generated
-from ..io.git import foldin, repo as git
+from ..io.git import foldin, repo as git, runrecord
 from ..io.git.branch import git_dir
 from ..io.git.cache import DiskCache
 from ..io.git.foldin import report_refs
@@ -20,7 +20,7 @@ from .sources import WORKTREE, Source, commit_on_branch, compute, open_branch, o
 
 @dataclass
 class StatusOutcome:
-    result: Result
+    result: Result | PlacedResult
     output: Any  # core.status.StatusOutput
     changed: list[str]  # status roots rewritten, and STATUS.md when it changed
     problems: list[Any]
@@ -103,7 +103,7 @@ def status_commit(path: Path, source: str = "HEAD", memo: Any = None, cache: Any
     repo, commit = src.repo, src.commit
     memo_file = ss.memo_path(repo.path, "git") if memo is None else None  # type: ignore[attr-defined]
     memo = ss.load_memo(memo_file) if memo is None else memo
-    result, output = summarize_commit(src, cache.content, memo)
+    result, output = summarize_commit(src, cache, memo)
     cache.save_content()
     base = src.snapshot.index  # type: ignore[attr-defined]
     generated = {**output.generated, STATUS_MD: output.markdown}
@@ -116,13 +116,27 @@ def status_commit(path: Path, source: str = "HEAD", memo: Any = None, cache: Any
                          folded)
 
 
-def summarize_commit(src: Source, content: MutableMapping[Any, Any], memo: Any) -> tuple[Result, Any]:
-    """The placements and the status summary (core.status.StatusOutput) of a commit's mailboxes."""
+def summarize_commit(src: Source, cache: Any, memo: Any) -> tuple[PlacedResult, Any]:
+    """The placements and the status summary (core.status.StatusOutput) of a commit's mailboxes;
+    `cache` a DiskCache."""
     from ..core.status.summary import summarize  # see status_worktree
     from ..io import status_sources as ss
-    result = placements_only(src, content)
+    result = placed_commit(src, cache)
     source = ss.GitStatusSource(src.repo, src.snapshot.index)  # type: ignore[arg-type, attr-defined]
     return result, summarize(result, source, memo, result.config.status_limit)
+
+
+def placed_commit(src: Source, cache: Any) -> PlacedResult:
+    """Where and what over a commit (placements_only), from the record of the last status run
+    when the commit's reconcile inputs are those it recorded (runrecord.py's fingerprint: reports
+    and status files are not among them); else computed, and recorded for the next run."""
+    base = src.snapshot.index  # type: ignore[attr-defined]
+    known = cache.placed
+    if runrecord.proves_unchanged(known, base) and isinstance(known.result, PlacedResult):
+        return known.result
+    record = runrecord.placed_record(base, placements_only(src, cache.content))
+    cache.save_placed(record)
+    return record.result  # type: ignore[return-value]
 
 
 def source_of(commit: Any) -> str:

@@ -21,18 +21,21 @@ from .. import __version__
 from .base import KsGroup, color_enabled, complete_wecs, confined_json, dump, exit_if_confined, fail, global_options, output_option, print_frozen, print_problems, problem_json, wants_json
 from .fleet import FLEET_COMMANDS
 from .output import ProgressBars, print_paged, style_diff, wec_table
-from ..core.readout import diff as diffs
-from ..core.readout.explain import as_text, explain_object_on, explain_wec, no_match_message
-from ..core.readout.render import as_list, in_apply_order, render_mailbox
-from ..core.serialize import dump_yaml_all
-from ..io import extdiff
 from ..io.fs.locate import Need, locate
 from ..model import KsgitopsError, Origin, Problem, counted
 
 if TYPE_CHECKING:
     from ..app import usecases as app
-else:
+    from ..core import serialize
+    from ..core.readout import diff as diffs, explain as explaining, render as rendering
+    from ..io import extdiff
+else:  # loaded by the commands that use them: a proven no-op never needs the pipeline's rooms
     app = lazy_module("ksgitops.app.usecases")
+    serialize = lazy_module("ksgitops.core.serialize")
+    diffs = lazy_module("ksgitops.core.readout.diff")
+    explaining = lazy_module("ksgitops.core.readout.explain")
+    rendering = lazy_module("ksgitops.core.readout.render")
+    extdiff = lazy_module("ksgitops.io.extdiff")
 
 REPO = click.argument("repo", required=False, default=None, type=click.Path(file_okay=False, path_type=Path))
 
@@ -176,11 +179,11 @@ def render(wec: str, repo: Path | None, output: str) -> None:
     print_problems([p for p in result.problems if not p.wec or mailbox in p.mailboxes])
     print_frozen(result)
     tree = app.mailbox_tree(root, result, mailbox)
-    objects = in_apply_order([body for _, body in render_mailbox(tree)] if tree else [])
+    objects = rendering.in_apply_order([body for _, body in rendering.render_mailbox(tree)] if tree else [])
     if output == "json":
-        dump(as_list(objects))
+        dump(rendering.as_list(objects))
     else:
-        click.echo(dump_yaml_all(objects).decode(), nl=False)
+        click.echo(serialize.dump_yaml_all(objects).decode(), nl=False)
     exit_if_confined(result)
 
 
@@ -201,10 +204,10 @@ def explain(wec: str, obj: str | None, repo: Path | None, output: str) -> None:
     if mailbox in result.frozen.wecs:
         raise KsgitopsError(f"WEC {wec} is frozen: its mailbox spaces/{mailbox} is kept as it stands until the "
                             "errors of its inventory space are fixed")
-    data = explain_object_on(result, mailbox, obj) if obj else explain_wec(result, mailbox)
+    data = explaining.explain_object_on(result, mailbox, obj) if obj else explaining.explain_wec(result, mailbox)
     if obj and not data["matches"]:
-        raise KsgitopsError(no_match_message(result, obj))
-    dump({**data, **confined_json(result)}) if output == "json" else click.echo(as_text(data))
+        raise KsgitopsError(explaining.no_match_message(result, obj))
+    dump({**data, **confined_json(result)}) if output == "json" else click.echo(explaining.as_text(data))
     exit_if_confined(result)
 
 

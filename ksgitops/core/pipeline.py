@@ -86,6 +86,26 @@ class RecordedResult(Judged):
         return cls(list(result.problems), dict(result.wecs), result.config, result.frozen)
 
 
+@dataclass
+class PlacedResult(Judged):
+    """What status reads of a reconcile: where and what (WECs, placements, kinds), each source
+    space's objects (`loaded.spaces`: its other fields stay empty) and what was found and frozen;
+    no mailbox. Small enough to keep as a record of a commit (app/status.py)."""
+
+    problems: list[Problem]
+    wecs: dict[str, Wec]
+    config: RepoConfig
+    frozen: Frozen
+    kinds: KindTable
+    placements: dict[str, list[PlacementPlan]]
+    loaded: Loaded
+
+    @classmethod
+    def of(cls, result: Result) -> PlacedResult:
+        return cls(list(result.problems), dict(result.wecs), result.config, result.frozen, result.kinds,
+                   dict(result.placements), Loaded(spaces=dict(result.loaded.spaces)))
+
+
 def reconcile(snapshot: Snapshot, previous: Previous = NO_PREVIOUS,
               cache: ParseCache | None = None, progress: Progress | None = None,
               reuse: Callable[[str, str], bool] | None = None) -> Result:

@@ -1,7 +1,8 @@
 """A persistent, local-only cache in the git directory: parse results by blob id, per-object
 checks, and the input digest + tree id of each mailbox committed without problems
-(`cache.pickle`, read only when a run needs it), and the record of the last reconcile of a commit
-(`reconciled.pickle`, small: see runrecord.py).
+(`cache.pickle`, read only when a run needs it), the record of the last reconcile of a commit
+(`reconciled.pickle`, small: see runrecord.py) and of the last status run's placements
+(`placed.pickle`, app/status.py).
 
 It is an optimisation only: a missing, stale or corrupt file means a full reconcile. Entries not
 used by a run are dropped when it saves, so the file tracks the repo's current content.
@@ -39,6 +40,8 @@ def code_fingerprint() -> str:
 
 _FINGERPRINT: str | None = None
 FORMAT = "ksgitops-cache-2"
+RECORD_FILE = "reconciled.pickle"
+PLACED_FILE = "placed.pickle"
 
 
 class TouchedDict(MutableMapping[Any, Any]):
@@ -78,6 +81,7 @@ class DiskCache:
         self._loaded_keys: frozenset[Any] = frozenset()
         self._loaded_mailboxes: dict[str, tuple[str, str]] = {}
         self._record: Any = _MISSING
+        self._placed: Any = _MISSING
 
     @property
     def content(self) -> TouchedDict:
@@ -109,27 +113,39 @@ class DiskCache:
     def record(self) -> Any:
         """The last reconcile's RunRecord (runrecord.py), or None."""
         if self._record is _MISSING:
-            data = _read(self._record_path()) if self.path is not None else {}
-            self._record = data.get("record")
+            self._record = self._read_record(RECORD_FILE)
         return self._record
 
     def save_record(self, record: Any) -> None:
         """Keep `record` (only written when it differs from the one read)."""
-        if record == self.record:
-            return
-        self._record = record
-        path = self._record_path()
-        if path is not None:
-            _write(path, {"format": f"{FORMAT}-{code_fingerprint()}", "record": record})
+        if record != self.record:
+            self._record = record
+            self._write_record(RECORD_FILE, record)
 
-    def _record_path(self) -> Path | None:
-        return self.path.with_name("reconciled.pickle") if self.path is not None else None
+    @property
+    def placed(self) -> Any:
+        """The record of the last status run's placements over a commit (app/status.py), or None."""
+        if self._placed is _MISSING:
+            self._placed = self._read_record(PLACED_FILE)
+        return self._placed
+
+    def save_placed(self, record: Any) -> None:
+        if record != self.placed:
+            self._placed = record
+            self._write_record(PLACED_FILE, record)
+
+    def _read_record(self, name: str) -> Any:
+        return _read(self.path.with_name(name)).get("record") if self.path is not None else None
+
+    def _write_record(self, name: str, record: Any) -> None:
+        if self.path is not None:
+            _write(self.path.with_name(name), {"format": f"{FORMAT}-{code_fingerprint()}", "record": record})
 
     @classmethod
     def for_git_dir(cls, git_dir: str) -> "DiskCache":
         """The repository's cache (a link on the way is a LinkError: never read or written through)."""
-        check_path(Path(git_dir), f"{STATE_DIR}/cache.pickle", shown=str(git_dir).rstrip("/"))
-        check_path(Path(git_dir), f"{STATE_DIR}/reconciled.pickle", shown=str(git_dir).rstrip("/"))
+        for name in ("cache.pickle", RECORD_FILE, PLACED_FILE):
+            check_path(Path(git_dir), f"{STATE_DIR}/{name}", shown=str(git_dir).rstrip("/"))
         return cls(Path(git_dir) / STATE_DIR / "cache.pickle")
 
     def next_run(self) -> None:
@@ -139,8 +155,10 @@ class DiskCache:
         self._loaded_mailboxes = dict(self.mailboxes)
 
     def save_content(self) -> None:
-        """Save after a run that did not commit: the mailbox entries stay as they were."""
-        self.save(self.mailboxes)
+        """Save after a run that did not commit: the mailbox entries stay as they were (a run
+        that never read them has nothing to save)."""
+        if self._content is not None:
+            self.save(self.mailboxes)
 
     def save(self, mailboxes: dict[str, tuple[str, str]]) -> None:
         """Write the entries this run used (only when something is new: a no-op run writes nothing)."""

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ...core.load.snapshot import CONFIG_FILE, GENERATED_DIR
-from ...core.pipeline import RecordedResult
+from ...core.pipeline import PlacedResult, RecordedResult
 
 MAILBOX_PARTS = ("space.yaml", "kustomization.yaml", "syncerconfig.yaml", "objects", "patches")
 NOT_READ = "status"  # in a source space's .ksgitops/: written by status only
@@ -28,7 +28,7 @@ NOT_READ = "status"  # in a source space's .ksgitops/: written by status only
 class RunRecord:
     fingerprint: dict[str, str]
     mailboxes: dict[str, str]  # owned mailbox -> its tree id when recorded
-    result: RecordedResult  # what the run reported
+    result: RecordedResult | PlacedResult  # what the run reported (a status run: what it placed)
     loaded_mailboxes: list[str] = field(default_factory=list)  # every mailbox space, read or written
 
 
@@ -81,9 +81,17 @@ def record_of(index: Any, result: Any) -> RunRecord:
                      sorted(set(result.loaded.mailboxes) | owned))
 
 
+def placed_record(index: Any, result: Any) -> RunRecord:
+    """The record of where and what (core.pipeline.PlacedResult of `result`, a Result computed
+    with every mailbox read as it stands) over the tree behind `index`: a later tree with the same
+    fingerprint gives the same placements, whatever its mailboxes' reports say."""
+    boxes = {mb: index.entry_id(f"spaces/{mb}") for mb in sorted(result.loaded.mailboxes)}
+    return RunRecord(fingerprint(index, boxes), boxes, PlacedResult.of(result), sorted(boxes))
+
+
 def proves_unchanged(record: RunRecord | None, index: Any) -> bool:
     """True when reconciling the tree behind `index` would change nothing (see the module)."""
     return record is not None and fingerprint(index, record.mailboxes, record) == record.fingerprint
 
 
-__all__ = ["RunRecord", "fingerprint", "record_of", "proves_unchanged", "MAILBOX_PARTS"]
+__all__ = ["RunRecord", "fingerprint", "record_of", "placed_record", "proves_unchanged", "MAILBOX_PARTS"]
