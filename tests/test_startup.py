@@ -1,5 +1,5 @@
 """Start-up is part of every command: the CLI loads the use cases (and the rooms behind them) only
-when a command uses them (cli/lazy.py)."""
+when a command uses them (ksgitops/lazy.py)."""
 from __future__ import annotations
 
 import shutil
@@ -29,3 +29,17 @@ def test_a_command_loads_the_use_cases_on_first_use(tmp_path: Path) -> None:
             "print('RESULT', type(sys.modules['ksgitops.app.usecases']).__name__, file=sys.stderr)")
     err = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stderr
     assert err.splitlines()[-1] == "RESULT module"
+
+
+@pytest.mark.parametrize("argv", [["reconcile"], ["reconcile", "--commit"], ["diff"]])
+def test_a_proven_run_answers_without_loading_the_pipeline(example_git: Path, argv: list[str]) -> None:
+    """A run the record proves (after the same reconcile) loads neither the pipeline nor the rooms
+    behind it: it answers from the record."""
+    code = ("import sys\nfrom ksgitops.cli.commands import main\n"
+            f"try:\n    main({[*argv, str(example_git)]!r})\nexcept SystemExit:\n    pass\n"
+            "print('RESULT', *(type(sys.modules.get(m)).__name__ for m in"
+            " ('ksgitops.core.pipeline', 'ksgitops.core.emit.mailbox', 'ksgitops.core.customize.patchdiff')), file=sys.stderr)")
+    for _ in range(3):  # the third run's record is settled (no stamp from the tick it recorded in)
+        subprocess.run([sys.executable, "-m", "ksgitops", "reconcile", *argv[1:], str(example_git)], capture_output=True, check=True)
+    err = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False).stderr
+    assert err.splitlines()[-1] == "RESULT _LazyModule NoneType NoneType", err

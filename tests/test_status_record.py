@@ -13,7 +13,7 @@ import pytest
 
 from conftest import EXAMPLE, git, git_init
 from ksgitops.app import status as status_room, usecases as app
-from ksgitops.core.pipeline import PlacedResult
+from ksgitops.core.results import PlacedResult
 from ksgitops.core.status.summary import STATUS_MD
 from ksgitops.io.fs.paths import LinkError
 from ksgitops.io.git.cache import PLACED_FILE, DiskCache

@@ -37,12 +37,12 @@ class Pipeline:
 
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
         self.runs = 0
-        original = app.reconcile
+        original = app.pipeline.reconcile
 
         def counted(*args: Any, **kwargs: Any) -> Any:
             self.runs += 1
             return original(*args, **kwargs)
-        monkeypatch.setattr(app, "reconcile", counted)
+        monkeypatch.setattr(app.pipeline, "reconcile", counted)
 
 
 def test_a_proven_work_tree_is_not_computed_and_reports_the_same(example_git: Path, cli,

@@ -5,17 +5,22 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, MutableMapping
+from typing import TYPE_CHECKING, Any, Callable, MutableMapping
 
 from ..core.load.snapshot import Snapshot
-from ..core.pipeline import Result, reconcile
 from ..io.fs import worktree
 from ..io.fs.tree import WorkTreeSnapshot, check_layout
 from ..io.git import branch, checkout, repo as git
 from ..io.git.branch import git_dir
 from ..io.git.cache import DiskCache
 from ..io.git.commit import commit_generated
+from ..lazy import lazy_module
 from ..model import KsgitopsError, Progress
+
+if TYPE_CHECKING:
+    from ..core import pipeline
+else:  # the pipeline's rooms load on a run that computes: a proven one answers without them
+    pipeline = lazy_module("ksgitops.core.pipeline")
 
 WORKTREE = "worktree"
 
@@ -57,15 +62,15 @@ def _recover(workdir: Path | None, repo: Any) -> None:
 
 def compute(src: Source, cache: MutableMapping[Any, Any] | None = None,
             progress: Progress | None = None,
-            reuse: Callable[[str, str], bool] | None = None) -> Result:
+            reuse: Callable[[str, str], bool] | None = None) -> pipeline.Result:
     """Run the pure pipeline; previous copies come from the same snapshot (HEAD or work tree).
     Without a cache of its own, a work tree inside a git repository uses the repository's."""
     if cache is None and src.repo is None:
         disk = worktree_cache(src.path)
-        result = reconcile(src.snapshot, src.snapshot, disk.content, progress, reuse)
+        result = pipeline.reconcile(src.snapshot, src.snapshot, disk.content, progress, reuse)
         disk.save_content()
         return result
-    return reconcile(src.snapshot, src.snapshot, cache, progress, reuse)
+    return pipeline.reconcile(src.snapshot, src.snapshot, cache, progress, reuse)
 
 
 def worktree_cache(path: Path) -> Any:

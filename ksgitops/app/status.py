@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, MutableMapping
+from typing import TYPE_CHECKING, Any, MutableMapping
 
 from ..core.load.read import load
 from ..core.load.repoconfig import SOURCE_TRAILER, parse_repo_config, trailers
-from ..core.pipeline import PlacedResult, Result
+from ..core.results import PlacedResult
 from ..io.fs.worktree import write_generated
 from ..io.git import foldin, repo as git, runrecord
 from ..io.git.branch import git_dir
@@ -16,6 +16,9 @@ from ..io.git.cache import DiskCache
 from ..io.git.foldin import report_refs
 from ..model import Progress, counted
 from .sources import WORKTREE, Source, commit_on_branch, compute, open_branch, open_source
+
+if TYPE_CHECKING:
+    from ..core.pipeline import Result
 
 
 @dataclass

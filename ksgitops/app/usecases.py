@@ -10,12 +10,11 @@ import sys
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from ..core.load.read import SYNC_TARGET_ANNOTATION
 from ..core.load.snapshot import Snapshot
-from ..core.pipeline import RecordedResult, Result, reconcile
-from ..core.readout import diff as diffs
+from ..core.results import RecordedResult
 from ..core.readout.wecs import find_wec, wec_display_names, wec_rows
 from ..core.serialize import load_yaml
 from ..core.tree import REUSE, FileTree, same_files
@@ -26,11 +25,21 @@ from ..io.fs.worktree import write_generated
 from ..io.git import repo as git, runrecord
 from ..io.git.branch import git_dir
 from ..io.git.cache import DiskCache
+from ..lazy import lazy_module
 from ..model import KsgitopsError, Progress
 from .sources import WORKTREE, Source, commit_on_branch, compute, open_branch, open_source, worktree_cache
 # the use cases' face: the command line calls app.<use case>, wherever in app/ it is written
 from .status import (FoldOutcome, STATUS_SUBJECT, StatusOutcome, fold_in, fold_subject, placements_only, plan_fold_in,
                      source_of, status_commit, status_worktree, summarize_commit)
+
+if TYPE_CHECKING:
+    from ..core import pipeline
+    from ..core.pipeline import Result
+    from ..core.readout import diff as diffs
+else:  # loaded by a run that computes or diffs: a proven one answers without them
+    pipeline = lazy_module("ksgitops.core.pipeline")
+    diffs = lazy_module("ksgitops.core.readout.diff")
+
 
 def init_repo(directory: Path) -> None:
     """`ksgitops init`: copy the bundled example into DIRECTORY (absent or empty)."""
@@ -92,7 +101,7 @@ def reconcile_worktree(path: Path, progress: Progress | None = None,
         return ProvenOutcome(answer.result, roots=answer.generated)
     previous = src.snapshot if source == WORKTREE else WorkTreeSnapshot(path)
     disk = worktree_cache(path)
-    result = reconcile(src.snapshot, previous, disk.content, progress, reuse_recorded(record))
+    result = pipeline.reconcile(src.snapshot, previous, disk.content, progress, reuse_recorded(record))
     changed = write_generated(path, result.generated, record, regenerable=True, progress=progress)
     keep_record(record, src, result)
     disk.save_content()
@@ -205,7 +214,7 @@ def plan_diff(path: Path, against: str | None,
         if answer is not None:
             return answer.result, diffs.DiffResult(False, [], frozen_units(answer.result))
         disk = worktree_cache(path)
-        new = reconcile(old_src.snapshot, old_src.snapshot, disk.content, progress, reuse_recorded(record))
+        new = pipeline.reconcile(old_src.snapshot, old_src.snapshot, disk.content, progress, reuse_recorded(record))
         disk.save_content()
     wec_names = wec_display_names(new)
     changed = False

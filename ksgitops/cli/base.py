@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 import click
 
-from .lazy import lazy_module
+from ..lazy import lazy_module
 from ..io.fs.locate import locate
 from ..model import FEW_WECS, Problem
 from ..names import printable

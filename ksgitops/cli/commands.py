@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 import click
 
-from .lazy import lazy_module
+from ..lazy import lazy_module
 from .. import __version__
 from .base import KsGroup, color_enabled, complete_wecs, confined_json, dump, exit_if_confined, fail, global_options, output_option, print_frozen, print_problems, problem_json, wants_json
 from .fleet import FLEET_COMMANDS

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from .lazy import lazy_module
+from ..lazy import lazy_module
 from .. import __version__
 from ..app.shutdown import Abandoned, Shutdown
 from ..io.fs.locate import Need, locate

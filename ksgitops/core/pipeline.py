@@ -31,27 +31,13 @@ from .tree import REUSE, Generated
 from .load.validate import validate, with_default_namespaces
 from .place.what import Placed, namespace_labels, placement_spec, select
 from .place.where import Wec, destinations, inventory, wec_names
+from .results import Judged
 
 OUTPUT_FORMAT = 1  # bump when generated files change shape: invalidates every reuse digest
 
 
 def no_previous(path: str) -> bytes | None:
     return None
-
-
-class Judged:
-    """What a run's problems mean for its exit: errors, and those confined to a space or WEC."""
-
-    problems: list[Problem]
-
-    @property
-    def errors(self) -> list[Problem]:
-        return [p for p in self.problems if p.is_error]
-
-    @property
-    def confined_errors(self) -> list[Problem]:
-        """Errors of a space or a WEC (not of one (object, WEC) pair): the run exits 2."""
-        return [p for p in self.problems if p.is_error and not p.wec]
 
 
 @dataclass
@@ -69,41 +55,6 @@ class Result(Judged):
     digests: dict[str, str] = field(default_factory=dict)  # mailbox -> input digest
     spaces: Plan | None = None  # the space step's plan (core/place/spaces.py)
     frozen: Frozen = field(default_factory=Frozen)  # what problems confined to a space or WEC froze
-
-
-@dataclass
-class RecordedResult(Judged):
-    """What a reconcile reported, as a record of it keeps it (io/git/runrecord.py): enough to answer
-    a command again (problems, WECs, what was frozen) without the objects it computed."""
-
-    problems: list[Problem]
-    wecs: dict[str, Wec]
-    config: RepoConfig
-    frozen: Frozen
-
-    @classmethod
-    def of(cls, result: Result) -> RecordedResult:
-        return cls(list(result.problems), dict(result.wecs), result.config, result.frozen)
-
-
-@dataclass
-class PlacedResult(Judged):
-    """What status reads of a reconcile: where and what (WECs, placements, kinds), each source
-    space's objects (`loaded.spaces`: its other fields stay empty) and what was found and frozen;
-    no mailbox. Small enough to keep as a record of a commit (app/status.py)."""
-
-    problems: list[Problem]
-    wecs: dict[str, Wec]
-    config: RepoConfig
-    frozen: Frozen
-    kinds: KindTable
-    placements: dict[str, list[PlacementPlan]]
-    loaded: Loaded
-
-    @classmethod
-    def of(cls, result: Result) -> PlacedResult:
-        return cls(list(result.problems), dict(result.wecs), result.config, result.frozen, result.kinds,
-                   dict(result.placements), Loaded(spaces=dict(result.loaded.spaces)))
 
 
 def reconcile(snapshot: Snapshot, previous: Previous = NO_PREVIOUS,

@@ -1,12 +1,15 @@
 """Naming WECs for people: display names, the WEC argument of render/explain, the `wecs` listing."""
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ...model import KsgitopsError
-from ..pipeline import RecordedResult, Result
+from ..results import RecordedResult
 from .suggest import did_you_mean
 from ..place.where import wec_names
+
+if TYPE_CHECKING:
+    from ..pipeline import Result
 
 
 def wec_display_names(result: Result | RecordedResult) -> dict[str, str]:

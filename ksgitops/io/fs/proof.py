@@ -14,13 +14,16 @@ own writes moved is stamped again (below), so that the first run after a write c
 """
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
-from ...core.pipeline import RecordedResult, Result
+from ...core.results import RecordedResult
 from ...core.load.snapshot import GENERATED_DIR
 from ...core.tree import REUSE
 from .statcache import Stamp, full_stamp, newest
 from .tree import space_names
+
+if TYPE_CHECKING:
+    from ...core.pipeline import Result
 
 
 RESTAMP_AT_MOST = 16  # space folders a run's writes may change and still leave a proof

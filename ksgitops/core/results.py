@@ -1,0 +1,70 @@
+"""What a run reports, as records keep it: the result records a later command answers from
+without loading the pipeline (io/git/runrecord.py, io/fs/proof.py, app/status.py).
+
+Light on purpose: a proven no-op unpickles one of these, and every module it names is imported to
+do so; PlacementPlan's room (emit) is loaded only when a PlacedResult is.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from ..kinds import KindTable
+from ..model import Problem
+from .load.read import Loaded
+from .load.repoconfig import RepoConfig
+from .place.isolation import Frozen
+from .place.where import Wec
+
+if TYPE_CHECKING:
+    from .emit.mailbox import PlacementPlan
+
+
+class Judged:
+    """What a run's problems mean for its exit: errors, and those confined to a space or WEC."""
+
+    problems: list[Problem]
+
+    @property
+    def errors(self) -> list[Problem]:
+        return [p for p in self.problems if p.is_error]
+
+    @property
+    def confined_errors(self) -> list[Problem]:
+        """Errors of a space or a WEC (not of one (object, WEC) pair): the run exits 2."""
+        return [p for p in self.problems if p.is_error and not p.wec]
+
+
+@dataclass
+class RecordedResult(Judged):
+    """What a reconcile reported, as a record of it keeps it (io/git/runrecord.py): enough to answer
+    a command again (problems, WECs, what was frozen) without the objects it computed."""
+
+    problems: list[Problem]
+    wecs: dict[str, Wec]
+    config: RepoConfig
+    frozen: Frozen
+
+    @classmethod
+    def of(cls, result: Any) -> RecordedResult:  # a core.pipeline.Result
+        return cls(list(result.problems), dict(result.wecs), result.config, result.frozen)
+
+
+@dataclass
+class PlacedResult(Judged):
+    """What status reads of a reconcile: where and what (WECs, placements, kinds), each source
+    space's objects (`loaded.spaces`: its other fields stay empty) and what was found and frozen;
+    no mailbox. Small enough to keep as a record of a commit (app/status.py)."""
+
+    problems: list[Problem]
+    wecs: dict[str, Wec]
+    config: RepoConfig
+    frozen: Frozen
+    kinds: KindTable
+    placements: dict[str, list[PlacementPlan]]
+    loaded: Loaded
+
+    @classmethod
+    def of(cls, result: Any) -> PlacedResult:  # a core.pipeline.Result
+        return cls(list(result.problems), dict(result.wecs), result.config, result.frozen, result.kinds,
+                   dict(result.placements), Loaded(spaces=dict(result.loaded.spaces)))
