@@ -109,6 +109,9 @@ class Obj:
     def ref(self) -> ObjRef:
         return ObjRef(self.group, self.kind, self.namespace, self.name)
 
+    def __reduce__(self) -> tuple[Any, ...]:  # as Origin's: records keep thousands (a fleet's inventory)
+        return Obj, (self.space, self.body, self.origin, self.key)
+
 
 FEW_WECS = 5  # WECs named when one problem concerns many (the rest are counted)
 
@@ -146,6 +149,9 @@ class Problem:
     @property
     def is_error(self) -> bool:
         return self.severity == "error"
+
+    def __reduce__(self) -> tuple[Any, ...]:  # as Origin's
+        return Problem, (self.origin, self.message, self.severity, self.wec, self.obj, self.wecs)
 
     @property
     def space(self) -> str:

@@ -7,11 +7,11 @@ import pickle
 
 import pytest
 
-from ksgitops.core.place.where import Destination
-from ksgitops.model import ObjRef, Origin
+from ksgitops.core.place.where import Destination, Wec
+from ksgitops.model import Obj, ObjRef, Origin, Problem
 
 
-@pytest.mark.parametrize("cls", [Origin, ObjRef, Destination])
+@pytest.mark.parametrize("cls", [Origin, ObjRef, Destination, Obj, Problem, Wec])
 def test_every_field_comes_back(cls) -> None:
     values = {f.name: (7 if f.type in ("int", int) else f"{f.name}-value") for f in dataclasses.fields(cls)}
     original = cls(**values)

@@ -2,6 +2,7 @@
 (Synced / OutOfSync / Unknown / Failed), how the agent builds its next report, drift field paths."""
 from __future__ import annotations
 
+import shutil
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -9,7 +10,7 @@ from typing import Any
 import pygit2
 import pytest
 
-from conftest import git
+from conftest import EXAMPLE, git, git_init
 from ksgitops.app import usecases as app
 from ksgitops.app.agent import Desired, report_tree
 from ksgitops.core.status.reported import dump_report
@@ -267,3 +268,15 @@ def test_sync_facts_follow_the_memo(example: Path) -> None:
         fresh = _summarize(result, {FLORIN: reports})
         assert (incremental.generated, incremental.markdown) == (fresh.generated, fresh.markdown)
     assert "problems" not in incremental.status("wmw-c", CM)
+
+
+def test_a_commit_and_its_work_tree_list_a_mailbox_alike(tmp_path: Path) -> None:
+    """GitStatusSource walks trees without modes (blob_keys): every object, patch and report with
+    the same key as the work tree's listing gives."""
+    example_git = git_init(Path(shutil.copytree(EXAMPLE, tmp_path / "repo")))  # with its mailboxes and reports
+    repo = pygit2.Repository(str(example_git))
+    index = TreeIndex(repo, repo.revparse_single("HEAD").tree)
+    for mailbox in (FLORIN, "imw1-mb-guilder"):
+        committed, worked = GitStatusSource(repo, index).listing(mailbox), WorkTreeStatusSource(example_git).listing(mailbox)
+        assert committed.reports and committed.objects
+        assert (committed.objects, committed.patches, committed.reports) == (worked.objects, worked.patches, worked.reports)

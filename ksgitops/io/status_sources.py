@@ -25,7 +25,7 @@ from ..core.status.syncreport import REVISION_FILES, REVISION_FOLDERS, revision_
 from .git.cache import code_fingerprint
 from .fs.tree import walk_files
 from .fs.paths import STATE_DIR, check_path
-from .git.repo import TreeIndex, blobs, tree_at
+from .git.repo import TreeIndex, blob_keys, tree_at
 
 PARTS = ("objects", "patches", "reported")
 
@@ -52,8 +52,7 @@ class GitStatusSource:
             entry = self.index.get(f"spaces/{mailbox}/{part}")
             if entry is None or entry.type != pygit2.GIT_OBJECT_TREE:
                 continue
-            for rel, oid, _mode in blobs(self.repo, tree_at(self.repo, entry.id)):
-                key = str(oid)
+            for rel, key in blob_keys(self.repo, tree_at(self.repo, entry.id)):
                 if part == "reported":
                     listing.reports[rel] = (f"spaces/{mailbox}/reported/{rel}", key)
                 else:

@@ -60,6 +60,9 @@ class Wec:
     def uid(self) -> str:
         return sync_target_uid(self.sync_target)
 
+    def __reduce__(self) -> tuple[Any, ...]:  # as Origin's (model.py): a record keeps every WEC
+        return Wec, (self.sync_target, self.locations)
+
 
 @dataclass(frozen=True, slots=True, order=True)
 class Destination:

@@ -31,7 +31,7 @@ def render_inputs(inputs: list[tuple[str, bytes, bytes | None]], only: set[str] 
             continue
         body = load_yaml(data)
         if patch is not None:
-            body = jsonpatch.apply_patch(body, orjson.loads(patch))
+            body = jsonpatch.apply_patch(body, orjson.loads(patch), in_place=True)  # body is this loop's own
         rendered.append((rel, _drop_empty_annotations(body)))
     return rendered
 

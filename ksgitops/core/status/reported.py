@@ -16,7 +16,7 @@ import orjson
 
 from ...model import Origin, Problem
 from ...names import rel_path
-from ..load.parse import ParsedFile, parse_file, parse_json
+from ..load.parse import ParsedFile, parse_file, parse_json, plain_json
 from ..load.schemas import validate_reported
 
 REPORT_SUFFIXES = (".yaml", ".yml", ".json")
@@ -65,6 +65,9 @@ def read_document(data: bytes) -> dict[str, Any] | None:
 
 def _parse(path: str, data: bytes) -> ParsedFile:
     """JSON first when the text looks like it (the transports' format), else YAML."""
+    plain = plain_json(data)
+    if plain is not None:
+        return ParsedFile(((1, plain),), ())
     if data[:1] == b"{":
         parsed = parse_json(path, data)
         if not parsed.problems:

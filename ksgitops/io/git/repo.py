@@ -322,6 +322,16 @@ def blobs(repo: pygit2.Repository, tree: pygit2.Tree, prefix: str = ""):  # type
             yield f"{prefix}{entry.name}", entry.id, entry.filemode
 
 
+def blob_keys(repo: pygit2.Repository, tree: pygit2.Tree, prefix: str = ""):  # type: ignore[no-untyped-def]
+    """(path, id as text) of every file below `tree`: blobs without modes, for the 166k reports of
+    a fleet (an entry's type and mode are enums, built per access: 2.5x the walk)."""
+    for entry in tree:
+        if entry.type_str == "tree":
+            yield from blob_keys(repo, tree_at(repo, entry.id), f"{prefix}{entry.name}/")
+        else:
+            yield f"{prefix}{entry.name}", str(entry.id)
+
+
 def changed_roots(old: TreeIndex, new: TreeIndex, roots: list[str]) -> list[str]:
     """The owned roots whose tree differs between two trees (cheap: compares ids)."""
     return [root for root in roots if old.entry_id(root) != new.entry_id(root)]
