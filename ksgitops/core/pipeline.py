@@ -30,7 +30,7 @@ from .serialize import canonical_json
 from .tree import REUSE, Generated
 from .load.validate import validate, with_default_namespaces
 from .place.what import Placed, namespace_labels, placement_spec, select
-from .place.where import Wec, destinations, inventory, wec_names
+from .place.where import Wec, destinations, inventory, location_destinations, wec_names
 from .results import Judged
 
 OUTPUT_FORMAT = 1  # bump when generated files change shape: invalidates every reuse digest
@@ -146,6 +146,7 @@ class _PlanMemo:
         self.kinds_table = kinds
         self.kinds = kinds.digest()
         self.space = ""
+        self._candidates: list[Any] | None = None  # where.location_destinations, made on the first miss
 
     def for_space(self, space: str) -> "_PlanMemo":
         self.space = space
@@ -155,7 +156,9 @@ class _PlanMemo:
         key = ("where", canonical_json(spec.get("locationSelectors") or []), self.inventory)
         found = self.cache.get(key)
         if found is None:
-            found = self.cache[key] = tuple(destinations(spec, wecs))
+            if self._candidates is None:
+                self._candidates = location_destinations(wecs)
+            found = self.cache[key] = tuple(destinations(spec, wecs, self._candidates))
         return found  # type: ignore[no-any-return]
 
     def select(self, name: str, spec: dict[str, Any], workload: list[Obj], ns_labels: Any,
