@@ -76,3 +76,38 @@ def test_one_tree_writer_over_many_freed_trees_writes_each_as_given(tmp_path: Pa
         tree = repo[tree_id]
         leaf = repo[repo[repo[tree["reported"].id]["apps"].id][f"n{i % 7}.yaml"].id]
         assert leaf.data == f"report {i}\n".encode(), f"apply {i} wrote an earlier tree"
+
+
+def _pack_objects(repo: pygit2.Repository) -> set[str]:
+    found: set[str] = set()
+    for idx in (Path(repo.path) / "objects" / "pack").glob("*.idx"):
+        out = subprocess.run(["git", "show-index"], stdin=idx.open("rb"), check=True, capture_output=True, text=True).stdout
+        found |= {line.split()[1] for line in out.splitlines()}
+    return found
+
+
+@pytest.mark.parametrize("old", [0, 3000, 5000])
+def test_a_large_batch_writes_what_is_missing_and_at_most_duplicates(tmp_path: Path, old: int) -> None:
+    """flush: a batch over PROBE_FROM objects is probed; whatever it decides, every object ends
+    up readable, git verifies the packs, and a batch that is mostly old writes only the new."""
+    from ksgitops.io.git.repo import PROBE_FROM, TreeWriter
+    repo = pygit2.init_repository(str(tmp_path / "r"), bare=True)
+    contents = [f"object {i}\n".encode() * (1 + i % 7) for i in range(PROBE_FROM + 1000)]
+    first = TreeWriter(repo)
+    for data in contents[:old]:
+        first._store(b"blob", data)
+    first.flush()
+    before = _pack_objects(repo)
+    writer = TreeWriter(repo)
+    for data in contents:
+        writer._store(b"blob", data)
+    writer.flush()
+    written = _pack_objects(repo) - before
+    for data in contents:
+        assert repo[pygit2.Oid(raw=object_id(b"blob", data))].data == data
+    for idx in (Path(repo.path) / "objects" / "pack").glob("*.idx"):
+        subprocess.run(["git", "verify-pack", str(idx)], check=True, capture_output=True)
+    if old > PROBE_FROM // 2:
+        assert len(written) == len(contents) - old  # the probe met old objects: only the new ones
+    else:
+        assert len(written) >= len(contents) - old
