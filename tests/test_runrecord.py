@@ -98,6 +98,14 @@ def edit_space_yaml(repo: Path) -> None:
     path.write_text(path.read_text() + "# a comment\n")
 
 
+def link_space_yaml(repo: Path) -> None:
+    """space.yaml becomes a link whose target is its old text: the same blob id, another mode."""
+    path = repo / "spaces/imw1-mb-florin/space.yaml"
+    text = path.read_text()
+    path.unlink()
+    path.symlink_to(text)
+
+
 def mark_managed(repo: Path) -> None:
     (repo / "spaces/wmw-c/.ksgitops").mkdir(exist_ok=True)
     (repo / "spaces/wmw-c/.ksgitops/managed-space.yaml").write_text("kind: Space\n")
@@ -123,7 +131,7 @@ def add_non_source_file(repo: Path) -> None:
 
 
 COMPUTED = [relabel_florin, edit_workload, remove_guilder, break_customizer, add_placement, edit_generated_object,
-            remove_generated_patches, edit_space_yaml, mark_managed, edit_problems_file, add_space, add_repo_config,
+            remove_generated_patches, edit_space_yaml, link_space_yaml, mark_managed, edit_problems_file, add_space, add_repo_config,
             add_non_source_file]
 
 

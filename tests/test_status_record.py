@@ -110,6 +110,28 @@ def test_a_source_change_is_computed_again(reconciled: Path, tmp_path: Path, com
     assert committed_files(clone) == committed_files(reconciled)
 
 
+def test_a_file_turned_into_a_link_to_the_same_blob_is_computed_again(reconciled: Path, tmp_path: Path,
+                                                                     computed: list[int]) -> None:
+    """A link is read as absent: a mailbox's space.yaml made a link whose target is its old text
+    (the same blob id) turns the mailbox into a source space."""
+    app.status_commit(reconciled, "HEAD")
+    space_yaml = reconciled / "spaces" / FLORIN / "space.yaml"
+    text = space_yaml.read_text()
+    space_yaml.unlink()
+    space_yaml.symlink_to(text)
+    git(reconciled, "add", "-A")
+    git(reconciled, "commit", "-qm", "a link")
+    assert git(reconciled, "rev-parse", f"HEAD:spaces/{FLORIN}/space.yaml") == git(reconciled, "rev-parse", f"HEAD~1:spaces/{FLORIN}/space.yaml")
+    source = git(reconciled, "rev-parse", "HEAD")
+    linked = app.status_commit(reconciled, "HEAD")
+    assert len(computed) == 2
+    clone = fresh_copy(reconciled, tmp_path / "clone")
+    git(clone, "reset", "-q", "--hard", source)
+    fresh = app.status_commit(clone, "HEAD")
+    assert committed_files(clone) == committed_files(reconciled)
+    assert sorted(fresh.problems) == sorted(linked.problems)
+
+
 def test_a_record_of_other_code_or_a_broken_one_is_not_used(reconciled: Path, computed: list[int]) -> None:
     app.status_commit(reconciled, "HEAD")
     state = Path(pygit2.discover_repository(str(reconciled))) / "ksgitops-state" / PLACED_FILE

