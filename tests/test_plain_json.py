@@ -71,3 +71,12 @@ def test_edge_documents(data: bytes) -> None:
 
 def test_a_file_over_the_limit_is_left_to_parse_json() -> None:
     assert plain_json(b'{"a": "' + b"x" * MAX_FILE_BYTES + b'"}') is None
+
+
+def test_the_digit_run_check_is_the_regex_one() -> None:
+    """plain_json leaves to parse_json exactly the texts parse_json's own check calls long."""
+    from ksgitops.core.load.parse import _DIGIT_RUN, _DIGITS, _LONG_DIGITS
+    rng = random.Random(3)
+    for _ in range(20000):
+        text = "".join(rng.choice("0123456789a{}é٣ ") for _ in range(rng.randrange(0, 60)))
+        assert (_LONG_DIGITS.search(text) is not None) == (_DIGIT_RUN in text.encode().translate(_DIGITS)), text

