@@ -10,6 +10,7 @@ from __future__ import annotations
 import datetime as _dt
 import heapq
 import re
+from itertools import islice
 from dataclasses import dataclass, field
 from typing import Any, Mapping, NamedTuple
 
@@ -149,7 +150,8 @@ def _broken_section(summaries: Mapping[str, MailboxSummary], broken_limit: int) 
     if not broken_count:
         return lines + ["Nothing is broken."]
     lines += ["| Object | WEC | Health | Message |", "|---|---|---|---|"]
-    shown = heapq.nsmallest(max(broken_limit, 0), heapq.merge(*(s.broken for s in summaries.values())))
+    # each summary's list is sorted: the merge's first ones are the smallest (nsmallest would read them all)
+    shown = islice(heapq.merge(*(s.broken for s in summaries.values())), max(broken_limit, 0))
     for b in shown:
         lines.append(_row(f"{b.wds}: {b.text}", b.wec, b.health, b.message))
     if broken_count > broken_limit:
