@@ -80,8 +80,7 @@ class DiskCache:
         self._mailboxes: dict[str, tuple[str, str]] = {}
         self._loaded_keys: frozenset[Any] = frozenset()
         self._loaded_mailboxes: dict[str, tuple[str, str]] = {}
-        self._record: Any = _MISSING
-        self._placed: Any = _MISSING
+        self._records: dict[str, Any] = {}  # file name -> the record read or kept (None: none)
 
     @property
     def content(self) -> TouchedDict:
@@ -112,34 +111,30 @@ class DiskCache:
     @property
     def record(self) -> Any:
         """The last reconcile's RunRecord (runrecord.py), or None."""
-        if self._record is _MISSING:
-            self._record = self._read_record(RECORD_FILE)
-        return self._record
+        return self._recorded(RECORD_FILE)
 
     def save_record(self, record: Any) -> None:
-        """Keep `record` (only written when it differs from the one read)."""
-        if record != self.record:
-            self._record = record
-            self._write_record(RECORD_FILE, record)
+        self._keep(RECORD_FILE, record)
 
     @property
     def placed(self) -> Any:
         """The record of the last status run's placements over a commit (app/status.py), or None."""
-        if self._placed is _MISSING:
-            self._placed = self._read_record(PLACED_FILE)
-        return self._placed
+        return self._recorded(PLACED_FILE)
 
     def save_placed(self, record: Any) -> None:
-        if record != self.placed:
-            self._placed = record
-            self._write_record(PLACED_FILE, record)
+        self._keep(PLACED_FILE, record)
 
-    def _read_record(self, name: str) -> Any:
-        return _read(self.path.with_name(name)).get("record") if self.path is not None else None
+    def _recorded(self, name: str) -> Any:
+        if name not in self._records:
+            self._records[name] = _read(self.path.with_name(name)).get("record") if self.path is not None else None
+        return self._records[name]
 
-    def _write_record(self, name: str, record: Any) -> None:
-        if self.path is not None:
-            _write(self.path.with_name(name), {"format": f"{FORMAT}-{code_fingerprint()}", "record": record})
+    def _keep(self, name: str, record: Any) -> None:
+        """Keep `record` as file `name` (only written when it differs from the one read)."""
+        if record != self._recorded(name):
+            self._records[name] = record
+            if self.path is not None:
+                _write(self.path.with_name(name), {"format": f"{FORMAT}-{code_fingerprint()}", "record": record})
 
     @classmethod
     def for_git_dir(cls, git_dir: str) -> "DiskCache":
@@ -168,9 +163,6 @@ class DiskCache:
             return
         _write(self.path, {"format": f"{FORMAT}-{code_fingerprint()}", "content": self.content.used(),
                            "mailboxes": mailboxes})
-
-
-_MISSING = object()
 
 
 def _write(path: Path, data: dict[str, Any]) -> None:
