@@ -43,3 +43,16 @@ def test_a_proven_run_answers_without_loading_the_pipeline(example_git: Path, ar
         subprocess.run([sys.executable, "-m", "ksgitops", "reconcile", *argv[1:], str(example_git)], capture_output=True, check=True)
     err = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False).stderr
     assert err.splitlines()[-1] == "RESULT _LazyModule NoneType NoneType", err
+
+
+@pytest.mark.parametrize("argv", [["reconcile"], ["diff"]])
+def test_a_proven_work_tree_run_opens_no_repository(example_git: Path, argv: list[str]) -> None:
+    """pygit2 (~0.09 s of start-up) stays unloaded when the work-tree record proves the run: the
+    git directory is found as libgit2 would (io/git/discover.py)."""
+    code = ("import sys\nfrom ksgitops.cli.commands import main\n"
+            f"try:\n    main({[*argv, str(example_git)]!r})\nexcept SystemExit:\n    pass\n"
+            "print('RESULT', type(sys.modules.get('pygit2')).__name__, 'pygit2._pygit2' in sys.modules, file=sys.stderr)")
+    for _ in range(3):
+        subprocess.run([sys.executable, "-m", "ksgitops", "reconcile", str(example_git)], capture_output=True, check=True)
+    err = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False).stderr
+    assert err.splitlines()[-1] == "RESULT _LazyModule False", err

@@ -14,7 +14,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-import pygit2
+from .pygit import pygit2
 
 from ..core.status.gitobjects import files_tree_id
 from ..core.emit.problems import problems_root

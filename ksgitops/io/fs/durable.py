@@ -16,7 +16,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterator
 
-import pygit2
+from ..pygit import pygit2
 
 from .paths import STATE_DIR
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from enum import Enum
 from pathlib import Path
 
-import pygit2
+from ..pygit import pygit2
 
 from ...model import KsgitopsError
 

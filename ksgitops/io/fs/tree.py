@@ -15,7 +15,7 @@ import stat
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
 
-import pygit2
+from ..pygit import pygit2
 
 from ...core.load.parse import MAX_FILE_BYTES
 from ...core.load.snapshot import GENERATED_DIR, SOURCE_SUFFIXES, SourceFile

@@ -2,11 +2,9 @@
 out, moving it (the work tree following in a checkout), the commit signature, the git directory."""
 from __future__ import annotations
 
-from pathlib import Path
-
-import pygit2
-
 from ...model import GitError
+from ..pygit import pygit2
+from .discover import git_dir as git_dir  # where the use cases find it
 from ..fs.durable import moving_refs
 
 
@@ -28,9 +26,6 @@ def is_checked_out(repo: pygit2.Repository, ref_name: str) -> bool:
 def signature(name: str, email: str) -> pygit2.Signature:
     return pygit2.Signature(name, email)
 
-def git_dir(path: Path) -> str | None:
-    """The git directory of the repository containing `path`, if any."""
-    return pygit2.discover_repository(str(path))
 
 def move_branch(repo: pygit2.Repository, ref: str, target: pygit2.Oid) -> None:
     """Put a branch on `target`. In a checkout of that branch, the work tree and index follow, and

@@ -24,13 +24,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import pygit2
+from ..pygit import pygit2
 
 from ...core.tree import KEEP, FileTree, Generated
 from ...model import EnvError, KsgitopsError
 from ..fs.durable import exclusive, os_reason, sync_filesystem, write_durably
 from ..fs.paths import STATE_DIR, check_path, write_file
 from ..fs.worktree import plan_root, write_generated
+from .discover import git_dir
 from .repo import TreeIndex, blobs, read_tree, tree_at
 
 FORMAT = "ksgitops-checkout-1"
@@ -252,7 +253,7 @@ def _prune_empty_dirs(path: Path, stop: Path) -> None:
 
 def pending(workdir: Path) -> bool:
     """A checkout journal exists in the repository holding `workdir` (cheap: no repository opened)."""
-    found = pygit2.discover_repository(str(workdir))
+    found = git_dir(workdir)
     return found is not None and any(os.path.lexists(Path(found) / part) for part in
                                      (Path(STATE_DIR) / "checkout.json", LEGACY_JOURNAL))
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
-import pygit2
+from ..pygit import pygit2
 
 from ...core.tree import Generated
 from ...model import EnvError, GitError

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-import pygit2
+from ..pygit import pygit2
 
 from ...core.load.repoconfig import MAILBOX_TRAILER, trailers
 from ...core.tree import Generated, Subtree

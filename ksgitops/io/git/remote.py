@@ -14,7 +14,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-import pygit2
+from ..pygit import pygit2
 
 from ...model import GitError
 from ..fs.durable import moving_refs
@@ -26,29 +26,41 @@ class PushRejected(GitError):
     """The remote did not take the push (it moved on, or refused): fetch and recompute."""
 
 
-class Credentials(pygit2.RemoteCallbacks):
-    """Answers credential requests from the environment; records what the remote said of a push."""
+def Credentials() -> Any:  # noqa: N802 - called as the class it makes
+    """RemoteCallbacks that answer credential requests from the environment and record what the
+    remote said of a push (the class is made on the first call: pygit2 loads when it is needed)."""
+    global _CREDENTIALS
+    if _CREDENTIALS is None:
+        _CREDENTIALS = _credentials_class()
+    return _CREDENTIALS()
 
-    def __init__(self) -> None:
-        super().__init__()
-        self.rejected: list[str] = []
-        self._asked = 0
 
-    def credentials(self, url: str, username_from_url: str | None, allowed_types: Any) -> Any:
-        self._asked += 1
-        if self._asked > 3:  # libgit2 asks again after a refusal: do not loop
-            raise GitError(f"{redact(url)}: authentication failed")
-        token = os.environ.get("KSGITOPS_GIT_TOKEN")
-        key = os.environ.get("KSGITOPS_SSH_KEY")
-        if key and allowed_types & pygit2.enums.CredentialType.SSH_KEY:
-            return pygit2.Keypair(username_from_url or "git", None, key, os.environ.get("KSGITOPS_SSH_PASSPHRASE", ""))
-        if token and allowed_types & pygit2.enums.CredentialType.USERPASS_PLAINTEXT:
-            return pygit2.UserPass(os.environ.get("KSGITOPS_GIT_USERNAME", "x-access-token"), token)
-        raise GitError(f"{redact(url)}: credentials needed (set KSGITOPS_GIT_TOKEN or KSGITOPS_SSH_KEY)")
+_CREDENTIALS: Any = None
 
-    def push_update_reference(self, refname: str, message: str | None) -> None:
-        if message is not None:
-            self.rejected.append(f"{refname}: {message}")
+
+def _credentials_class() -> Any:
+    class EnvironmentCredentials(pygit2.RemoteCallbacks):  # type: ignore[misc]
+        def __init__(self) -> None:
+            super().__init__()
+            self.rejected: list[str] = []
+            self._asked = 0
+
+        def credentials(self, url: str, username_from_url: str | None, allowed_types: Any) -> Any:
+            self._asked += 1
+            if self._asked > 3:  # libgit2 asks again after a refusal: do not loop
+                raise GitError(f"{redact(url)}: authentication failed")
+            token = os.environ.get("KSGITOPS_GIT_TOKEN")
+            key = os.environ.get("KSGITOPS_SSH_KEY")
+            if key and allowed_types & pygit2.enums.CredentialType.SSH_KEY:
+                return pygit2.Keypair(username_from_url or "git", None, key, os.environ.get("KSGITOPS_SSH_PASSPHRASE", ""))
+            if token and allowed_types & pygit2.enums.CredentialType.USERPASS_PLAINTEXT:
+                return pygit2.UserPass(os.environ.get("KSGITOPS_GIT_USERNAME", "x-access-token"), token)
+            raise GitError(f"{redact(url)}: credentials needed (set KSGITOPS_GIT_TOKEN or KSGITOPS_SSH_KEY)")
+
+        def push_update_reference(self, refname: str, message: str | None) -> None:
+            if message is not None:
+                self.rejected.append(f"{refname}: {message}")
+    return EnvironmentCredentials
 
 
 _USERINFO = re.compile(r"(//)[^/@\s]+@")

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
 
-import pygit2
+from ..pygit import pygit2
 
 from ...core.load.parse import MAX_FILE_BYTES
 from ...core.load.snapshot import SourceFile, is_source_path
@@ -22,8 +22,8 @@ from ..fs.tree import WorkTreeSnapshot
 from .pack import KINDS, index_ids, object_id, tree_content, write_pack
 
 PROBE_FROM, PROBE = 4096, 64  # TreeWriter.flush: from how many new objects it probes, with how many
-TREE_MODE = pygit2.GIT_FILEMODE_TREE
-BLOB_MODE = pygit2.GIT_FILEMODE_BLOB
+TREE_MODE = 0o040000  # pygit2.GIT_FILEMODE_TREE and _BLOB, without loading pygit2 to say so
+BLOB_MODE = 0o100644
 
 
 def tree_at(repo: pygit2.Repository, oid: Any) -> pygit2.Tree:

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import pygit2
+from ..pygit import pygit2
 
 from ...core.load.repoconfig import MAILBOX_TRAILER, SOURCE_TRAILER
 from ...core.tree import FileTree
