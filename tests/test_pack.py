@@ -7,12 +7,14 @@ from pathlib import Path
 import pygit2
 import pytest
 
+from ksgitops.core.status.gitobjects import blob_id
 from ksgitops.io.git.pack import TREE_MODE, object_id, tree_content, write_pack
 
 
 @pytest.mark.parametrize("data", [b"", b"x", b"hello\n" * 1000, bytes(range(256)) * 100])
 def test_blob_ids_match_git(data: bytes) -> None:
     assert object_id(b"blob", data) == pygit2.hash(data).raw
+    assert blob_id(data) == str(pygit2.hash(data))  # what a work tree's sources are keyed by
 
 
 def test_pack_is_verified_by_git_and_read_by_libgit2(tmp_path: Path) -> None:

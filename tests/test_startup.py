@@ -56,3 +56,17 @@ def test_a_proven_work_tree_run_opens_no_repository(example_git: Path, argv: lis
         subprocess.run([sys.executable, "-m", "ksgitops", "reconcile", str(example_git)], capture_output=True, check=True)
     err = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False).stderr
     assert err.splitlines()[-1] == "RESULT _LazyModule False", err
+
+
+def test_a_work_tree_run_that_computes_opens_no_repository_either(example_git: Path) -> None:
+    """A changed source's blob id is computed as git does (core/status/gitobjects.py), without
+    pygit2: `diff` and `reconcile` of a work tree never load it."""
+    subprocess.run([sys.executable, "-m", "ksgitops", "reconcile", str(example_git)], capture_output=True, check=True)
+    florin = example_git / "spaces" / "imw1" / "florin.yaml"
+    florin.write_text(florin.read_text().replace("env: prod", "env: dev"))
+    for argv in (["diff"], ["reconcile"]):
+        code = ("import sys\nfrom ksgitops.cli.commands import main\n"
+                f"try:\n    main({[*argv, str(example_git)]!r})\nexcept SystemExit:\n    pass\n"
+                "print('RESULT', 'pygit2._pygit2' in sys.modules, file=sys.stderr)")
+        err = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False).stderr
+        assert err.splitlines()[-1] == "RESULT False", err

@@ -16,7 +16,7 @@ from typing import Any
 
 from .pygit import pygit2
 
-from ..core.status.gitobjects import files_tree_id
+from ..core.status.gitobjects import blob_id, files_tree_id
 from ..core.emit.problems import problems_root
 from ..core.status.summary import StatusMemo, detail_name, rows_name
 from ..core.status.source import MailboxListing
@@ -104,7 +104,7 @@ class WorkTreeStatusSource:
 
     def _read(self, path: Path) -> str:
         data = path.read_bytes()
-        key = str(pygit2.hash(data))
+        key = blob_id(data)
         self._blobs[key] = data
         return key
 

@@ -19,6 +19,7 @@ from ..pygit import pygit2
 
 from ...core.load.parse import MAX_FILE_BYTES
 from ...core.load.snapshot import GENERATED_DIR, SOURCE_SUFFIXES, SourceFile
+from ...core.status.gitobjects import blob_id
 from ...core.tree import FileTree, put
 from ...model import KsgitopsError
 from .statcache import ABSENT, SourceStat, Stamp, full_stamp
@@ -191,7 +192,7 @@ class WorkTreeSnapshot:
 
 
 def _blob_id(data: bytes) -> str:
-    return str(pygit2.hash(data))  # the git blob id: work tree and commits share cache entries
+    return blob_id(data)  # the git blob id: work tree and commits share cache entries
 
 
 def _read_as(full: Path, path: str, key: str) -> bytes:

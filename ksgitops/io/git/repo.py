@@ -16,14 +16,13 @@ from ..pygit import pygit2
 
 from ...core.load.parse import MAX_FILE_BYTES
 from ...core.load.snapshot import SourceFile, is_source_path
+from ...core.status.gitobjects import BLOB_MODE, TREE_MODE
 from ...core.tree import KEEP, OTHERS, REUSE, FileTree, Generated, Subtree
 from ...model import KsgitopsError
 from ..fs.tree import WorkTreeSnapshot
 from .pack import KINDS, index_ids, object_id, tree_content, write_pack
 
 PROBE_FROM, PROBE = 4096, 64  # TreeWriter.flush: from how many new objects it probes, with how many
-TREE_MODE = 0o040000  # pygit2.GIT_FILEMODE_TREE and _BLOB, without loading pygit2 to say so
-BLOB_MODE = 0o100644
 
 
 def tree_at(repo: pygit2.Repository, oid: Any) -> pygit2.Tree:
