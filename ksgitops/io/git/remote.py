@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import re
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -29,15 +30,10 @@ class PushRejected(GitError):
 def Credentials() -> Any:  # noqa: N802 - called as the class it makes
     """RemoteCallbacks that answer credential requests from the environment and record what the
     remote said of a push (the class is made on the first call: pygit2 loads when it is needed)."""
-    global _CREDENTIALS
-    if _CREDENTIALS is None:
-        _CREDENTIALS = _credentials_class()
-    return _CREDENTIALS()
+    return _credentials_class()()
 
 
-_CREDENTIALS: Any = None
-
-
+@cache
 def _credentials_class() -> Any:
     class EnvironmentCredentials(pygit2.RemoteCallbacks):  # type: ignore[misc]
         def __init__(self) -> None:
