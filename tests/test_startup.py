@@ -70,3 +70,35 @@ def test_a_work_tree_run_that_computes_opens_no_repository_either(example_git: P
                 "print('RESULT', 'pygit2._pygit2' in sys.modules, file=sys.stderr)")
         err = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False).stderr
         assert err.splitlines()[-1] == "RESULT False", err
+
+
+@pytest.mark.parametrize("argv", [["reconcile"], ["reconcile", "--commit"]])
+def test_a_proven_run_loads_no_yaml_and_unpacks_no_wec(example_git: Path, argv: list[str]) -> None:
+    """A proven run prints how many WECs there are, and its problems: the record's WECs stay packed
+    (core/results.py PackedWecs) and neither YAML nor the loader's room is imported."""
+    code = ("import sys\nfrom ksgitops.cli.commands import main\nfrom ksgitops.core import results\n"
+            "unpacked = []\nloaded = results.PackedWecs._loaded\n"
+            "results.PackedWecs._loaded = lambda self: unpacked.append(len(self)) or loaded(self)\n"
+            f"try:\n    main({[*argv, str(example_git)]!r})\nexcept SystemExit:\n    pass\n"
+            "print('RESULT', 'yaml' in sys.modules, 'ksgitops.core.load.read' in sys.modules, unpacked, file=sys.stderr)")
+    for _ in range(3):
+        subprocess.run([sys.executable, "-m", "ksgitops", *argv, str(example_git)], capture_output=True, check=True)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    assert "2 WECs, 0 generated folders changed" in done.stdout
+    assert done.stderr.splitlines()[-1] == "RESULT False False []", done.stderr
+
+
+def test_packed_wecs_are_the_wecs() -> None:
+    import pickle
+    from ksgitops.core.place.where import Wec
+    from ksgitops.core.results import PackedWecs
+    from ksgitops.model import Obj, Origin
+    wecs = {f"mb{i}": Wec(Obj("inv", {"apiVersion": "edge.kubestellar.io/v2alpha1", "kind": "SyncTarget",
+                                      "metadata": {"name": f"st{i}", "labels": {"i": str(i)}}}, Origin(f"st{i}.yaml")), ())
+            for i in range(3)}
+    packed = PackedWecs.of(wecs)
+    again = pickle.loads(pickle.dumps(packed))
+    assert len(again) == 3 and again._wecs is None
+    assert again == wecs and dict(again) == wecs and wecs == again
+    assert again["mb1"].sync_target.labels == {"i": "1"} and list(again) == ["mb0", "mb1", "mb2"]
+    assert PackedWecs.of({"mb0": wecs["mb0"]}) != wecs

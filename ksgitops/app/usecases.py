@@ -12,33 +12,40 @@ from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
-from ..core.load.read import SYNC_TARGET_ANNOTATION
-from ..core.load.snapshot import Snapshot
 from ..core.results import RecordedResult
 from ..core.readout.wecs import find_wec, wec_display_names, wec_rows
-from ..core.serialize import load_yaml
 from ..core.tree import REUSE, FileTree, same_files
 from ..io.fs import proof
 from ..io.fs.statcache import WorkTreeRecord
 from ..io.fs.tree import WorkTreeSnapshot, check_mailbox_tops
 from ..io.fs.worktree import write_generated
-from ..io.git import repo as git, runrecord
 from ..io.git.branch import git_dir
 from ..io.git.cache import DiskCache
 from ..lazy import lazy_module
 from ..model import KsgitopsError, Progress
 from .sources import WORKTREE, Source, commit_on_branch, compute, open_branch, open_source, worktree_cache
-# the use cases' face: the command line calls app.<use case>, wherever in app/ it is written
-from .status import (FoldOutcome, STATUS_SUBJECT, StatusOutcome, fold_in, fold_subject, placements_only, plan_fold_in,
-                     source_of, status_commit, status_worktree, summarize_commit)
+# the use cases' face: the command line calls app.<use case>, wherever in app/ it is written; the
+# status room (and YAML with it) loads when one of its names is first asked for
+_STATUS_FACE = ("FoldOutcome", "STATUS_SUBJECT", "StatusOutcome", "fold_in", "fold_subject", "placements_only",
+                "plan_fold_in", "source_of", "status_commit", "status_worktree", "summarize_commit")
 
 if TYPE_CHECKING:
+    from .status import (FoldOutcome, STATUS_SUBJECT, StatusOutcome, fold_in, fold_subject, placements_only,
+                         plan_fold_in, source_of, status_commit, status_worktree, summarize_commit)
     from ..core import pipeline
     from ..core.pipeline import Result
     from ..core.readout import diff as diffs
-else:  # loaded by a run that computes or diffs: a proven one answers without them
+    from ..io.git import repo as git, runrecord
+else:  # loaded by a run that computes, diffs or reads commits: a proven work tree answers without them
     pipeline = lazy_module("ksgitops.core.pipeline")
     diffs = lazy_module("ksgitops.core.readout.diff")
+    git = lazy_module("ksgitops.io.git.repo")
+    runrecord = lazy_module("ksgitops.io.git.runrecord")
+
+    def __getattr__(name: str) -> Any:
+        if name in _STATUS_FACE:
+            return getattr(lazy_module("ksgitops.app.status"), name)
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def init_repo(directory: Path) -> None:
@@ -98,6 +105,7 @@ def reconcile_worktree(path: Path, progress: Progress | None = None,
     src, record = open_recorded(path, source)
     answer = proof.proven(record) if source == WORKTREE else None
     if answer is not None:
+        record.save()  # as of the monitor's new token, when there is one
         return ProvenOutcome(answer.result, roots=answer.generated)
     previous = src.snapshot if source == WORKTREE else WorkTreeSnapshot(path)
     disk = worktree_cache(path)
@@ -112,12 +120,14 @@ def open_recorded(path: Path, source: str = WORKTREE) -> tuple[Source, Any]:
     """open_source, with the work tree's stat record (io/fs/statcache.py): the sources of the work
     tree read through it, and every recorded generated root observed (lstat only)."""
     src = open_source(path, source)
-    record = WorkTreeRecord.load(path, git_dir(path))
+    where = git_dir(path)
+    record = WorkTreeRecord.load(path, where)
     if source == WORKTREE:
         src.snapshot = WorkTreeSnapshot(path, record)
     if record.enabled:
+        record.follow(str(where))
         record.check(path)
-        check_mailbox_tops(path, [root for root in record.roots if root.count("/") == 1])
+        check_mailbox_tops(path, [root for root in record.roots if root.count("/") == 1 and record.may_differ(root)])
     return src, record
 
 
@@ -212,6 +222,7 @@ def plan_diff(path: Path, against: str | None,
         old_src, record = open_recorded(path)
         answer = proof.proven(record)
         if answer is not None:
+            record.save()
             return answer.result, diffs.DiffResult(False, [], frozen_units(answer.result))
         disk = worktree_cache(path)
         new = pipeline.reconcile(old_src.snapshot, old_src.snapshot, disk.content, progress, reuse_recorded(record))
@@ -244,6 +255,8 @@ def plan_diff(path: Path, against: str | None,
 
 
 def _old_wec_name(old: FileTree | None, mailbox: str) -> str:
+    from ..core.load.read import SYNC_TARGET_ANNOTATION
+    from ..core.serialize import load_yaml
     data = old.get("space.yaml") if old else None
     try:
         return str(load_yaml(data)["metadata"]["annotations"][SYNC_TARGET_ANNOTATION])  # type: ignore[arg-type]
@@ -255,6 +268,7 @@ def compute_for_wec(path: Path, name: str, progress: Progress | None = None) -> 
     """The pipeline for one WEC (render, explain): other mailboxes are not built."""
     src = open_source(path, WORKTREE)
     disk = worktree_cache(path)
+    from .status import placements_only
     mailbox = find_wec(placements_only(src, disk.content, progress), name)
     result = compute(src, disk.content, reuse=lambda mb, digest: mb != mailbox)
     disk.save_content()
@@ -271,7 +285,7 @@ def mailbox_tree(path: Path, result: Result, mailbox: str) -> FileTree | None:
 
 def frozen_units(result: Result | RecordedResult) -> list[Any]:
     """What the run froze (core.isolation.FrozenUnit), one per space, WEC or WECs of a space."""
-    return result.frozen.units(wec_display_names(result))
+    return result.frozen.units(wec_display_names(result)) if result.frozen else []
 
 
 def frozen_facts(result: Result | RecordedResult | None) -> dict[str, Any]:
@@ -284,6 +298,7 @@ def frozen_facts(result: Result | RecordedResult | None) -> dict[str, Any]:
 
 def list_wecs(path: Path, progress: Progress | None = None) -> tuple[list[dict[str, Any]], Result]:
     """Every WEC with its labels, mailbox and the placements that reach it (`ksgitops wecs`)."""
+    from .status import placements_only
     result = placements_only(open_source(path, WORKTREE), progress=progress)
     return wec_rows(result, wec_display_names(result)), result
 

@@ -20,6 +20,7 @@ from ..lazy import lazy_module
 from .. import __version__
 from .base import KsGroup, color_enabled, complete_wecs, confined_json, dump, exit_if_confined, fail, global_options, output_option, print_frozen, print_problems, problem_json, wants_json
 from .fleet import FLEET_COMMANDS
+from .monitor import monitor_cmd
 from .output import ProgressBars, print_paged, style_diff, wec_table
 from ..io.fs.locate import Need, locate
 from ..model import KsgitopsError, Origin, Problem, counted
@@ -226,7 +227,7 @@ def wecs(repo: Path | None, output: str) -> None:
         click.echo(wec_table(rows), nl=False)
     exit_if_confined(result)
 
-for _command in FLEET_COMMANDS:
+for _command in (*FLEET_COMMANDS, monitor_cmd):
     cli.add_command(_command)
 
 

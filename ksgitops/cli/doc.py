@@ -27,10 +27,11 @@ ARGUMENTS = {
     "repo": ("the ksgitops repository (a folder holding `spaces/`); default: the first folder upwards "
              "from the current directory that holds `spaces/`"),
     "wec": "a SyncTarget name, `<inventory-space>/<synctarget>`, or a mailbox name",
+    "action": "`start` (a detached process; `--foreground`: this one), `stop` or `status`",
     "obj": "`Kind[.group]/[namespace/]name`, e.g. `ReplicaSet.apps/commonstuff/commond`; absent: every object",
 }
 ORDER = ("init", "validate", "reconcile", "diff", "render", "explain", "wecs", "status", "fold-in",
-         "collect", "spaces", "sync", "run")
+         "collect", "spaces", "sync", "run", "monitor")
 
 
 def _cell(text: str) -> str:

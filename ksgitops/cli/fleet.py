@@ -13,7 +13,6 @@ from ..lazy import lazy_module
 from .. import __version__
 from ..app.shutdown import Abandoned, Shutdown
 from ..io.fs.locate import Need, locate
-from ..io.git.remote import redact
 from ..model import counted
 from .base import KsCommand, confined_json, dump, exit_if_confined, output_option, print_frozen, print_problems, problem_json
 
@@ -210,6 +209,7 @@ def run_cmd(repo_arg: str, branch: str, interval: float | None, workdir: Path | 
     # The fleet's use cases are imported where a command runs them: loaded for every command,
     # they add ~0.3 s to each start-up, `--help` included (measured with python -X importtime).
     from ..app import runtime, runtimes
+    from ..io.git.remote import redact
     from ..io.serve import Observer, serve, setup_logging
     logger = setup_logging(log_format)
     observer = Observer(stall_after=max(300.0, 10 * (interval or 0), 2 * max_backoff), unready_after=unready_after)

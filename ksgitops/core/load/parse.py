@@ -24,8 +24,8 @@ import yaml
 
 from ...model import Origin, Problem
 from .jsonshape import line_of, located, shape_error
+from .snapshot import MAX_FILE_BYTES as MAX_FILE_BYTES  # sources larger are refused (read before parsing)
 
-MAX_FILE_BYTES = 10 * 1024 * 1024
 MAX_EXPANDED_NODES = 1_000_000
 MAX_NESTING = 500  # libyaml's composer recurses in C: far deeper input would overflow its stack
 

@@ -9,6 +9,8 @@ from typing import Callable, Protocol
 
 from ..tree import FileTree
 
+MAX_FILE_BYTES = 10 * 1024 * 1024  # a source file larger is refused (parse.py)
+
 SOURCE_SUFFIXES = (".yaml", ".yml", ".json")
 GENERATED_DIR = ".ksgitops"
 CONFIG_FILE = "ksgitops.yaml"

@@ -8,9 +8,7 @@ import stat
 from pathlib import Path
 from typing import Any
 
-from ...core.load.parse import MAX_FILE_BYTES, parse_file
-from ...core.load.read import is_mailbox_document
-from ...core.load.snapshot import GENERATED_DIR
+from ...core.load.snapshot import GENERATED_DIR, MAX_FILE_BYTES
 from ...core.tree import KEEP, OTHERS, REUSE
 from .staging import Change
 from .paths import STATUS_FILE, LinkError, check_path
@@ -74,6 +72,8 @@ def is_mailbox_file(space_yaml: Path) -> bool:
         st = os.lstat(space_yaml)
         if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_FILE_BYTES:
             return False
+        from ...core.load.parse import parse_file  # a journal's recovery only: YAML is not loaded otherwise
+        from ...core.load.read import is_mailbox_document
         parsed = parse_file("space.yaml", space_yaml.read_bytes())  # the parser's limits: no alias bombs
     except OSError:
         return False

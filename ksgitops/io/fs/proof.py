@@ -93,10 +93,14 @@ def proven(record: Any) -> ProvenRun | None:
     run: ProvenRun | None = record.run
     if run is None or not all(root in record.roots for root in run.roots):
         return None
-    base = str(record.work_tree)
-    if any(full_stamp(f"{base}/{path.rstrip('/')}") != stamp for path, stamp in run.observed.items()):
+    base, may_differ = str(record.work_tree), record.may_differ
+    if any(full_stamp(f"{base}/{path.rstrip('/')}") != stamp
+           for path, stamp in run.observed.items() if may_differ(path)):
         return None
-    if space_names(record.work_tree) != run.spaces:
+    if may_differ("spaces/") and space_names(record.work_tree) != run.spaces:
         return None
     record.check(record.work_tree, run.roots)
-    return run if all(record.intact.get(root, False) for root in run.roots) else None
+    if not all(record.intact.get(root, False) for root in run.roots):
+        return None
+    record.run_proven = True
+    return run

@@ -183,6 +183,11 @@ class WorkTreeRecord:
     roots: dict[str, RootRecord] = field(default_factory=dict)
     intact: dict[str, bool] = field(default_factory=dict)  # root -> its stamps hold (checked this run)
     run: Any = None  # proof.ProvenRun of the last reconcile that wrote, if it left one
+    token: str | None = None  # the monitor's token the record is as of (feed.py)
+    changes: Any = None  # feed.Changes since `token` (None: unknown, every stamp is looked at)
+    run_proven: bool = False  # `run` was proven (or made) this run
+    _fresh: str | None = None  # the monitor's token given this run, before anything was looked at
+    _noted: set[str] = field(default_factory=set)  # roots recorded anew this run
     _clock: int | None = None
     _dirty: bool = False
     _digests: dict[int, bytes] = field(default_factory=dict)  # content digests by object, this run
@@ -209,24 +214,52 @@ class WorkTreeRecord:
                 data = pickle.load(f)  # noqa: S301 - our own file inside .git, never from a remote
             if data.get("format") == f"{FORMAT}-{code_fingerprint()}-{sys.version}" and data["identity"] == identity:
                 record.sources, record.roots, record.run = data["sources"], data["roots"], data["run"]
+                record.token = data.get("token")
         except Exception:  # noqa: BLE001 - any unreadable record is just absent
             pass
         return record
 
+    def follow(self, git_dir: str) -> None:
+        """Ask the work tree's monitor what changed since the record's token, before anything is looked at."""
+        from .feed import ask  # a socket's round trip; nothing to load beyond it
+        answer = ask(git_dir, self.token, self.identity) if self.enabled else None
+        if answer is not None:
+            self._fresh = answer.token
+            self.changes = answer.changes if self.token is not None else None
+
     def save(self) -> None:
         """Write the record when this run changed it (atomically; a lost one costs only time)."""
-        if self.path is None or not self._dirty:
+        if self.path is None:
+            return
+        if self._fresh is not None and self._fresh != self.token:
+            self._advance()
+        elif self._dirty and self._fresh is None:
+            self.token = None  # recorded without a monitor: no token vouches for it
+        if not self._dirty:
             return
         shapes: dict[Shape, Shape] = {}
         roots = {r: rec._replace(shape=shapes.setdefault(rec.shape, rec.shape)) for r, rec in self.roots.items()}
         data = {"format": f"{FORMAT}-{code_fingerprint()}-{sys.version}", "identity": self.identity,
-                "sources": self.sources, "roots": roots, "run": self.run}
+                "sources": self.sources, "roots": roots, "run": self.run, "token": self.token}
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             write_file(self.path, pickle.dumps(data, protocol=pickle.HIGHEST_PROTOCOL))
             self._dirty = False
         except OSError:
             pass
+
+    def _advance(self) -> None:
+        """The record is as of this run's token: what a path changed since the old one and not seen
+        to hold (or recorded anew) this run is dropped, for the next run will not be told again."""
+        changes = self.changes
+        for root in list(self.roots):
+            if root in self._noted or self.intact.get(root, False):
+                continue
+            if root in self.intact or changes is None or changes.tree_may_differ(root):
+                del self.roots[root]
+        if self.run is not None and not self.run_proven:
+            self.run = None
+        self.token, self._dirty = self._fresh, True
 
     @property
     def enabled(self) -> bool:
@@ -289,7 +322,15 @@ class WorkTreeRecord:
     def check(self, work_tree: Path, roots: Iterable[str] | None = None) -> None:
         """Observe the recorded roots (`roots`: only these) and note which still hold."""
         wanted = [r for r in (self.roots if roots is None else roots) if r in self.roots and r not in self.intact]
+        if self.changes is not None:  # what the monitor saw no change in holds as recorded
+            may_differ = self.changes.tree_may_differ
+            self.intact.update((r, True) for r in wanted if not may_differ(r))
+            wanted = [r for r in wanted if may_differ(r)]
         self.intact.update(zip(wanted, holding(str(work_tree), [(r, self.roots[r]) for r in wanted])))
+
+    def may_differ(self, path: str) -> bool:
+        """Whether the stamp of `path` may have moved since the record (always, without a monitor)."""
+        return self.changes is None or self.changes.stamp_may_differ(path)
 
     def reusable(self, root: str, digest: str) -> bool:
         """The root holds a mailbox built from the same inputs and is as that run left it
@@ -327,6 +368,7 @@ class WorkTreeRecord:
         self.note_root(root, rec if settled else None)
 
     def note_root(self, root: str, rec: RootRecord | None) -> None:
+        self._noted.add(root)
         if rec is None:
             self._dirty = self.roots.pop(root, None) is not None or self._dirty
         elif self.roots.get(root) != rec:
@@ -344,7 +386,7 @@ class WorkTreeRecord:
 
     def keep_run(self, run: Any) -> None:
         self._dirty = self._dirty or run is not None or self.run is not None
-        self.run = run
+        self.run, self.run_proven = run, True
 
     def forget_roots(self, kept: set[str]) -> None:
         self._dirty = _prune(self.roots, kept) or self._dirty

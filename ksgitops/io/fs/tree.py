@@ -17,8 +17,7 @@ from typing import Any, Callable, Iterable, Iterator
 
 from ..pygit import pygit2
 
-from ...core.load.parse import MAX_FILE_BYTES
-from ...core.load.snapshot import GENERATED_DIR, SOURCE_SUFFIXES, SourceFile
+from ...core.load.snapshot import GENERATED_DIR, MAX_FILE_BYTES, SOURCE_SUFFIXES, SourceFile
 from ...core.status.gitobjects import blob_id
 from ...core.tree import FileTree, put
 from ...model import KsgitopsError

@@ -14,7 +14,7 @@ from typing import Any, cast
 
 from ..pygit import pygit2
 
-from ...core.load.parse import MAX_FILE_BYTES
+from ...core.load.snapshot import MAX_FILE_BYTES
 from ...core.load.snapshot import SourceFile, is_source_path
 from ...core.status.gitobjects import BLOB_MODE, TREE_MODE
 from ...core.tree import KEEP, OTHERS, REUSE, FileTree, Generated, Subtree

@@ -1,0 +1,110 @@
+"""`ksgitops monitor`: start, stop and ask after a work tree's change feed (io/fs/monitor.py).
+
+The monitor runs as its own process, detached from the command that started it, and writes its
+log beside the work tree's records (`<git dir>/ksgitops-state/monitor.log`).
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from ..io.fs.feed import request
+from ..io.fs.paths import STATE_DIR
+from ..io.git.discover import git_dir
+from ..model import KsgitopsError
+
+START_TIMEOUT = 300.0  # seconds the first walk of a large work tree may take
+LOG = "monitor.log"
+
+
+def state_of(root: Path) -> tuple[str, Path]:
+    """(git directory, log file) of the work tree at `root`."""
+    where = git_dir(root)
+    if where is None:
+        raise KsgitopsError(f"{root}: not in a git work tree (the monitor keeps its socket in the git directory)")
+    return where, Path(where) / STATE_DIR / LOG
+
+
+def status(root: Path) -> dict[str, Any] | None:
+    """What the running monitor of `root` says of itself (None: none runs for it)."""
+    where, _ = state_of(root)
+    reply = request(where, {"op": "status"}, timeout=10.0)
+    if reply is None or not _watches(reply, root):
+        return None
+    return reply
+
+
+def start(root: Path) -> tuple[dict[str, Any], bool]:
+    """Start the monitor of `root` unless one runs: (its status, whether this call started it)."""
+    running = status(root)
+    if running is not None:
+        return running, False
+    where, log = state_of(root)
+    log.parent.mkdir(parents=True, exist_ok=True)
+    read, write = os.pipe()
+    with open(log, "ab") as out:
+        child = subprocess.Popen([sys.executable, "-m", "ksgitops", "monitor", "start", str(root), "--ready-fd", str(write)],
+                                 stdin=subprocess.DEVNULL, stdout=out, stderr=out, pass_fds=(write,),
+                                 start_new_session=True, close_fds=True)
+    os.close(write)
+    told = _read_all(read, START_TIMEOUT)
+    if not told.startswith("ready"):
+        if child.poll() is None:
+            child.terminate()
+        raise KsgitopsError(f"{root}: the monitor did not start: {told.removeprefix('error: ') or 'no answer'} "
+                            f"(its log: {log})", exit_code=3)
+    running = status(root)
+    if running is None:
+        raise KsgitopsError(f"{root}: the monitor started but does not answer (its log: {log})", exit_code=3)
+    return running, True
+
+
+def stop(root: Path) -> bool:
+    """Stop the monitor of `root`; False when none was running."""
+    where, _ = state_of(root)
+    if status(root) is None:
+        return False
+    request(where, {"op": "stop"})
+    deadline = time.monotonic() + 10.0
+    while time.monotonic() < deadline and request(where, {"op": "status"}, timeout=1.0) is not None:
+        time.sleep(0.05)
+    return True
+
+
+def serve(root: Path, ready_fd: int | None) -> int:
+    """Run the monitor of `root` in this process, until it is stopped."""
+    where, _ = state_of(root)
+    if not sys.platform.startswith("linux"):
+        raise KsgitopsError("the monitor watches with Linux's inotify; without it, every run looks at every path")
+    from ..io.fs import monitor  # inotify, loaded only by the monitor itself
+    return monitor.serve(root, Path(where), ready_fd)
+
+
+def _watches(reply: dict[str, Any], root: Path) -> bool:
+    identity = reply.get("identity")
+    try:
+        top = os.stat(root)
+    except OSError:
+        return False
+    return isinstance(identity, list) and identity == [os.path.realpath(root), top.st_dev, top.st_ino]
+
+
+def _read_all(fd: int, timeout: float) -> str:
+    import selectors
+    data = b""
+    deadline = time.monotonic() + timeout
+    with selectors.DefaultSelector() as selector:
+        selector.register(fd, selectors.EVENT_READ)
+        while time.monotonic() < deadline and b"\n" not in data:
+            if not selector.select(timeout=max(0.0, deadline - time.monotonic())):
+                break
+            chunk = os.read(fd, 4096)
+            if not chunk:
+                break
+            data += chunk
+    os.close(fd)
+    return data.decode(errors="replace").strip()

@@ -1,0 +1,51 @@
+"""`ksgitops monitor`: the work tree's change feed (app/monitor.py), so that `reconcile` and `diff`
+look only at what changed instead of every path they own."""
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+import click
+
+from ..io.fs.locate import Need, locate
+from .base import KsCommand, dump, output_option
+
+
+@click.command(cls=KsCommand, name="monitor", exits="0; 1 `status`: no monitor runs; 2 not a git work tree; "
+                                                      "3 the monitor could not start")
+@click.argument("action", type=click.Choice(["start", "stop", "status"]))
+@click.argument("repo", required=False, default=None, type=click.Path(file_okay=False, path_type=Path))
+@click.option("--foreground", is_flag=True, help="`start`: run the monitor in this process until SIGTERM (a container's "
+                                                 "main process, a service manager's unit).")
+@click.option("--ready-fd", type=int, default=None, hidden=True)
+@output_option("text", "json")
+def monitor_cmd(action: str, repo: Path | None, foreground: bool, ready_fd: int | None, output: str) -> None:
+    """Start, stop or show the work tree's change feed: a process that watches the work tree
+    (inotify) so that `reconcile` and `diff` ask it what changed instead of looking at every path
+    they own. Without one, or when it lost events, they look at everything, as before."""
+    from ..app import monitor
+    root = locate(repo, Need.WORKTREE)
+    if action == "start" and (foreground or ready_fd is not None):
+        sys.exit(monitor.serve(root, ready_fd))
+    if action == "start":
+        facts, started = monitor.start(root)
+        _show(facts, "started" if started else "already running", output)
+    elif action == "stop":
+        stopped = monitor.stop(root)
+        dump({"stopped": stopped}) if output == "json" else click.echo("stopped" if stopped else "no monitor was running")
+    else:
+        running = monitor.status(root)
+        if running is None:
+            dump({"running": False}) if output == "json" else click.echo("no monitor runs for this work tree")
+            sys.exit(1)
+        _show(running, "running", output)
+
+
+def _show(facts: dict, state: str, output: str) -> None:
+    if output == "json":
+        dump({"running": True, "state": state, **{k: facts.get(k) for k in ("pid", "folders", "token", "restarts")}})
+        return
+    since = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(float(facts.get("started") or 0)))
+    click.echo(f"{state}: pid {facts.get('pid')}, watching {facts.get('folders')} folders since {since}"
+               f"{', restarted ' + str(facts['restarts']) + ' times after lost events' if facts.get('restarts') else ''}")

@@ -1,0 +1,116 @@
+"""Asking a work tree's monitor (monitor.py) what changed since a token, and what an answer vouches for.
+
+A work-tree run asks before it looks at anything: every change made before the answer is in it,
+and the answer's token is where the next run asks from. A path the answer does not name has not
+changed since the token was given, so its recorded stamp still holds without an lstat
+(statcache.py, proof.py). No monitor, a slow one, one watching another folder or one that lost
+events all mean "unknown": everything is checked, as without a monitor.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import socket
+from pathlib import Path
+from typing import Any, Iterable, NamedTuple
+
+from .paths import STATE_DIR
+
+TIMEOUT = 5.0  # seconds an answer may take (a monitor re-walking after lost events) before checking everything
+FORMAT = 1
+SOCKET = "monitor.sock"
+_UNWATCHED = re.compile(r"\..+\.ksgitops-[a-z]+")  # a writer's staging, new or trash sibling (staging.py)
+
+
+def unwatched(name: str) -> bool:
+    """A folder the monitor puts no watch on: nothing in it is vouched for."""
+    return _UNWATCHED.fullmatch(name) is not None
+
+
+def address(git_dir: str | Path) -> str:
+    """The monitor's socket: a file in the git directory's state folder, or, when that path is too
+    long for a unix socket, a name in Linux's abstract namespace made from it."""
+    path = os.path.join(os.path.realpath(git_dir), STATE_DIR, SOCKET)
+    if len(os.fsencode(path)) < 100:
+        return path
+    import hashlib
+    return "\0ksgitops-monitor-" + hashlib.sha256(os.fsencode(path)).hexdigest()[:32]
+
+
+class Changes:
+    """The paths a monitor saw change. A changed path stands for everything below it (a folder
+    created, moved or deleted), and for its folder's own stamp (an entry came, went or was renamed)."""
+
+    def __init__(self, paths: Iterable[str]) -> None:
+        self.changed = set(paths)
+        self.folders = {path.rpartition("/")[0] for path in self.changed}  # folders whose entries changed
+        self.above = {path[:i] for path in self.changed for i in _cuts(path)} | self.changed
+        self.everything = "" in self.changed  # the work tree itself changed
+
+    def __len__(self) -> int:
+        return len(self.changed)
+
+    def stamp_may_differ(self, path: str) -> bool:
+        """Whether the stamp of `path` (a file, or a folder with or without a trailing /) may have moved."""
+        path = path.rstrip("/")
+        return self.everything or path in self.changed or path in self.folders or self._below_changed(path)
+
+    def tree_may_differ(self, root: str) -> bool:
+        """Whether anything at or below `root` may have changed."""
+        return self.everything or root in self.above or self._below_changed(root)
+
+    def _below_changed(self, path: str) -> bool:
+        """A folder above `path` changed (created, moved, deleted), or `path` lies in a folder no
+        watch is kept on."""
+        changed = self.changed
+        for i in _cuts(path):
+            if path[:i] in changed:
+                return True
+        return ".ksgitops-" in path and any(unwatched(name) for name in path.split("/"))
+
+
+def _cuts(path: str) -> list[int]:
+    """Where each folder above `path` ends."""
+    cuts, i = [], path.find("/")
+    while i >= 0:
+        cuts.append(i)
+        i = path.find("/", i + 1)
+    return cuts
+
+
+class Answer(NamedTuple):
+    token: str
+    changes: Changes | None  # None: unknown, check everything
+
+
+def ask(git_dir: str, since: str | None, identity: Any, timeout: float = TIMEOUT) -> Answer | None:
+    """The work tree's monitor's answer (None: there is no monitor, or it watches another folder)."""
+    reply = request(git_dir, {"since": since}, timeout)
+    if reply is None or reply.get("format") != FORMAT or list(reply.get("identity") or ()) != list(identity):
+        return None
+    changed = reply.get("changed")
+    token = reply.get("token")
+    if not isinstance(token, str):
+        return None
+    if not isinstance(changed, list) or not all(isinstance(p, str) for p in changed):
+        return Answer(token, None)
+    return Answer(token, Changes(changed))
+
+
+def request(git_dir: str, message: dict[str, Any], timeout: float = TIMEOUT) -> dict[str, Any] | None:
+    """One question to the monitor of `git_dir` (None: none answers)."""
+    conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    conn.settimeout(timeout)
+    try:
+        conn.connect(address(git_dir))
+        conn.sendall(json.dumps(message).encode() + b"\n")
+        chunks = []
+        while chunk := conn.recv(1 << 16):
+            chunks.append(chunk)
+        reply = json.loads(b"".join(chunks))
+    except (OSError, ValueError):
+        return None
+    finally:
+        conn.close()
+    return reply if isinstance(reply, dict) else None

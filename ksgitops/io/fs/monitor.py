@@ -1,0 +1,228 @@
+"""The change feed of one work tree: a process that outlives the commands, keeps its folders under
+inotify watches (watchtree.py) and answers, over a unix socket in the git directory, "which paths
+changed since token T?" (feed.py asks).
+
+A token is `<history>:<n>`: the history is new each time the monitor starts or loses events, and n
+counts the batches of changes it has read. Before answering, the monitor reads the kernel's queue
+to its end, so the answer covers every change made before the question was asked. An answer for
+a token of another history, or of a history trimmed since (more than HISTORY_LIMIT paths), is
+"unknown": the asker checks everything, as it does with no monitor at all.
+"""
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import selectors
+import signal
+import socket
+import struct
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from .feed import FORMAT, address
+from .watchtree import Overflow, TooManyFolders, WatchTree
+
+HISTORY_LIMIT = 500_000  # distinct changed paths kept; beyond, the history starts again
+
+
+class History:
+    """The changed paths seen, each with the number of the batch it last changed in."""
+
+    def __init__(self) -> None:
+        self.name = secrets.token_hex(8)
+        self.count = 0
+        self.floor = 0  # tokens older than this were trimmed away
+        self.changed: dict[str, int] = {}
+
+    @property
+    def token(self) -> str:
+        return f"{self.name}:{self.count}"
+
+    def add(self, paths: list[str]) -> None:
+        if not paths:
+            return
+        self.count += 1
+        changed, count = self.changed, self.count
+        for path in paths:
+            changed[path] = count
+        if len(changed) > HISTORY_LIMIT:
+            self.floor = count
+            changed.clear()
+
+    def since(self, token: Any) -> list[str] | None:
+        """The paths changed after `token` (None: unknown, as for a token of another history)."""
+        name, _, count = str(token).partition(":")
+        if name != self.name or not count.isdigit() or not self.floor <= int(count) <= self.count:
+            return None
+        after = int(count)
+        return sorted(path for path, n in self.changed.items() if n > after)
+
+
+class Monitor:
+    """One work tree's watches, history and socket."""
+
+    def __init__(self, work_tree: Path, git_dir: Path) -> None:
+        self.root = os.path.realpath(work_tree)
+        self.git_dir = os.path.realpath(git_dir)
+        top = os.stat(self.root)
+        self.identity = [self.root, top.st_dev, top.st_ino]
+        self.tree = self._watch()
+        self.history = History()
+        self.started = time.time()
+        self.restarts = 0
+
+    def _watch(self) -> WatchTree:
+        git_dir = self.git_dir
+        return WatchTree(self.root, lambda path: path == git_dir)
+
+    def restart(self, why: str) -> None:
+        """Events were lost: new watches, and a new history (every old token answers unknown)."""
+        log(f"{why}: watching again from scratch")
+        self.tree.close()
+        self.tree = self._watch()
+        self.history = History()
+        self.restarts += 1
+
+    def catch_up(self) -> None:
+        try:
+            self.history.add(self.tree.drain())
+        except Overflow as e:
+            self.restart(str(e))
+
+    def gone(self) -> bool:
+        """The work tree was removed or moved, or the git directory went: nothing left to watch."""
+        try:
+            top = os.stat(self.root)
+        except OSError:
+            return True
+        return [self.root, top.st_dev, top.st_ino] != self.identity or not os.path.isdir(self.git_dir)
+
+    def answer(self, request: dict[str, Any]) -> dict[str, Any]:
+        op = request.get("op", "since")
+        if op == "stop":
+            return {"stopping": True}
+        self.catch_up()
+        facts = {"format": FORMAT, "identity": self.identity, "token": self.history.token}
+        if op == "status":
+            return {**facts, "pid": os.getpid(), "folders": self.tree.folders, "started": self.started,
+                    "restarts": self.restarts, "remembered": len(self.history.changed)}
+        return {**facts, "changed": self.history.since(request.get("since"))}
+
+
+def serve(work_tree: Path, git_dir: Path, ready: Any = None) -> int:
+    """Run the monitor until asked to stop, signalled, or its work tree goes. `ready`: a file
+    descriptor told "ready" (or why not) once the first watches are in place."""
+    where = address(git_dir)
+    try:
+        monitor = Monitor(work_tree, git_dir)
+        listener = _listen(where)
+    except (OSError, TooManyFolders) as e:
+        _tell(ready, f"error: {e}")
+        return 1
+    _tell(ready, f"ready {monitor.tree.folders}")
+    stop = []
+    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(sig, lambda *_: stop.append(True))
+    selector = selectors.DefaultSelector()
+    selector.register(monitor.tree.fileno(), selectors.EVENT_READ, "events")
+    selector.register(listener, selectors.EVENT_READ, "ask")
+    log(f"watching {monitor.root}: {monitor.tree.folders} folders")
+    try:
+        while not stop:
+            for key, _ in selector.select(timeout=5.0):
+                tree = monitor.tree
+                if key.data == "events":
+                    monitor.catch_up()
+                elif _serve_one(listener, monitor):
+                    stop.append(True)
+                if monitor.tree is not tree:  # restarted: a new inotify descriptor
+                    selector.unregister(key.fd if key.data == "events" else tree.fileno())
+                    selector.register(monitor.tree.fileno(), selectors.EVENT_READ, "events")
+            if monitor.gone():
+                log("the work tree or its git directory went: stopping")
+                break
+    except TooManyFolders as e:
+        log(f"stopping: {e}")
+        return 1
+    finally:
+        listener.close()
+        if not where.startswith("\0"):
+            try:
+                os.unlink(where)
+            except OSError:
+                pass
+        monitor.tree.close()
+    log("stopped")
+    return 0
+
+
+def _listen(where: str) -> socket.socket:
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    if not where.startswith("\0"):
+        os.makedirs(os.path.dirname(where), exist_ok=True)
+        try:
+            os.unlink(where)  # a socket left by a monitor that was killed (start checked none answers)
+        except FileNotFoundError:
+            pass
+    old = os.umask(0o077)  # only the owner asks
+    try:
+        listener.bind(where)
+    finally:
+        os.umask(old)
+    listener.listen(16)
+    return listener
+
+
+def _serve_one(listener: socket.socket, monitor: Monitor) -> bool:
+    """Answer one asker; True when it asked the monitor to stop."""
+    try:
+        conn, _ = listener.accept()
+    except OSError:
+        return False
+    with conn:
+        conn.settimeout(2.0)
+        if not _same_user(conn):
+            return False
+        try:
+            request = json.loads(_read_line(conn))
+            reply = monitor.answer(request if isinstance(request, dict) else {})
+            conn.sendall(json.dumps(reply).encode() + b"\n")
+        except (OSError, ValueError):
+            return False
+    return bool(reply.get("stopping"))
+
+
+def _same_user(conn: socket.socket) -> bool:
+    """Only the monitor's own user is answered (an abstract socket has no file mode to say so)."""
+    try:
+        _, uid, _ = struct.unpack("3i", conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i")))
+    except OSError:
+        return False
+    return uid == os.getuid()
+
+
+def _read_line(conn: socket.socket) -> bytes:
+    data = b""
+    while not data.endswith(b"\n") and len(data) < 1 << 16:
+        chunk = conn.recv(4096)
+        if not chunk:
+            break
+        data += chunk
+    return data
+
+
+def _tell(fd: Any, message: str) -> None:
+    if fd is None:
+        return
+    try:
+        os.write(fd, message.encode() + b"\n")
+        os.close(fd)
+    except OSError:
+        pass
+
+
+def log(message: str) -> None:
+    print(f"{time.strftime('%Y-%m-%dT%H:%M:%S')} {message}", file=sys.stderr, flush=True)

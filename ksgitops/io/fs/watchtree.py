@@ -1,0 +1,195 @@
+"""A work tree's folders under inotify watches, turned into the paths that changed.
+
+Every folder of the work tree (but the git directory and the writer's staging siblings) has a watch;
+each event names a folder's entry, so it becomes the path `folder/name`, or the folder itself. The
+watched folders are kept as a tree of nodes (name, parent), not a map of paths: a renamed folder
+moves with its whole subtree in one step, and a path is always its parents' names as they are now.
+
+- A folder created or moved in gets its watch and every folder below it is walked and watched
+  (what was created in it before its watch existed is covered: the folder itself is reported, and
+  a changed folder stands for everything below it).
+- A folder moved out, or renamed to a name that is not watched (a root moved aside as trash),
+  drops its subtree's watches; one deleted drops them as the kernel reports each (IN_IGNORED).
+- The kernel's queue overflowing (IN_Q_OVERFLOW) loses events: `Overflow` is raised, and the caller
+  starts again with new watches and a new history.
+
+inotify reports an event inside the system call that made the change, so once the queue has been
+read to its end, every change made before that moment has been seen (`drain`). Blind spots are
+inotify's own: a file changed through a hard link from outside the work tree, writes through a
+shared memory map, and changes made on another machine to a network file system.
+"""
+from __future__ import annotations
+
+import errno
+import os
+from typing import Callable
+
+from inotify_simple import INotify, flags
+
+from .feed import unwatched
+
+MASK = (flags.CREATE | flags.DELETE | flags.MODIFY | flags.ATTRIB | flags.MOVED_FROM | flags.MOVED_TO
+        | flags.DELETE_SELF | flags.MOVE_SELF | flags.ONLYDIR | flags.DONT_FOLLOW | flags.EXCL_UNLINK)
+class Overflow(Exception):
+    """Events were lost (the kernel's queue overflowed): nothing seen before can vouch."""
+
+
+class TooManyFolders(Exception):
+    """The kernel refused another watch (fs.inotify.max_user_watches)."""
+
+
+class _Node:
+    __slots__ = ("wd", "name", "parent", "children")
+
+    def __init__(self, wd: int, name: str, parent: _Node | None) -> None:
+        self.wd, self.name, self.parent = wd, name, parent
+        self.children: dict[str, _Node] = {}
+
+
+class WatchTree:
+    """The watched folders below `root` (`skip(path)`: a folder never watched, the git directory)."""
+
+    def __init__(self, root: str, skip: Callable[[str], bool]) -> None:
+        self.root, self.skip = root.rstrip("/") or "/", skip
+        self.inotify = INotify(nonblocking=True)
+        self.nodes: dict[int, _Node] = {}
+        self._moved: dict[int, _Node] = {}  # cookie -> a folder moved from its place, not yet seen arriving
+        top = self._add(self.root, None, "")
+        if top is None:
+            raise FileNotFoundError(errno.ENOENT, "no such folder", self.root)
+        self.top = top
+        self._walk(top)
+
+    def close(self) -> None:
+        self.inotify.close()
+
+    @property
+    def folders(self) -> int:
+        return len(self.nodes)
+
+    def fileno(self) -> int:
+        return self.inotify.fileno()
+
+    def path(self, node: _Node) -> str:
+        names = []
+        while node.parent is not None:
+            names.append(node.name)
+            node = node.parent
+        return "/".join(reversed(names))
+
+    def _abs(self, node: _Node) -> str:
+        rel = self.path(node)
+        return f"{self.root}/{rel}" if rel else self.root
+
+    def _add(self, path: str, parent: _Node | None, name: str) -> _Node | None:
+        try:
+            wd = self.inotify.add_watch(path, MASK)
+        except OSError as e:
+            if e.errno == errno.ENOSPC:
+                raise TooManyFolders(f"{len(self.nodes)} folders are watched and the kernel allows no more "
+                                     "(fs.inotify.max_user_watches)") from None
+            return None  # gone, or not a folder (any more): its parent's watch reports that
+        node = self.nodes.get(wd)
+        if node is not None and (node.parent is not parent or node.name != name):
+            self._drop(node)  # seen at another place: its old subtree's paths are stale
+            return self._add(path, parent, name)
+        if node is None:
+            node = self.nodes[wd] = _Node(wd, name, parent)
+        if parent is not None:
+            parent.children[name] = node
+        return node
+
+    def _walk(self, node: _Node) -> None:
+        """Watch every folder below `node` (already watched)."""
+        stack = [node]
+        while stack:
+            folder = stack.pop()
+            base = self._abs(folder)
+            try:
+                entries = [e.name for e in os.scandir(base) if e.is_dir(follow_symlinks=False)]
+            except OSError:
+                continue  # gone since: its parent's watch reports it
+            for name in entries:
+                path = f"{base}/{name}"
+                if unwatched(name) or self.skip(path):
+                    continue
+                child = self._add(path, folder, name)
+                if child is not None:
+                    stack.append(child)
+
+    def _detach(self, node: _Node) -> None:
+        if node.parent is not None and node.parent.children.get(node.name) is node:
+            del node.parent.children[node.name]
+        node.parent = None
+
+    def _drop(self, node: _Node) -> None:
+        """Stop watching `node` and everything below it."""
+        self._detach(node)
+        stack = [node]
+        while stack:
+            folder = stack.pop()
+            stack.extend(folder.children.values())
+            if self.nodes.pop(folder.wd, None) is not None:
+                try:
+                    self.inotify.rm_watch(folder.wd)
+                except OSError:
+                    pass  # the kernel dropped it already
+
+    def drain(self) -> list[str]:
+        """Read the queue to its end: the paths changed since the last call (relative, "/"-joined;
+        "" is the work tree itself)."""
+        changed: list[str] = []
+        while events := self.inotify.read(timeout=0):
+            changed.extend(self._apply(events))
+        for node in self._moved.values():  # moved out of the work tree
+            self._drop(node)
+        self._moved.clear()
+        return changed
+
+    def _apply(self, events: list) -> list[str]:
+        changed = []
+        for wd, mask, cookie, name in events:
+            if mask & flags.Q_OVERFLOW:
+                raise Overflow("the kernel's event queue overflowed")
+            node = self.nodes.get(wd)
+            if node is None or node.parent is None and node is not self.top:
+                continue  # a watch already dropped (moved out, renamed aside): its events are stale
+            if mask & flags.IGNORED:
+                self.nodes.pop(wd, None)
+                self._detach(node)
+                continue
+            where = self.path(node)
+            if not name:  # the folder itself (its attributes, or it went)
+                changed.append(where)
+                continue
+            path = f"{where}/{name}" if where else name
+            changed.append(path)
+            if mask & flags.ISDIR:
+                self._folder_event(node, name, mask, cookie)
+        return changed
+
+    def _folder_event(self, parent: _Node, name: str, mask: int, cookie: int) -> None:
+        if mask & flags.MOVED_FROM:
+            child = parent.children.get(name)
+            if child is not None:
+                self._detach(child)
+                self._moved[cookie] = child
+            return
+        if not mask & (flags.CREATE | flags.MOVED_TO):
+            return
+        moved = self._moved.pop(cookie, None) if mask & flags.MOVED_TO else None
+        path = f"{self._abs(parent)}/{name}"
+        if unwatched(name) or self.skip(path):
+            if moved is not None:
+                self._drop(moved)
+            return
+        if moved is not None:  # renamed within the work tree: the subtree keeps its watches
+            old = parent.children.get(name)
+            if old is not None and old is not moved:
+                self._drop(old)
+            moved.name, moved.parent = name, parent
+            parent.children[name] = moved
+            return
+        child = self._add(path, parent, name)
+        if child is not None:
+            self._walk(child)

@@ -1,0 +1,253 @@
+"""`ksgitops monitor`: a real detached monitor process beside a work tree. With it, a no-op looks
+at no owned path; every change still gets seen (the same bytes as a twin work tree reconciled
+without a monitor, through random edits, hand edits that set times back included); and a monitor
+killed, stopped mid-stream into lost events, or left behind by its work tree costs only time."""
+from __future__ import annotations
+
+import json
+import os
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+import pytest
+
+from conftest import benchmark_module, git_init, run_cli_subprocess, work_tree_files
+from ksgitops.app import monitor as monitoring, usecases as app
+from ksgitops.io.fs import statcache
+from ksgitops.io.fs.feed import address, request
+from test_worktree_proof import until_proven
+
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="inotify is Linux's")
+
+
+def start(repo: Path) -> int:
+    done = run_cli_subprocess("monitor", "start", str(repo), "-o", "json")
+    assert done.returncode == 0, done.stderr
+    return int(json.loads(done.stdout)["pid"])
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    with open(f"/proc/{pid}/stat") as f:
+        return f.read().split(") ")[-1][0] != "Z"
+
+
+@pytest.fixture
+def monitored(example_git: Path) -> Iterator[tuple[Path, int]]:
+    pid = start(example_git)
+    yield example_git, pid
+    if alive(pid):
+        os.kill(pid, signal.SIGKILL)
+
+
+class Observed:
+    """Counts the owned paths a run lstat's to check generated roots."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.paths = 0
+        self.roots: set[str] = set()
+        original = statcache.observe
+
+        def counted(base: str, shape: Any) -> Any:
+            self.paths += len(shape)
+            self.roots.add(base.rpartition("/spaces/")[2])
+            return original(base, shape)
+        monkeypatch.setattr(statcache, "observe", counted)
+
+
+def test_start_status_and_stop(example_git: Path) -> None:
+    assert run_cli_subprocess("monitor", "status", str(example_git)).returncode == 1
+    pid = start(example_git)
+    try:
+        again = run_cli_subprocess("monitor", "start", str(example_git))
+        assert again.returncode == 0 and again.stdout.startswith(f"already running: pid {pid}")
+        status = run_cli_subprocess("monitor", "status", str(example_git), "-o", "json")
+        assert json.loads(status.stdout)["pid"] == pid and json.loads(status.stdout)["folders"] == 5  # the top, spaces/ and its three spaces
+        sock = Path(address(example_git / ".git"))
+        if not str(sock).startswith("\0"):  # a short path: a file only its owner may use
+            assert oct(sock.stat().st_mode & 0o777) == "0o700"
+        assert run_cli_subprocess("monitor", "stop", str(example_git)).stdout == "stopped\n"
+        deadline = time.monotonic() + 10
+        while alive(pid) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not alive(pid)
+        assert not (example_git / ".git/ksgitops-state/monitor.sock").exists()
+        assert request(str(example_git / ".git"), {"op": "status"}) is None
+        assert run_cli_subprocess("monitor", "stop", str(example_git)).stdout == "no monitor was running\n"
+        assert "watching" in (example_git / ".git/ksgitops-state/monitor.log").read_text()
+    finally:
+        if alive(pid):
+            os.kill(pid, signal.SIGKILL)
+
+
+def test_outside_a_git_work_tree_it_says_why(example: Path) -> None:
+    done = run_cli_subprocess("monitor", "start", str(example))
+    assert done.returncode == 2 and "not in a git work tree" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_a_no_op_looks_at_no_owned_path(monitored: tuple[Path, int], monkeypatch: pytest.MonkeyPatch) -> None:
+    repo, _ = monitored
+    until_proven(repo)  # the first run after the start looks at everything, and keeps the token
+    until_proven(repo)
+    observed = Observed(monkeypatch)
+    assert isinstance(app.reconcile_worktree(repo), app.ProvenOutcome)
+    assert app.plan_diff(repo, None)[1].changed is False
+    assert observed.paths == 0
+    florin = repo / "spaces/imw1-mb-florin/syncerconfig.yaml"
+    before = florin.stat()
+    florin.write_bytes(florin.read_bytes().replace(b"a", b"b", 1))  # same size, times set back
+    os.utime(florin, ns=(before.st_atime_ns, before.st_mtime_ns))
+    outcome = app.reconcile_worktree(repo)
+    assert outcome.changed_roots == ["spaces/imw1-mb-florin"]
+    assert observed.roots == {"imw1-mb-florin"}  # only the mailbox the monitor saw change
+
+
+def _touch_back(path: Path, edit: Callable[[Path], None]) -> None:
+    """An edit that leaves the file's mtime as it was."""
+    before = path.stat()
+    edit(path)
+    if path.exists():
+        os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
+
+
+EDITS: list[Callable[[Path, random.Random], None]] = []
+
+
+def edit(fn: Callable[[Path, random.Random], None]) -> Callable[[Path, random.Random], None]:
+    EDITS.append(fn)
+    return fn
+
+
+@edit
+def _label(repo: Path, rng: random.Random) -> None:
+    benchmark_module("fleet").change_location_label(repo, rng.randint(1, 8))
+
+
+@edit
+def _workload(repo: Path, rng: random.Random) -> None:
+    benchmark_module("fleet").edit_workload_object(repo)
+
+
+@edit
+def _generated_in_place(repo: Path, rng: random.Random) -> None:
+    files = sorted(p for p in work_tree_files(repo) if "-mb-" in p and "/objects/" in p)
+    _touch_back(repo / rng.choice(files), lambda p: p.write_bytes(p.read_bytes().replace(b":", b"=", 1)))
+
+
+@edit
+def _generated_gone_or_stray(repo: Path, rng: random.Random) -> None:
+    files = sorted(p for p in work_tree_files(repo) if "-mb-" in p and "/patches/" not in p and "reported" not in p)
+    path = repo / rng.choice(files)
+    if rng.random() < 0.5:
+        path.unlink()
+    else:
+        (path.parent / "stray.yaml").write_text("stray: true\n")
+
+
+@edit
+def _mailbox_renamed_away(repo: Path, rng: random.Random) -> None:
+    mailboxes = sorted(p for p in os.listdir(repo / "spaces") if "-mb-" in p)
+    os.rename(repo / "spaces" / rng.choice(mailboxes), repo / "elsewhere")
+    shutil.rmtree(repo / "elsewhere")
+
+
+@edit
+def _source_in_place(repo: Path, rng: random.Random) -> None:
+    sources = sorted(p for p in work_tree_files(repo) if p.startswith("spaces/apps/") and p.endswith(".yaml"))
+    _touch_back(repo / rng.choice(sources), lambda p: p.write_bytes(p.read_bytes() + b"\n# note\n"))
+
+
+def test_with_a_monitor_every_change_is_seen_as_without_one(tmp_path: Path) -> None:
+    """Twin work trees get the same edits, one with a monitor: after each, `diff` says the same and
+    `reconcile` leaves the same bytes; a `diff` that computed before the reconcile included."""
+    fleet = benchmark_module("fleet")
+    twins = []
+    for name in ("watched", "plain"):
+        fleet.generate(tmp_path / name, wecs=8, objects=12, seed=5)
+        twins.append(git_init(tmp_path / name))
+    watched, plain = twins
+    pid = start(watched)
+    try:
+        rngs = [random.Random(21), random.Random(21)]
+        for step in range(14):
+            if step:
+                choice = rngs[0].choice(EDITS)
+                rngs[1].choice(EDITS)
+                for repo, rng in zip(twins, rngs):
+                    choice(repo, rng)
+            if step % 3 == 1:
+                diffs = [app.plan_diff(repo, None)[1].changed for repo in twins]
+                assert diffs[0] == diffs[1], (step, choice.__name__)
+            for repo in twins:
+                app.reconcile_worktree(repo)
+            assert work_tree_files(watched) == work_tree_files(plain), (step, choice.__name__ if step else "")
+            assert app.plan_diff(watched, None)[1].changed is False
+        assert alive(pid)
+    finally:
+        os.kill(pid, signal.SIGKILL)
+
+
+def test_a_killed_monitor_costs_only_time(monitored: tuple[Path, int], monkeypatch: pytest.MonkeyPatch) -> None:
+    repo, pid = monitored
+    until_proven(repo)
+    until_proven(repo)
+    os.kill(pid, signal.SIGKILL)
+    florin = repo / "spaces/imw1-mb-florin/syncerconfig.yaml"
+    expected = florin.read_bytes()
+    _touch_back(florin, lambda p: p.write_bytes(expected.replace(b"a", b"b", 1)))
+    observed = Observed(monkeypatch)
+    assert app.reconcile_worktree(repo).changed_roots == ["spaces/imw1-mb-florin"]
+    assert florin.read_bytes() == expected
+    recorded = statcache.WorkTreeRecord.load(repo, str(repo / ".git")).roots
+    assert observed.roots == {root.removeprefix("spaces/") for root in recorded}  # no monitor: every root looked at
+    pid = start(repo)  # a new history: the first run looks at everything, the next at nothing
+    try:
+        until_proven(repo)
+        observed.paths = 0
+        assert isinstance(app.reconcile_worktree(repo), app.ProvenOutcome) and observed.paths == 0
+    finally:
+        os.kill(pid, signal.SIGKILL)
+
+
+def test_events_lost_while_the_monitor_stood_still_mean_checking_everything(monitored: tuple[Path, int],
+                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    repo, pid = monitored
+    until_proven(repo)
+    until_proven(repo)
+    scratch = repo / "scratch"
+    scratch.mkdir()
+    status = monitoring.status(repo)  # the monitor has seen it, and watches it
+    assert status is not None and status["restarts"] == 0
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        limit = int(Path("/proc/sys/fs/inotify/max_queued_events").read_text())
+        for i in range(limit // 2 + 100):  # more events than the kernel queues for a reader standing still
+            (scratch / f"f{i}").write_bytes(b"")
+            (scratch / f"f{i}").unlink()
+        florin = repo / "spaces/imw1-mb-florin/syncerconfig.yaml"
+        expected = florin.read_bytes()
+        _touch_back(florin, lambda p: p.write_bytes(expected.replace(b"a", b"b", 1)))
+    finally:
+        os.kill(pid, signal.SIGCONT)
+    assert app.reconcile_worktree(repo).changed_roots == ["spaces/imw1-mb-florin"]
+    assert florin.read_bytes() == expected
+    status = monitoring.status(repo)
+    assert status is not None and status["restarts"] == 1 and status["pid"] == pid
+
+
+def test_the_monitor_leaves_with_its_work_tree(monitored: tuple[Path, int]) -> None:
+    repo, pid = monitored
+    shutil.rmtree(repo)
+    deadline = time.monotonic() + 20
+    while alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not alive(pid)

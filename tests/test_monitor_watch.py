@@ -1,0 +1,173 @@
+"""The change feed's parts, on real inotify: what the watch tree reports for each kind of change a
+person, an editor, git or the writer makes (io/fs/watchtree.py), what a history answers for a token
+(io/fs/monitor.py), and what a set of changed paths vouches for (io/fs/feed.py)."""
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from pathlib import Path
+from typing import Callable
+
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from ksgitops.io.fs.feed import Changes
+from ksgitops.io.fs.monitor import History
+
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="inotify is Linux's")
+
+
+@pytest.fixture
+def watched(tmp_path: Path):
+    from ksgitops.io.fs.watchtree import WatchTree
+    root = tmp_path / "wt"
+    (root / "spaces/mb/objects/ns").mkdir(parents=True)
+    (root / "spaces/mb/space.yaml").write_text("a\n")
+    (root / "spaces/mb/objects/ns/x.yaml").write_text("x\n")
+    (root / ".git/objects").mkdir(parents=True)
+    tree = WatchTree(str(root), lambda path: path == str(root / ".git"))
+    yield root, tree
+    tree.close()
+
+
+def covered(changed: list[str], path: str) -> bool:
+    """`path`'s change is reported: it, or a folder above it, is among the changed paths."""
+    return Changes(changed).tree_may_differ(path) and any(
+        c == path or path.startswith(c + "/") for c in changed)
+
+
+def test_every_kind_of_change_is_reported(watched) -> None:
+    root, tree = watched
+    assert tree.folders == 5  # wt, spaces, mb, objects, ns: the git directory is not watched
+    steps: list[tuple[Callable[[], None], str]] = [
+        (lambda: (root / "spaces/mb/objects/ns/x.yaml").write_text("y\n"), "spaces/mb/objects/ns/x.yaml"),
+        (lambda: os.chmod(root / "spaces/mb/space.yaml", 0o600), "spaces/mb/space.yaml"),
+        (lambda: os.utime(root / "spaces/mb/space.yaml", (1, 1)), "spaces/mb/space.yaml"),
+        (lambda: (root / "spaces/mb/new.yaml").write_text("n\n"), "spaces/mb/new.yaml"),
+        (lambda: (root / "spaces/mb/new.yaml").unlink(), "spaces/mb/new.yaml"),
+        (lambda: os.rename(root / "spaces/mb/space.yaml", root / "spaces/mb/s2.yaml"), "spaces/mb/space.yaml"),
+        (lambda: os.symlink("/etc", root / "spaces/mb/link"), "spaces/mb/link"),
+        (lambda: os.chmod(root / "spaces/mb/objects", 0o700), "spaces/mb/objects"),
+    ]
+    for change, path in steps:
+        change()
+        found = tree.drain()
+        assert covered(found, path), (path, found)
+    (root / ".git/objects/pack").write_text("p")
+    assert tree.drain() == []  # the git directory's changes are not the work tree's
+
+
+def test_a_folder_created_with_content_is_watched_at_once(watched) -> None:
+    root, tree = watched
+    (root / "spaces/new/a/b").mkdir(parents=True)  # created before the monitor reads the event
+    (root / "spaces/new/a/b/f.yaml").write_text("f\n")
+    found = tree.drain()
+    assert covered(found, "spaces/new/a/b/f.yaml")
+    (root / "spaces/new/a/b/f.yaml").write_text("g\n")  # now under a watch of its own
+    assert covered(tree.drain(), "spaces/new/a/b/f.yaml")
+
+
+def test_a_renamed_folder_moves_with_its_watches(watched) -> None:
+    root, tree = watched
+    os.rename(root / "spaces/mb", root / "spaces/mb2")
+    found = tree.drain()
+    assert covered(found, "spaces/mb/objects/ns/x.yaml") and covered(found, "spaces/mb2/objects/ns/x.yaml")
+    (root / "spaces/mb2/objects/ns/x.yaml").write_text("z\n")
+    assert tree.drain() == ["spaces/mb2/objects/ns/x.yaml"]  # the path as it is now, not as it was
+
+
+def test_the_writers_swap_leaves_no_watch_on_staging_or_trash(watched) -> None:
+    root, tree = watched
+    stage = root / "spaces/.mb.ksgitops-stage"
+    (stage / "objects/ns").mkdir(parents=True)
+    (stage / "objects/ns/x.yaml").write_text("new\n")
+    tree.drain()
+    folders = tree.folders
+    assert folders == 5  # nothing in a staging sibling is watched
+    os.rename(root / "spaces/mb", root / "spaces/.mb.ksgitops-trash")
+    os.rename(stage, root / "spaces/mb")
+    found = tree.drain()
+    assert covered(found, "spaces/mb/objects/ns/x.yaml")
+    assert tree.folders == 5  # the trash's watches dropped, the new root's put in place
+    shutil.rmtree(root / "spaces/.mb.ksgitops-trash")
+    assert all(".ksgitops-trash" in path for path in tree.drain())  # the trash's removal is only its own
+    (root / "spaces/mb/objects/ns/x.yaml").write_text("hand edit\n")
+    assert tree.drain() == ["spaces/mb/objects/ns/x.yaml"]
+
+
+def test_a_folder_moved_out_is_forgotten_and_one_moved_in_is_watched(watched, tmp_path: Path) -> None:
+    root, tree = watched
+    os.rename(root / "spaces/mb", tmp_path / "outside")
+    assert covered(tree.drain(), "spaces/mb")
+    assert tree.folders == 2
+    (tmp_path / "outside/objects/ns/x.yaml").write_text("out there\n")
+    assert tree.drain() == []
+    os.rename(tmp_path / "outside", root / "spaces/back")
+    assert covered(tree.drain(), "spaces/back/objects/ns/x.yaml")
+    (root / "spaces/back/objects/ns/x.yaml").write_text("in here\n")
+    assert tree.drain() == ["spaces/back/objects/ns/x.yaml"]
+    assert tree.folders == 5
+
+
+def test_a_full_queue_is_an_overflow(watched) -> None:
+    from ksgitops.io.fs.watchtree import Overflow
+    root, tree = watched
+    limit = int(Path("/proc/sys/fs/inotify/max_queued_events").read_text())
+    folder = root / "spaces/mb/objects/ns"
+    for i in range(limit // 2 + 10):  # a create and a delete each, unread
+        path = folder / f"f{i}"
+        path.write_bytes(b"")
+        path.unlink()
+    with pytest.raises(Overflow):
+        tree.drain()
+
+
+def test_a_history_answers_only_for_its_own_tokens() -> None:
+    history = History()
+    start = history.token
+    history.add(["a/b", "c"])
+    middle = history.token
+    history.add([])
+    assert history.token == middle  # nothing new, no new token
+    history.add(["a/b", "d"])
+    assert history.since(start) == ["a/b", "c", "d"]
+    assert history.since(middle) == ["a/b", "d"]
+    assert history.since(history.token) == []
+    other = History()
+    for token in (other.token, None, "", f"{history.name}:x", f"{history.name}:99", f"{history.name}:-1"):
+        assert history.since(token) is None
+
+
+def test_a_trimmed_history_answers_unknown_for_older_tokens(monkeypatch: pytest.MonkeyPatch) -> None:
+    from ksgitops.io.fs import monitor
+    monkeypatch.setattr(monitor, "HISTORY_LIMIT", 3)
+    history = History()
+    old = history.token
+    history.add(["a", "b"])
+    kept = history.token
+    history.add(["c", "d"])
+    assert history.since(old) is None and history.since(kept) is None
+    history.add(["e"])
+    assert history.since(history.token) == []
+
+
+NAMES = st.sampled_from(["spaces", "mb", "x.yaml", "objects", ".mb.ksgitops-stage", "a"])
+PATHS = st.lists(NAMES, min_size=1, max_size=4).map("/".join)
+
+
+@settings(max_examples=300, deadline=None)
+@given(change=PATHS, path=PATHS)
+def test_what_a_change_leaves_vouched_for(change: str, path: str) -> None:
+    changes = Changes([change])
+    parent = change.rpartition("/")[0]
+    # a path's own stamp moves when it changed, an entry in it did, or a folder above it did
+    must = change == path or parent == path or path.startswith(change + "/")
+    if must or ".ksgitops-" in path:
+        assert changes.stamp_may_differ(path) and changes.stamp_may_differ(path + "/")
+    # anything in a tree moves when the change is in it, is it, or is above it
+    if change == path or change.startswith(path + "/") or path.startswith(change + "/"):
+        assert changes.tree_may_differ(path)
+    if not must and ".ksgitops-" not in path and not change.startswith(path + "/"):
+        assert not changes.tree_may_differ(path)  # and the rest is vouched for
+    assert Changes([""]).stamp_may_differ(path) and Changes([""]).tree_may_differ(path)
