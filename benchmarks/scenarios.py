@@ -13,8 +13,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import statistics
+import subprocess
 import tempfile
 import time
 from dataclasses import dataclass, field
@@ -223,7 +225,7 @@ def _git_checkout_anchor(m: ModeRun) -> None:
 
 def run_worktree(m: ModeRun, groups: set[str]) -> None:
     m.prepare()
-    later = ("noop", "diff_noop", "location_diff", "location", "repair_edit", "repair_delete")
+    later = ("noop", "diff_noop", "location_diff", "location", "repair_edit", "repair_delete", *MONITORED)
     if not m.ksgitops("full", "reconcile", str(m.repo)).ok:
         m.skip(later, "full reconcile failed")
         return
@@ -250,6 +252,45 @@ def run_worktree(m: ModeRun, groups: set[str]) -> None:
     _repair(m, "repair_edit", generated_files(m.repo, boxes[0])[0], index,
             lambda p: p.write_bytes(p.read_bytes() + b"# edited by hand\n"))
     _repair(m, "repair_delete", generated_files(m.repo, boxes[len(boxes) // 2])[-1], index, Path.unlink)
+    _monitored(m, boxes, index)
+
+
+MONITORED = ("monitor_start", "monitor_first", "monitor_noop", "monitor_diff_noop", "monitor_location_diff",
+             "monitor_location", "monitor_repair_edit")
+
+
+def _monitored(m: ModeRun, boxes: list[str], index: Path) -> None:
+    """The same loop with `ksgitops monitor` running: each command asks it what changed."""
+    if not m.ksgitops("monitor_start", "monitor", "start", str(m.repo)).ok:
+        m.skip(MONITORED[1:], "the monitor did not start")
+        return
+    try:
+        m.ksgitops("monitor_first", "reconcile", str(m.repo))  # a new history: this one looks at everything
+        _untouched(m, "monitor_noop", lambda: m.ksgitops("monitor_noop", "reconcile", str(m.repo)))
+        _untouched(m, "monitor_diff_noop", lambda: m.ksgitops("monitor_diff_noop", "diff", str(m.repo), expect_exit=0))
+        m.fleet.change_location_label(m.repo, 2)
+        _untouched(m, "monitor_location_diff",
+                   lambda: m.ksgitops("monitor_location_diff", "diff", str(m.repo), expect_exit=1))
+        before = worktree_tree(m.repo, index)
+        if m.ksgitops("monitor_location", "reconcile", str(m.repo)).ok:
+            m.check(worktree_tree(m.repo, index) != before, "monitor_location: the work tree changed",
+                    "monitor_location: reconcile left the work tree as it was", m.res.steps["worktree.monitor_location"])
+        _repair(m, "monitor_repair_edit", generated_files(m.repo, boxes[-1])[0], index, _edit_keeping_mtime)
+    finally:
+        _untimed(m, "monitor", "stop", str(m.repo))
+    after = _untimed(m, "diff", str(m.repo))  # without the monitor, every path looked at: nothing left to do
+    m.check(after == 0, "monitor: the monitored runs left what unmonitored ones would",
+            f"monitor: after it stopped, `diff` exited {after}", m.res.steps.get("worktree.monitor_repair_edit"))
+
+
+def _untimed(m: ModeRun, *args: str) -> int:
+    return subprocess.run([*m.ks, *args], cwd=m.base, env=m.env, capture_output=True, check=False).returncode
+
+
+def _edit_keeping_mtime(path: Path) -> None:
+    before = path.stat()
+    path.write_bytes(path.read_bytes().replace(b":", b"=", 1))
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
 
 
 def _untouched(m: ModeRun, name: str, run: Callable[[], Step]) -> None:

@@ -47,7 +47,10 @@ def test_every_row_runs_and_every_check_holds(tmp_path: Path) -> None:
     for needed in ("after full: bare, checkout, worktree hold the same tree", "after location: bare, checkout, worktree",
                    "worktree: noop: no file written", "worktree: location_diff: no file written",
                    "repair_edit: spaces/sites-mb-", "repair_delete: spaces/sites-mb-",
-                   "git_checkout: the fresh work tree equals the reconciled commit"):
+                   "git_checkout: the fresh work tree equals the reconciled commit",
+                   "worktree: monitor_noop: no file written", "worktree: monitor_location_diff: no file written",
+                   "monitor_repair_edit: spaces/sites-mb-", "worktree: monitor_location: the work tree changed",
+                   "worktree: monitor: the monitored runs left what unmonitored ones would"):
         assert needed in checks, needed
     assert not res["problems"]
     assert sorted(os.listdir(tmp_path)) == ["figures.json"]  # the temporary repos are gone

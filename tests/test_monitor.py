@@ -251,3 +251,38 @@ def test_the_monitor_leaves_with_its_work_tree(monitored: tuple[Path, int]) -> N
     while alive(pid) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert not alive(pid)
+
+
+def test_two_starts_racing_leave_one_monitor(example_git: Path) -> None:
+    starts = [subprocess.Popen([sys.executable, "-m", "ksgitops", "monitor", "start", str(example_git), "-o", "json"],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(3)]
+    outs = [p.communicate(timeout=120) for p in starts]
+    assert all(p.returncode == 0 for p in starts), outs
+    told = [json.loads(out) for out, _ in outs]
+    pids = {t["pid"] for t in told}
+    try:
+        assert len(pids) == 1 and sorted(t["state"] for t in told).count("started") <= 1
+        [pid] = pids
+        deadline = time.monotonic() + 5
+        others = []
+        while time.monotonic() < deadline:  # the losers have exited: only the winner serves the work tree
+            others = [p for p in _monitors_of(example_git) if p != pid]
+            if not others:
+                break
+            time.sleep(0.05)
+        assert others == [] and alive(pid)
+    finally:
+        for pid in pids | set(_monitors_of(example_git)):
+            os.kill(pid, signal.SIGKILL)
+
+
+def _monitors_of(repo: Path) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            cmdline = (entry / "cmdline").read_bytes().split(b"\0")
+        except (OSError, ValueError):
+            continue
+        if b"monitor" in cmdline and b"--ready-fd" in cmdline and str(repo).encode() in cmdline:
+            found.append(int(entry.name))
+    return [p for p in found if alive(p)]

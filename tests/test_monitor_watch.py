@@ -171,3 +171,31 @@ def test_what_a_change_leaves_vouched_for(change: str, path: str) -> None:
     if not must and ".ksgitops-" not in path and not change.startswith(path + "/"):
         assert not changes.tree_may_differ(path)  # and the rest is vouched for
     assert Changes([""]).stamp_may_differ(path) and Changes([""]).tree_may_differ(path)
+
+
+def test_a_work_tree_beyond_the_kernels_watches_is_refused_with_the_reason(tmp_path: Path,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """The kernel caps watches (fs.inotify.max_user_watches): past it, add_watch fails with ENOSPC,
+    and the monitor says so instead of watching part of the work tree."""
+    import errno
+    from inotify_simple import INotify
+    from ksgitops.io.fs import monitor, watchtree
+    (tmp_path / "wt/spaces/a/b").mkdir(parents=True)
+    (tmp_path / "wt/.git").mkdir()
+    calls = []
+    original = INotify.add_watch
+
+    def limited(self: INotify, path: str, mask: int) -> int:
+        calls.append(path)
+        if len(calls) > 2:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return original(self, path, mask)
+    monkeypatch.setattr(INotify, "add_watch", limited)
+    with pytest.raises(watchtree.TooManyFolders, match="2 folders are watched.*max_user_watches"):
+        watchtree.WatchTree(str(tmp_path / "wt"), lambda path: False)
+    read, write = os.pipe()
+    assert monitor.serve(tmp_path / "wt", tmp_path / "wt/.git", write) == 1
+    told = os.read(read, 4096).decode()
+    os.close(read)
+    assert told.startswith("error: ") and "max_user_watches" in told
+    assert not (tmp_path / "wt/.git/ksgitops-state/monitor.sock").exists()

@@ -55,6 +55,9 @@ def start(root: Path) -> tuple[dict[str, Any], bool]:
     if not told.startswith("ready"):
         if child.poll() is None:
             child.terminate()
+        running = status(root)
+        if running is not None:  # another start won the race
+            return running, False
         raise KsgitopsError(f"{root}: the monitor did not start: {told.removeprefix('error: ') or 'no answer'} "
                             f"(its log: {log})", exit_code=3)
     running = status(root)

@@ -10,6 +10,7 @@ a token of another history, or of a history trimmed since (more than HISTORY_LIM
 """
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import secrets
@@ -23,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from .feed import FORMAT, address
+from .paths import STATE_DIR
 from .watchtree import Overflow, TooManyFolders, WatchTree
 
 HISTORY_LIMIT = 500_000  # distinct changed paths kept; beyond, the history starts again
@@ -117,6 +119,7 @@ def serve(work_tree: Path, git_dir: Path, ready: Any = None) -> int:
     descriptor told "ready" (or why not) once the first watches are in place."""
     where = address(git_dir)
     try:
+        lock = _only_one(Path(git_dir) / STATE_DIR / "monitor.lock")
         monitor = Monitor(work_tree, git_dir)
         listener = _listen(where)
     except (OSError, TooManyFolders) as e:
@@ -155,8 +158,22 @@ def serve(work_tree: Path, git_dir: Path, ready: Any = None) -> int:
             except OSError:
                 pass
         monitor.tree.close()
+        os.close(lock)
     log("stopped")
     return 0
+
+
+def _only_one(path: Path) -> int:
+    """Hold the work tree's monitor lock for this process's life: a second monitor would take the
+    socket's name from the first and leave it answering no one."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        raise OSError("another monitor watches this work tree") from None
+    return fd
 
 
 def _listen(where: str) -> socket.socket:
