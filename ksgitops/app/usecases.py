@@ -5,6 +5,7 @@ future runtimes (poller, action) call the same functions.
 """
 from __future__ import annotations
 
+import dataclasses
 import shutil
 import sys
 from dataclasses import dataclass, field
@@ -20,6 +21,7 @@ from ..io.fs.statcache import WorkTreeRecord
 from ..io.fs.tree import WorkTreeSnapshot, check_mailbox_tops
 from ..io.fs.worktree import write_generated
 from ..io.git.branch import git_dir
+from ..io.git.refs import bare_git_dir, branch_tip
 from ..io.git.cache import DiskCache
 from ..lazy import lazy_module
 from ..model import KsgitopsError, Progress
@@ -159,12 +161,21 @@ def reconcile_commit(path: Path, source: str, progress: Progress | None = None,
     proves unchanged (a mailbox whose input digest and committed tree are both as cached); a
     commit the last run's record proves reconciled is answered from the record.
     `cache`: a DiskCache kept by a long-running caller (else the repository's is read)."""
+    bare = bare_git_dir(str(path))
+    if bare is not None:  # the branch still at the commit the record was made on: nothing to open
+        cache = cache or DiskCache.for_git_dir(bare)
+        record = cache.record
+        if record is not None and record.tip and (record.ref, record.tip) == branch_tip(bare, source):
+            return ProvenOutcome(record.result)
     src = open_branch(path, source)
     cache = cache or DiskCache.for_git_dir(src.repo.path)  # type: ignore[attr-defined]
     base = src.snapshot.index  # type: ignore[attr-defined]
     record = cache.record
+    tip = (str(src.ref_name), str(src.commit.id))  # type: ignore[attr-defined]
     if runrecord.proves_unchanged(record, base):
         _warn_uncommitted(src, record.loaded_mailboxes)
+        if (record.ref, record.tip) != tip:
+            cache.save_record(dataclasses.replace(record, ref=tip[0], tip=tip[1]))
         return ProvenOutcome(record.result)
     result = reconcile_reusing(src, cache, progress)
     _warn_uncommitted(src, result.loaded.mailboxes)
@@ -177,7 +188,7 @@ def reconcile_commit(path: Path, source: str, progress: Progress | None = None,
     committed = commit_on_branch(src, result.generated, config, message)
     new = git.TreeIndex(src.repo, src.repo[committed.tree])  # type: ignore[arg-type, index]
     cache.save(clean_mailboxes(result, new))
-    cache.save_record(runrecord.record_of(new, result))
+    cache.save_record(runrecord.record_of(new, result, tip[0], committed.commit or tip[1]))
     return ReconcileOutcome(result, list(committed.roots), committed.commit)
 
 

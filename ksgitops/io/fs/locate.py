@@ -11,6 +11,7 @@ from __future__ import annotations
 from enum import Enum
 from pathlib import Path
 
+from ..git.refs import bare_git_dir
 from ..pygit import pygit2
 
 from ...model import KsgitopsError
@@ -74,6 +75,9 @@ def _hint(path: Path) -> str:
 
 def _bare_repository(path: Path) -> Path | None:
     """The bare repository `path` is (or is inside), if any."""
+    plain = bare_git_dir(str(path))
+    if plain is not None:  # as its own config says: no need to load libgit2
+        return Path(plain)
     found = pygit2.discover_repository(str(path))
     if found is None:
         return None

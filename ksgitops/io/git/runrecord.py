@@ -30,6 +30,8 @@ class RunRecord:
     mailboxes: dict[str, str]  # owned mailbox -> its tree id when recorded
     result: RecordedResult | PlacedResult  # what the run reported (a status run: what it placed)
     loaded_mailboxes: list[str] = field(default_factory=list)  # every mailbox space, read or written
+    ref: str = ""  # the branch the run committed on, and the commit it left there: while the branch
+    tip: str = ""  # still points at it, the record proves the run without opening the repository
 
 
 def fingerprint(index: Any, mailboxes: dict[str, str] | set[str] | list[str],
@@ -79,13 +81,14 @@ def _source_space(index: Any, path: str) -> dict[str, str]:
     return found
 
 
-def record_of(index: Any, result: Any) -> RunRecord:
-    """The record of a reconcile (core.pipeline.Result) whose output is the tree behind `index`."""
+def record_of(index: Any, result: Any, ref: str = "", tip: str = "") -> RunRecord:
+    """The record of a reconcile (core.pipeline.Result) whose output is the tree behind `index`
+    (the commit `tip`, on branch `ref`)."""
     owned = {root.split("/", 1)[1] for root, tree in result.generated.items()
              if root.count("/") == 1 and tree is not None}
     boxes = {mb: index.entry_id(f"spaces/{mb}") for mb in sorted(owned)}
     return RunRecord(fingerprint(index, boxes), boxes, RecordedResult.of(result),
-                     sorted(set(result.loaded.mailboxes) | owned))
+                     sorted(set(result.loaded.mailboxes) | owned), ref, tip)
 
 
 def placed_record(index: Any, result: Any) -> RunRecord:
