@@ -286,3 +286,26 @@ def _monitors_of(repo: Path) -> list[int]:
         if b"monitor" in cmdline and b"--ready-fd" in cmdline and str(repo).encode() in cmdline:
             found.append(int(entry.name))
     return [p for p in found if alive(p)]
+
+
+def test_a_terminal_is_told_of_the_monitor_when_checks_are_many(example_git: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                capsys: pytest.CaptureFixture[str]) -> None:
+    until_proven(example_git)
+    capsys.readouterr()
+    monkeypatch.setattr(app, "ADVISE_FROM", 10)
+    app.reconcile_worktree(example_git)
+    assert "hint" not in capsys.readouterr().err  # not a terminal
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True)
+    app.reconcile_worktree(example_git)
+    err = capsys.readouterr().err
+    assert "generated paths one by one; `ksgitops monitor start` keeps a change feed" in err
+    monkeypatch.setattr(app, "ADVISE_FROM", 10_000)
+    app.reconcile_worktree(example_git)
+    assert "hint" not in capsys.readouterr().err  # a small work tree
+    monkeypatch.setattr(app, "ADVISE_FROM", 10)
+    pid = start(example_git)
+    try:
+        app.reconcile_worktree(example_git)
+        assert "hint" not in capsys.readouterr().err  # a monitor answers
+    finally:
+        os.kill(pid, signal.SIGKILL)

@@ -130,7 +130,21 @@ def open_recorded(path: Path, source: str = WORKTREE) -> tuple[Source, Any]:
         record.follow(str(where))
         record.check(path)
         check_mailbox_tops(path, [root for root in record.roots if root.count("/") == 1 and record.may_differ(root)])
+        _advise_monitor(record)
     return src, record
+
+
+ADVISE_FROM = 50_000  # generated paths a run checks one by one from which a terminal is told of the monitor
+
+
+def _advise_monitor(record: Any) -> None:
+    """On a terminal, a work tree large enough for its checks to show is told of `ksgitops monitor`."""
+    if record.followed or not sys.stderr.isatty():
+        return
+    paths = sum(len(rec.shape) for rec in record.roots.values())
+    if paths >= ADVISE_FROM:
+        print(f"hint: this run checked {paths:,} generated paths one by one; `ksgitops monitor start` keeps a "
+              "change feed, so that reconcile and diff look only at what changed", file=sys.stderr)
 
 
 def reuse_recorded(record: Any) -> Callable[[str, str], bool] | None:

@@ -31,7 +31,6 @@ import os
 import pickle
 import stat
 import sys
-import threading
 import time
 from array import array
 from dataclasses import dataclass, field
@@ -39,6 +38,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, NamedTuple
 
 from ..git.cache import code_fingerprint
+from .forked import in_child as _in_child, may_fork as _may_fork
 from .paths import STATE_DIR, check_path, write_file
 from .shapes import Shape, content_digest, shape_of
 
@@ -125,39 +125,6 @@ def holding(base: str, records: list[tuple[str, RootRecord]]) -> list[bool]:
     finally:
         found = theirs()  # the child is waited for, whatever happens here
     return mine + ([bool(b) for b in found] if found is not None else check(records[half:]))
-
-
-def _may_fork() -> bool:
-    return hasattr(os, "fork") and threading.active_count() == 1  # never fork beside other threads
-
-
-def _in_child(work: Callable[[], bytes], size: int) -> Callable[[], bytes | None]:
-    """Start `work` in a forked child; the returned function waits for its `size` bytes (None:
-    the child failed, and the caller does the work itself)."""
-    read, write = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # the child: no cleanup, no output but the pipe
-        try:
-            os.close(read)
-            data = memoryview(work())
-            while data:
-                data = data[os.write(write, data):]
-            os._exit(0)
-        finally:
-            os._exit(1)
-    os.close(write)
-
-    def result() -> bytes | None:
-        chunks = []
-        try:
-            while chunk := os.read(read, 1 << 16):
-                chunks.append(chunk)
-        finally:
-            os.close(read)
-            _, status = os.waitpid(pid, 0)
-        data = b"".join(chunks)
-        return data if status == 0 and len(data) == size else None
-    return result
 
 
 class RootRecord(NamedTuple):
@@ -249,8 +216,7 @@ class WorkTreeRecord:
             pass
 
     def _advance(self) -> None:
-        """The record is as of this run's token: what a path changed since the old one and not seen
-        to hold (or recorded anew) this run is dropped, for the next run will not be told again."""
+        """As of this run's token: what may have changed and was not seen to hold (or recorded anew) goes."""
         changes = self.changes
         for root in list(self.roots):
             if root in self._noted or self.intact.get(root, False):
@@ -327,6 +293,11 @@ class WorkTreeRecord:
             self.intact.update((r, True) for r in wanted if not may_differ(r))
             wanted = [r for r in wanted if may_differ(r)]
         self.intact.update(zip(wanted, holding(str(work_tree), [(r, self.roots[r]) for r in wanted])))
+
+    @property
+    def followed(self) -> bool:
+        """A monitor answered this run (its answer may still have been "unknown")."""
+        return self._fresh is not None
 
     def may_differ(self, path: str) -> bool:
         """Whether the stamp of `path` may have moved since the record (always, without a monitor)."""
