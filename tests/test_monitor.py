@@ -309,3 +309,80 @@ def test_a_terminal_is_told_of_the_monitor_when_checks_are_many(example_git: Pat
         assert "hint" not in capsys.readouterr().err  # a monitor answers
     finally:
         os.kill(pid, signal.SIGKILL)
+
+
+def test_events_lost_while_a_question_waits_give_unknown_and_the_monitor_goes_on(monitored: tuple[Path, int]) -> None:
+    import threading
+    repo, pid = monitored
+    git_dir = str(repo / ".git")
+    token = request(git_dir, {"op": "status"})["token"]
+    churn = repo / "scratch"
+    churn.mkdir()
+    assert monitoring.status(repo) is not None  # the folder is watched
+    os.kill(pid, signal.SIGSTOP)
+    replies: list[Any] = []
+    asking = threading.Thread(target=lambda: replies.append(request(git_dir, {"since": token}, timeout=60)))
+    try:
+        asking.start()
+        time.sleep(0.3)  # the question waits first, then more events than the kernel's queue holds
+        limit = int(Path("/proc/sys/fs/inotify/max_queued_events").read_text())
+        for i in range(limit + 100):
+            os.close(os.open(churn / f"f{i}", os.O_CREAT | os.O_WRONLY))
+    finally:
+        os.kill(pid, signal.SIGCONT)
+    asking.join()
+    assert replies[0] is not None and replies[0]["changed"] is None  # unknown: events were lost
+    again = request(git_dir, {"since": replies[0]["token"]})
+    assert again is not None and again["changed"] == [] and alive(pid)
+    (churn / "f1").write_text("seen\n")
+    assert request(git_dir, {"since": again["token"]})["changed"] == ["scratch/f1"]
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="another user is made with setuid")
+def test_an_answer_from_another_users_process_is_not_taken(example_git: Path, tmp_path: Path) -> None:
+    """A socket name in the abstract namespace has no file mode: another user could take it first.
+    The asker checks who answers (SO_PEERCRED) and takes nothing from another user."""
+    deep = tmp_path / ("d" * 60) / ("e" * 60)
+    shutil.copytree(example_git, deep / "repo", symlinks=True)
+    repo = deep / "repo"
+    where = address(repo / ".git")
+    assert where.startswith("\0")
+    top = repo.stat()
+    lie = json.dumps({"format": 1, "identity": [str(repo), top.st_dev, top.st_ino], "token": "x:1", "changed": []})
+    impostor = subprocess.Popen([sys.executable, "-c", (
+        "import os, socket, sys\nos.setgid(65534); os.setuid(65534)\n"
+        "s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM); s.bind('\\0' + sys.argv[1]); s.listen(4)\n"
+        "print('ready', flush=True)\n"
+        "while True:\n    c, _ = s.accept(); c.recv(4096); c.sendall(sys.argv[2].encode() + b'\\n'); c.close()\n"),
+        where[1:], lie], stdout=subprocess.PIPE, text=True)
+    try:
+        assert impostor.stdout.readline() == "ready\n"
+        from ksgitops.io.fs.feed import ask
+        assert ask(str(repo / ".git"), "x:0", [str(repo), top.st_dev, top.st_ino]) is None
+        assert run_cli_subprocess("monitor", "status", str(repo)).returncode == 1
+    finally:
+        impostor.kill()
+
+
+def test_a_file_changed_through_another_name_is_still_seen(monitored: tuple[Path, int]) -> None:
+    """Hard links: an edit through one name raises no event for the other. A source or generated
+    file with another name in the work tree is looked at on every run."""
+    repo, pid = monitored
+    until_proven(repo)
+    source = repo / "spaces/wmw-c/httpd.yaml"
+    generated = repo / "spaces/imw1-mb-florin/syncerconfig.yaml"
+    os.link(source, repo / "source-elsewhere.yaml")
+    os.link(generated, repo / "generated-elsewhere.yaml")
+    until_proven(repo)
+    until_proven(repo)
+    assert monitoring.status(repo)["restarts"] >= 1  # the links themselves started a new history
+    expected = generated.read_bytes()
+    with open(repo / "generated-elsewhere.yaml", "r+b") as f:  # the same inode, edited in place
+        f.write(expected.replace(b"a", b"b", 1))
+    outcome = app.reconcile_worktree(repo)
+    assert outcome.changed_roots == ["spaces/imw1-mb-florin"] and generated.read_bytes() == expected
+    until_proven(repo)
+    with open(repo / "source-elsewhere.yaml", "ab") as f:
+        f.write(b"---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: extra\n  namespace: commonstuff\n")
+    assert app.plan_diff(repo, None)[1].changed is True
+    assert app.reconcile_worktree(repo).changed_roots

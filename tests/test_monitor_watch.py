@@ -199,3 +199,60 @@ def test_a_work_tree_beyond_the_kernels_watches_is_refused_with_the_reason(tmp_p
     os.close(read)
     assert told.startswith("error: ") and "max_user_watches" in told
     assert not (tmp_path / "wt/.git/ksgitops-state/monitor.sock").exists()
+
+
+def test_a_name_reused_before_the_monitor_caught_up_is_never_misplaced(watched) -> None:
+    """A folder made under a temporary name and renamed into place, twice: the monitor reads the
+    first one's events when the second already holds the temporary name. It must not put the
+    second one's watch at the first one's new name (the first's would go unwatched): it starts
+    again instead, as after lost events, and then sees every change."""
+    from ksgitops.io.fs.watchtree import Overflow, WatchTree
+    root, tree = watched
+    for i in range(2):
+        (root / "spaces/new/sub").mkdir(parents=True)
+        (root / "spaces/new/sub/a.yaml").write_text("x\n")
+        if i == 0:
+            os.rename(root / "spaces/new", root / "spaces/team-0")
+    try:
+        tree.drain()
+    except Overflow:
+        tree.close()
+        tree = WatchTree(str(root), lambda path: path == str(root / ".git"))
+    (root / "spaces/team-0/sub/a.yaml").write_text("y\n")
+    (root / "spaces/new/sub/a.yaml").write_text("y\n")
+    found = tree.drain()
+    assert covered(found, "spaces/team-0/sub/a.yaml") and covered(found, "spaces/new/sub/a.yaml"), found
+    tree.close()
+
+
+def test_a_hard_link_made_in_the_work_tree_starts_a_new_history(watched) -> None:
+    """A file with two names is changed through one with no event for the other: the monitor makes
+    everyone look at everything once (the record then keeps such files always looked at)."""
+    from ksgitops.io.fs.watchtree import Overflow
+    root, tree = watched
+    os.link(root / "spaces/mb/space.yaml", root / "spaces/other-name.yaml")
+    with pytest.raises(Overflow, match="hard link"):
+        tree.drain()
+
+
+def test_an_unreadable_folder_is_reported_until_it_can_be_watched(watched, monkeypatch: pytest.MonkeyPatch) -> None:
+    import errno
+    from ksgitops.io.fs import watchtree
+    root, tree = watched
+    refused = {str(root / "spaces/locked")}
+    real_open = os.open
+
+    def guarded(path, flags, *args):  # type: ignore[no-untyped-def]
+        if str(path) in refused:
+            raise PermissionError(errno.EACCES, "Permission denied", str(path))
+        return real_open(path, flags, *args)
+    monkeypatch.setattr(watchtree.os, "open", guarded)
+    (root / "spaces/locked").mkdir()
+    folders = tree.folders
+    assert "spaces/locked" in tree.drain() and tree.folders == folders
+    assert tree.drain() == ["spaces/locked"]  # on every drain, so every answer names it
+    refused.clear()
+    os.chmod(root / "spaces/locked", 0o755)  # its attributes change: watched now
+    assert "spaces/locked" in tree.drain() and tree.folders == folders + 1
+    (root / "spaces/locked/x.yaml").write_text("x\n")
+    assert set(tree.drain()) == {"spaces/locked/x.yaml"}

@@ -133,17 +133,18 @@ def serve(work_tree: Path, git_dir: Path, ready: Any = None) -> int:
     selector.register(monitor.tree.fileno(), selectors.EVENT_READ, "events")
     selector.register(listener, selectors.EVENT_READ, "ask")
     log(f"watching {monitor.root}: {monitor.tree.folders} folders")
+    events, restarts = monitor.tree.fileno(), 0
     try:
         while not stop:
             for key, _ in selector.select(timeout=5.0):
-                tree = monitor.tree
                 if key.data == "events":
                     monitor.catch_up()
                 elif _serve_one(listener, monitor):
                     stop.append(True)
-                if monitor.tree is not tree:  # restarted: a new inotify descriptor
-                    selector.unregister(key.fd if key.data == "events" else tree.fileno())
-                    selector.register(monitor.tree.fileno(), selectors.EVENT_READ, "events")
+                if monitor.restarts != restarts:  # a new inotify descriptor, maybe under the old number
+                    selector.unregister(events)
+                    events, restarts = monitor.tree.fileno(), monitor.restarts
+                    selector.register(events, selectors.EVENT_READ, "events")
             if monitor.gone():
                 log("the work tree or its git directory went: stopping")
                 break

@@ -14,6 +14,8 @@ own writes moved is stamped again (below), so that the first run after a write c
 """
 from __future__ import annotations
 
+import os
+import stat
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ...core.results import RecordedResult
@@ -35,6 +37,7 @@ class ProvenRun(NamedTuple):
     roots: tuple[str, ...]  # the generated roots, each as the record keeps it (frozen ones aside)
     generated: tuple[str, ...]  # every root the run generated or kept
     spaces: tuple[str, ...]  # the folders in spaces/ as the run left them
+    linked: frozenset[str] = frozenset()  # observed files with another name: always looked at (feed.py)
 
 
 def run_of(record: Any, snapshot: Any, result: Result) -> ProvenRun | None:
@@ -57,7 +60,17 @@ def run_of(record: Any, snapshot: Any, result: Result) -> ProvenRun | None:
     expected = {name for name in snapshot.spaces_listing if made.get(name, True)} | {n for n, kept in made.items() if kept}
     if set(spaces) != expected:  # a space came or went while it ran
         return None
-    return ProvenRun(RecordedResult.of(result), observed, roots, tuple(sorted(result.generated)), spaces)
+    linked = frozenset(path for path in observed if not path.endswith("/") and _linked(f"{record.work_tree}/{path}"))
+    return ProvenRun(RecordedResult.of(result), observed, roots, tuple(sorted(result.generated)), spaces, linked)
+
+
+def _linked(path: str) -> bool:
+    """A file with another name: changed through that one, no event names this one."""
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return False
+    return stat.S_ISREG(st.st_mode) and st.st_nlink > 1
 
 
 def _restamp(record: Any, snapshot: Any, observed: dict[str, Stamp]) -> bool:
@@ -93,9 +106,9 @@ def proven(record: Any) -> ProvenRun | None:
     run: ProvenRun | None = record.run
     if run is None or not all(root in record.roots for root in run.roots):
         return None
-    base, may_differ = str(record.work_tree), record.may_differ
+    base, may_differ, linked = str(record.work_tree), record.may_differ, run.linked
     if any(full_stamp(f"{base}/{path.rstrip('/')}") != stamp
-           for path, stamp in run.observed.items() if may_differ(path)):
+           for path, stamp in run.observed.items() if path in linked or may_differ(path)):
         return None
     if may_differ("spaces/") and space_names(record.work_tree) != run.spaces:
         return None

@@ -84,13 +84,14 @@ def stamps_digest(stamps: Iterable[Stamp]) -> bytes:
     return _digest([n for s in stamps for n in s])
 
 
-def observe(base: str, shape: Shape) -> tuple[bytes, int]:
-    """(digest of the stamps of `shape` below `base`, newest timestamp among them): the hot loop
-    of a no-op run, one lstat per path (a file's in-place edit moves only its own stamp; an entry
-    added to or removed from a folder moves the folder's mtime)."""
+def observe(base: str, shape: Shape) -> tuple[bytes, int, bool]:
+    """(digest of the stamps of `shape` below `base`, newest timestamp among them, whether a file
+    has another name): the hot loop of a no-op run, one lstat per path (a file's in-place edit moves
+    only its own stamp; an entry added to or removed from a folder moves the folder's mtime)."""
     flat: list[int] = []
     add = flat.extend
     lstat = os.lstat
+    links = 1
     for rel in shape:
         try:
             st = lstat(f"{base}/{rel}" if rel else base)
@@ -99,7 +100,9 @@ def observe(base: str, shape: Shape) -> tuple[bytes, int]:
             continue
         mode = st.st_mode
         add((st.st_ino, st.st_size, st.st_mtime_ns, 0 if not rel and mode & _FORMAT == _DIR else st.st_ctime_ns, mode))
-    return _digest(flat), max(flat[2::5] + flat[3::5], default=0)  # mtimes and ctimes, taken at C speed
+        if mode & _FORMAT != _DIR:
+            links = max(links, st.st_nlink)
+    return _digest(flat), max(flat[2::5] + flat[3::5], default=0), links > 1  # times taken at C speed
 
 
 def _digest(flat: list[int]) -> bytes:
@@ -153,6 +156,7 @@ class WorkTreeRecord:
     token: str | None = None  # the monitor's token the record is as of (feed.py)
     changes: Any = None  # feed.Changes since `token` (None: unknown, every stamp is looked at)
     run_proven: bool = False  # `run` was proven (or made) this run
+    linked: set[str] = field(default_factory=set)  # roots holding a file with another name: always looked at
     _fresh: str | None = None  # the monitor's token given this run, before anything was looked at
     _noted: set[str] = field(default_factory=set)  # roots recorded anew this run
     _clock: int | None = None
@@ -181,7 +185,7 @@ class WorkTreeRecord:
                 data = pickle.load(f)  # noqa: S301 - our own file inside .git, never from a remote
             if data.get("format") == f"{FORMAT}-{code_fingerprint()}-{sys.version}" and data["identity"] == identity:
                 record.sources, record.roots, record.run = data["sources"], data["roots"], data["run"]
-                record.token = data.get("token")
+                record.token, record.linked = data.get("token"), set(data.get("linked", ()))
         except Exception:  # noqa: BLE001 - any unreadable record is just absent
             pass
         return record
@@ -207,7 +211,8 @@ class WorkTreeRecord:
         shapes: dict[Shape, Shape] = {}
         roots = {r: rec._replace(shape=shapes.setdefault(rec.shape, rec.shape)) for r, rec in self.roots.items()}
         data = {"format": f"{FORMAT}-{code_fingerprint()}-{sys.version}", "identity": self.identity,
-                "sources": self.sources, "roots": roots, "run": self.run, "token": self.token}
+                "sources": self.sources, "roots": roots, "run": self.run, "token": self.token,
+                "linked": sorted(self.linked)}
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             write_file(self.path, pickle.dumps(data, protocol=pickle.HIGHEST_PROTOCOL))
@@ -288,8 +293,10 @@ class WorkTreeRecord:
     def check(self, work_tree: Path, roots: Iterable[str] | None = None) -> None:
         """Observe the recorded roots (`roots`: only these) and note which still hold."""
         wanted = [r for r in (self.roots if roots is None else roots) if r in self.roots and r not in self.intact]
-        if self.changes is not None:  # what the monitor saw no change in holds as recorded
-            may_differ = self.changes.tree_may_differ
+        if self.changes is not None:  # what the monitor saw no change in holds as recorded (a hard
+            # link's other name is changed unseen: such a root is always looked at)
+            def may_differ(root: str) -> bool:
+                return root in self.linked or self.changes.tree_may_differ(root)
             self.intact.update((r, True) for r in wanted if not may_differ(r))
             wanted = [r for r in wanted if may_differ(r)]
         self.intact.update(zip(wanted, holding(str(work_tree), [(r, self.roots[r]) for r in wanted])))
@@ -322,9 +329,10 @@ class WorkTreeRecord:
         """The writer found the root equal to `tree` (after `clock()`, or the `since` it took from
         `now()` before comparing): record what it saw."""
         shape = shape_of(tree, self._shapes)
-        stamps, latest = observe(f"{self.work_tree}/{root}", shape)
+        stamps, latest, linked = observe(f"{self.work_tree}/{root}", shape)
         settled = latest < (self.clock() if since is None else since)
         self.note_root(root, RootRecord(None, content_digest(tree, self._digests), shape, stamps) if settled else None)
+        self._link(root, linked)
 
     def written(self, root: str, tree: Any, seen: Observed | None, swapped_at: int) -> None:
         """The writer wrote `tree` at `root` and saw `seen` (None: the root went, or a file root,
@@ -337,6 +345,12 @@ class WorkTreeRecord:
         settled = max(newest(s) for s in stamps) < swapped_at
         rec = RootRecord(None, content_digest(tree, self._digests), tuple(p for p, _ in seen), stamps_digest(stamps))
         self.note_root(root, rec if settled else None)
+        self._link(root, False)  # files of its own, just written
+
+    def _link(self, root: str, linked: bool) -> None:
+        if linked != (root in self.linked):
+            (self.linked.add if linked else self.linked.discard)(root)
+            self._dirty = True
 
     def note_root(self, root: str, rec: RootRecord | None) -> None:
         self._noted.add(root)

@@ -11,7 +11,10 @@ moves with its whole subtree in one step, and a path is always its parents' name
 - A folder moved out, or renamed to a name that is not watched (a root moved aside as trash),
   drops its subtree's watches; one deleted drops them as the kernel reports each (IN_IGNORED).
 - The kernel's queue overflowing (IN_Q_OVERFLOW) loses events: `Overflow` is raised, and the caller
-  starts again with new watches and a new history.
+  starts again with new watches and a new history. So does a rename whose folder is not the one
+  found at its new name (each watch knows its folder's inode): new folders are watched as they
+  are found on disk, which can be ahead of the events still queued, and a name reused meanwhile
+  would otherwise put one folder's watch under another's path.
 
 inotify reports an event inside the system call that made the change, so once the queue has been
 read to its end, every change made before that moment has been seen (`drain`). Blind spots are
@@ -22,6 +25,7 @@ from __future__ import annotations
 
 import errno
 import os
+import stat
 from typing import Callable
 
 from inotify_simple import INotify, flags
@@ -29,9 +33,10 @@ from inotify_simple import INotify, flags
 from .feed import unwatched
 
 MASK = (flags.CREATE | flags.DELETE | flags.MODIFY | flags.ATTRIB | flags.MOVED_FROM | flags.MOVED_TO
-        | flags.DELETE_SELF | flags.MOVE_SELF | flags.ONLYDIR | flags.DONT_FOLLOW | flags.EXCL_UNLINK)
+        | flags.DELETE_SELF | flags.MOVE_SELF | flags.ONLYDIR)
+_GONE = (errno.ENOENT, errno.ENOTDIR, errno.ELOOP)  # not there, or not a folder (any more)
 class Overflow(Exception):
-    """Events were lost (the kernel's queue overflowed): nothing seen before can vouch."""
+    """Events were lost, or cannot be placed: nothing seen before can vouch."""
 
 
 class TooManyFolders(Exception):
@@ -39,10 +44,10 @@ class TooManyFolders(Exception):
 
 
 class _Node:
-    __slots__ = ("wd", "name", "parent", "children")
+    __slots__ = ("wd", "ino", "name", "parent", "children")
 
-    def __init__(self, wd: int, name: str, parent: _Node | None) -> None:
-        self.wd, self.name, self.parent = wd, name, parent
+    def __init__(self, wd: int, ino: int, name: str, parent: _Node | None) -> None:
+        self.wd, self.ino, self.name, self.parent = wd, ino, name, parent
         self.children: dict[str, _Node] = {}
 
 
@@ -54,6 +59,7 @@ class WatchTree:
         self.inotify = INotify(nonblocking=True)
         self.nodes: dict[int, _Node] = {}
         self._moved: dict[int, _Node] = {}  # cookie -> a folder moved from its place, not yet seen arriving
+        self.blind: dict[str, _Node] = {}  # a folder that is there but could not be watched (no permission)
         top = self._add(self.root, None, "")
         if top is None:
             raise FileNotFoundError(errno.ENOENT, "no such folder", self.root)
@@ -82,22 +88,39 @@ class WatchTree:
         return f"{self.root}/{rel}" if rel else self.root
 
     def _add(self, path: str, parent: _Node | None, name: str) -> _Node | None:
+        """Watch the folder at `path` now, knowing which one it is (its inode: the watch is put on
+        the folder opened, never on a link, nor on another folder renamed there meanwhile)."""
         try:
-            wd = self.inotify.add_watch(path, MASK)
+            fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        except OSError as e:
+            self._unwatchable(e, parent, name)
+            return None  # gone, or not a folder (any more): its parent's watch reports that
+        try:
+            ino = os.fstat(fd).st_ino
+            wd = self.inotify.add_watch(f"/proc/self/fd/{fd}", MASK)
         except OSError as e:
             if e.errno == errno.ENOSPC:
                 raise TooManyFolders(f"{len(self.nodes)} folders are watched and the kernel allows no more "
                                      "(fs.inotify.max_user_watches)") from None
-            return None  # gone, or not a folder (any more): its parent's watch reports that
+            self._unwatchable(e, parent, name)
+            return None
+        finally:
+            os.close(fd)
         node = self.nodes.get(wd)
         if node is not None and (node.parent is not parent or node.name != name):
             self._drop(node)  # seen at another place: its old subtree's paths are stale
             return self._add(path, parent, name)
         if node is None:
-            node = self.nodes[wd] = _Node(wd, name, parent)
+            node = self.nodes[wd] = _Node(wd, ino, name, parent)
         if parent is not None:
             parent.children[name] = node
         return node
+
+    def _unwatchable(self, error: OSError, parent: _Node | None, name: str) -> None:
+        """A folder there that refuses a watch (unreadable): reported changed on every drain until
+        it can be watched (its attributes changing retries)."""
+        if error.errno not in _GONE and parent is not None:
+            self.blind[f"{self.path(parent)}/{name}".lstrip("/")] = parent
 
     def _walk(self, node: _Node) -> None:
         """Watch every folder below `node` (already watched)."""
@@ -144,6 +167,11 @@ class WatchTree:
         for node in self._moved.values():  # moved out of the work tree
             self._drop(node)
         self._moved.clear()
+        for path, parent in list(self.blind.items()):
+            if parent.parent is None and parent is not self.top or not os.path.isdir(f"{self.root}/{path}"):
+                del self.blind[path]  # gone, or its parent no longer watched
+            else:
+                changed.append(path)
         return changed
 
     def _apply(self, events: list) -> list[str]:
@@ -166,6 +194,8 @@ class WatchTree:
             changed.append(path)
             if mask & flags.ISDIR:
                 self._folder_event(node, name, mask, cookie)
+            elif mask & (flags.CREATE | flags.MOVED_TO) and _linked(f"{self._abs(node)}/{name}"):
+                raise Overflow(f"{path}: a hard link: a change through its other names would not be reported")
         return changed
 
     def _folder_event(self, parent: _Node, name: str, mask: int, cookie: int) -> None:
@@ -175,7 +205,9 @@ class WatchTree:
                 self._detach(child)
                 self._moved[cookie] = child
             return
-        if not mask & (flags.CREATE | flags.MOVED_TO):
+        if mask & flags.ATTRIB and name not in parent.children:
+            self.blind.pop(f"{self.path(parent)}/{name}".lstrip("/"), None)  # readable now, maybe
+        elif not mask & (flags.CREATE | flags.MOVED_TO):
             return
         moved = self._moved.pop(cookie, None) if mask & flags.MOVED_TO else None
         path = f"{self._abs(parent)}/{name}"
@@ -184,6 +216,8 @@ class WatchTree:
                 self._drop(moved)
             return
         if moved is not None:  # renamed within the work tree: the subtree keeps its watches
+            if _inode(path) != moved.ino:  # the folder there now is another: the queue is behind the disk
+                raise Overflow(f"{path}: not the folder the rename event names (changed since)")
             old = parent.children.get(name)
             if old is not None and old is not moved:
                 self._drop(old)
@@ -193,3 +227,18 @@ class WatchTree:
         child = self._add(path, parent, name)
         if child is not None:
             self._walk(child)
+
+
+def _inode(path: str) -> int:
+    try:
+        return os.lstat(path).st_ino
+    except OSError:
+        return -1
+
+
+def _linked(path: str) -> bool:
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return False
+    return stat.S_ISREG(st.st_mode) and st.st_nlink > 1
