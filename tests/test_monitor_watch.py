@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Callable
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import example, given, settings, strategies as st
 
 from ksgitops.io.fs.feed import Changes
 from ksgitops.io.fs.monitor import History
@@ -256,3 +256,68 @@ def test_an_unreadable_folder_is_reported_until_it_can_be_watched(watched, monke
     assert "spaces/locked" in tree.drain() and tree.folders == folders + 1
     (root / "spaces/locked/x.yaml").write_text("x\n")
     assert set(tree.drain()) == {"spaces/locked/x.yaml"}
+
+
+FOLDERS = st.sampled_from(["a", "b", "c", "a/x", "b/x", "c/y", "a/x/z"])
+STEPS = st.lists(st.tuples(st.sampled_from(["mkdir", "rename", "rmtree", "out", "in", "file", "drain"]),
+                           FOLDERS, FOLDERS), max_size=25)
+
+
+@settings(max_examples=120, deadline=None)
+@given(steps=STEPS)
+@example(steps=[("mkdir", "a/x", "a"), ("rename", "a", "b"), ("mkdir", "a/x", "a"), ("file", "b/x", "a")])
+@example(steps=[("mkdir", "a", "a"), ("mkdir", "c", "c"), ("rename", "a", "b"), ("rename", "c", "a"),
+                ("file", "b", "a")])
+def test_after_any_folder_shuffle_every_folder_is_watched_at_its_place(tmp_path_factory, steps) -> None:
+    """Folders made, renamed (within, out and in), removed, with the monitor reading its queue at
+    any point: once it has caught up (starting again where it must), its watches are the work tree's
+    folders, each at its place (by inode), and a file written in any of them is reported."""
+    import shutil as sh
+    from ksgitops.io.fs.watchtree import Overflow, WatchTree
+    base = tmp_path_factory.mktemp("shuffle")
+    root, outside = base / "wt", base / "outside"
+    root.mkdir()
+
+    def fresh() -> WatchTree:
+        return WatchTree(str(root), lambda path: False)
+    tree = fresh()
+    try:
+        for op, one, two in steps:
+            src, dst = root / one, root / two
+            try:
+                if op == "mkdir":
+                    src.mkdir(parents=True, exist_ok=True)
+                elif op == "rename" and src.is_dir() and not dst.exists() and not str(dst).startswith(f"{src}/"):
+                    dst.parent.mkdir(parents=True, exist_ok=True)
+                    os.rename(src, dst)
+                elif op == "rmtree" and src.is_dir():
+                    sh.rmtree(src)
+                elif op == "out" and src.is_dir() and not outside.exists():
+                    os.rename(src, outside)
+                elif op == "in" and outside.is_dir() and not dst.exists():
+                    dst.parent.mkdir(parents=True, exist_ok=True)
+                    os.rename(outside, dst)
+                elif op == "file" and src.is_dir():
+                    (src / "f").write_text(str(len(op)))
+                elif op == "drain":
+                    tree.drain()
+            except Overflow:
+                tree.close()
+                tree = fresh()
+        for _ in range(3):
+            try:
+                tree.drain()
+                break
+            except Overflow:
+                tree.close()
+                tree = fresh()
+        on_disk = {os.path.relpath(folder, root).replace(".", "", 1) if folder == str(root) else
+                   os.path.relpath(folder, root): os.lstat(folder).st_ino for folder, _, _ in os.walk(root)}
+        watched = {tree.path(node): node.ino for node in tree.nodes.values()}
+        assert watched == on_disk
+        for folder in on_disk:
+            (root / folder / "probe").write_text("p")
+        found = tree.drain()
+        assert all(covered(found, f"{folder}/probe".lstrip("/")) for folder in on_disk), found
+    finally:
+        tree.close()
