@@ -72,7 +72,7 @@ def test_a_work_tree_run_that_computes_opens_no_repository_either(example_git: P
         assert err.splitlines()[-1] == "RESULT False", err
 
 
-@pytest.mark.parametrize("argv", [["reconcile"], ["reconcile", "--commit"]])
+@pytest.mark.parametrize("argv", [["reconcile"], ["reconcile", "--commit"], ["diff"]])
 def test_a_proven_run_loads_no_yaml_and_unpacks_no_wec(example_git: Path, argv: list[str]) -> None:
     """A proven run prints how many WECs there are, and its problems: the record's WECs stay packed
     (core/results.py PackedWecs) and neither YAML nor the loader's room is imported."""
@@ -82,9 +82,10 @@ def test_a_proven_run_loads_no_yaml_and_unpacks_no_wec(example_git: Path, argv: 
             f"try:\n    main({[*argv, str(example_git)]!r})\nexcept SystemExit:\n    pass\n"
             "print('RESULT', 'yaml' in sys.modules, 'ksgitops.core.load.read' in sys.modules, unpacked, file=sys.stderr)")
     for _ in range(3):
-        subprocess.run([sys.executable, "-m", "ksgitops", *argv, str(example_git)], capture_output=True, check=True)
+        subprocess.run([sys.executable, "-m", "ksgitops", "reconcile", *argv[1:], str(example_git)],
+                       capture_output=True, check=True)
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
-    assert "2 WECs, 0 generated folders changed" in done.stdout
+    assert ("0 WECs affected" if argv == ["diff"] else "2 WECs, 0 generated folders changed") in done.stdout
     assert done.stderr.splitlines()[-1] == "RESULT False False []", done.stderr
 
 

@@ -19,7 +19,6 @@ from pathlib import Path
 from typing import Sequence
 
 from ..core.readout.diff import WecDiff
-from ..core.serialize import dump_yaml
 from ..model import KsgitopsError
 
 ENV = "KUBECTL_EXTERNAL_DIFF"
@@ -38,6 +37,7 @@ def command(value: str) -> tuple[list[str], list[str]]:
 
 def write_versions(wecs: Sequence[WecDiff], live: Path, merged: Path) -> int:
     """Write both sides of every change; returns the number of objects written."""
+    from ..core.serialize import dump_yaml  # loaded when there is something to write
     count = 0
     for wec in wecs:
         for change in wec.changes:

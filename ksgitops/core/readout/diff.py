@@ -5,16 +5,12 @@ sides, so a diff says that a Secret changed and never what it holds.
 """
 from __future__ import annotations
 
-import difflib
-import html
 import re
 from dataclasses import dataclass, field
 from typing import Any
 
 from ...model import counted
 from ...names import file_stem, printable
-from .render import mailbox_inputs, redact_pair, render_inputs
-from ..serialize import dump_yaml, load_yaml
 from ..tree import FileTree
 
 
@@ -86,6 +82,7 @@ class DiffResult:
 def mailbox_changes(old: FileTree | None, new: FileTree | None) -> list[ObjectChange]:
     """The objects of one mailbox that render differently (none when they render the same), and
     its SyncerConfig when that changes: it steers what the WEC's syncer does."""
+    from .render import mailbox_inputs, redact_pair, render_inputs  # a diff that finds nothing never renders
     old_inputs, new_inputs = (mailbox_inputs(old) if old else []), (mailbox_inputs(new) if new else [])
     moved = _moved(old_inputs, new_inputs)  # an object whose base copy and patch are the same renders the same
     before = dict(render_inputs(old_inputs, moved))
@@ -111,6 +108,7 @@ SYNCER_CONFIG = "syncerconfig.yaml"
 
 
 def _syncer_config(tree: FileTree | None) -> dict[str, Any] | None:
+    from ..serialize import load_yaml
     data = tree.get(SYNCER_CONFIG) if tree else None
     return load_yaml(data) if isinstance(data, bytes) else None
 
@@ -118,6 +116,8 @@ def _syncer_config(tree: FileTree | None) -> dict[str, Any] | None:
 def changes_diff(mailbox: str, changes: list[ObjectChange]) -> str:
     """Unified diffs of the changes; each file header names the object after a tab (where diff
     puts a timestamp, so `patch` still reads the path)."""
+    import difflib
+    from ..serialize import dump_yaml
     chunks: list[str] = []
     for change in changes:
         a_text = dump_yaml(change.old).decode().splitlines(keepends=True) if change.old is not None else []
@@ -133,6 +133,7 @@ def mailbox_diff(mailbox: str, old: FileTree | None, new: FileTree | None) -> st
 
 
 def markdown(result: DiffResult) -> str:
+    import html
     lines = [f"### ksgitops diff: {counted(len(result.wecs), 'WEC')} affected", ""]
     if not result.wecs:
         lines.append("No WEC would receive different objects." if not result.changed
