@@ -51,6 +51,16 @@ def lstat_mode(path: Path) -> int:
         return 0
 
 
+def has_other_names(path: str) -> bool:
+    """A regular file with more than one name (a hard link): changed through another name, no
+    inotify event names this one (feed.py)."""
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return False
+    return stat.S_ISREG(st.st_mode) and st.st_nlink > 1
+
+
 def write_file(target: Path, data: bytes) -> None:
     """Replace one file atomically: written beside it, then renamed over it. A kill leaves the old
     file (and at worst the sibling `.NAME.ksgitops-tmp`, overwritten by the next write)."""

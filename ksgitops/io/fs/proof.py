@@ -14,14 +14,13 @@ own writes moved is stamped again (below), so that the first run after a write c
 """
 from __future__ import annotations
 
-import os
-import stat
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ...core.results import RecordedResult
 from ...core.load.snapshot import GENERATED_DIR
 from ...core.tree import REUSE
 from .statcache import Stamp, full_stamp, newest
+from .paths import has_other_names
 from .tree import space_names
 
 if TYPE_CHECKING:
@@ -60,17 +59,10 @@ def run_of(record: Any, snapshot: Any, result: Result) -> ProvenRun | None:
     expected = {name for name in snapshot.spaces_listing if made.get(name, True)} | {n for n, kept in made.items() if kept}
     if set(spaces) != expected:  # a space came or went while it ran
         return None
-    linked = frozenset(path for path in observed if not path.endswith("/") and _linked(f"{record.work_tree}/{path}"))
+    linked = frozenset(path for path in observed
+                       if not path.endswith("/") and has_other_names(f"{record.work_tree}/{path}"))
     return ProvenRun(RecordedResult.of(result), observed, roots, tuple(sorted(result.generated)), spaces, linked)
 
-
-def _linked(path: str) -> bool:
-    """A file with another name: changed through that one, no event names this one."""
-    try:
-        st = os.lstat(path)
-    except OSError:
-        return False
-    return stat.S_ISREG(st.st_mode) and st.st_nlink > 1
 
 
 def _restamp(record: Any, snapshot: Any, observed: dict[str, Stamp]) -> bool:

@@ -25,12 +25,12 @@ from __future__ import annotations
 
 import errno
 import os
-import stat
 from typing import Callable
 
 from inotify_simple import INotify, flags
 
 from .feed import unwatched
+from .paths import has_other_names
 
 MASK = (flags.CREATE | flags.DELETE | flags.MODIFY | flags.ATTRIB | flags.MOVED_FROM | flags.MOVED_TO
         | flags.DELETE_SELF | flags.MOVE_SELF | flags.ONLYDIR)
@@ -194,7 +194,7 @@ class WatchTree:
             changed.append(path)
             if mask & flags.ISDIR:
                 self._folder_event(node, name, mask, cookie)
-            elif mask & (flags.CREATE | flags.MOVED_TO) and _linked(f"{self._abs(node)}/{name}"):
+            elif mask & (flags.CREATE | flags.MOVED_TO) and has_other_names(f"{self._abs(node)}/{name}"):
                 raise Overflow(f"{path}: a hard link: a change through its other names would not be reported")
         return changed
 
@@ -235,10 +235,3 @@ def _inode(path: str) -> int:
     except OSError:
         return -1
 
-
-def _linked(path: str) -> bool:
-    try:
-        st = os.lstat(path)
-    except OSError:
-        return False
-    return stat.S_ISREG(st.st_mode) and st.st_nlink > 1
