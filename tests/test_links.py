@@ -64,6 +64,7 @@ def assert_refused(result, link: str, repo: Path, before: dict[str, bytes], outs
 WORKTREE_LINKS = [
     "spaces",
     f"spaces/{FLORIN}",
+    f"spaces/{FLORIN}/space.yaml",
     f"spaces/{FLORIN}/objects",
     f"spaces/{FLORIN}/reported",
     f"spaces/{FLORIN}/objects/core",
@@ -198,3 +199,21 @@ def test_links_inside_source_spaces_are_still_skipped_not_refused(example: Path,
     os.symlink(elsewhere, example / "spaces" / "wmw-c" / "shared.yaml")
     assert cli("reconcile", str(example)).code == 0
     assert not list((example / "spaces" / FLORIN / "objects").rglob("shared.yaml"))
+
+
+def test_a_linked_mailbox_space_yaml_is_refused_with_or_without_a_record(example_git: Path, cli, tmp_path: Path) -> None:
+    """`space.yaml` says a folder is a mailbox: a link there is refused the same way whether or not
+    the work tree's record remembers the folder as a mailbox (a record never changes the outcome)."""
+    assert cli("reconcile", str(example_git)).code == 0
+    assert cli("reconcile", str(example_git)).code == 0  # the record now holds every mailbox
+    twin = tmp_path / "twin"
+    shutil.copytree(example_git, twin, symlinks=True)
+    shutil.rmtree(twin / ".git" / "ksgitops-state")  # no record
+    results = []
+    for repo in (example_git, twin):
+        link_outside(repo, f"spaces/{FLORIN}/space.yaml", tmp_path / f"outside-{repo.name}")
+        before = work_tree(repo)
+        results.append(cli("reconcile", str(repo)))
+        assert work_tree(repo) == before
+    assert [r.code for r in results] == [2, 2]
+    assert results[0].err == results[1].err and results[0].err.startswith(f"spaces/{FLORIN}/space.yaml: is a symbolic link")

@@ -26,8 +26,10 @@ from .paths import STATUS_FILE, LinkError, check_path, lstat_mode
 
 def check_layout(root: Path) -> None:
     """The fixed part of what ksgitops owns, checked once per command before anything is read or
-    written: `spaces/`, every entry directly in it, each space's `.ksgitops/` and its folders,
-    and STATUS.md. Deeper folders are checked where they are read or written."""
+    written: `spaces/`, every entry directly in it, each space's `space.yaml` (what makes a folder
+    a mailbox: a link there would make one a source space when no record says otherwise) and
+    `.ksgitops/` and its folders, and STATUS.md. Deeper folders are checked where they are read or
+    written."""
     check_path(root, STATUS_FILE)
     check_path(root, "spaces")
     try:
@@ -39,8 +41,9 @@ def check_layout(root: Path) -> None:
             raise LinkError(f"spaces/{entry.name}")
         if entry.name.startswith(".") or not entry.is_dir():
             continue
-        if os.path.islink(f"{entry.path}/{GENERATED_DIR}"):
-            raise LinkError(f"spaces/{entry.name}/{GENERATED_DIR}")
+        for owned in ("space.yaml", GENERATED_DIR):
+            if os.path.islink(f"{entry.path}/{owned}"):
+                raise LinkError(f"spaces/{entry.name}/{owned}")
         try:
             generated = list(os.scandir(f"{entry.path}/{GENERATED_DIR}"))
         except (FileNotFoundError, NotADirectoryError):
