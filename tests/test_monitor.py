@@ -386,3 +386,27 @@ def test_a_file_changed_through_another_name_is_still_seen(monitored: tuple[Path
         f.write(b"---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: extra\n  namespace: commonstuff\n")
     assert app.plan_diff(repo, None)[1].changed is True
     assert app.reconcile_worktree(repo).changed_roots
+
+
+def test_a_monitor_whose_socket_went_stops(example_git: Path) -> None:
+    """Nobody can ask a monitor whose socket file was removed or replaced: it leaves (its lock with
+    it), so that `monitor start` can start one that answers."""
+    import tempfile
+    repo = Path(tempfile.mkdtemp(prefix="ks-", dir="/tmp")) / "r"  # a path short enough for a socket file
+    shutil.copytree(example_git, repo, symlinks=True)
+    pids = [start(repo)]
+    try:
+        where = address(repo / ".git")
+        assert not where.startswith("\0")
+        os.unlink(where)
+        deadline = time.monotonic() + 20
+        while alive(pids[0]) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not alive(pids[0])
+        pids.append(start(repo))
+        assert pids[1] != pids[0] and monitoring.status(repo)["pid"] == pids[1]
+    finally:
+        for pid in pids:
+            if alive(pid):
+                os.kill(pid, signal.SIGKILL)
+        shutil.rmtree(repo.parent)

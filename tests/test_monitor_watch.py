@@ -321,3 +321,44 @@ def test_after_any_folder_shuffle_every_folder_is_watched_at_its_place(tmp_path_
         assert all(covered(found, f"{folder}/probe".lstrip("/")) for folder in on_disk), found
     finally:
         tree.close()
+
+
+def test_a_folder_made_just_before_its_parent_was_renamed_is_watched(watched) -> None:
+    """The folder's creation is read when its parent already has another name (the rename further
+    down the queue): the monitor tries it again from where the parent is once it has read on."""
+    root, tree = watched
+    (root / "spaces/mb/team-new/deep").mkdir(parents=True)
+    os.rename(root / "spaces/mb", root / "spaces/mb2")
+    tree.drain()
+    (root / "spaces/mb2/team-new/deep/x.yaml").write_text("x\n")
+    assert covered(tree.drain(), "spaces/mb2/team-new/deep/x.yaml")
+    assert sorted(tree.path(n) for n in tree.nodes.values() if "team-new" in tree.path(n)) == \
+        ["spaces/mb2/team-new", "spaces/mb2/team-new/deep"]
+
+
+def test_a_folder_moved_in_with_a_file_of_two_names_starts_a_new_history(watched, tmp_path: Path) -> None:
+    from ksgitops.io.fs.watchtree import Overflow
+    root, tree = watched
+    (tmp_path / "bring/sub").mkdir(parents=True)
+    os.link(root / "spaces/mb/space.yaml", tmp_path / "bring/sub/same.yaml")
+    os.rename(tmp_path / "bring", root / "spaces/brought")
+    with pytest.raises(Overflow, match="another name"):
+        tree.drain()
+
+
+def test_the_same_folder_at_two_places_is_refused(tmp_path: Path) -> None:
+    """A bind mount shows one folder at two paths, with one watch: the monitor could not tell at
+    which one a change was made, so it does not watch such a work tree."""
+    import subprocess
+    from ksgitops.io.fs.watchtree import CannotWatch, WatchTree
+    root = tmp_path / "wt"
+    (root / "spaces/mb").mkdir(parents=True)
+    (root / "mirror").mkdir()
+    if subprocess.run(["mount", "--bind", str(root / "spaces/mb"), str(root / "mirror")],
+                      capture_output=True).returncode != 0:
+        pytest.skip("no bind mount here (needs root and a mount namespace that allows it)")
+    try:
+        with pytest.raises(CannotWatch, match="bind mount"):
+            WatchTree(str(root), lambda path: False)
+    finally:
+        subprocess.run(["umount", str(root / "mirror")], check=True)

@@ -25,7 +25,7 @@ from typing import Any
 
 from .feed import FORMAT, address
 from .paths import STATE_DIR
-from .watchtree import Overflow, TooManyFolders, WatchTree
+from .watchtree import CannotWatch, Overflow, WatchTree
 
 HISTORY_LIMIT = 500_000  # distinct changed paths kept; beyond, the history starts again
 
@@ -122,7 +122,7 @@ def serve(work_tree: Path, git_dir: Path, ready: Any = None) -> int:
         lock = _only_one(Path(git_dir) / STATE_DIR / "monitor.lock")
         monitor = Monitor(work_tree, git_dir)
         listener = _listen(where)
-    except (OSError, TooManyFolders) as e:
+    except (OSError, CannotWatch) as e:
         _tell(ready, f"error: {e}")
         return 1
     _tell(ready, f"ready {monitor.tree.folders}")
@@ -134,6 +134,7 @@ def serve(work_tree: Path, git_dir: Path, ready: Any = None) -> int:
     selector.register(listener, selectors.EVENT_READ, "ask")
     log(f"watching {monitor.root}: {monitor.tree.folders} folders")
     events, restarts = monitor.tree.fileno(), 0
+    listening = _inode(where)
     try:
         while not stop:
             for key, _ in selector.select(timeout=5.0):
@@ -148,7 +149,10 @@ def serve(work_tree: Path, git_dir: Path, ready: Any = None) -> int:
             if monitor.gone():
                 log("the work tree or its git directory went: stopping")
                 break
-    except TooManyFolders as e:
+            if not _still_ours(where, listening):
+                log(f"{where}: the socket is not this monitor's any more: stopping")
+                break
+    except CannotWatch as e:
         log(f"stopping: {e}")
         return 1
     finally:
@@ -175,6 +179,20 @@ def _only_one(path: Path) -> int:
         os.close(fd)
         raise OSError("another monitor watches this work tree") from None
     return fd
+
+
+def _inode(where: str) -> int:
+    if where.startswith("\0"):
+        return 0  # an abstract name: no file to lose
+    try:
+        return os.stat(where).st_ino
+    except OSError:
+        return -1
+
+
+def _still_ours(where: str, inode: int) -> bool:
+    """The socket's file is the one this monitor made (removed or replaced, no one can ask it)."""
+    return _inode(where) == inode
 
 
 def _listen(where: str) -> socket.socket:

@@ -39,7 +39,11 @@ class Overflow(Exception):
     """Events were lost, or cannot be placed: nothing seen before can vouch."""
 
 
-class TooManyFolders(Exception):
+class CannotWatch(Exception):
+    """The work tree cannot be watched as a whole: the monitor stops, and runs look at everything."""
+
+
+class TooManyFolders(CannotWatch):
     """The kernel refused another watch (fs.inotify.max_user_watches)."""
 
 
@@ -59,12 +63,16 @@ class WatchTree:
         self.inotify = INotify(nonblocking=True)
         self.nodes: dict[int, _Node] = {}
         self._moved: dict[int, _Node] = {}  # cookie -> a folder moved from its place, not yet seen arriving
-        self.blind: dict[str, _Node] = {}  # a folder that is there but could not be watched (no permission)
+        # a folder entry not watched when told of it (gone from the path known then, maybe as a parent's
+        # rename is further down the queue; or unreadable): tried again after each drain, and named
+        # in every drain's answer until it is watched or its removal is read
+        self.unsure: dict[tuple[int, str], _Node] = {}
+        self.unwalked: set[_Node] = set()  # a folder whose listing failed at the path known then
         top = self._add(self.root, None, "")
         if top is None:
             raise FileNotFoundError(errno.ENOENT, "no such folder", self.root)
         self.top = top
-        self._walk(top)
+        self._walk(top, links=False)
 
     def close(self) -> None:
         self.inotify.close()
@@ -108,6 +116,9 @@ class WatchTree:
             os.close(fd)
         node = self.nodes.get(wd)
         if node is not None and (node.parent is not parent or node.name != name):
+            if (node.parent is not None or node is self.top) and _inode(self._abs(node)) == ino:
+                raise CannotWatch(f"{path}: the same folder as {self._abs(node)} (a bind mount?): "
+                                  "a change in one would be reported at the other")
             self._drop(node)  # seen at another place: its old subtree's paths are stale
             return self._add(path, parent, name)
         if node is None:
@@ -117,21 +128,25 @@ class WatchTree:
         return node
 
     def _unwatchable(self, error: OSError, parent: _Node | None, name: str) -> None:
-        """A folder there that refuses a watch (unreadable): reported changed on every drain until
-        it can be watched (its attributes changing retries)."""
-        if error.errno not in _GONE and parent is not None:
-            self.blind[f"{self.path(parent)}/{name}".lstrip("/")] = parent
+        if parent is not None:
+            self.unsure[(parent.wd, name)] = parent
 
-    def _walk(self, node: _Node) -> None:
-        """Watch every folder below `node` (already watched)."""
+    def _walk(self, node: _Node, links: bool = True) -> None:
+        """Watch every folder below `node` (already watched); with `links`, a file with another
+        name found there (moved in with its folder) starts a new history, as a link made would."""
         stack = [node]
         while stack:
             folder = stack.pop()
             base = self._abs(folder)
             try:
-                entries = [e.name for e in os.scandir(base) if e.is_dir(follow_symlinks=False)]
+                found = list(os.scandir(base))
             except OSError:
-                continue  # gone since: its parent's watch reports it
+                self.unwalked.add(folder)
+                continue
+            if links and any(e.is_file(follow_symlinks=False) and e.stat(follow_symlinks=False).st_nlink > 1
+                             for e in found):
+                raise Overflow(f"{base}: a file with another name arrived: changes through it would not be reported")
+            entries = [e.name for e in found if e.is_dir(follow_symlinks=False)]
             for name in entries:
                 path = f"{base}/{name}"
                 if unwatched(name) or self.skip(path):
@@ -167,12 +182,23 @@ class WatchTree:
         for node in self._moved.values():  # moved out of the work tree
             self._drop(node)
         self._moved.clear()
-        for path, parent in list(self.blind.items()):
-            if parent.parent is None and parent is not self.top or not os.path.isdir(f"{self.root}/{path}"):
-                del self.blind[path]  # gone, or its parent no longer watched
-            else:
-                changed.append(path)
-        return changed
+        return changed + self._try_again()
+
+    def _try_again(self) -> list[str]:
+        """Watch what could not be watched when told of it, now from where its parent is; what still
+        cannot be is named changed."""
+        unsure, self.unsure = self.unsure, {}
+        for (wd, name), parent in unsure.items():
+            if self.nodes.get(wd) is parent and name not in parent.children:
+                child = self._add(f"{self._abs(parent)}/{name}", parent, name)
+                if child is not None:
+                    self._walk(child)
+        unwalked, self.unwalked = self.unwalked, set()
+        for node in unwalked:
+            if self.nodes.get(node.wd) is node:
+                self._walk(node)
+        return [f"{self.path(parent)}/{name}".lstrip("/") for (_, name), parent in self.unsure.items()] + \
+            [self.path(node) for node in self.unwalked]
 
     def _apply(self, events: list) -> list[str]:
         changed = []
@@ -199,15 +225,15 @@ class WatchTree:
         return changed
 
     def _folder_event(self, parent: _Node, name: str, mask: int, cookie: int) -> None:
+        if mask & (flags.MOVED_FROM | flags.DELETE):
+            self.unsure.pop((parent.wd, name), None)  # its removal read: nothing left to try
         if mask & flags.MOVED_FROM:
             child = parent.children.get(name)
             if child is not None:
                 self._detach(child)
                 self._moved[cookie] = child
             return
-        if mask & flags.ATTRIB and name not in parent.children:
-            self.blind.pop(f"{self.path(parent)}/{name}".lstrip("/"), None)  # readable now, maybe
-        elif not mask & (flags.CREATE | flags.MOVED_TO):
+        if not mask & (flags.CREATE | flags.MOVED_TO):
             return
         moved = self._moved.pop(cookie, None) if mask & flags.MOVED_TO else None
         path = f"{self._abs(parent)}/{name}"
