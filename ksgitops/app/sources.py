@@ -42,7 +42,7 @@ def open_source(path: Path, source: str) -> Source:
     if source == WORKTREE:
         if not path.is_dir():
             raise KsgitopsError(f"{path}: no such directory")
-        _recover(path, None)
+        _recover(path, None, sources=True)
         return Source(path, WorkTreeSnapshot(path))
     repo = git.open_repo(path)
     _recover(Path(repo.workdir) if repo.workdir else None, repo)
@@ -50,9 +50,9 @@ def open_source(path: Path, source: str) -> Source:
     return Source(path, git.TreeSnapshot(repo, commit.tree), repo, commit, branch.branch_ref(repo, source))
 
 
-def _recover(workdir: Path | None, repo: Any) -> None:
+def _recover(workdir: Path | None, repo: Any, sources: bool = False) -> None:
     if workdir is not None:
-        check_layout(workdir)
+        check_layout(workdir, sources)
         worktree.recover(workdir)
     if repo is None and workdir is not None and checkout.pending(workdir):
         repo = git.open_repo(workdir)

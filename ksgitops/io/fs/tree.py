@@ -24,12 +24,12 @@ from ...model import KsgitopsError
 from .statcache import ABSENT, SourceStat, Stamp, full_stamp
 from .paths import STATUS_FILE, LinkError, check_path, lstat_mode
 
-def check_layout(root: Path) -> None:
+def check_layout(root: Path, sources: bool = False) -> None:
     """The fixed part of what ksgitops owns, checked once per command before anything is read or
-    written: `spaces/`, every entry directly in it, each space's `space.yaml` (what makes a folder
-    a mailbox: a link there would make one a source space when no record says otherwise) and
-    `.ksgitops/` and its folders, and STATUS.md. Deeper folders are checked where they are read or
-    written."""
+    written: `spaces/`, every entry directly in it, each space's `.ksgitops/` and its folders,
+    and STATUS.md (with `sources`, when the work tree is what is read: each space's `space.yaml`
+    too, what makes a folder a mailbox, so that a link there is refused whether or not a record
+    remembers the folder as one). Deeper folders are checked where they are read or written."""
     check_path(root, STATUS_FILE)
     check_path(root, "spaces")
     try:
@@ -41,7 +41,7 @@ def check_layout(root: Path) -> None:
             raise LinkError(f"spaces/{entry.name}")
         if entry.name.startswith(".") or not entry.is_dir():
             continue
-        for owned in ("space.yaml", GENERATED_DIR):
+        for owned in (("space.yaml", GENERATED_DIR) if sources else (GENERATED_DIR,)):
             if os.path.islink(f"{entry.path}/{owned}"):
                 raise LinkError(f"spaces/{entry.name}/{owned}")
         try:
