@@ -64,7 +64,6 @@ def run_of(record: Any, snapshot: Any, result: Result) -> ProvenRun | None:
     return ProvenRun(RecordedResult.of(result), observed, roots, tuple(sorted(result.generated)), spaces, linked)
 
 
-
 def _restamp(record: Any, snapshot: Any, observed: dict[str, Stamp]) -> bool:
     """A space folder the run's own writes changed (its first `.ksgitops/`) gets its stamp again,
     when it lists, but for that entry, what the run read; False when another change is seen."""

@@ -91,7 +91,7 @@ def observe(base: str, shape: Shape) -> tuple[bytes, int, bool]:
     flat: list[int] = []
     add = flat.extend
     lstat = os.lstat
-    links = 1
+    linked = False
     for rel in shape:
         try:
             st = lstat(f"{base}/{rel}" if rel else base)
@@ -100,9 +100,9 @@ def observe(base: str, shape: Shape) -> tuple[bytes, int, bool]:
             continue
         mode = st.st_mode
         add((st.st_ino, st.st_size, st.st_mtime_ns, 0 if not rel and mode & _FORMAT == _DIR else st.st_ctime_ns, mode))
-        if mode & _FORMAT != _DIR:
-            links = max(links, st.st_nlink)
-    return _digest(flat), max(flat[2::5] + flat[3::5], default=0), links > 1  # times taken at C speed
+        if st.st_nlink > 1 and mode & _FORMAT != _DIR:
+            linked = True
+    return _digest(flat), max(flat[2::5] + flat[3::5], default=0), linked  # times taken at C speed
 
 
 def _digest(flat: list[int]) -> bytes:
