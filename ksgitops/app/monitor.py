@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ..io.fs.feed import request
+from ..io.fs.feed import identity_of, request
 from ..io.fs.paths import STATE_DIR
 from ..io.git.discover import git_dir
 from ..model import KsgitopsError
@@ -88,12 +88,8 @@ def serve(root: Path, ready_fd: int | None) -> int:
 
 
 def _watches(reply: dict[str, Any], root: Path) -> bool:
-    identity = reply.get("identity")
-    try:
-        top = os.stat(root)
-    except OSError:
-        return False
-    return isinstance(identity, list) and identity == [os.path.realpath(root), top.st_dev, top.st_ino]
+    mine = identity_of(root)
+    return mine is not None and reply.get("identity") == mine
 
 
 def _read_all(fd: int, timeout: float) -> str:

@@ -49,9 +49,6 @@ class Changes:
         self.above = {path[:i] for path in self.changed for i in _cuts(path)} | self.changed
         self.everything = "" in self.changed  # the work tree itself changed
 
-    def __len__(self) -> int:
-        return len(self.changed)
-
     def stamp_may_differ(self, path: str) -> bool:
         """Whether the stamp of `path` (a file, or a folder with or without a trailing /) may have moved."""
         path = path.rstrip("/")
@@ -80,10 +77,23 @@ def _cuts(path: str) -> list[int]:
     return cuts
 
 
-def _own(conn: socket.socket) -> bool:
-    """The process at the other end runs as this one's user."""
-    _, uid, _ = struct.unpack("3i", conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i")))
+def same_user(conn: socket.socket) -> bool:
+    """The process at the other end runs as this one's user (SO_PEERCRED: an abstract socket name
+    has no file mode, and anyone may take it first). Both ends ask it."""
+    try:
+        _, uid, _ = struct.unpack("3i", conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i")))
+    except OSError:
+        return False
     return bool(uid == os.getuid())
+
+
+def identity_of(root: str | Path) -> list[Any] | None:
+    """Which folder a monitor watches: its real path, device and inode (None: it is not there)."""
+    try:
+        top = os.stat(root)
+    except OSError:
+        return None
+    return [os.path.realpath(root), top.st_dev, top.st_ino]
 
 
 class Answer(NamedTuple):
@@ -111,7 +121,7 @@ def request(git_dir: str, message: dict[str, Any], timeout: float = TIMEOUT) -> 
     conn.settimeout(timeout)
     try:
         conn.connect(address(git_dir))
-        if not _own(conn):
+        if not same_user(conn):
             return None  # another user's process holds the name (an abstract socket has no file mode)
         conn.sendall(json.dumps(message).encode() + b"\n")
         chunks = []

@@ -17,13 +17,12 @@ import secrets
 import selectors
 import signal
 import socket
-import struct
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
-from .feed import FORMAT, address
+from .feed import FORMAT, address, identity_of, same_user
 from .paths import STATE_DIR
 from .watchtree import CannotWatch, Overflow, WatchTree
 
@@ -69,8 +68,10 @@ class Monitor:
     def __init__(self, work_tree: Path, git_dir: Path) -> None:
         self.root = os.path.realpath(work_tree)
         self.git_dir = os.path.realpath(git_dir)
-        top = os.stat(self.root)
-        self.identity = [self.root, top.st_dev, top.st_ino]
+        identity = identity_of(self.root)
+        if identity is None:
+            raise FileNotFoundError(f"{self.root}: no such folder")
+        self.identity = identity
         self.tree = self._watch()
         self.history = History()
         self.started = time.time()
@@ -96,11 +97,7 @@ class Monitor:
 
     def gone(self) -> bool:
         """The work tree was removed or moved, or the git directory went: nothing left to watch."""
-        try:
-            top = os.stat(self.root)
-        except OSError:
-            return True
-        return [self.root, top.st_dev, top.st_ino] != self.identity or not os.path.isdir(self.git_dir)
+        return identity_of(self.root) != self.identity or not os.path.isdir(self.git_dir)
 
     def answer(self, request: dict[str, Any]) -> dict[str, Any]:
         op = request.get("op", "since")
@@ -220,7 +217,7 @@ def _serve_one(listener: socket.socket, monitor: Monitor) -> bool:
         return False
     with conn:
         conn.settimeout(2.0)
-        if not _same_user(conn):
+        if not same_user(conn):
             return False
         try:
             request = json.loads(_read_line(conn))
@@ -229,15 +226,6 @@ def _serve_one(listener: socket.socket, monitor: Monitor) -> bool:
         except (OSError, ValueError):
             return False
     return bool(reply.get("stopping"))
-
-
-def _same_user(conn: socket.socket) -> bool:
-    """Only the monitor's own user is answered (an abstract socket has no file mode to say so)."""
-    try:
-        _, uid, _ = struct.unpack("3i", conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i")))
-    except OSError:
-        return False
-    return uid == os.getuid()
 
 
 def _read_line(conn: socket.socket) -> bytes:

@@ -35,7 +35,7 @@ import time
 from array import array
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable, NamedTuple
+from typing import Any, Iterable, NamedTuple
 
 from ..git.cache import code_fingerprint
 from .forked import in_child as _in_child, may_fork as _may_fork
