@@ -30,7 +30,7 @@ from .serialize import canonical_json
 from .tree import REUSE, Generated
 from .load.validate import validate, with_default_namespaces
 from .place.what import Placed, namespace_labels, placement_spec, select
-from .place.where import Wec, destinations, inventory, location_destinations, wec_names
+from .place.where import Candidates, Wec, destinations, inventory, wec_names
 from .results import Judged
 
 OUTPUT_FORMAT = 1  # bump when generated files change shape: invalidates every reuse digest
@@ -136,7 +136,8 @@ def _is_placement(obj: Obj) -> bool:
 class _PlanMemo:
     """Where and what of each placement, memoized in the cache by what they depend on: the
     destinations by the placement's selectors and the inventory spaces' digests; the selected
-    objects by the WDS's digest and the kinds (results hold identities, mapped back to objects)."""
+    objects by the WDS's digest and the kinds (results hold positions in the space's workload,
+    which the digest and the kinds fix)."""
 
     def __init__(self, cache: ParseCache | None, digests: dict[str, str], wecs: dict[str, Wec],
                  kinds: KindTable, left_out: str = "") -> None:
@@ -146,7 +147,7 @@ class _PlanMemo:
         self.kinds_table = kinds
         self.kinds = kinds.digest()
         self.space = ""
-        self._candidates: list[Any] | None = None  # where.location_destinations, made on the first miss
+        self._candidates: Candidates | None = None  # made on the first miss
 
     def for_space(self, space: str) -> "_PlanMemo":
         self.space = space
@@ -157,7 +158,7 @@ class _PlanMemo:
         found = self.cache.get(key)
         if found is None:
             if self._candidates is None:
-                self._candidates = location_destinations(wecs)
+                self._candidates = Candidates(wecs)
             found = self.cache[key] = tuple(destinations(spec, wecs, self._candidates))
         return found  # type: ignore[no-any-return]
 
@@ -165,12 +166,12 @@ class _PlanMemo:
                kinds: KindTable) -> tuple[Any, ...]:
         key = ("what", self.space, self.digests.get(self.space), name, self.kinds)
         found = self.cache.get(key)
-        if found is None:
+        if found is None or found[0] != len(workload):
             placed = select(spec, workload, kinds, ns_labels)
-            self.cache[key] = tuple((p.obj.ref, p.clause) for p in placed)
+            at = {id(o): i for i, o in enumerate(workload)}
+            self.cache[key] = (len(workload), tuple((at[id(p.obj)], p.clause) for p in placed))
             return tuple(placed)
-        by_ref = {o.ref: o for o in workload}
-        return tuple(Placed(by_ref[ref], clause) for ref, clause in found)
+        return tuple(Placed(workload[i], clause) for i, clause in found[1])  # same digest, same objects in order
 
     def record(self, plan: PlacementPlan) -> bytes:
         """The placement's record (records.py): it depends on what `select` does."""

@@ -126,18 +126,47 @@ def _selected_by(location: Obj, targets: list[Obj], index: dict[tuple[str, str],
 
 
 def destinations(placement_spec: dict[str, Any], wecs: dict[str, Wec],
-                 candidates: list[tuple[dict[str, str], Destination]] | None = None) -> list[Destination]:
+                 candidates: "Candidates | None" = None) -> list[Destination]:
     """The SinglePlacementSlice destinations of one placement, sorted; `candidates`: the
-    inventory's location_destinations, when several placements select from it."""
-    selected = matcher(placement_spec.get("locationSelectors") or [])
-    pairs = location_destinations(wecs) if candidates is None else candidates
+    inventory's Locations, when several placements select from them."""
+    selectors = placement_spec.get("locationSelectors") or []
+    selected = matcher(selectors)
+    pairs = (candidates or Candidates(wecs)).narrowed(selectors)
     return sorted({dest for labels, dest in pairs if selected(labels)}, key=_in_order)
 
 
-def location_destinations(wecs: dict[str, Wec]) -> list[tuple[dict[str, str], Destination]]:
-    """Every Location of the inventory with the destination it makes: (its labels, Destination)."""
-    return [(loc.labels, Destination(wec.space, loc.name, wec.name, wec.uid)) for wec in wecs.values()
-            for loc in wec.locations]
+class Candidates:
+    """Every Location of the inventory with the destination it makes, (its labels, Destination),
+    indexed by label: a selector's matchLabels can only match Locations carrying its first pair,
+    so a fleet's placements each look at their few Locations instead of all of them."""
+
+    def __init__(self, wecs: dict[str, Wec]) -> None:
+        self.pairs = [(loc.labels, Destination(wec.space, loc.name, wec.name, wec.uid))
+                      for wec in wecs.values() for loc in wec.locations]
+        self.by_label: dict[tuple[Any, Any], list[int]] = {}
+        self.unindexed: list[int] = []  # a label value YAML made unhashable: a candidate of every selector
+        for at, (labels, _) in enumerate(self.pairs):
+            try:
+                for item in labels.items():
+                    self.by_label.setdefault(item, []).append(at)
+            except TypeError:
+                self.unindexed.append(at)
+
+    def narrowed(self, selectors: Any) -> list[tuple[dict[str, str], Destination]]:
+        """The pairs any of `selectors` (OR) may match: all of them unless each selector is a
+        dict with matchLabels (what `matches` needs first)."""
+        if not isinstance(selectors, list):
+            return []
+        found: set[int] = set(self.unindexed)
+        for sel in selectors:
+            match_labels = sel.get("matchLabels") if isinstance(sel, dict) else None
+            if not isinstance(match_labels, dict) or not match_labels:
+                return self.pairs
+            try:
+                found.update(self.by_label.get(next(iter(match_labels.items())), ()))
+            except TypeError:
+                return self.pairs
+        return [self.pairs[at] for at in sorted(found)]
 
 
 def _in_order(dest: Destination) -> tuple[str, str, str, str]:
