@@ -105,6 +105,31 @@ def printable(text: str) -> str:
     return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text)
 
 
+def not_utf8(path: str) -> str | None:
+    """The part of `path` up to its first name that is not UTF-8 (as the file system gave it,
+    `os` keeps such bytes as lone surrogates), shown with those bytes as `\\xNN`; None for a
+    path that is UTF-8 throughout."""
+    try:
+        path.encode()
+        return None
+    except UnicodeEncodeError:
+        pass
+    parts = path.split("/")
+    for at, part in enumerate(parts):
+        try:
+            part.encode()
+        except UnicodeEncodeError:
+            return "/".join([*parts[:at], _bytes_shown(part)])
+    return _bytes_shown(path)
+
+
+def _bytes_shown(text: str) -> str:
+    try:
+        return text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    except UnicodeEncodeError:  # a surrogate no file system byte stands for
+        return text.encode("utf-8", "backslashreplace").decode("ascii")
+
+
 MAILBOX_INFIX = "-mb-"
 MAILBOX_MAX = 63
 _MAILBOX_DIGEST = 10  # hex digits

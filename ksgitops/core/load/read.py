@@ -10,12 +10,13 @@ from dataclasses import dataclass, field
 from typing import Any, MutableMapping
 
 from ...model import Obj, ObjRef, Origin, Problem, Progress
-from ...names import dns1123_label_error
+from ...names import dns1123_label_error, not_utf8
 from .convert import FindingsMemo, read_source
 from .mailboxspace import INVENTORY_ANNOTATION, SPACE_API, SYNC_TARGET_ANNOTATION, own_space_document
 from .parse import ParsedFile
 from .snapshot import CONFIG_FILE, Snapshot, SourceFile
 
+NOT_UTF8_FIX = "rename it (Kubernetes, YAML and git tools spell names in UTF-8)"
 FINDINGS_OF = "schema-findings-of"  # parse cache: a file blob -> the schema-findings keys of its documents
 
 ParseCache = MutableMapping[Any, Any]  # parse results by blob id, plus other memos keyed by tuples
@@ -51,15 +52,16 @@ def load(snapshot: Snapshot, cache: ParseCache | None = None, progress: Progress
         if space in skip and mailbox_space(snapshot, space, cache) is None:
             loaded.skipped.append(space)
             continue
-        error = dns1123_label_error(space)
+        shown = not_utf8(space)
+        error = f"is not UTF-8 (its bytes are shown as \\xNN): {NOT_UTF8_FIX}" if shown else dns1123_label_error(space)
         if error:
-            loaded.problems.append(Problem(Origin(f"spaces/{space}"), f"space name {error}"))
+            loaded.problems.append(Problem(Origin(f"spaces/{shown or space}"), f"space name {error}"))
             continue
         mailbox = mailbox_space(snapshot, space, cache)
         if mailbox is not None:
             loaded.mailboxes[space] = mailbox
             continue
-        sources.append((space, sorted(snapshot.space_files(space), key=lambda f: f.path)))
+        sources.append((space, _named_in_utf8(snapshot.space_files(space), loaded.problems)))
     total, done = sum(len(files) for _, files in sources), 0
     for space, files in sources:
         loaded.digests[space] = _digest(files)
@@ -68,6 +70,22 @@ def load(snapshot: Snapshot, cache: ParseCache | None = None, progress: Progress
         if progress is not None:
             progress("loading", done, total)
     return loaded
+
+
+def _named_in_utf8(files: list[SourceFile], problems: list[Problem]) -> list[SourceFile]:
+    """The files in path order; one whose path holds a name that is not UTF-8 is an error of its
+    space (which isolation then freezes) and is not read: such a name could not be shown, nor
+    written into a problems file, as it is."""
+    kept, shown = [], set()
+    for source in files:
+        bad = not_utf8(source.path)
+        if bad is None:
+            kept.append(source)
+        elif bad not in shown:
+            shown.add(bad)
+            problems.append(Problem(Origin(bad), f"this name is not UTF-8 (its bytes are shown as \\xNN): {NOT_UTF8_FIX}; "
+                                                 "the space stays as it was until then"))
+    return sorted(kept, key=lambda f: f.path)
 
 
 def _digest(files: list[SourceFile]) -> str:

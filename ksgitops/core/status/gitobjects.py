@@ -19,11 +19,14 @@ def object_id(kind: bytes, content: bytes) -> bytes:
 
 
 def tree_content(entries: Iterable[tuple[str, int, bytes]]) -> bytes:
-    """Serialize (name, mode, raw id) entries in git's order (a folder sorts as `name/`)."""
+    """Serialize (name, mode, raw id) entries in git's order (a folder sorts as `name/`). A name
+    that is not UTF-8 comes from git as pygit2 gives it (its bytes as lone surrogates) and goes
+    back as the same bytes."""
     def order(entry: tuple[str, int, bytes]) -> bytes:
         name, mode, _ = entry
-        return name.encode() + (b"/" if mode == TREE_MODE else b"")
-    return b"".join(b"%o %s\0%s" % (mode, name.encode(), raw) for name, mode, raw in sorted(entries, key=order))
+        return name.encode("utf-8", "surrogateescape") + (b"/" if mode == TREE_MODE else b"")
+    return b"".join(b"%o %s\0%s" % (mode, name.encode("utf-8", "surrogateescape"), raw)
+                    for name, mode, raw in sorted(entries, key=order))
 
 
 def blob_id(data: bytes) -> str:

@@ -76,7 +76,7 @@ def _source_space(index: Any, path: str) -> dict[str, str]:
                 if inner.name != NOT_READ:
                     found[f"{path}/{GENERATED_DIR}/{inner.name}"] = f"{inner.filemode:o}:{inner.id}"
         else:
-            digest.update(f"{entry.name}\0{entry.filemode:o}\0{entry.id}\0".encode())
+            digest.update(f"{entry.name}\0{entry.filemode:o}\0{entry.id}\0".encode("utf-8", "surrogateescape"))
     found[path] = digest.hexdigest()
     return found
 
