@@ -9,7 +9,7 @@ import hashlib
 from dataclasses import dataclass, field
 from typing import Any, MutableMapping
 
-from ...model import Obj, ObjRef, Origin, Problem, Progress
+from ...model import Obj, ObjRef, Origin, Problem, Progress, ref_order
 from ...names import dns1123_label_error, not_utf8
 from .convert import FindingsMemo, read_source
 from .mailboxspace import INVENTORY_ANNOTATION, SPACE_API, SYNC_TARGET_ANNOTATION, own_space_document
@@ -142,12 +142,13 @@ def _load_space(space: str, files: list[SourceFile], cache: ParseCache, problems
         for obj in _objects(space, source, cache, problems):
             if not _has_identity(obj, problems):
                 continue
-            first = seen.get(obj.ref)
+            ref = obj.ref
+            first = seen.get(ref)
             if first is not None:
-                problems.append(Problem(obj.origin, f"{obj.ref} is defined twice: here and at {first.origin}"))
+                problems.append(Problem(obj.origin, f"{ref} is defined twice: here and at {first.origin}"))
                 continue
-            seen[obj.ref] = obj
-    return [seen[ref] for ref in sorted(seen)]
+            seen[ref] = obj
+    return [seen[ref] for ref in sorted(seen, key=ref_order)]
 
 
 def _objects(space: str, source: SourceFile, cache: ParseCache, problems: list[Problem]) -> list[Obj]:

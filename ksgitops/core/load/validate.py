@@ -19,7 +19,7 @@ from dataclasses import replace
 from typing import Any, Iterable, MutableMapping
 
 from ...kinds import CONTROL_GROUPS, CONTROL_KINDS, KindTable, api_version_error, crd_kind, is_control, name_error
-from ...model import Obj, ObjRef, Problem
+from ...model import Obj, ObjRef, Problem, ref_order
 from ...names import dns1123_label_error
 from .clauses import clause_warnings, selector_warnings
 from .schemas import GENERATED_SCHEMAS, SCHEMA_FILES
@@ -189,7 +189,7 @@ def with_default_namespaces(spaces: dict[str, list[Obj]], kinds: KindTable) -> t
                 problems.append(Problem(obj.origin, f"{moved.ref} is defined twice: here and at {first.origin}"))
                 continue
             seen[moved.ref] = moved
-        out[space] = [seen[ref] for ref in sorted(seen)]
+        out[space] = [seen[ref] for ref in sorted(seen, key=ref_order)]
     return out, problems
 
 

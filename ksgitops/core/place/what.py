@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
 
 from ...kinds import KindInfo, KindTable, is_control
-from ...model import Obj
+from ...model import Obj, ref_order
 from .delivery import kind_off_edge, system_object
 from .edgeplacement import CLUSTER, NAMESPACED, SCOPE, SOURCE, V1ALPHA1, as_list, clause_label, placement_spec
 from ..load.selectors import any_matches, selector_error
@@ -307,7 +307,7 @@ def select(spec: Mapping[str, Any], workload: Sequence[Obj], kinds: KindTable,
     kinds (reported elsewhere)."""
     placed = [p for p in (_placed(spec, obj, kinds, ns_labels) for obj in workload) if p is not None]
     placed += _along(placed, workload)
-    return sorted(placed, key=lambda p: p.obj.ref)
+    return sorted(placed, key=lambda p: ref_order(p.obj.ref))
 
 
 def _clause_lines(clauses: list[Any], obj: Obj, info: KindInfo, ns_labels: NsLabels) -> list[str]:

@@ -1,17 +1,23 @@
 """A persistent, local-only cache in the git directory: parse results by blob id, per-object
 checks, and the input digest + tree id of each mailbox committed without problems
-(`cache.pickle`, read only when a run needs it), the record of the last reconcile of a commit
-(`reconciled.pickle`, small: see runrecord.py) and of the last status run's placements
-(`placed.pickle`, app/status.py).
+(`cache.pickle` and its shards `cache-NN.pickle`, read only when a run needs them), the record of
+the last reconcile of a commit (`reconciled.pickle`, small: see runrecord.py) and of the last
+status run's placements (`placed.pickle`, app/status.py).
 
 It is an optimisation only: a missing, stale or corrupt file means a full reconcile. Entries not
-used by a run are dropped when it saves, so the file tracks the repo's current content.
+used by a run are dropped when their shard is next written, so the files track the repo's current
+content. The entries are split into SHARDS files by what they belong to (a file's blob id, a memo's kind), so
+that a run which changed a few files rewrites the few shards holding them, not the whole cache;
+`cache.pickle` names the generation the shards belong to (a shard of another one is never read),
+and is written after them.
 """
 from __future__ import annotations
 
 import gc
 import hashlib
 import pickle
+import secrets
+import zlib
 from pathlib import Path
 from typing import Any, Iterator, MutableMapping
 
@@ -40,6 +46,7 @@ def code_fingerprint() -> str:
 
 _FINGERPRINT: str | None = None
 FORMAT = "ksgitops-cache-2"
+SHARDS = 16
 RECORD_FILE = "reconciled.pickle"
 PLACED_FILE = "placed.pickle"
 
@@ -81,6 +88,9 @@ class DiskCache:
         self._loaded_keys: frozenset[Any] = frozenset()
         self._loaded_mailboxes: dict[str, tuple[str, str]] = {}
         self._records: dict[str, Any] = {}  # file name -> the record read or kept (None: none)
+        self._generation = ""  # of the shards read or written ("": none, the next save writes every shard)
+        self._shard_keys: list[frozenset[Any]] = [frozenset()] * SHARDS  # what each shard held, as read
+        self._stale: set[int] = set()  # shards holding entries a long-running caller dropped
 
     @property
     def content(self) -> TouchedDict:
@@ -88,8 +98,16 @@ class DiskCache:
         unchanged by its record never reads them)."""
         if self._content is None:
             data = _read(self.path) if self.path is not None else {}
-            self._content = TouchedDict(data.get("content", {}))
-            self._mailboxes = data.get("mailboxes", {})
+            self._generation = str(data.get("generation") or "")
+            merged: dict[Any, Any] = {}
+            if self._generation and self.path is not None:
+                for i in range(SHARDS):
+                    shard = _read(self.path.with_name(shard_name(i)))
+                    if shard.get("generation") == self._generation:
+                        merged.update(shard["content"])
+                        self._shard_keys[i] = frozenset(shard["content"])
+            self._content = TouchedDict(merged)
+            self._mailboxes = data.get("mailboxes", {}) if self._generation else {}
             self._loaded_keys = frozenset(self._content)
             self._loaded_mailboxes = dict(self._mailboxes)
         return self._content
@@ -139,13 +157,16 @@ class DiskCache:
     @classmethod
     def for_git_dir(cls, git_dir: str) -> "DiskCache":
         """The repository's cache (a link on the way is a LinkError: never read or written through)."""
-        for name in ("cache.pickle", RECORD_FILE, PLACED_FILE):
+        for name in ("cache.pickle", *(shard_name(i) for i in range(SHARDS)), RECORD_FILE, PLACED_FILE):
             check_path(Path(git_dir), f"{STATE_DIR}/{name}", shown=str(git_dir).rstrip("/"))
         return cls(Path(git_dir) / STATE_DIR / "cache.pickle")
 
     def next_run(self) -> None:
         """For a long-running process: keep only what the last run used, and start counting anew."""
-        self.content = TouchedDict(self.content.used())
+        content = self.content
+        self._stale.update(i for i, keys in enumerate(self._shard_keys) if _mostly_unused(keys, content.touched))
+        self._shard_keys = [keys & content.touched for keys in self._shard_keys]
+        self.content = TouchedDict(content.used())
         self._loaded_keys = frozenset(self.content)
         self._loaded_mailboxes = dict(self.mailboxes)
 
@@ -156,21 +177,66 @@ class DiskCache:
             self.save(self.mailboxes)
 
     def save(self, mailboxes: dict[str, tuple[str, str]]) -> None:
-        """Write the entries this run used (only when something is new: a no-op run writes nothing)."""
-        news = mailboxes != self._loaded_mailboxes or bool(self.content.touched - self._loaded_keys)
+        """Write the entries this run used (only where something changed: a no-op run writes
+        nothing, a run that read a few new files rewrites the shards holding them)."""
+        content = self.content
+        new = content.touched - self._loaded_keys
         self.mailboxes = mailboxes
-        if self.path is None or not news:
+        if self.path is None:
             return
-        _write(self.path, {"format": f"{FORMAT}-{code_fingerprint()}", "content": self.content.used(),
-                           "mailboxes": mailboxes})
+        whole = not self._generation
+        dirty = set(range(SHARDS)) if whole else self._stale | \
+            {i for i, keys in enumerate(self._shard_keys) if _mostly_unused(keys, content.touched)}
+        by_shard: dict[int, list[Any]] = {}
+        for key in new:
+            by_shard.setdefault(shard_of(key), []).append(key)
+        dirty.update(by_shard)
+        if not dirty and mailboxes == self._loaded_mailboxes:
+            return
+        generation = secrets.token_hex(8) if whole else self._generation
+        header = {"format": f"{FORMAT}-{code_fingerprint()}", "generation": generation}
+        data = content._data
+        for i in sorted(dirty):
+            keys = (self._shard_keys[i] & content.touched) | frozenset(by_shard.get(i, ()))
+            if not _write(self.path.with_name(shard_name(i)), {**header, "content": {k: data[k] for k in keys}}):
+                return  # the index still names the shards' old generation: they are read as before
+            self._shard_keys[i] = keys
+        if whole or mailboxes != self._loaded_mailboxes:
+            if not _write(self.path, {**header, "mailboxes": mailboxes}):
+                return
+        self._generation, self._stale = generation, set()
+        self._loaded_keys = self._loaded_keys | new
+        self._loaded_mailboxes = dict(mailboxes)
 
 
-def _write(path: Path, data: dict[str, Any]) -> None:
+def _mostly_unused(keys: frozenset[Any], touched: set[Any]) -> bool:
+    """A shard is rewritten without its unused entries once they are most of it (or when new
+    entries go into it): a run that reused most mailboxes leaves their memos in place for the
+    next full run, and the files stay within twice what the repository's content needs."""
+    return len(keys - touched) * 2 > len(keys)
+
+
+def shard_name(i: int) -> str:
+    return f"cache-{i:02d}.pickle"
+
+
+def shard_of(key: Any) -> int:
+    """The shard of an entry: by the blob id or name it belongs to (a file's parse and its
+    checks share one), else by the kind of memo; the same on every machine and run."""
+    anchor = key
+    if isinstance(key, tuple) and key:
+        anchor = key[1] if len(key) > 1 and isinstance(key[1], str) else key[0]
+    return zlib.crc32(repr(anchor).encode("ascii", "backslashreplace")) % SHARDS
+
+
+def _write(path: Path, data: dict[str, Any]) -> bool:
+    """False when it could not be written (a cache that cannot be written only costs time next run)."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         write_file(path, pickle.dumps(data, protocol=pickle.HIGHEST_PROTOCOL))
     except OSError:
-        pass  # a cache that cannot be written only costs time next run
+        return False
+    return True
 
 
 def unpickle(path: Path) -> Any:
