@@ -290,3 +290,28 @@ def test_an_unchanged_sync_report_is_not_read_again(result: Any, monkeypatch) ->
         assert len(calls) == reads, (step, calls)
         fresh = summarize(result, MemorySource(with_reports(result.generated, reports)), None)
         assert outputs(incremental) == outputs(fresh) and incremental.facts() == fresh.facts(), step
+
+
+def test_one_changed_report_rewrites_its_mailbox_and_object_entries_only(result: Any, tmp_path: Path) -> None:
+    """The memo on disk holds one entry per mailbox and per object: a run where one report changed
+    changes that mailbox's and that object's entries, nothing else."""
+    import sqlite3
+
+    from ksgitops.io import status_sources as ss
+    path = tmp_path / "status-git.sqlite"
+
+    def run(reports: dict[str, dict[str, bytes]]) -> dict[str, bytes]:
+        memo = ss.load_memo(path)
+        summarize(result, MemorySource(with_reports(result.generated, reports)), memo)
+        ss.save_memo(path, memo)
+        with sqlite3.connect(path) as db:
+            return dict(db.execute("SELECT name, value FROM memo").fetchall())
+
+    first = run({FLORIN: {f"{COMMOND}.yaml": rs_report(0, "2026-01-01T00:00:00Z")},
+                 GUILDER: {f"{COMMOND}.yaml": rs_report(0, "2026-01-01T00:00:00Z")}})
+    second = run({FLORIN: {f"{COMMOND}.yaml": rs_report(1, "2026-01-01T00:00:09Z")},
+                  GUILDER: {f"{COMMOND}.yaml": rs_report(0, "2026-01-01T00:00:00Z")}})
+    assert first.keys() == second.keys() and {f"s:{GUILDER}", f"o:wmw-c:{COMMOND}"} <= first.keys()
+    assert len([n for n in first if n.startswith("o:")]) > 1
+    assert {n for n in first if first[n] != second[n]} == \
+        {f"s:{FLORIN}", f"d:{FLORIN}", f"o:wmw-c:{COMMOND}", f"r:wmw-c:{COMMOND}"}

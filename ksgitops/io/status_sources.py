@@ -1,16 +1,15 @@
 """StatusSources (core/status/source.py) over a git tree and over a work tree, and the status memo on disk.
 
-Over git, a mailbox's key is the ids of its objects/, patches/ and reported/ subtrees and of its
-kustomization.yaml and syncerconfig.yaml: an unchanged mailbox costs five lookups, content keys
-are blob ids, and the mailbox revision is computed from the same ids. Over a work tree every file
+Over git, a mailbox's key is its tree id: an unchanged mailbox costs one lookup, content keys
+are blob ids, and the mailbox revision is computed from the ids of its parts. Over a work tree every file
 is read and hashed (git blob ids too, so the revision is the one git would give), which is what a
 folder allows.
 """
 from __future__ import annotations
 
+import gc
 import pickle
 import sqlite3
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +17,7 @@ from .pygit import pygit2
 
 from ..core.status.gitobjects import blob_id, files_tree_id
 from ..core.emit.problems import problems_root
-from ..core.status.summary import StatusMemo, detail_name, rows_name
+from ..core.status.summary import MailboxMemo, ObjectMemo, StatusMemo, detail_name, rows_name
 from ..core.status.source import MailboxListing
 from ..core.tree import put
 from ..core.status.syncreport import REVISION_FILES, REVISION_FOLDERS, revision_of
@@ -36,8 +35,9 @@ class GitStatusSource:
         self.index = index
 
     def mailbox_key(self, mailbox: str) -> str:
-        names = PARTS + REVISION_FILES
-        return "git:" + ":".join(self.index.entry_id(f"spaces/{mailbox}/{name}") for name in names)
+        """The mailbox's tree id: one lookup in `spaces/`, where the ids of its parts would read
+        every mailbox's tree (a change anywhere in it, upsynced objects too, only costs a recompute)."""
+        return "git:" + self.index.entry_id(f"spaces/{mailbox}")
 
     def revision(self, mailbox: str) -> str:
         return revision_of({name: self.index.entry_id(f"spaces/{mailbox}/{name}")
@@ -122,21 +122,31 @@ class WorkTreeStatusSource:
 
 def load_memo(path: Path | None) -> StatusMemo:
     """The memo an earlier run saved; a missing, stale or unreadable one is an empty memo. Only its
-    small part is read now (keys, summaries, CombinedStatus files): the rows of a mailbox or an
-    object are fetched when they changed, inside the same read transaction, so what is read is
-    one consistent memo even beside another process saving one."""
+    small part is read now (keys, summaries, CombinedStatus files, one entry per mailbox and per
+    object): the rows of a mailbox or an object are fetched when they changed, inside the same read
+    transaction, so what is read is one consistent memo even beside another process saving one."""
     store = _MemoStore.open(path) if path is not None else None
     if store is None:
         return StatusMemo()
-    data = store.get(_INDEX)
+    memo = StatusMemo()
+    enabled = gc.isenabled()
+    gc.disable()  # as cache.unpickle: many objects and no garbage
     try:
+        data = store.get(_INDEX)
         index = pickle.loads(data) if data is not None else None  # noqa: S301 - our own file inside .git
+        if isinstance(index, dict) and index.get("format") == code_fingerprint() and index.get("memo") == memo.format:
+            memo.problems = index["problems"]
+            for name, value in store.named(_SUMMARY):
+                key, summary, problems = pickle.loads(value)  # noqa: S301
+                memo.mailboxes[name[len(_SUMMARY):]] = store.loaded[name] = MailboxMemo(key, summary, problems, None)
+            for name, value in store.named(_OBJECT):
+                key, context, status = pickle.loads(value)  # noqa: S301
+                memo.objects[key] = store.loaded[name] = ObjectMemo(context, status, None)
     except Exception:  # noqa: BLE001 - any unreadable memo only costs time
-        index = None
-    fresh = isinstance(index, dict) and index.get("format") == code_fingerprint()
-    memo = index.get("memo") if fresh else None  # type: ignore[union-attr]
-    if not isinstance(memo, StatusMemo) or memo.format != StatusMemo().format:
-        memo = StatusMemo()
+        memo, store.loaded = StatusMemo(), {}
+    finally:
+        if enabled:
+            gc.enable()
     memo.fetch = store.get
     _STORES[id(memo)] = store
     return memo
@@ -163,15 +173,24 @@ def save_memo(path: Path | None, memo: StatusMemo) -> None:
 
 
 _INDEX = "index"
+_SUMMARY = "s:"  # + mailbox: its key, summary and problems
+_OBJECT = "o:"  # + object: its context key and CombinedStatus file
 _STORES: dict[int, "_MemoStore"] = {}  # a loaded memo's open read transaction, until it is saved
 
 
+def _object_name(key: tuple[str, str]) -> str:
+    return f"{_OBJECT}{key[0]}:{key[1]}"
+
+
 class _MemoStore:
-    """A SQLite table of pickles: the index (everything but the rows) and one entry per mailbox's
-    and per object's rows. A status run reads and writes a few entries, not the whole memo."""
+    """A SQLite table of pickles: the index, one entry per mailbox (its summary) and per object
+    (its CombinedStatus), and the rows of each. A status run reads the small entries and the rows
+    of what changed, and writes only the entries it made anew: one changed report rewrites a
+    mailbox's and an object's entries, not the summary of the fleet."""
 
     def __init__(self, conn: sqlite3.Connection) -> None:
         self.conn = conn
+        self.loaded: dict[str, Any] = {}  # entry name -> the MailboxMemo or ObjectMemo read from it
 
     @classmethod
     def open(cls, path: Path) -> "_MemoStore | None":
@@ -190,6 +209,11 @@ class _MemoStore:
                 pass
             return None
 
+    def named(self, prefix: str) -> list[tuple[str, bytes]]:
+        """Every entry whose name starts with `prefix` (one letter and a colon)."""
+        end = prefix[:-1] + chr(ord(prefix[-1]) + 1)
+        return self.conn.execute("SELECT name, value FROM memo WHERE name >= ? AND name < ?", (prefix, end)).fetchall()
+
     def get(self, name: str) -> bytes | None:
         try:
             row = self.conn.execute("SELECT value FROM memo WHERE name = ?", (name,)).fetchone()
@@ -198,14 +222,26 @@ class _MemoStore:
         return bytes(row[0]) if row is not None else None
 
     def save(self, memo: StatusMemo) -> None:
-        wanted = {_INDEX} | {detail_name(mb) for mb in memo.mailboxes} | {rows_name(k) for k in memo.objects}
+        loaded = self.loaded
+        writes: list[tuple[str, bytes]] = []
+        wanted = {_INDEX}
+        for mb, m in memo.mailboxes.items():
+            name = _SUMMARY + mb
+            wanted.update((name, detail_name(mb)))
+            if loaded.get(name) is not m:  # made this run (a loaded entry is never changed in place)
+                writes.append((name, pickle.dumps((m.key, m.summary, m.problems), protocol=pickle.HIGHEST_PROTOCOL)))
+            if m.detail is not None:
+                writes.append((detail_name(mb), m.detail))
+        for key, o in memo.objects.items():
+            name = _object_name(key)
+            wanted.update((name, rows_name(key)))
+            if loaded.get(name) is not o:
+                writes.append((name, pickle.dumps((key, o.context, o.status), protocol=pickle.HIGHEST_PROTOCOL)))
+            if o.rows is not None:
+                writes.append((rows_name(key), o.rows))
+        writes.append((_INDEX, pickle.dumps({"format": code_fingerprint(), "memo": memo.format,
+                                             "problems": memo.problems}, protocol=pickle.HIGHEST_PROTOCOL)))
         held = {name for (name,) in self.conn.execute("SELECT name FROM memo")}
-        writes = [(detail_name(mb), m.detail) for mb, m in memo.mailboxes.items() if m.detail is not None]
-        writes += [(rows_name(k), o.rows) for k, o in memo.objects.items() if o.rows is not None]
-        small = StatusMemo(memo.format, {mb: replace(m, detail=None) for mb, m in memo.mailboxes.items()},
-                           {k: replace(o, rows=None) for k, o in memo.objects.items()}, dict(memo.problems))
-        writes.append((_INDEX, pickle.dumps({"format": code_fingerprint(), "memo": small},
-                                            protocol=pickle.HIGHEST_PROTOCOL)))
         try:
             self.conn.executemany("DELETE FROM memo WHERE name = ?", [(n,) for n in held - wanted])
             self.conn.executemany("INSERT OR REPLACE INTO memo VALUES (?, ?)", writes)

@@ -48,9 +48,20 @@ class MailboxSummary:
     broken_count: int = 0
     sync: SyncSummary = field(default_factory=lambda: SyncSummary(SyncState.UNKNOWN.value, ""))
 
+    _row: tuple[str, str] | None = field(default=None, compare=False, repr=False)  # (WEC name, its row)
+
     @property
     def healthy(self) -> int:
         return self.counts.get(Health.HEALTHY.value, 0)
+
+    def wec_row(self, name: str) -> str:
+        """Its line of STATUS.md's WEC table, made once per summary (a memo keeps it: a run where
+        one mailbox changed writes one row, not the fleet's)."""
+        if self._row is None or self._row[0] != name:
+            sync = self.sync
+            self._row = (name, _row(name, self.mailbox, sync.state, sync.applied_text(), sync.latest[:SHORT],
+                                    str(sync.drift_count), self.last_report or "never", f"{self.healthy}/{self.total}"))
+        return self._row[1]
 
     @property
     def total(self) -> int:
@@ -138,9 +149,7 @@ def _wecs_section(summaries: Mapping[str, MailboxSummary], names: dict[str, str]
              "|---|---|---|---|---|---:|---|---:|"]
     ordered = sorted(summaries, key=lambda m: (names.get(m, m), m))
     for mb in ordered:
-        s = summaries[mb]
-        lines.append(_row(names.get(mb, mb), mb, s.sync.state, s.sync.applied_text(), s.sync.latest[:SHORT],
-                          str(s.sync.drift_count), s.last_report or "never", f"{s.healthy}/{s.total}"))
+        lines.append(summaries[mb].wec_row(names.get(mb, mb)))
     return lines + _sync_section([summaries[mb] for mb in ordered], broken_limit)
 
 
