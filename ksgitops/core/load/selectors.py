@@ -194,13 +194,14 @@ def matcher(selectors: list[Any] | None) -> Callable[[Mapping[str, str] | None],
         keys = list(dict.fromkeys(key for sel in selectors if isinstance(sel, dict) for key in _named_keys(sel)))
     except TypeError:  # a key YAML made unhashable: no shortcut
         return lambda labels: any_matches(selectors, labels)
-    answers: dict[tuple[Any, ...], bool] = {}
+    answers: dict[Any, bool] = {}
+    first = keys[0] if len(keys) == 1 else None
 
     def match(labels: Mapping[str, str] | None) -> bool:
         if type(labels) is not dict:  # the usual case first: isinstance of an ABC costs more than the rest
             labels = labels if isinstance(labels, Mapping) else {}
-        try:
-            seen = tuple(labels.get(key, _ABSENT) for key in keys)
+        try:  # one named label (the usual selector) is its own key: no tuple to build per label set
+            seen = labels.get(first, _ABSENT) if first is not None else tuple(labels.get(key, _ABSENT) for key in keys)
             found = answers.get(seen)
         except TypeError:  # an unhashable label value
             return any_matches(selectors, labels)
