@@ -185,6 +185,8 @@ class DiskCache:
         if self.path is None:
             return
         whole = not self._generation
+        if whole and not new and not mailboxes:
+            return  # nothing to keep
         dirty = set(range(SHARDS)) if whole else self._stale | \
             {i for i, keys in enumerate(self._shard_keys) if _mostly_unused(keys, content.touched)}
         by_shard: dict[int, list[Any]] = {}
