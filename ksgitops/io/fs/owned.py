@@ -24,12 +24,13 @@ def made_names(change: Change) -> list[str] | None:
 def change_of(entry: Any) -> Change | None:
     if not isinstance(entry, dict):
         return None
-    path, existed, keep, made = entry.get("path"), entry.get("existed"), entry.get("keep", []), entry.get("made")
-    if not isinstance(path, str) or not isinstance(existed, bool) or not isinstance(keep, list) \
-            or not all(isinstance(k, str) for k in keep) \
+    path, existed, made = entry.get("path"), entry.get("existed"), entry.get("made")
+    keep, reuse = entry.get("keep", []), entry.get("reuse", [])
+    if not isinstance(path, str) or not isinstance(existed, bool) \
+            or not all(isinstance(paths, list) and all(isinstance(k, str) for k in paths) for paths in (keep, reuse)) \
             or not (made is None or (isinstance(made, list) and all(isinstance(m, str) for m in made))):
         return None
-    return Change(path, None, existed, list(keep), made)
+    return Change(path, None, existed, list(keep), made, list(reuse))
 
 
 def owned_root_problem(root: Path, rel: str, keep: list[str]) -> str | None:

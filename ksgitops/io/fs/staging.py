@@ -25,6 +25,12 @@ class Change:
     existed: bool
     keep: list[str] = field(default_factory=list)  # paths inside the old root to carry over
     made: list[str] | None = None  # read from a journal: the top-level names a new root was staged with
+    reuse: list[str] = field(default_factory=list)  # folders of the old root already as generated: moved, not staged
+
+    @property
+    def carried(self) -> list[str]:
+        """Every path moved from the old root into the new one (kept, then reused)."""
+        return self.keep + self.reuse
 
 
 def sibling(target: Path, role: str) -> Path:
@@ -64,18 +70,23 @@ def _stage(root: Path, change: Change, observe: bool) -> Observed | None:
         write_new(str(staging), change.content)
         return None  # a file root's stamp changes as it is renamed in: recorded when next compared
     os.mkdir(staging)
-    seen: Observed | None = [] if observe else None
-    _write_files(str(staging), change.content, seen, "")
+    # a root reused folders move into is not recorded as written: their stamps move as they are
+    # renamed in, after the comparison that vouched for them (`worktree._settle` compares it again)
+    seen: Observed | None = [] if observe and not change.reuse else None
+    _write_files(str(staging), change.content, seen, "", frozenset(change.reuse))
     if seen is not None and not any(v is KEEP for v in change.content.values()):
         seen.insert(0, ("", lstamp(str(staging))))  # no entry of its own but what the tree names
     return seen
 
 
-def _write_files(folder: str, tree: FileTree, seen: Observed | None, prefix: str) -> None:
+def _write_files(folder: str, tree: FileTree, seen: Observed | None, prefix: str,
+                 reused: frozenset[str] = frozenset()) -> None:
     """The hot loop of a full reconcile into a work tree: plain os calls on str paths."""
     for name, value in tree.items():
         if isinstance(value, dict):
             rel = f"{prefix}{name}"
+            if rel in reused:
+                continue  # moved from the old root in step 3
             if not has_files(value):
                 if seen is not None:
                     seen.append((rel, ABSENT))  # a folder the tree wants gone
@@ -83,11 +94,11 @@ def _write_files(folder: str, tree: FileTree, seen: Observed | None, prefix: str
             path = f"{folder}/{name}"
             os.mkdir(path)
             if seen is None:
-                _write_files(path, value, None, "")
+                _write_files(path, value, None, f"{rel}/", reused)
                 continue
             at = len(seen)
             seen.append((rel, ABSENT))
-            _write_files(path, value, seen, f"{rel}/")
+            _write_files(path, value, seen, f"{rel}/", reused)
             seen[at] = (rel, full_stamp(path))  # after its last entry (its ctime too: never renamed)
         elif isinstance(value, bytes):
             written = write_new(f"{folder}/{name}", value, seen is not None)

@@ -335,8 +335,9 @@ class WorkTreeRecord:
         self._link(root, linked)
 
     def written(self, root: str, tree: Any, seen: Observed | None, swapped_at: int) -> None:
-        """The writer wrote `tree` at `root` and saw `seen` (None: the root went, or a file root,
-        whose stamp changes as it is renamed in), after taking `swapped_at` from `now()`."""
+        """The writer wrote `tree` at `root` and saw `seen` (None: the root went, a file root, whose
+        stamp changes as it is renamed in, or a root folders of the old one were moved into), after
+        taking `swapped_at` from `now()`."""
         if tree is not None and seen is None:
             self.note_root(root, None)
             return

@@ -4,17 +4,19 @@ An owned root is a folder or file that one writer replaces as a whole: a mailbox
 `.ksgitops/status` and `.ksgitops/singleplacementslices`, `STATUS.md`, a mailbox's `reported/`
 (collect). A root whose content is unchanged is not touched. Inside a root, what the generated
 tree marks KEEP (`reported/`, `upsynced/`, and in a mailbox every entry reconcile does not own)
-is carried over from the old root to the new one, by rename, never copied.
+is carried over from the old root to the new one, by rename, never copied; so is every folder of
+the old root whose files are all as generated (`reuse`): a change that touched a few files of a
+mailbox stages those folders, not the mailbox's thousand files.
 
 For a root D = <parent>/<name>, a batch of roots is written in these steps (S and T are siblings of D):
 
-    S = .<name>.ksgitops-stage     the new content (generated files only, nothing kept)
+    S = .<name>.ksgitops-stage     the new content (generated files only, nothing kept or reused)
     T = .<name>.ksgitops-trash     the old root, once moved aside
-    J = <work tree>/.ksgitops-journal    {"state": "started" | "done", "roots": [{path, existed, keep, made}]}
+    J = <work tree>/.ksgitops-journal    {"state": "started" | "done", "roots": [{path, existed, keep, reuse, made}]}
 
-    1. J := started, fsynced: every root of the batch, whether it existed, the kept paths in it
+    1. J := started, fsynced: every root of the batch, whether it existed, the kept and reused paths in it
     2. every S written
-    3. per root: D -> T (when it existed), S -> D (unless the root goes), each kept path T/p -> D/p
+    3. per root: D -> T (when it existed), S -> D (unless the root goes), each kept or reused path T/p -> D/p
     4. syncfs: the new files and every rename are on disk (reconcile's own output, which the
        next run repairs: only the folders kept paths were renamed into, and their parents, fsynced)
     5. J := done, fsynced
@@ -25,8 +27,8 @@ Every state in between is recognisable from J and which of S, T, D exist, and is
 next command that reads or writes the work tree (`recover`), before it reads anything:
 
     no J          nothing in flight.
-    J started     roll back, per root in reverse order: when T exists, move each kept path that
-                  is in D and not in T back into T, remove D, rename T -> D; when it does not and the
+    J started     roll back, per root in reverse order: when T exists, move each kept or reused
+                  path that is in D and not in T back into T, remove D, rename T -> D; when it does not and the
                   root did not exist before, remove D — only when D holds nothing but the entries
                   the write staged (`made`, the new root's top-level names): a D holding anything
                   else is not this write's, and is left whole; remove S. The old roots are back,
@@ -59,21 +61,20 @@ from __future__ import annotations
 import json
 import os
 import stat
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ...core.tree import KEEP, OTHERS, REUSE, FileTree, Generated, has_files
+from ...core.tree import REUSE, Generated
 from ...model import EnvError, KsgitopsError, Progress
 from .durable import exclusive, fsync_dir, os_reason, sync_filesystem, write_durably
-from .paths import LinkError, check_path, lstat_mode
+from .paths import check_path, lstat_mode
 from .owned import change_of, made_names, owned_root_problem
+from .rootplan import plan_root
 from .staging import Change, remove as _remove, resolve_legacy, sibling, stage_all
 
 JOURNAL = ".ksgitops-journal"
 FORMAT = "ksgitops-journal-1"
 BATCH = 256  # roots per transaction: bounds the extra disk a full rewrite holds at once
-EXECUTABLE = 0o111
 
 
 def write_generated(root: Path, generated: Generated, record: Any = None, regenerable: bool = False,
@@ -134,60 +135,6 @@ def _settle(root: Path, racy: list[Change], record: Any) -> None:
             record.verified(change.path, change.content, since)
 
 
-def plan_root(root: Path, rel: str, tree: FileTree | bytes | None) -> Change | None:
-    """What writing `tree` at `rel` takes (None: it is there already). Raises LinkError for a
-    link inside the old root, before anything is written."""
-    target = root / rel
-    mode = lstat_mode(target)
-    existed = mode != 0
-    if isinstance(tree, bytes):
-        if stat.S_ISREG(mode) and target.read_bytes() == tree:
-            return None
-        return Change(rel, tree, existed)
-    if tree is None or not has_files(tree):
-        if stat.S_ISDIR(mode):
-            _compare(str(target), {}, "", _Scan(rel))  # links inside are refused
-        return Change(rel, None, True) if existed else None
-    if not stat.S_ISDIR(mode):
-        return Change(rel, tree, existed)
-    scan = _Scan(rel)
-    _compare(str(target), tree, "", scan)
-    return None if scan.same else Change(rel, tree, True, scan.keep)
-
-
-@dataclass
-class _Scan:
-    rel: str
-    same: bool = True
-    keep: list[str] = field(default_factory=list)
-
-
-def _compare(folder: str, tree: FileTree, prefix: str, scan: _Scan) -> None:
-    """Compare a folder with `tree` (reading files only while they are all equal), collect the
-    kept paths, and refuse any link in what the tree owns."""
-    entries = {e.name: e for e in os.scandir(folder)}
-    others = tree.get(OTHERS) is KEEP
-    for name, entry in entries.items():
-        value, path = tree.get(name), f"{prefix}{name}"
-        if entry.is_symlink():
-            raise LinkError(f"{scan.rel}/{path}")
-        if value is KEEP or (value is None and others):
-            scan.keep.append(path)
-        elif entry.is_dir(follow_symlinks=False):
-            if not isinstance(value, dict) or not has_files(value):
-                scan.same = False
-            _compare(entry.path, value if isinstance(value, dict) else {}, f"{path}/", scan)
-        elif not isinstance(value, bytes) or not entry.is_file(follow_symlinks=False):
-            scan.same = False
-        elif scan.same and entry.stat(follow_symlinks=False).st_mode & EXECUTABLE:
-            scan.same = False  # a generated file is never executable (git would see the mode)
-        elif scan.same and Path(entry.path).read_bytes() != value:
-            scan.same = False
-    for name, value in tree.items():
-        if name not in entries and (isinstance(value, bytes) or (isinstance(value, dict) and has_files(value))):
-            scan.same = False
-
-
 def transact(root: Path, changes: list[Change], record: Any = None, regenerable: bool = False) -> None:
     """Steps 1-7 of the protocol for one batch; on a failure, roll back and raise EnvError.
     With a `record`, what was written is recorded (its stamps taken as it was written)."""
@@ -243,7 +190,7 @@ def _swap(root: Path, change: Change) -> None:
     if change.content is None:
         return
     os.rename(sibling(target, "stage"), target)
-    for kept in change.keep:
+    for kept in change.carried:
         _move(trash / kept, target / kept)
 
 
@@ -288,7 +235,7 @@ def _roll_back(root: Path, changes: list[Change]) -> None:
         target = root / change.path
         trash = sibling(target, "trash")
         if os.path.lexists(trash):
-            for kept in change.keep:
+            for kept in change.carried:
                 _move(target / kept, trash / kept)
             _remove(target)
             os.rename(trash, target)
@@ -369,7 +316,7 @@ class _Journal:
         changes = []
         for entry in roots:
             change = change_of(entry)
-            problem = owned_root_problem(self.root, change.path, change.keep) if change else "an entry is malformed"
+            problem = owned_root_problem(self.root, change.path, change.carried) if change else "an entry is malformed"
             if problem or change is None:
                 raise self._refused(problem or "an entry is malformed")
             changes.append(change)
@@ -381,7 +328,8 @@ class _Journal:
 
     def write(self, state: str, changes: list[Change]) -> None:
         check_path(self.root, JOURNAL)
-        roots = [{"path": c.path, "existed": c.existed, "keep": c.keep, "made": made_names(c)} for c in changes]
+        roots = [{"path": c.path, "existed": c.existed, "keep": c.keep, "reuse": c.reuse, "made": made_names(c)}
+                 for c in changes]
         write_durably(self.path, json.dumps({"format": FORMAT, "state": state, "roots": roots}).encode())
 
     def remove(self) -> None:

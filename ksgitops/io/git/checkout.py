@@ -30,7 +30,8 @@ from ...core.tree import KEEP, FileTree, Generated
 from ...model import EnvError, KsgitopsError
 from ..fs.durable import exclusive, os_reason, sync_filesystem, write_durably
 from ..fs.paths import STATE_DIR, check_path, write_file
-from ..fs.worktree import plan_root, write_generated
+from ..fs.rootplan import plan_root
+from ..fs.worktree import write_generated
 from .discover import git_dir
 from .repo import TreeIndex, blobs, read_tree, tree_at
 

@@ -1,0 +1,83 @@
+"""What writing one generated root into a work tree takes (worktree.py's step 0): the root on disk
+compared with its generated tree, the paths inside it to keep, and the folders already as
+generated, which the writer moves into the new root instead of staging them."""
+from __future__ import annotations
+
+import os
+import stat
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ...core.tree import KEEP, OTHERS, FileTree, has_files
+from .paths import LinkError, lstat_mode
+from .staging import Change
+
+EXECUTABLE = 0o111
+
+
+def plan_root(root: Path, rel: str, tree: FileTree | bytes | None) -> Change | None:
+    """What writing `tree` at `rel` takes (None: it is there already). Raises LinkError for a
+    link inside the old root, before anything is written."""
+    target = root / rel
+    mode = lstat_mode(target)
+    existed = mode != 0
+    if isinstance(tree, bytes):
+        if stat.S_ISREG(mode) and target.read_bytes() == tree:
+            return None
+        return Change(rel, tree, existed)
+    if tree is None or not has_files(tree):
+        if stat.S_ISDIR(mode):
+            _compare(str(target), {}, "", _Scan(rel))  # links inside are refused
+        return Change(rel, None, True) if existed else None
+    if not stat.S_ISDIR(mode):
+        return Change(rel, tree, existed)
+    scan = _Scan(rel)
+    if _compare(str(target), tree, "", scan)[0]:
+        return None
+    return Change(rel, tree, True, scan.keep, reuse=scan.reuse)
+
+
+@dataclass
+class _Scan:
+    rel: str
+    keep: list[str] = field(default_factory=list)
+    reuse: list[str] = field(default_factory=list)  # folders whose files are all as generated
+
+
+def _compare(folder: str, tree: FileTree, prefix: str, scan: _Scan) -> tuple[bool, bool]:
+    """(whether a folder holds what `tree` generates, whether it could move whole: that, and
+    nothing kept in it). Collects the kept paths and the largest movable folders inside a folder
+    that is not (reading a folder's files only while they are all equal), and refuses any link in
+    what the tree owns."""
+    entries = {e.name: e for e in os.scandir(folder)}
+    others = tree.get(OTHERS) is KEEP
+    same, movable, inside = True, not others, []
+    for name, entry in entries.items():
+        value, path = tree.get(name), f"{prefix}{name}"
+        if entry.is_symlink():
+            raise LinkError(f"{scan.rel}/{path}")
+        if value is KEEP or (value is None and others):
+            scan.keep.append(path)
+            movable = False
+        elif entry.is_dir(follow_symlinks=False):
+            equal, whole = _compare(entry.path, value if isinstance(value, dict) else {}, f"{path}/", scan)
+            if equal and isinstance(value, dict) and has_files(value):
+                movable = movable and whole
+                if whole:
+                    inside.append(path)
+            else:
+                same = False
+        elif not isinstance(value, bytes) or not entry.is_file(follow_symlinks=False):
+            same = False
+        elif same and entry.stat(follow_symlinks=False).st_mode & EXECUTABLE:
+            same = False  # a generated file is never executable (git would see the mode)
+        elif same and Path(entry.path).read_bytes() != value:
+            same = False
+    for name, value in tree.items():
+        if value is KEEP:
+            movable = False
+        elif name not in entries and (isinstance(value, bytes) or (isinstance(value, dict) and has_files(value))):
+            same = False
+    if not (same and movable):
+        scan.reuse.extend(inside)
+    return same, same and movable
