@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import gc
 import hashlib
+import os
 import pickle
-import secrets
 import zlib
 from pathlib import Path
 from typing import Any, Iterator, MutableMapping
@@ -195,7 +195,7 @@ class DiskCache:
         dirty.update(by_shard)
         if not dirty and mailboxes == self._loaded_mailboxes:
             return
-        generation = secrets.token_hex(8) if whole else self._generation
+        generation = os.urandom(8).hex() if whole else self._generation
         header = {"format": f"{FORMAT}-{code_fingerprint()}", "generation": generation}
         data = content._data
         for i in sorted(dirty):
