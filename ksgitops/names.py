@@ -102,7 +102,15 @@ def printable(text: str) -> str:
     custom resources may hold any of them, and a terminal would obey an escape sequence."""
     if text.isprintable():
         return text
-    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text)
+    return "".join(c if c.isprintable() else _escaped(c) for c in text)
+
+
+def _escaped(c: str) -> str:
+    """A character as its Python escape; a byte a file name held that is not UTF-8 (which `os`
+    keeps as a lone surrogate) as `\\xNN`, the byte itself, as `not_utf8` shows it."""
+    if "\udc80" <= c <= "\udcff":
+        return f"\\x{ord(c) - 0xDC00:02x}"
+    return c.encode("unicode_escape").decode("ascii")
 
 
 def not_utf8(path: str) -> str | None:
@@ -130,6 +138,7 @@ def _bytes_shown(text: str) -> str:
         return text.encode("utf-8", "backslashreplace").decode("ascii")
 
 
+MAILBOX_PARTS = ("space.yaml", "kustomization.yaml", "syncerconfig.yaml", "objects", "patches")  # what reconcile owns in a mailbox
 MAILBOX_INFIX = "-mb-"
 MAILBOX_MAX = 63
 _MAILBOX_DIGEST = 10  # hex digits

@@ -59,3 +59,61 @@ def test_a_stale_journal_never_removes_a_mailboxs_reports(example_git: Path) -> 
     plant(example_git, {"path": "spaces/imw1-mb-florin", "existed": False, "keep": []})
     run_cli_subprocess("validate", str(example_git))
     assert report.read_text() == "collected, not yet committed\n"
+
+
+@pytest.mark.parametrize("field", ["keep", "reuse"])
+@pytest.mark.parametrize("link_in", ["root", "trash"])
+def test_a_journal_whose_carried_path_goes_through_a_link_moves_nothing(example_git: Path, tmp_path: Path,
+                                                                         field: str, link_in: str) -> None:
+    """Recovery moves kept and reused paths between a root and its old copy: a link on the way,
+    in either, would carry a file out of the repository or an outside one in."""
+    import os
+    import shutil
+    assert run_cli_subprocess("reconcile", str(example_git)).returncode == 0
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret.txt").write_text("not ksgitops' file\n")
+    mailbox = example_git / "spaces" / "imw1-mb-florin"
+    trash = example_git / "spaces" / ".imw1-mb-florin.ksgitops-trash"
+    shutil.copytree(mailbox, trash)
+    linked, real = (mailbox, trash) if link_in == "root" else (trash, mailbox)
+    os.symlink(outside, linked / "objects" / "x")
+    (real / "objects" / "x").mkdir()
+    (real / "objects" / "x" / "mine.txt").write_text("in the repository\n")
+    plant(example_git, {"path": "spaces/imw1-mb-florin", "existed": True, field: ["objects/x/secret.txt", "objects/x/mine.txt"]})
+    (example_git / JOURNAL).write_text((example_git / JOURNAL).read_text().replace("ksgitops-journal-1", "ksgitops-journal-2"))
+    found = run_cli_subprocess("validate", str(example_git))
+    assert found.returncode == 3 and "symbolic link" in found.stderr, found.stderr
+    assert sorted(p.name for p in outside.iterdir()) == ["secret.txt"]
+    assert (real / "objects" / "x" / "mine.txt").read_text() == "in the repository\n"
+
+
+def test_a_journal_of_the_earlier_format_is_still_recovered(example_git: Path) -> None:
+    """Format 1 (before reused folders) rolls back as it always did."""
+    assert run_cli_subprocess("reconcile", str(example_git)).returncode == 0
+    stage = example_git / "spaces" / ".imw1-mb-guilder.ksgitops-stage"
+    stage.mkdir()
+    (stage / "half.yaml").write_text("half written\n")
+    plant(example_git, {"path": "spaces/imw1-mb-guilder", "existed": True, "keep": []})
+    found = run_cli_subprocess("validate", str(example_git))
+    assert found.returncode == 0, found.stderr
+    assert not stage.exists() and not (example_git / JOURNAL).exists()
+    assert (example_git / "spaces" / "imw1-mb-guilder" / "space.yaml").is_file()
+
+
+def test_a_planted_journal_and_old_copy_never_take_a_mailboxs_kept_files(example_git: Path) -> None:
+    """A journal `started` beside a planted `.NAME.ksgitops-trash` copy without the mailbox's
+    reports: rolling back would remove the mailbox and rename the copy in. Refused, exit 3."""
+    import shutil
+    assert run_cli_subprocess("reconcile", str(example_git)).returncode == 0
+    mailbox = example_git / "spaces" / "imw1-mb-florin"
+    (mailbox / "upsynced").mkdir()
+    (mailbox / "upsynced" / "u.yaml").write_text("precious\n")
+    (mailbox / "NOTES.md").write_text("a person's note\n")
+    trash = example_git / "spaces" / ".imw1-mb-florin.ksgitops-trash"
+    shutil.copytree(mailbox, trash, ignore=shutil.ignore_patterns("upsynced", "NOTES.md", "reported"))
+    plant(example_git, {"path": "spaces/imw1-mb-florin", "existed": True, "keep": []})
+    found = run_cli_subprocess("validate", str(example_git))
+    assert found.returncode == 3 and "does not carry back" in found.stderr, found.stderr
+    assert (mailbox / "upsynced" / "u.yaml").read_text() == "precious\n"
+    assert (mailbox / "NOTES.md").read_text() == "a person's note\n"

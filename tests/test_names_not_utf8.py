@@ -74,3 +74,11 @@ def test_a_commit_holding_such_a_name_is_reconciled_and_keeps_its_bytes(example:
     status = run_cli_subprocess("status", str(bare), "--commit", cwd=tmp_path)
     assert status.returncode in (0, 2) and "internal error" not in status.stderr, status.stderr
     assert BAD_FOLDER + b"/httpd.yaml\0" in _tree(bare)
+
+
+def test_a_byte_that_is_not_utf8_is_shown_as_that_byte_wherever_a_name_is_printed() -> None:
+    from ksgitops.names import not_utf8, printable
+    name = os.fsdecode(b"spaces/imw1-mb-x/reported/core/configmaps/ns/c\xfe.yaml")
+    assert printable(name) == "spaces/imw1-mb-x/reported/core/configmaps/ns/c\\xfe.yaml"
+    assert not_utf8(name) == "spaces/imw1-mb-x/reported/core/configmaps/ns/c\\xfe.yaml"
+    assert printable("a\x1b[31mb\u202e") == "a\\x1b[31mb\\u202e"  # escapes a terminal would obey, as before

@@ -315,3 +315,52 @@ def test_one_changed_report_rewrites_its_mailbox_and_object_entries_only(result:
     assert len([n for n in first if n.startswith("o:")]) > 1
     assert {n for n in first if first[n] != second[n]} == \
         {f"s:{FLORIN}", f"d:{FLORIN}", f"o:wmw-c:{COMMOND}", f"r:wmw-c:{COMMOND}"}
+
+
+def _with_reports(tmp_path: Path) -> Path:
+    """The example as shipped (mailboxes with reports), committed."""
+    import shutil
+
+    from conftest import EXAMPLE, git_init
+    shutil.copytree(EXAMPLE, tmp_path / "repo")
+    return git_init(tmp_path / "repo")
+
+
+def test_a_wds_frozen_then_mended_gets_the_combined_status_a_run_without_memo_gives(tmp_path: Path) -> None:
+    """Its objects leave the memo while the WDS is frozen; mended, the mailboxes' keys are as
+    before (frozen placements keep their digest), so their rows come from the kept details."""
+    from conftest import run_cli_subprocess
+    example_git = _with_reports(tmp_path)
+    status = example_git / "spaces/wmw-c/.ksgitops/status/apps/replicasets/commonstuff/commond.yaml"
+    source = example_git / "spaces/wmw-c/httpd.yaml"
+    good = source.read_text()
+    assert run_cli_subprocess("status", str(example_git)).returncode in (0, 2)
+    fresh = status.read_bytes()
+    assert b"wecs: []" not in fresh
+    source.write_text(good.replace("kind: ReplicaSet\n", "kind: ReplicaSet\n  bad: [\n", 1))
+    run_cli_subprocess("status", str(example_git))
+    source.write_text(good)
+    assert run_cli_subprocess("status", str(example_git)).returncode in (0, 2)
+    assert status.read_bytes() == fresh
+
+
+@pytest.mark.parametrize("lost", ["s:", "o:", "d:", "r:"])
+def test_a_memo_missing_an_entry_gives_what_a_run_without_memo_gives(tmp_path: Path, lost: str) -> None:
+    import sqlite3
+
+    from conftest import run_cli_subprocess
+    example_git = _with_reports(tmp_path)
+    memo = example_git / ".git/ksgitops-state/status-worktree.sqlite"
+    assert run_cli_subprocess("status", str(example_git)).returncode in (0, 2)
+    fresh = {p: p.read_bytes() for p in example_git.rglob("*") if p.is_file() and ".git/" not in str(p)}
+    with sqlite3.connect(memo) as db:
+        (name,) = db.execute("SELECT name FROM memo WHERE name LIKE ? ORDER BY name LIMIT 1", (f"{lost}%",)).fetchone()
+        db.execute("DELETE FROM memo WHERE name = ?", (name,))
+    report = next((example_git / "spaces").glob("*-mb-*/reported/**/*.yaml"))
+    report.write_text(report.read_text().replace("reportedAt:", "reportedAt: \"2030-01-01T00:00:00Z\"\nold:", 1))
+    assert run_cli_subprocess("status", str(example_git)).returncode in (0, 2)
+    with_memo = {p: p.read_bytes() for p in example_git.rglob("*") if p.is_file() and ".git/" not in str(p)}
+    memo.unlink()
+    assert run_cli_subprocess("status", str(example_git)).returncode in (0, 2)
+    without = {p: p.read_bytes() for p in example_git.rglob("*") if p.is_file() and ".git/" not in str(p)}
+    assert with_memo == without and fresh.keys() == without.keys()

@@ -17,7 +17,7 @@ from .pygit import pygit2
 
 from ..core.status.gitobjects import blob_id, files_tree_id
 from ..core.emit.problems import problems_root
-from ..core.status.summary import MailboxMemo, ObjectMemo, StatusMemo, detail_name, rows_name
+from ..core.status.memo import MailboxMemo, ObjectMemo, StatusMemo, detail_name, rows_name
 from ..core.status.source import MailboxListing
 from ..core.tree import put
 from ..core.status.syncreport import REVISION_FILES, REVISION_FOLDERS, revision_of
@@ -142,6 +142,8 @@ def load_memo(path: Path | None) -> StatusMemo:
             for name, value in store.named(_OBJECT):
                 key, context, status = pickle.loads(value)  # noqa: S301
                 memo.objects[key] = store.loaded[name] = ObjectMemo(context, status, None)
+            if set(store.loaded) != set(index["names"]):  # an entry lost or left over: start anew
+                raise ValueError("the memo's entries are not those it saved")
     except Exception:  # noqa: BLE001 - any unreadable memo only costs time
         memo, store.loaded = StatusMemo(), {}
     finally:
@@ -239,7 +241,8 @@ class _MemoStore:
                 writes.append((name, pickle.dumps((key, o.context, o.status), protocol=pickle.HIGHEST_PROTOCOL)))
             if o.rows is not None:
                 writes.append((rows_name(key), o.rows))
-        writes.append((_INDEX, pickle.dumps({"format": code_fingerprint(), "memo": memo.format,
+        names = sorted(n for n in wanted if n.startswith((_SUMMARY, _OBJECT)))
+        writes.append((_INDEX, pickle.dumps({"format": code_fingerprint(), "memo": memo.format, "names": names,
                                              "problems": memo.problems}, protocol=pickle.HIGHEST_PROTOCOL)))
         held = {name for (name,) in self.conn.execute("SELECT name FROM memo")}
         try:

@@ -26,9 +26,8 @@ rows hold no object data; combined.py strips Secrets before collectors or single
 """
 from __future__ import annotations
 
-import pickle
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping
+from typing import Any, Mapping
 
 from ...model import Problem
 from ...names import rel_path
@@ -37,6 +36,7 @@ from ..serialize import dump_yaml, load_yaml
 from ..emit.problems import ParsedProblems, entry, parse_problems, problems_root
 from ..load.snapshot import GENERATED_DIR
 from .markdown import MailboxSummary, markdown, total_counts
+from .memo import MEMO_FORMAT, MailboxMemo, MemoLost as _MemoLost, ObjectMemo, StatusMemo, encode as _encode
 from .memory import MemorySource, with_reports
 from .rows import Detail, Info, Row, Run, last_report, rows_of_mailbox
 from .source import MailboxListing, StatusSource, digest as _digest
@@ -47,70 +47,6 @@ from ..place.where import wec_names
 
 STATUS_DIR = "status"
 STATUS_MD = "STATUS.md"
-MEMO_FORMAT = 2  # bump when rows, summaries or CombinedStatus change shape
-
-
-@dataclass
-class MailboxMemo:
-    key: str
-    summary: MailboxSummary
-    problems: list[Problem]
-    detail: bytes | None  # a pickled Detail; None: kept in the memo's store (fetched when needed)
-
-
-@dataclass
-class ObjectMemo:
-    context: str
-    status: bytes  # the CombinedStatus file
-    rows: bytes | None  # pickled {mailbox: Row}: every row of the object, kept in step with the
-    # mailboxes'; None: kept in the memo's store
-
-
-@dataclass
-class StatusMemo:
-    """What one run leaves for the next. Large parts stay pickled so an unchanged mailbox or
-    object costs a few bytes to load, not its rows; on disk they stay in a store and are fetched
-    only for what changed (`fetch(name)`, names from `detail_name` and `rows_name`)."""
-
-    format: int = MEMO_FORMAT
-    mailboxes: dict[str, MailboxMemo] = field(default_factory=dict)
-    objects: dict[tuple[str, str], ObjectMemo] = field(default_factory=dict)
-    problems: dict[str, tuple[str, ParsedProblems]] = field(default_factory=dict)  # space -> (key, parsed)
-    changed: bool = False
-    fetch: Callable[[str], bytes | None] | None = field(default=None, repr=False, compare=False)
-
-    def detail(self, mailbox: str, memo: MailboxMemo) -> Detail:
-        data = memo.detail if memo.detail is not None else self._fetch(detail_name(mailbox))
-        return _decode(data)  # type: ignore[no-any-return]
-
-    def rows(self, key: tuple[str, str], memo: ObjectMemo) -> dict[str, Row]:
-        data = memo.rows if memo.rows is not None else self._fetch(rows_name(key))
-        return _decode(data)  # type: ignore[no-any-return]
-
-    def _fetch(self, name: str) -> bytes:
-        found = self.fetch(name) if self.fetch is not None else None
-        if found is None:
-            raise _MemoLost(name)
-        return found
-
-    def forget(self) -> None:
-        """Empty it (in place: the caller saves this object)."""
-        self.mailboxes.clear()
-        self.objects.clear()
-        self.problems.clear()
-        self.fetch, self.changed = None, True
-
-
-class _MemoLost(Exception):
-    """A part of the memo its store no longer holds: summarize from scratch."""
-
-
-def detail_name(mailbox: str) -> str:
-    return f"d:{mailbox}"
-
-
-def rows_name(key: tuple[str, str]) -> str:
-    return f"r:{key[0]}:{key[1]}"
 
 
 @dataclass
@@ -215,14 +151,6 @@ def _space_problems(result: Any, source: StatusSource, memo: StatusMemo, names: 
     if repo_wide:
         found[""] = ParsedProblems("", repo_wide, [])
     return found
-
-
-def _encode(value: Any) -> bytes:
-    return pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
-
-
-def _decode(data: bytes) -> Any:
-    return pickle.loads(data)  # noqa: S301 - bytes this module pickled, in a memo of our own
 
 
 # --- what the placements say: per placement, per object -----------------------------------------------
@@ -340,9 +268,31 @@ def _note_changes(changes: dict[tuple[str, str], dict[str, Row | None]], mb: str
 
 # --- CombinedStatus files --------------------------------------------------------------------------
 
+def _rows_kept(memo: StatusMemo, contexts: _Contexts, context: ObjectContext,
+               details: dict[str, Detail]) -> dict[str, Row]:
+    """The rows of an object the memo holds none for (a new object, or one dropped while its WDS
+    was frozen: its mailboxes may not have changed since), from the details of the mailboxes it
+    reaches (`details`: those decoded this run)."""
+    found: dict[str, Row] = {}
+    for plan in contexts.plans:
+        if plan.wds != context.wds or plan.name not in context.placements:
+            continue
+        for mb in plan.mailboxes:
+            kept = memo.mailboxes.get(mb)
+            if mb in found or kept is None:
+                continue
+            if mb not in details:
+                details[mb] = memo.detail(mb, kept)
+            row = details[mb].rows.get(context.rel)
+            if row is not None and row.wds == context.wds:
+                found[mb] = row
+    return found
+
+
 def _combine(result: Any, contexts: _Contexts, memo: StatusMemo, changes: dict[tuple[str, str], dict[str, Row | None]],
              names: dict[str, str], run: Run, limit: int) -> StatusOutput:
     problems: list[Problem] = []
+    details: dict[str, Detail] = {}  # mailboxes' rows decoded for objects the memo held none for
     combined: dict[tuple[str, str], bytes] = {}
     collectors = Collectors(result)
     recomputed = 0
@@ -355,7 +305,7 @@ def _combine(result: Any, contexts: _Contexts, memo: StatusMemo, changes: dict[t
         if cached is not None and cached.context == context_key and not changed:
             combined[key] = cached.status
             continue
-        rows: dict[str, Row] = memo.rows(key, cached) if cached is not None else {}
+        rows = memo.rows(key, cached) if cached is not None else _rows_kept(memo, contexts, context, details)
         for mb, row in (changed or {}).items():
             if row is None:
                 rows.pop(mb, None)

@@ -8,9 +8,10 @@ import stat
 from pathlib import Path
 from typing import Any
 
+from ...names import MAILBOX_PARTS
 from ...core.load.snapshot import GENERATED_DIR, MAX_FILE_BYTES
 from ...core.tree import KEEP, OTHERS, REUSE
-from .staging import Change
+from .staging import Change, sibling
 from .paths import STATUS_FILE, LinkError, check_path
 
 def made_names(change: Change) -> list[str] | None:
@@ -34,7 +35,8 @@ def change_of(entry: Any) -> Change | None:
 
 
 def owned_root_problem(root: Path, rel: str, keep: list[str]) -> str | None:
-    """Why `rel` (with kept paths `keep`) is not a root ksgitops writes in the work tree `root`, or None."""
+    """Why `rel` (with kept or reused paths `keep`) is not a root ksgitops writes in the work tree
+    `root`, or None."""
     shown = repr(rel[:200])
     if not _plain_relative(rel):
         return f"root {shown} is not a plain path inside the repository"
@@ -45,6 +47,13 @@ def owned_root_problem(root: Path, rel: str, keep: list[str]) -> str | None:
         check_path(root, rel)
     except LinkError:
         return f"root {shown} has a symbolic link on its way"
+    trash = str(sibling(Path(rel), "trash"))
+    for kept in keep:  # recovery moves each between the root and its old copy: never through a link
+        try:
+            check_path(root, f"{rel}/{kept}", last=False)
+            check_path(root, f"{trash}/{kept}", last=False)
+        except LinkError:
+            return f"kept path {kept[:200]!r} of root {shown} has a symbolic link on its way"
     parts = rel.split("/")
     if parts == [STATUS_FILE] or (len(parts) == 4 and parts[0] == "spaces" and parts[2] == GENERATED_DIR):
         return None
@@ -53,6 +62,22 @@ def owned_root_problem(root: Path, rel: str, keep: list[str]) -> str | None:
             return None
         return f"root {shown} is a source space, not a mailbox ksgitops writes"
     return f"root {shown} is nothing ksgitops writes"
+
+
+def unlisted_kept(root: Path, change: Change) -> str | None:
+    """A journal's mailbox root whose folder holds what a mailbox keeps (reports, upsynced
+    objects, a person's files) that is neither in its old copy nor among the paths the journal
+    carries: rolling back would remove it with the folder, so the journal is not this work tree's."""
+    parts = change.path.split("/")
+    target = root / change.path
+    trash = sibling(target, "trash")
+    if len(parts) != 2 or not os.path.isdir(target) or not os.path.isdir(trash):
+        return None
+    carried = {p.split("/")[0] for p in change.carried}
+    for name in sorted(os.listdir(target)):
+        if name not in MAILBOX_PARTS and name not in carried and not os.path.lexists(trash / name):
+            return f"root {change.path[:200]!r} holds {name[:200]!r}, which its journal does not carry back"
+    return None
 
 
 def _plain_relative(rel: str) -> bool:

@@ -68,12 +68,13 @@ from ...core.tree import REUSE, Generated
 from ...model import EnvError, KsgitopsError, Progress
 from .durable import exclusive, fsync_dir, os_reason, sync_filesystem, write_durably
 from .paths import check_path, lstat_mode
-from .owned import change_of, made_names, owned_root_problem
+from .owned import change_of, made_names, owned_root_problem, unlisted_kept
 from .rootplan import plan_root
 from .staging import Change, remove as _remove, resolve_legacy, sibling, stage_all
 
 JOURNAL = ".ksgitops-journal"
-FORMAT = "ksgitops-journal-1"
+FORMAT = "ksgitops-journal-2"  # 2: roots carry `reuse`; an earlier ksgitops refuses it rather than lose them
+READ_FORMATS = ("ksgitops-journal-1", FORMAT)
 BATCH = 256  # roots per transaction: bounds the extra disk a full rewrite holds at once
 
 
@@ -300,7 +301,7 @@ class _Journal:
         check_path(self.root, JOURNAL)
         try:
             data = json.loads(self.path.read_bytes())
-            if data.get("format") != FORMAT or data.get("state") not in ("started", "done"):
+            if data.get("format") not in READ_FORMATS or data.get("state") not in ("started", "done"):
                 raise ValueError("unknown format")
             return data  # type: ignore[no-any-return]
         except (ValueError, AttributeError) as e:
@@ -316,7 +317,8 @@ class _Journal:
         changes = []
         for entry in roots:
             change = change_of(entry)
-            problem = owned_root_problem(self.root, change.path, change.carried) if change else "an entry is malformed"
+            problem = (owned_root_problem(self.root, change.path, change.carried) or unlisted_kept(self.root, change)) \
+                if change else "an entry is malformed"
             if problem or change is None:
                 raise self._refused(problem or "an entry is malformed")
             changes.append(change)

@@ -17,10 +17,10 @@ import hashlib
 from dataclasses import dataclass, field
 from typing import Any
 
+from ...names import MAILBOX_PARTS
 from ...core.load.snapshot import CONFIG_FILE, GENERATED_DIR
 from ...core.results import PlacedResult, RecordedResult
 
-MAILBOX_PARTS = ("space.yaml", "kustomization.yaml", "syncerconfig.yaml", "objects", "patches")
 NOT_READ = "status"  # in a source space's .ksgitops/: written by status only
 
 

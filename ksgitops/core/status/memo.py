@@ -1,0 +1,86 @@
+"""What one status run leaves for the next (summary.py): per mailbox its key, summary, problems
+and rows (`Detail`), per object its context key, CombinedStatus file and rows. Plain data, pickled
+by parts so that an unchanged mailbox or object costs a few bytes to load, not its rows."""
+from __future__ import annotations
+
+import pickle
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from ...model import Problem
+from ..emit.problems import ParsedProblems
+from .markdown import MailboxSummary
+from .rows import Detail, Row
+
+MEMO_FORMAT = 2  # bump when rows, summaries or CombinedStatus change shape
+
+
+@dataclass
+class MailboxMemo:
+    key: str
+    summary: MailboxSummary
+    problems: list[Problem]
+    detail: bytes | None  # a pickled Detail; None: kept in the memo's store (fetched when needed)
+
+
+@dataclass
+class ObjectMemo:
+    context: str
+    status: bytes  # the CombinedStatus file
+    rows: bytes | None  # pickled {mailbox: Row}: every row of the object, kept in step with the
+    # mailboxes'; None: kept in the memo's store
+
+
+@dataclass
+class StatusMemo:
+    """What one run leaves for the next. Large parts stay pickled so an unchanged mailbox or
+    object costs a few bytes to load, not its rows; on disk they stay in a store and are fetched
+    only for what changed (`fetch(name)`, names from `detail_name` and `rows_name`)."""
+
+    format: int = MEMO_FORMAT
+    mailboxes: dict[str, MailboxMemo] = field(default_factory=dict)
+    objects: dict[tuple[str, str], ObjectMemo] = field(default_factory=dict)
+    problems: dict[str, tuple[str, ParsedProblems]] = field(default_factory=dict)  # space -> (key, parsed)
+    changed: bool = False
+    fetch: Callable[[str], bytes | None] | None = field(default=None, repr=False, compare=False)
+
+    def detail(self, mailbox: str, memo: MailboxMemo) -> Detail:
+        data = memo.detail if memo.detail is not None else self._fetch(detail_name(mailbox))
+        return decode(data)  # type: ignore[no-any-return]
+
+    def rows(self, key: tuple[str, str], memo: ObjectMemo) -> dict[str, Row]:
+        data = memo.rows if memo.rows is not None else self._fetch(rows_name(key))
+        return decode(data)  # type: ignore[no-any-return]
+
+    def _fetch(self, name: str) -> bytes:
+        found = self.fetch(name) if self.fetch is not None else None
+        if found is None:
+            raise MemoLost(name)
+        return found
+
+    def forget(self) -> None:
+        """Empty it (in place: the caller saves this object)."""
+        self.mailboxes.clear()
+        self.objects.clear()
+        self.problems.clear()
+        self.fetch, self.changed = None, True
+
+
+class MemoLost(Exception):
+    """A part of the memo its store no longer holds: summarize from scratch."""
+
+
+def detail_name(mailbox: str) -> str:
+    return f"d:{mailbox}"
+
+
+def rows_name(key: tuple[str, str]) -> str:
+    return f"r:{key[0]}:{key[1]}"
+
+
+def encode(value: Any) -> bytes:
+    return pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+
+
+def decode(data: bytes) -> Any:
+    return pickle.loads(data)  # noqa: S301 - bytes this module pickled, in a memo of our own
