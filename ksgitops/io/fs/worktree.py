@@ -125,8 +125,12 @@ SETTLE_AT_MOST = 16  # roots written in the clock tick they were recorded in, re
 def _settle(root: Path, racy: list[Change], record: Any) -> None:
     """Record the few roots just written in the file system's current clock tick (their stamps
     cannot vouch for them yet): once the clock has moved on, each is compared and recorded as
-    found equal, so that the next run can trust it (a large write leaves them to the next run)."""
-    if not racy or len(racy) > SETTLE_AT_MOST:
+    found equal, so that the next run can trust it (a large write leaves them to the next run).
+    Roots reused folders were moved into are always compared: reading them back costs less than
+    the writing the move saved, and the next run need not."""
+    if len(racy) > SETTLE_AT_MOST:
+        racy = [c for c in racy if c.reuse]
+    if not racy:
         return
     since = record.tick()
     if since < 0:
