@@ -364,3 +364,20 @@ def test_a_memo_missing_an_entry_gives_what_a_run_without_memo_gives(tmp_path: P
     assert run_cli_subprocess("status", str(example_git)).returncode in (0, 2)
     without = {p: p.read_bytes() for p in example_git.rglob("*") if p.is_file() and ".git/" not in str(p)}
     assert with_memo == without and fresh.keys() == without.keys()
+
+
+def test_a_run_without_memo_decodes_no_mailbox_detail(result: Any, monkeypatch) -> None:
+    """Every mailbox is recomputed, so every object's rows come from this run's changes: reading
+    the details back (what an object the memo holds no rows for otherwise needs) would hold the
+    whole fleet's rows in memory at once."""
+    from ksgitops.core.status import memo as status_memo
+    decoded: list[str] = []
+    real = status_memo.StatusMemo.detail
+
+    def counting(self, mailbox, kept):  # type: ignore[no-untyped-def]
+        decoded.append(mailbox)
+        return real(self, mailbox, kept)
+    monkeypatch.setattr(status_memo.StatusMemo, "detail", counting)
+    reports = {FLORIN: {f"{COMMOND}.yaml": rs_report(1, "2026-01-01T00:00:00Z")}}
+    out = summarize(result, MemorySource(with_reports(result.generated, reports)), StatusMemo())
+    assert decoded == [] and out.combined

@@ -100,6 +100,7 @@ def _summarize(result: Any, source: StatusSource, memo: StatusMemo, limit: int, 
     contexts = _contexts(result, reconcile)
     run = Run(source)
     changes: dict[tuple[str, str], dict[str, Row | None]] = {}
+    fresh: set[str] = set()  # mailboxes whose rows this run recomputed
     for mb in sorted(result.wecs):
         reaching = contexts.reaching(mb)
         key = _digest(names[mb], str(broken_limit), repr([p.digest for p in reaching]), source.mailbox_key(mb))
@@ -111,13 +112,14 @@ def _summarize(result: Any, source: StatusSource, memo: StatusMemo, limit: int, 
         sync = SyncSummary.of(report, source.revision(mb), broken_limit)
         summary = MailboxSummary.of(mb, names[mb], detail.rows, _infos(reaching), last_report(detail),
                                     broken_limit, sync)
-        _note_changes(changes, mb, before, detail)
+        _note_changes(changes, mb, before, detail, memo.objects)
+        fresh.add(mb)
         memo.mailboxes[mb] = MailboxMemo(key, summary, problems, _encode(detail))
         memo.changed = True
     for mb in [m for m in memo.mailboxes if m not in result.wecs]:
-        _note_changes(changes, mb, memo.detail(mb, memo.mailboxes.pop(mb)), None)
+        _note_changes(changes, mb, memo.detail(mb, memo.mailboxes.pop(mb)), None, memo.objects)
         memo.changed = True
-    output = _combine(result, contexts, memo, changes, names, run, limit)
+    output = _combine(result, contexts, memo, changes, names, run, limit, fresh)
     mailboxes = {mb: memo.mailboxes[mb] for mb in sorted(result.wecs)}
     summaries = {mb: m.summary for mb, m in mailboxes.items()}
     output.counts = total_counts(summaries)
@@ -252,13 +254,14 @@ def _infos(reaching: list[_PlanView]) -> dict[str, Info]:
 
 
 def _note_changes(changes: dict[tuple[str, str], dict[str, Row | None]], mb: str, old: Detail | None,
-                  new: Detail | None) -> None:
-    """Record, per object (wds, rel), the rows of mailbox `mb` that appeared, went or changed."""
+                  new: Detail | None, held: Mapping[tuple[str, str], Any]) -> None:
+    """Record, per object (wds, rel), the rows of mailbox `mb` that appeared, went or changed, and
+    every row of an object the memo holds no rows for (`held`: the objects it holds)."""
     before = old.rows if old is not None else {}
     after = new.rows if new is not None else {}
     for rel in before.keys() | after.keys():
         a, b = before.get(rel), after.get(rel)
-        if a == b:
+        if a == b and (b is None or (b.wds, rel) in held):
             continue
         if a is not None and (b is None or b.wds != a.wds):
             changes.setdefault((a.wds, rel), {})[mb] = None
@@ -268,18 +271,19 @@ def _note_changes(changes: dict[tuple[str, str], dict[str, Row | None]], mb: str
 
 # --- CombinedStatus files --------------------------------------------------------------------------
 
-def _rows_kept(memo: StatusMemo, contexts: _Contexts, context: ObjectContext,
-               details: dict[str, Detail]) -> dict[str, Row]:
+def _rows_kept(memo: StatusMemo, contexts: _Contexts, context: ObjectContext, details: dict[str, Detail],
+               fresh: set[str]) -> dict[str, Row]:
     """The rows of an object the memo holds none for (a new object, or one dropped while its WDS
-    was frozen: its mailboxes may not have changed since), from the details of the mailboxes it
-    reaches (`details`: those decoded this run)."""
+    was frozen: its mailboxes may not have changed since) in the mailboxes it reaches that this run
+    did not recompute (`_note_changes` gave those of the others), from their details (`details`:
+    those decoded this run)."""
     found: dict[str, Row] = {}
     for plan in contexts.plans:
         if plan.wds != context.wds or plan.name not in context.placements:
             continue
         for mb in plan.mailboxes:
             kept = memo.mailboxes.get(mb)
-            if mb in found or kept is None:
+            if mb in fresh or mb in found or kept is None:
                 continue
             if mb not in details:
                 details[mb] = memo.detail(mb, kept)
@@ -290,7 +294,7 @@ def _rows_kept(memo: StatusMemo, contexts: _Contexts, context: ObjectContext,
 
 
 def _combine(result: Any, contexts: _Contexts, memo: StatusMemo, changes: dict[tuple[str, str], dict[str, Row | None]],
-             names: dict[str, str], run: Run, limit: int) -> StatusOutput:
+             names: dict[str, str], run: Run, limit: int, fresh: set[str]) -> StatusOutput:
     problems: list[Problem] = []
     details: dict[str, Detail] = {}  # mailboxes' rows decoded for objects the memo held none for
     combined: dict[tuple[str, str], bytes] = {}
@@ -305,7 +309,7 @@ def _combine(result: Any, contexts: _Contexts, memo: StatusMemo, changes: dict[t
         if cached is not None and cached.context == context_key and not changed:
             combined[key] = cached.status
             continue
-        rows = memo.rows(key, cached) if cached is not None else _rows_kept(memo, contexts, context, details)
+        rows = memo.rows(key, cached) if cached is not None else _rows_kept(memo, contexts, context, details, fresh)
         for mb, row in (changed or {}).items():
             if row is None:
                 rows.pop(mb, None)
