@@ -127,18 +127,12 @@ def not_utf8(path: str) -> str | None:
         try:
             part.encode()
         except UnicodeEncodeError:
-            return "/".join([*parts[:at], _bytes_shown(part)])
-    return _bytes_shown(path)
+            return "/".join([*parts[:at], printable(part)])
+    return printable(path)  # not reached: some name holds what does not encode
 
 
-def _bytes_shown(text: str) -> str:
-    try:
-        return text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
-    except UnicodeEncodeError:  # a surrogate no file system byte stands for
-        return text.encode("utf-8", "backslashreplace").decode("ascii")
-
-
-MAILBOX_PARTS = ("space.yaml", "kustomization.yaml", "syncerconfig.yaml", "objects", "patches")  # what reconcile owns in a mailbox
+# what reconcile owns in a mailbox (the rest of the folder is kept as it is)
+MAILBOX_PARTS = ("space.yaml", "kustomization.yaml", "syncerconfig.yaml", "objects", "patches")
 MAILBOX_INFIX = "-mb-"
 MAILBOX_MAX = 63
 _MAILBOX_DIGEST = 10  # hex digits

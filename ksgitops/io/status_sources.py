@@ -7,7 +7,6 @@ folder allows.
 """
 from __future__ import annotations
 
-import gc
 import pickle
 import sqlite3
 from pathlib import Path
@@ -21,7 +20,7 @@ from ..core.status.memo import MailboxMemo, ObjectMemo, StatusMemo, detail_name,
 from ..core.status.source import MailboxListing
 from ..core.tree import put
 from ..core.status.syncreport import REVISION_FILES, REVISION_FOLDERS, revision_of
-from .git.cache import code_fingerprint
+from .git.cache import code_fingerprint, gc_paused
 from .fs.tree import walk_files
 from .fs.paths import STATE_DIR, check_path
 from .git.repo import TreeIndex, blob_keys, tree_at
@@ -129,26 +128,24 @@ def load_memo(path: Path | None) -> StatusMemo:
     if store is None:
         return StatusMemo()
     memo = StatusMemo()
-    enabled = gc.isenabled()
-    gc.disable()  # as cache.unpickle: many objects and no garbage
     try:
-        data = store.get(_INDEX)
-        index = pickle.loads(data) if data is not None else None  # noqa: S301 - our own file inside .git
-        if isinstance(index, dict) and index.get("format") == code_fingerprint() and index.get("memo") == memo.format:
-            memo.problems = index["problems"]
-            for name, value in store.named(_SUMMARY):
-                key, summary, problems = pickle.loads(value)  # noqa: S301
-                memo.mailboxes[name[len(_SUMMARY):]] = store.loaded[name] = MailboxMemo(key, summary, problems, None)
-            for name, value in store.named(_OBJECT):
-                key, context, status = pickle.loads(value)  # noqa: S301
-                memo.objects[key] = store.loaded[name] = ObjectMemo(context, status, None)
-            if set(store.loaded) != set(index["names"]):  # an entry lost or left over: start anew
-                raise ValueError("the memo's entries are not those it saved")
+        with gc_paused():  # as cache.unpickle: many objects and no garbage
+            data = store.get(_INDEX)
+            index: Any = pickle.loads(data) if data is not None else None  # noqa: S301 - our own file inside .git
+            fresh = isinstance(index, dict) and index.get("format") == code_fingerprint()
+            if fresh and index.get("memo") == memo.format:
+                memo.problems = index["problems"]
+                for name, value in store.named(_SUMMARY):
+                    key, summary, problems = pickle.loads(value)  # noqa: S301
+                    kept = MailboxMemo(key, summary, problems, None)
+                    memo.mailboxes[name[len(_SUMMARY):]] = store.loaded[name] = kept
+                for name, value in store.named(_OBJECT):
+                    key, context, status = pickle.loads(value)  # noqa: S301
+                    memo.objects[key] = store.loaded[name] = ObjectMemo(context, status, None)
+                if set(store.loaded) != set(index["names"]):  # an entry lost or left over: start anew
+                    raise ValueError("the memo's entries are not those it saved")
     except Exception:  # noqa: BLE001 - any unreadable memo only costs time
         memo, store.loaded = StatusMemo(), {}
-    finally:
-        if enabled:
-            gc.enable()
     memo.fetch = store.get
     _STORES[id(memo)] = store
     return memo

@@ -83,8 +83,8 @@ def _named_in_utf8(files: list[SourceFile], problems: list[Problem]) -> list[Sou
             kept.append(source)
         elif bad not in shown:
             shown.add(bad)
-            problems.append(Problem(Origin(bad), f"this name is not UTF-8 (its bytes are shown as \\xNN): {NOT_UTF8_FIX}; "
-                                                 "the space stays as it was until then"))
+            problems.append(Problem(Origin(bad), f"this name is not UTF-8 (its bytes are shown as \\xNN): "
+                                                 f"{NOT_UTF8_FIX}; the space stays as it was until then"))
     return sorted(kept, key=lambda f: f.path)
 
 

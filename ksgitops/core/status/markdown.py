@@ -48,7 +48,7 @@ class MailboxSummary:
     broken_count: int = 0
     sync: SyncSummary = field(default_factory=lambda: SyncSummary(SyncState.UNKNOWN.value, ""))
 
-    _row: tuple[str, str] | None = field(default=None, compare=False, repr=False)  # (WEC name, its row)
+    _line: tuple[str, str] | None = field(default=None, compare=False, repr=False)  # (WEC name, its row)
 
     @property
     def healthy(self) -> int:
@@ -57,11 +57,11 @@ class MailboxSummary:
     def wec_row(self, name: str) -> str:
         """Its line of STATUS.md's WEC table, made once per summary (a memo keeps it: a run where
         one mailbox changed writes one row, not the fleet's)."""
-        if self._row is None or self._row[0] != name:
+        if self._line is None or self._line[0] != name:
             sync = self.sync
-            self._row = (name, _row(name, self.mailbox, sync.state, sync.applied_text(), sync.latest[:SHORT],
+            self._line = (name, _row(name, self.mailbox, sync.state, sync.applied_text(), sync.latest[:SHORT],
                                     str(sync.drift_count), self.last_report or "never", f"{self.healthy}/{self.total}"))
-        return self._row[1]
+        return self._line[1]
 
     @property
     def total(self) -> int:

@@ -13,6 +13,7 @@ and is written after them.
 """
 from __future__ import annotations
 
+import contextlib
 import gc
 import hashlib
 import os
@@ -241,17 +242,23 @@ def _write(path: Path, data: dict[str, Any]) -> bool:
     return True
 
 
-def unpickle(path: Path) -> Any:
-    """A pickle of our own, read with the cyclic GC paused: unpickling creates many objects and no
-    garbage, and the collections it would trigger took about half the time of a 1 MiB cache."""
+@contextlib.contextmanager
+def gc_paused() -> Iterator[None]:
+    """The cyclic GC paused while pickles of our own are loaded: unpickling creates many objects
+    and no garbage, and the collections it would trigger took about half the time of a 1 MiB cache."""
     enabled = gc.isenabled()
     gc.disable()
     try:
-        with open(path, "rb") as f:
-            return pickle.load(f)  # noqa: S301 - our own file inside .git, never from a remote
+        yield
     finally:
         if enabled:
             gc.enable()
+
+
+def unpickle(path: Path) -> Any:
+    """A pickle of our own, read with the cyclic GC paused."""
+    with gc_paused(), open(path, "rb") as f:
+        return pickle.load(f)  # noqa: S301 - our own file inside .git, never from a remote
 
 
 def _read(path: Path | None) -> dict[str, Any]:
