@@ -10,9 +10,10 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from ..io.fs.feed import identity_of, request
+from ..io.fs.handoff_worker import Runner, Warm
 from ..io.fs.paths import STATE_DIR
 from ..io.git.discover import git_dir
 from ..model import KsgitopsError
@@ -78,13 +79,16 @@ def stop(root: Path) -> bool:
     return True
 
 
-def serve(root: Path, ready_fd: int | None) -> int:
-    """Run the monitor of `root` in this process, until it is stopped."""
+def serve(root: Path, ready_fd: int | None, run: Runner | None = None,
+          preload: Callable[[], None] | None = None) -> int:
+    """Run the monitor of `root` in this process, until it is stopped; with `run` (and the
+    `preload` that imports what it needs), it also runs the commands handed to it."""
     where, _ = state_of(root)
     if not sys.platform.startswith("linux"):
         raise KsgitopsError("the monitor watches with Linux's inotify; without it, every run looks at every path")
     from ..io.fs import monitor  # inotify, loaded only by the monitor itself
-    return monitor.serve(root, Path(where), ready_fd)
+    warm = Warm(run, preload or (lambda: None)) if run is not None else None
+    return monitor.serve(root, Path(where), ready_fd, warm)
 
 
 def _watches(reply: dict[str, Any], root: Path) -> bool:

@@ -23,11 +23,15 @@ from .base import KsCommand, dump, output_option
 def monitor_cmd(action: str, repo: Path | None, foreground: bool, ready_fd: int | None, output: str) -> None:
     """Start, stop or show the work tree's change feed: a process that watches the work tree
     (inotify) so that `reconcile` and `diff` ask it what changed instead of looking at every path
-    they own. Without one, or when it lost events, they look at everything, as before."""
+    they own. Without one, or when it lost events, they look at everything, as before. It also
+    keeps ksgitops loaded: `reconcile`, `diff`, `validate`, `render`, `explain`, `wecs` and `status`
+    hand themselves to it and run in a process it forks, without start-up or imports (when it runs
+    the same interpreter and package files; KSGITOPS_HANDOFF=0 keeps every command in its own process)."""
     from ..app import monitor
     root = locate(repo, Need.WORKTREE)
     if action == "start" and (foreground or ready_fd is not None):
-        sys.exit(monitor.serve(root, ready_fd))
+        from .entry import preload, run
+        sys.exit(monitor.serve(root, ready_fd, run, preload))
     if action == "start":
         facts, started = monitor.start(root)
         _show(facts, "started" if started else "already running", output)
@@ -44,8 +48,10 @@ def monitor_cmd(action: str, repo: Path | None, foreground: bool, ready_fd: int 
 
 def _show(facts: dict, state: str, output: str) -> None:
     if output == "json":
-        dump({"running": True, "state": state, **{k: facts.get(k) for k in ("pid", "folders", "token", "restarts")}})
+        dump({"running": True, "state": state,
+              **{k: facts.get(k) for k in ("pid", "folders", "token", "restarts", "handoff", "served")}})
         return
     since = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(float(facts.get("started") or 0)))
     click.echo(f"{state}: pid {facts.get('pid')}, watching {facts.get('folders')} folders since {since}"
-               f"{', restarted ' + str(facts['restarts']) + ' times after lost events' if facts.get('restarts') else ''}")
+               f"{', restarted ' + str(facts['restarts']) + ' times after lost events' if facts.get('restarts') else ''}"
+               f"{'; ran ' + str(facts['served']) + ' commands handed to it' if facts.get('handoff') else ''}")

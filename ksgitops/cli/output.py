@@ -13,6 +13,7 @@ from typing import Any
 import click
 
 from .base import color_enabled
+from ..io.fs.handoff_worker import handoff_link
 from ..names import printable
 
 
@@ -95,6 +96,9 @@ def print_paged(text: str, page: bool = False) -> None:
     env = {**os.environ}
     env.setdefault("LESS", "FRX")
     sys.stdout.flush()
+    if handoff_link.conn is not None:  # a monitor's worker: the terminal belongs to the process that asked
+        handoff_link.page(pager, env, text)
+        return
     proc = subprocess.Popen(pager, shell=True, stdin=subprocess.PIPE, env=env)  # noqa: S602 - the user's own PAGER
     try:
         proc.communicate(text.encode())

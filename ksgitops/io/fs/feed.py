@@ -12,31 +12,19 @@ import json
 import os
 import re
 import socket
-import struct
 from pathlib import Path
 from typing import Any, Iterable, NamedTuple
 
-from .paths import STATE_DIR
+from .handoff import address, same_user
 
 TIMEOUT = 5.0  # seconds an answer may take (a monitor re-walking after lost events) before checking everything
 FORMAT = 1
-SOCKET = "monitor.sock"
 _UNWATCHED = re.compile(r"\..+\.ksgitops-[a-z]+")  # a writer's staging, new or trash sibling (staging.py)
 
 
 def unwatched(name: str) -> bool:
     """A folder the monitor puts no watch on: nothing in it is vouched for."""
     return _UNWATCHED.fullmatch(name) is not None
-
-
-def address(git_dir: str | Path) -> str:
-    """The monitor's socket: a file in the git directory's state folder, or, when that path is too
-    long for a unix socket, a name in Linux's abstract namespace made from it."""
-    path = os.path.join(os.path.realpath(git_dir), STATE_DIR, SOCKET)
-    if len(os.fsencode(path)) < 100:
-        return path
-    import hashlib
-    return "\0ksgitops-monitor-" + hashlib.sha256(os.fsencode(path)).hexdigest()[:32]
 
 
 class Changes:
@@ -75,16 +63,6 @@ def _cuts(path: str) -> list[int]:
         cuts.append(i)
         i = path.find("/", i + 1)
     return cuts
-
-
-def same_user(conn: socket.socket) -> bool:
-    """The process at the other end runs as this one's user (SO_PEERCRED: an abstract socket name
-    has no file mode, and anyone may take it first). Both ends ask it."""
-    try:
-        _, uid, _ = struct.unpack("3i", conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i")))
-    except OSError:
-        return False
-    return bool(uid == os.getuid())
 
 
 def identity_of(root: str | Path) -> list[Any] | None:

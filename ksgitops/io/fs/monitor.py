@@ -22,7 +22,9 @@ import time
 from pathlib import Path
 from typing import Any
 
+from . import handoff_worker
 from .feed import FORMAT, address, identity_of, same_user
+from .handoff_worker import Warm
 from .paths import STATE_DIR
 from .watchtree import CannotWatch, Overflow, WatchTree
 
@@ -111,9 +113,10 @@ class Monitor:
         return {**facts, "changed": self.history.since(request.get("since"))}
 
 
-def serve(work_tree: Path, git_dir: Path, ready: Any = None) -> int:
+def serve(work_tree: Path, git_dir: Path, ready: Any = None, warm: Warm | None = None) -> int:
     """Run the monitor until asked to stop, signalled, or its work tree goes. `ready`: a file
-    descriptor told "ready" (or why not) once the first watches are in place."""
+    descriptor told "ready" (or why not) once the first watches are in place; `warm`: the code
+    commands are handed to (handoff_worker.py; None: the monitor only answers what changed)."""
     where = address(git_dir)
     try:
         lock = _only_one(Path(git_dir) / STATE_DIR / "monitor.lock")
@@ -137,12 +140,13 @@ def serve(work_tree: Path, git_dir: Path, ready: Any = None) -> int:
             for key, _ in selector.select(timeout=5.0):
                 if key.data == "events":
                     monitor.catch_up()
-                elif _serve_one(listener, monitor):
+                elif _serve_one(listener, monitor, warm):
                     stop.append(True)
                 if monitor.restarts != restarts:  # a new inotify descriptor, maybe under the old number
                     selector.unregister(events)
                     events, restarts = monitor.tree.fileno(), monitor.restarts
                     selector.register(events, selectors.EVENT_READ, "events")
+            _reap()
             if monitor.gone():
                 log("the work tree or its git directory went: stopping")
                 break
@@ -209,29 +213,55 @@ def _listen(where: str) -> socket.socket:
     return listener
 
 
-def _serve_one(listener: socket.socket, monitor: Monitor) -> bool:
-    """Answer one asker; True when it asked the monitor to stop."""
+def _serve_one(listener: socket.socket, monitor: Monitor, warm: Warm | None = None) -> bool:
+    """Answer one asker, or fork a worker for its command; True when it asked the monitor to stop."""
     try:
         conn, _ = listener.accept()
     except OSError:
         return False
+    fds: list[int] = []
     with conn:
         conn.settimeout(2.0)
         if not same_user(conn):
             return False
         try:
-            request = json.loads(_read_line(conn))
-            reply = monitor.answer(request if isinstance(request, dict) else {})
+            data, fds, _, _ = socket.recv_fds(conn, 1 << 16, 8)
+            request = json.loads(_read_line(conn, data))
+            request = request if isinstance(request, dict) else {}
+            if request.get("op") == "exec":
+                if warm is None:
+                    conn.sendall(b'{"refused": "this monitor runs no commands"}\n')
+                    return False
+                monitor.catch_up()  # the worker's first question is answered from an up-to-date history
+                worker = handoff_worker.start(conn, request, fds, warm)
+                if worker is not None:
+                    log(f"worker {worker}: {' '.join(map(str, request['argv'][1:]))[:200]}")
+                return False
+            reply = monitor.answer(request)
+            if request.get("op") == "status":
+                reply["handoff"] = warm is not None
+                reply["served"] = warm.served if warm is not None else 0
             conn.sendall(json.dumps(reply).encode() + b"\n")
         except (OSError, ValueError):
             return False
+        finally:
+            for fd in fds:
+                os.close(fd)
     return bool(reply.get("stopping"))
 
 
-def _read_line(conn: socket.socket) -> bytes:
-    data = b""
-    while not data.endswith(b"\n") and len(data) < 1 << 16:
-        chunk = conn.recv(4096)
+def _reap() -> None:
+    """Collect the workers that ended (the monitor never waits for one)."""
+    try:
+        while os.waitpid(-1, os.WNOHANG)[0]:
+            pass
+    except ChildProcessError:
+        pass
+
+
+def _read_line(conn: socket.socket, data: bytes = b"") -> bytes:
+    while not data.endswith(b"\n") and len(data) < 1 << 20:
+        chunk = conn.recv(1 << 16)
         if not chunk:
             break
         data += chunk

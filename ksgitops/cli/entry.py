@@ -1,0 +1,37 @@
+"""The `ksgitops` program: a command is handed to the work tree's monitor when one runs the same
+code (io/fs/handoff.py: no start-up, no imports), else it runs here (cli/commands.py)."""
+from __future__ import annotations
+
+import sys
+
+from ..io.fs.handoff import hand_off
+
+# What a handed-over command would import: the monitor loads it once, its workers inherit it.
+PRELOADED = ("ksgitops.cli.commands", "ksgitops.app.usecases", "ksgitops.app.status", "ksgitops.core.pipeline",
+             "ksgitops.core.readout.diff", "ksgitops.core.emit.files", "ksgitops.io.fs.worktree",
+             "ksgitops.io.fs.proof", "ksgitops.schema", "yaml", "orjson", "jsonpatch", "jsonschema",
+             "referencing")
+
+
+def main() -> None:
+    code = hand_off(sys.argv[1:])
+    if code is not None:
+        sys.exit(code)
+    from .commands import main as run_here
+    run_here()
+
+
+def run(args: list[str]) -> None:
+    """A command line run in this process (a monitor's worker runs its asker's this way)."""
+    from .commands import main as run_here
+    run_here(args)
+
+
+def preload() -> None:
+    import gc
+    import importlib
+    for name in PRELOADED:
+        importlib.import_module(name)
+    from ..io.git.cache import code_fingerprint
+    code_fingerprint()  # the package's files are as the monitor's stamp says, or it runs no command
+    gc.freeze()  # the workers' collections then leave the loaded code's pages shared with the monitor

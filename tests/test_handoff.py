@@ -1,0 +1,187 @@
+"""Commands handed to the work tree's monitor (io/fs/handoff.py, handoff_worker.py), with real
+monitor processes: a handed command prints, exits and writes exactly what it does run in its own
+process (errors, two at once, from another folder included); a monitor holding other code or
+another interpreter's settings runs nothing (the command runs here); a signal reaches the worker;
+a pager runs in the asking process, on its terminal."""
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+
+from conftest import copy_example_sources, git_init, run_cli_on_a_terminal, work_tree_files
+from ksgitops.io.fs import handoff, paths
+from ksgitops.io.fs.feed import request
+from test_monitor import alive, start
+
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the monitor is Linux's")
+
+
+def ks(*args: str, cwd: Path | None = None, handed: bool = True, env: dict[str, str] | None = None,
+       python: tuple[str, ...] = ()) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, *python, "-m", "ksgitops", *args], capture_output=True, text=True, cwd=cwd,
+                          env={**os.environ, handoff.ENV: "1" if handed else "0", **(env or {})}, timeout=300)
+
+
+def served(repo: Path) -> int:
+    reply = request(str(repo / ".git"), {"op": "status"})
+    assert reply is not None and reply.get("handoff") is True, reply
+    return int(reply["served"])
+
+
+@pytest.fixture
+def twins(tmp_path: Path) -> Iterator[tuple[Path, Path]]:
+    """The example twice: the first with a monitor, the second without."""
+    mine, other = (git_init(copy_example_sources(tmp_path / name)) for name in ("monitored", "alone"))
+    pid = start(mine)
+    yield mine, other
+    if alive(pid):
+        os.kill(pid, signal.SIGKILL)
+
+
+def same_run(mine: Path, other: Path, *args: str, cwd: str = "") -> str:
+    """Run `args` in both twins ({} stands for the repo), handed over in the first; assert the same
+    exit code, output and files. Returns the first's stdout."""
+    before = served(mine)
+    runs = [ks(*(a.replace("{}", str(repo)) for a in args), cwd=repo / cwd, handed=handed)
+            for repo, handed in ((mine, True), (other, False))]
+    assert served(mine) == before + 1, args
+    shown = [(r.returncode, r.stdout.replace(str(repo), "REPO"), r.stderr.replace(str(repo), "REPO"))
+             for r, repo in zip(runs, (mine, other))]
+    assert shown[0] == shown[1], args
+    assert work_tree_files(mine) == work_tree_files(other), args
+    return runs[0].stdout
+
+
+def test_a_handed_command_prints_exits_and_writes_as_one_run_here(twins: tuple[Path, Path]) -> None:
+    mine, other = twins
+    assert ks("reconcile", str(mine), handed=False).returncode == 0  # the monitor's first look covers everything
+    assert ks("reconcile", str(other), handed=False).returncode == 0
+    same_run(mine, other, "reconcile")
+    for repo in twins:
+        path = repo / "spaces/imw1/florin.yaml"
+        path.write_text(path.read_text().replace("env: prod", "env: staging", 1))
+    assert "staging" in (mine / "spaces/imw1/florin.yaml").read_text()
+    same_run(mine, other, "diff", "{}")
+    same_run(mine, other, "-C", "{}", "diff", "-o", "json")
+    same_run(mine, other, "validate", ".", cwd="spaces")  # the asker's working folder
+    same_run(mine, other, "reconcile", ".")
+    same_run(mine, other, "wecs", "{}", "-o", "json")
+    wec = json.loads(ks("wecs", str(other), "-o", "json", handed=False).stdout)["wecs"][0]["wec"]
+    assert "kind:" in same_run(mine, other, "render", wec, "{}")
+    for repo in twins:  # invalid input: the error, its exit code, the part frozen
+        (repo / "spaces/wmw-c/broken.yaml").write_text("apiVersion: v1\nkind: ConfigMap\nmetadata: [\n")
+    same_run(mine, other, "reconcile", "{}")
+    same_run(mine, other, "diff", "{}", "--debug")
+
+
+def test_two_handed_commands_at_once_end_as_two_runs_here(twins: tuple[Path, Path]) -> None:
+    mine, other = twins
+    for repo in twins:
+        (repo / "spaces/wmw-c/extra.yaml").write_text("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: extra\n"
+                                                        "  namespace: commonstuff\ndata:\n  a: b\n")
+    before = served(mine)
+    env = {**os.environ, handoff.ENV: "1"}
+    racing = [subprocess.Popen([sys.executable, "-m", "ksgitops", "reconcile", str(mine)], env=env,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE) for _ in range(2)]
+    assert [p.wait(timeout=300) for p in racing] == [0, 0], [p.stderr.read() for p in racing]  # type: ignore[union-attr]
+    assert served(mine) == before + 2
+    assert ks("reconcile", str(other), handed=False).returncode == 0
+    assert work_tree_files(mine) == work_tree_files(other)
+
+
+def test_a_monitor_holding_other_code_or_settings_runs_nothing(tmp_path: Path) -> None:
+    """A package edited since the monitor started, or an asker with other interpreter settings: the
+    command runs in its own process, with the code it would load."""
+    package = tmp_path / "lib/ksgitops"
+    shutil.copytree(Path(handoff.__file__).parents[2], package, ignore=shutil.ignore_patterns("__pycache__"))
+    repo = git_init(copy_example_sources(tmp_path / "repo"))
+    env = {"PYTHONPATH": str(tmp_path / "lib")}  # from tmp_path: `python -m` puts the working folder first
+    started = subprocess.run([sys.executable, "-m", "ksgitops", "monitor", "start", str(repo), "-o", "json"],
+                             capture_output=True, text=True, env={**os.environ, **env}, timeout=120, cwd=tmp_path)
+    assert started.returncode == 0, started.stderr
+    pid = int(json.loads(started.stdout)["pid"])
+    try:
+        assert ks("reconcile", str(repo), env=env, cwd=tmp_path).returncode == 0
+        assert served(repo) == 1
+        assert ks("diff", str(repo), env={**env, "PYTHONHASHSEED": "7"}, cwd=tmp_path).returncode == 0
+        assert ks("diff", str(repo), env=env, python=("-X", "dev"), cwd=tmp_path).returncode == 0
+        assert ks("diff", str(repo), cwd=tmp_path).returncode == 0  # the installed package, not the monitor's copy
+        assert served(repo) == 1
+        edited = package / "core/pipeline.py"
+        edited.write_text(edited.read_text() + "\n")
+        (repo / "spaces/wmw-c/extra.yaml").write_text("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: extra\n"
+                                                      "  namespace: commonstuff\n")
+        assert ks("diff", str(repo), env=env, cwd=tmp_path).returncode == 1
+        assert served(repo) == 1
+    finally:
+        os.kill(pid, signal.SIGKILL)
+
+
+def test_a_signal_to_the_asker_reaches_the_worker(twins: tuple[Path, Path]) -> None:
+    """Ctrl-C while a handed `reconcile` waits for another writer's lock: it ends as the same run
+    here ends, and writes nothing."""
+    mine, other = twins
+    for repo in twins:
+        (repo / "spaces/wmw-c/extra.yaml").write_text("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: extra\n"
+                                                        "  namespace: commonstuff\n")
+    codes = []
+    for repo, handed in ((mine, True), (other, False)):
+        before = work_tree_files(repo)
+        lock = os.open(repo, os.O_RDONLY | os.O_DIRECTORY)
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            proc = subprocess.Popen([sys.executable, "-m", "ksgitops", "reconcile", str(repo)], stdout=subprocess.PIPE,
+                                    stderr=subprocess.PIPE, env={**os.environ, handoff.ENV: "1" if handed else "0"})
+            _until_waiting_for(repo, proc)
+            proc.send_signal(signal.SIGINT)
+            codes.append(proc.wait(timeout=60))
+        finally:
+            os.close(lock)
+        assert work_tree_files(repo) == before
+    assert codes == [130, 130]
+    assert served(mine) == 1
+
+
+def _until_waiting_for(folder: Path, proc: subprocess.Popen[bytes]) -> None:
+    """Until some process waits for the lock on `folder` (/proc/locks lists a waiter with `->`)."""
+    inode = os.stat(folder).st_ino
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        with open("/proc/locks") as f:
+            if any("->" in line and line.split()[-3].endswith(f":{inode}") for line in f):
+                return
+        assert proc.poll() is None, proc.stderr.read()  # type: ignore[union-attr]
+        time.sleep(0.02)
+    raise AssertionError("no process waits for the lock")
+
+
+def test_a_pager_runs_in_the_asking_process_on_its_terminal(twins: tuple[Path, Path], tmp_path: Path) -> None:
+    mine, other = twins
+    for repo in twins:
+        path = repo / "spaces/imw1/florin.yaml"
+        path.write_text(path.read_text().replace("env: prod", "env: staging", 1))
+    pages = []
+    for repo, handed in ((mine, True), (other, False)):
+        out = tmp_path / f"paged-{handed}"
+        pager = f"{sys.executable} -c \"import os, sys; open('{out}', 'w').write(str(os.getsid(0)) + '\\n' + sys.stdin.read())\""
+        code, _ = run_cli_on_a_terminal("diff", str(repo), env={"KSGITOPS_PAGER": pager, handoff.ENV: "1" if handed else "0"})
+        assert code == 1
+        sid, _, text = out.read_text().partition("\n")
+        assert int(sid) == os.getsid(0)  # the asker's session, not the monitor's
+        pages.append(text.replace(str(repo), "REPO"))
+    assert pages[0] == pages[1] and "WECs affected" in pages[0]
+    assert served(mine) == 1
+
+
+def test_the_state_folder_is_the_one_the_monitor_uses() -> None:
+    assert handoff.STATE == paths.STATE_DIR
