@@ -89,11 +89,12 @@ class ModeRun:
                 step.ok, step.note = False, step.note or "check failed"
         return ok
 
-    def measure(self, name: str, argv: list[str], expect_exit: int = 0, cwd: Path | None = None) -> Step:
+    def measure(self, name: str, argv: list[str], expect_exit: int = 0, cwd: Path | None = None,
+                env: dict[str, str] | None = None) -> Step:
         """Time one command; by default it runs beside the repo, not in it: with `python -m`, the
         git directory's own `ksgitops/` folder (a bare repo's cache) would shadow the package."""
         log(f"{self.label}: {name} ...")
-        run = timed(argv, cwd=cwd or self.base, env=self.env, log_dir=self.logs, label=name,
+        run = timed(argv, cwd=cwd or self.base, env={**self.env, **(env or {})}, log_dir=self.logs, label=name,
                     timeout=self.args.timeout)
         step = Step(run.seconds, run.max_rss, run.exit_code == expect_exit and not run.timed_out)
         if run.timed_out:
@@ -106,8 +107,8 @@ class ModeRun:
         log(f"{self.label}: {name}: {run.seconds:.2f}s, {run.max_rss / MiB:.0f} MiB, exit {run.exit_code}")
         return step
 
-    def ksgitops(self, name: str, *args: str, expect_exit: int = 0) -> Step:
-        return self.measure(name, [*self.ks, *args], expect_exit)
+    def ksgitops(self, name: str, *args: str, expect_exit: int = 0, env: dict[str, str] | None = None) -> Step:
+        return self.measure(name, [*self.ks, *args], expect_exit, env=env)
 
     def commit_step(self, name: str, expect_commit: bool, command: str = "reconcile") -> Step:
         """A committing command; HEAD must move exactly when expected, a checkout must follow HEAD."""
@@ -256,11 +257,14 @@ def run_worktree(m: ModeRun, groups: set[str]) -> None:
 
 
 MONITORED = ("monitor_start", "monitor_first", "monitor_noop", "monitor_diff_noop", "monitor_location_diff",
-             "monitor_location", "monitor_repair_edit")
+             "monitor_location", "monitor_noop_here", "monitor_location_diff_here", "monitor_location_here",
+             "monitor_repair_edit")
+HERE = {"KSGITOPS_HANDOFF": "0"}  # the command runs in its own process, asking the monitor only what changed
 
 
 def _monitored(m: ModeRun, boxes: list[str], index: Path) -> None:
-    """The same loop with `ksgitops monitor` running: each command asks it what changed."""
+    """The same loop with `ksgitops monitor` running: each command is handed to it; then, side by
+    side, the same steps in a process of their own that asks it only what changed."""
     if not m.ksgitops("monitor_start", "monitor", "start", str(m.repo)).ok:
         m.skip(MONITORED[1:], "the monitor did not start")
         return
@@ -275,6 +279,16 @@ def _monitored(m: ModeRun, boxes: list[str], index: Path) -> None:
         if m.ksgitops("monitor_location", "reconcile", str(m.repo)).ok:
             m.check(worktree_tree(m.repo, index) != before, "monitor_location: the work tree changed",
                     "monitor_location: reconcile left the work tree as it was", m.res.steps["worktree.monitor_location"])
+        _untouched(m, "monitor_noop_here",
+                   lambda: m.ksgitops("monitor_noop_here", "reconcile", str(m.repo), env=HERE))
+        m.fleet.change_location_label(m.repo, 3)
+        _untouched(m, "monitor_location_diff_here",
+                   lambda: m.ksgitops("monitor_location_diff_here", "diff", str(m.repo), expect_exit=1, env=HERE))
+        before = worktree_tree(m.repo, index)
+        if m.ksgitops("monitor_location_here", "reconcile", str(m.repo), env=HERE).ok:
+            m.check(worktree_tree(m.repo, index) != before, "monitor_location_here: the work tree changed",
+                    "monitor_location_here: reconcile left the work tree as it was",
+                    m.res.steps["worktree.monitor_location_here"])
         _repair(m, "monitor_repair_edit", generated_files(m.repo, boxes[-1])[0], index, _edit_keeping_mtime)
     finally:
         _untimed(m, "monitor", "stop", str(m.repo))

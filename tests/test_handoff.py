@@ -8,6 +8,8 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import pickle
+import resource
 import shutil
 import signal
 import subprocess
@@ -20,6 +22,7 @@ import pytest
 
 from conftest import copy_example_sources, git_init, run_cli_on_a_terminal, work_tree_files
 from ksgitops.io.fs import handoff, paths
+from ksgitops.io.git import cache
 from ksgitops.io.fs.feed import request
 from test_monitor import alive, start
 
@@ -93,7 +96,8 @@ def test_two_handed_commands_at_once_end_as_two_runs_here(twins: tuple[Path, Pat
     env = {**os.environ, handoff.ENV: "1"}
     racing = [subprocess.Popen([sys.executable, "-m", "ksgitops", "reconcile", str(mine)], env=env,
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE) for _ in range(2)]
-    assert [p.wait(timeout=300) for p in racing] == [0, 0], [p.stderr.read() for p in racing]  # type: ignore[union-attr]
+    codes = [p.wait(timeout=300) for p in racing]
+    assert codes == [0, 0], [p.stderr.read() for p in racing]  # type: ignore[union-attr]
     assert served(mine) == before + 2
     assert ks("reconcile", str(other), handed=False).returncode == 0
     assert work_tree_files(mine) == work_tree_files(other)
@@ -116,6 +120,10 @@ def test_a_monitor_holding_other_code_or_settings_runs_nothing(tmp_path: Path) -
         assert ks("diff", str(repo), env={**env, "PYTHONHASHSEED": "7"}, cwd=tmp_path).returncode == 0
         assert ks("diff", str(repo), env=env, python=("-X", "dev"), cwd=tmp_path).returncode == 0
         assert ks("diff", str(repo), cwd=tmp_path).returncode == 0  # the installed package, not the monitor's copy
+        limited = subprocess.run([sys.executable, "-m", "ksgitops", "diff", str(repo)], capture_output=True,
+                                 cwd=tmp_path, env={**os.environ, **env}, timeout=300,
+                                 preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_FSIZE, (1 << 30, 1 << 30)))
+        assert limited.returncode == 0, limited.stderr  # a file size limit must hold for the command
         assert served(repo) == 1
         edited = package / "core/pipeline.py"
         edited.write_text(edited.read_text() + "\n")
@@ -173,8 +181,10 @@ def test_a_pager_runs_in_the_asking_process_on_its_terminal(twins: tuple[Path, P
     pages = []
     for repo, handed in ((mine, True), (other, False)):
         out = tmp_path / f"paged-{handed}"
-        pager = f"{sys.executable} -c \"import os, sys; open('{out}', 'w').write(str(os.getsid(0)) + '\\n' + sys.stdin.read())\""
-        code, _ = run_cli_on_a_terminal("diff", str(repo), env={"KSGITOPS_PAGER": pager, handoff.ENV: "1" if handed else "0"})
+        script = f"import os, sys; open('{out}', 'w').write(str(os.getsid(0)) + '\\n' + sys.stdin.read())"
+        pager = f'{sys.executable} -c "{script}"'
+        code, _ = run_cli_on_a_terminal("diff", str(repo),
+                                        env={"KSGITOPS_PAGER": pager, handoff.ENV: "1" if handed else "0"})
         assert code == 1
         sid, _, text = out.read_text().partition("\n")
         assert int(sid) == os.getsid(0)  # the asker's session, not the monitor's
@@ -185,3 +195,22 @@ def test_a_pager_runs_in_the_asking_process_on_its_terminal(twins: tuple[Path, P
 
 def test_the_state_folder_is_the_one_the_monitor_uses() -> None:
     assert handoff.STATE == paths.STATE_DIR
+
+
+def test_a_worker_takes_a_pickle_from_memory_only_when_its_bytes_are_the_same(tmp_path: Path,
+                                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(cache, "_warm", {})
+    path = tmp_path / "cache.pickle"
+    path.write_bytes(pickle.dumps({"n": 1}))
+    assert cache.warm(tmp_path) and not cache.warm(tmp_path)  # read once, then only when it changed
+    held = cache.unpickle(path)
+    assert held == {"n": 1} and cache.unpickle(path) is held
+    before = path.stat()
+    path.write_bytes(pickle.dumps({"n": 2}))  # same size, rewritten in place, times set back
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert path.stat().st_size == before.st_size
+    assert cache.unpickle(path) == {"n": 2}  # no new warm yet: the bytes decide
+    assert cache.warm(tmp_path) and cache.unpickle(path) == {"n": 2}
+    path.unlink()
+    cache.warm(tmp_path)
+    assert cache._warm == {}

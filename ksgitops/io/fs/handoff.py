@@ -56,7 +56,15 @@ def interpreter() -> dict[str, Any]:
     return {"executable": sys.executable, "version": sys.version, "flags": list(sys.flags),
             "path": sys.path[1:], "package": PACKAGE, "warnoptions": sys.warnoptions,
             "xoptions": sorted(map(str, sys._xoptions.items())), "encoding": sys.getfilesystemencoding(),
-            "env": sorted([k, v] for k, v in os.environ.items() if k.startswith("PYTHON") or k in _LOCALE)}
+            "env": sorted([k, v] for k, v in os.environ.items() if k.startswith("PYTHON") or k in _LOCALE),
+            "limits": _limits()}
+
+
+def _limits() -> list[Any]:
+    """The resource limits (a file size limit the caller set must hold for the command)."""
+    import resource
+    return [[name, *resource.getrlimit(getattr(resource, name))]
+            for name in sorted(n for n in dir(resource) if n.startswith("RLIMIT_"))]
 
 
 _LOCALE = ("LANG", "LC_ALL", "LC_CTYPE")  # set at start-up: the default encoding of every file opened
@@ -125,6 +133,7 @@ def _worker(where: str, args: list[str]) -> tuple[socket.socket, int] | None:
         umask = os.umask(0o022)
         os.umask(umask)
         request = {"op": "exec", "interpreter": interpreter(), "argv": [sys.argv[0], *args], "env": dict(os.environ),
+                   "path0": sys.path[0] if sys.path else "",
                    "umask": umask, "streams": streams,
                    "encodings": [[s.encoding, s.errors] if s is not None else None
                                  for s in (sys.stdin, sys.stdout, sys.stderr)]}

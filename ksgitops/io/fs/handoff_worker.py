@@ -8,16 +8,19 @@ talks to the asker itself, so a worker may ask the monitor what changed like any
 from __future__ import annotations
 
 import atexit
+import gc
 import io
 import json
 import os
 import signal
 import socket
 import sys
+import time
 import traceback
 from typing import Any, Callable
 
 from ...core.load.schemas import schema_dir
+from ..git import cache
 from . import handoff
 
 Runner = Callable[[list[str]], None]  # runs a command line as `ksgitops` would (may raise SystemExit)
@@ -32,6 +35,12 @@ class Warm:
         self.run = run
         self.interpreter = handoff.interpreter()
         self.served = 0
+
+    def refresh(self, state: str) -> None:
+        """Read the state folder's pickles that changed (the cache, the records): a worker takes
+        them from memory when their bytes are the same (io/git/cache.py `unpickle`)."""
+        if cache.warm(state):
+            gc.freeze()
 
     def refusal(self, request: dict[str, Any]) -> str | None:
         """Why this monitor cannot run the request's command (None: it can)."""
@@ -76,6 +85,7 @@ def start(conn: socket.socket, request: dict[str, Any], fds: list[int], warm: Wa
         return pid
     code = 4
     try:
+        signal.set_wakeup_fd(-1)  # the monitor's pipe, closed next: its number may soon be another file's
         _close_others({conn.fileno(), *fds})
         code = _work(conn, request, fds, warm.run)
     except BaseException:  # noqa: BLE001 - a worker never returns into the monitor's loop
@@ -121,7 +131,10 @@ def _become(request: dict[str, Any], fds: list[int]) -> None:
     os.umask(int(request["umask"]))
     os.environ.clear()
     os.environ.update({str(k): str(v) for k, v in request["env"].items()})
+    time.tzset()  # TZ as the asker has it
     sys.argv = [str(a) for a in request["argv"]]
+    if sys.path:
+        sys.path[0] = str(request.get("path0") or "")  # modules loaded from here on are found as the asker finds them
     encodings = request.get("encodings") or [None, None, None]
     for fd, name in enumerate(("stdin", "stdout", "stderr")):
         stream = _stream(fd, encodings[fd] if fd < len(encodings) else None) if fd in present else None

@@ -132,21 +132,30 @@ def serve(work_tree: Path, git_dir: Path, ready: Any = None, warm: Warm | None =
     selector = selectors.DefaultSelector()
     selector.register(monitor.tree.fileno(), selectors.EVENT_READ, "events")
     selector.register(listener, selectors.EVENT_READ, "ask")
+    wake = _wake_on_signals()
+    selector.register(wake, selectors.EVENT_READ, "signal")  # a worker ended, or a stop: no 5 s wait
     log(f"watching {monitor.root}: {monitor.tree.folders} folders")
     events, restarts = monitor.tree.fileno(), 0
     listening = _inode(where)
+    state = os.path.join(monitor.git_dir, STATE_DIR)
+    if warm is not None:
+        warm.refresh(state)
     try:
         while not stop:
-            for key, _ in selector.select(timeout=5.0):
+            ready = selector.select(timeout=5.0)
+            for key, _ in ready:
                 if key.data == "events":
                     monitor.catch_up()
+                elif key.data == "signal":
+                    _drain(wake)
                 elif _serve_one(listener, monitor, warm):
                     stop.append(True)
                 if monitor.restarts != restarts:  # a new inotify descriptor, maybe under the old number
                     selector.unregister(events)
                     events, restarts = monitor.tree.fileno(), monitor.restarts
                     selector.register(events, selectors.EVENT_READ, "events")
-            _reap()
+            if (_reap() or not ready) and warm is not None:  # a worker ended, or nothing to do
+                warm.refresh(state)
             if monitor.gone():
                 log("the work tree or its git directory went: stopping")
                 break
@@ -250,13 +259,33 @@ def _serve_one(listener: socket.socket, monitor: Monitor, warm: Warm | None = No
     return bool(reply.get("stopping"))
 
 
-def _reap() -> None:
-    """Collect the workers that ended (the monitor never waits for one)."""
+def _wake_on_signals() -> int:
+    """A pipe the interpreter writes a byte to on each signal (SIGCHLD included), for the selector."""
+    read, write = os.pipe()
+    for fd in (read, write):
+        os.set_blocking(fd, False)
+    signal.set_wakeup_fd(write)
+    signal.signal(signal.SIGCHLD, lambda *_: None)
+    return read
+
+
+def _drain(fd: int) -> None:
+    try:
+        while os.read(fd, 4096):
+            pass
+    except BlockingIOError:
+        pass
+
+
+def _reap() -> int:
+    """Collect the workers that ended (the monitor never waits for one); how many."""
+    ended = 0
     try:
         while os.waitpid(-1, os.WNOHANG)[0]:
-            pass
+            ended += 1
     except ChildProcessError:
         pass
+    return ended
 
 
 def _read_line(conn: socket.socket, data: bytes = b"") -> bytes:

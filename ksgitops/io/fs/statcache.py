@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, NamedTuple
 
-from ..git.cache import code_fingerprint
+from ..git.cache import code_fingerprint, unpickle
 from .forked import in_child as _in_child, may_fork as _may_fork
 from .paths import STATE_DIR, check_path, write_file
 from .shapes import Shape, content_digest, shape_of
@@ -181,8 +181,7 @@ class WorkTreeRecord:
         identity = (os.path.realpath(work_tree), top.st_dev, top.st_ino)
         record = cls(path, identity)
         try:
-            with open(path, "rb") as f:
-                data = pickle.load(f)  # noqa: S301 - our own file inside .git, never from a remote
+            data = unpickle(path)
             if data.get("format") == f"{FORMAT}-{code_fingerprint()}-{sys.version}" and data["identity"] == identity:
                 record.sources, record.roots, record.run = data["sources"], data["roots"], data["run"]
                 record.token, record.linked = data.get("token"), set(data.get("linked", ()))
