@@ -170,6 +170,25 @@ def run_bare(m: ModeRun, groups: set[str]) -> None:
                 m.record_tree(name, head_tree(m.repo))
     if groups & {"status", "foldin"}:
         _status_and_foldin(m, groups)
+    if groups & {"bare", "status"}:
+        _bare_monitored(m, groups)
+
+
+def _bare_monitored(m: ModeRun, groups: set[str]) -> None:
+    """The bare repository's monitor (nothing watched): its commands handed to it."""
+    if not m.ksgitops("monitor_start", "monitor", "start", str(m.repo)).ok:
+        m.skip(("monitor_noop", "monitor_location", "monitor_status_one"), "the monitor did not start")
+        return
+    try:
+        if "bare" in groups:
+            m.commit_step("monitor_noop", expect_commit=False)
+            commit_to_bare(m.repo, m.src, m.fleet.change_location_label(m.src, 2), "bench: another location change")
+            m.commit_step("monitor_location", expect_commit=True)
+        if "status" in groups:
+            report_tool("change-one-report", m.repo)
+            m.commit_step("monitor_status_one", expect_commit=True, command="status")
+    finally:
+        _untimed(m, "monitor", "stop", str(m.repo))
 
 
 def _status_and_foldin(m: ModeRun, groups: set[str]) -> None:

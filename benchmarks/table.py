@@ -43,6 +43,10 @@ ROWS: tuple[tuple[str, str], ...] = (
     ("bare.status_one", "`status --commit`, one report changed"),
     ("bare.foldin", "`fold-in`, every WEC's report ref new"),
     ("bare.foldin_one", "`fold-in`, one report ref moved"),
+    ("bare.monitor_start", "`monitor start` of the bare repository (nothing watched: it runs the commands)"),
+    ("bare.monitor_noop", "with the monitor: bare `reconcile --commit`, nothing changed"),
+    ("bare.monitor_location", "with the monitor: bare `reconcile --commit`, another Location label changed"),
+    ("bare.monitor_status_one", "with the monitor: `status --commit`, one report changed"),
 )
 FLOORS: tuple[tuple[str, str], ...] = (
     ("floor.python", "`python -c pass`"),
@@ -89,6 +93,8 @@ TARGETS: dict[tuple[int, int], dict[str, Target]] = {
         "bare.full": Target(seconds=2, rss=GiB, kustomize_ratio=20), "bare.noop": Target(seconds=0.3),
         "bare.location": Target(seconds=0.3), "bare.status": Target(seconds=5, rss=300 * MiB),
         "bare.status_one": Target(seconds=0.3), "bare.foldin": Target(seconds=10),
+        "bare.monitor_noop": Target(seconds=0.3), "bare.monitor_location": Target(seconds=0.3),
+        "bare.monitor_status_one": Target(seconds=0.3),
     },
     # the project fleet places ~83% of its objects on a WEC: 240 objects give ~200k reports
     (1000, 240): {"bare.status": Target(seconds=20), "bare.status_one": Target(seconds=1),

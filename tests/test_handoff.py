@@ -9,6 +9,7 @@ import fcntl
 import json
 import os
 import pickle
+import re
 import resource
 import shutil
 import signal
@@ -36,7 +37,7 @@ def ks(*args: str, cwd: Path | None = None, handed: bool = True, env: dict[str, 
 
 
 def served(repo: Path) -> int:
-    reply = request(str(repo / ".git"), {"op": "status"})
+    reply = request(str(repo if repo.suffix == ".git" else repo / ".git"), {"op": "status"})
     assert reply is not None and reply.get("handoff") is True, reply
     return int(reply["served"])
 
@@ -214,3 +215,40 @@ def test_a_worker_takes_a_pickle_from_memory_only_when_its_bytes_are_the_same(tm
     path.unlink()
     cache.warm(tmp_path)
     assert cache._warm == {}
+
+
+def test_a_bare_repository_s_monitor_watches_nothing_and_runs_its_commands(tmp_path: Path) -> None:
+    src = git_init(copy_example_sources(tmp_path / "src"))
+    mine, other = tmp_path / "mine.git", tmp_path / "other.git"
+    for bare in (mine, other):
+        subprocess.run(["git", "clone", "-q", "--bare", str(src), str(bare)], check=True)
+    pid = start(mine)
+    try:
+        reply = request(str(mine), {"op": "status"})
+        assert reply is not None and reply["folders"] == 0 and reply["served"] == 0
+
+        def both(*args: str) -> None:
+            runs = [ks(*(a.replace("{}", str(bare)) for a in args), cwd=tmp_path, handed=handed)
+                    for bare, handed in ((mine, True), (other, False))]
+            assert runs[0].returncode == runs[1].returncode, args
+            shown = [re.sub(r"committed [0-9a-f]+", "committed C", r.stdout.replace(str(bare), "R"))  # the clock's
+                     for r, bare in zip(runs, (mine, other))]
+            assert shown[0] == shown[1], args
+            assert runs[0].stderr.replace(str(mine), "R") == runs[1].stderr.replace(str(other), "R"), args
+            trees = [subprocess.run(["git", "-C", str(bare), "rev-parse", "main^{tree}"], capture_output=True,
+                                    text=True, check=True).stdout for bare in (mine, other)]
+            assert trees[0] == trees[1], args
+
+        both("reconcile", "{}", "--commit")
+        for bare in (mine, other):  # the same source change on top of each one's reconcile commit
+            for command in (["fetch", "-q", str(bare), "main"], ["reset", "-q", "--hard", "FETCH_HEAD"]):
+                subprocess.run(["git", "-C", str(src), *command], check=True)
+            path = src / "spaces/imw1/florin.yaml"
+            path.write_text(path.read_text().replace("env: prod", "env: staging", 1))
+            subprocess.run(["git", "-C", str(src), "commit", "-qam", "staging"], check=True)
+            subprocess.run(["git", "-C", str(src), "push", "-q", str(bare), "main"], check=True)
+        both("reconcile", "{}", "--commit")
+        both("wecs", "{}", "-o", "json")
+        assert served(mine) == 3
+    finally:
+        os.kill(pid, signal.SIGKILL)

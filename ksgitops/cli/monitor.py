@@ -26,9 +26,10 @@ def monitor_cmd(action: str, repo: Path | None, foreground: bool, ready_fd: int 
     they own. Without one, or when it lost events, they look at everything, as before. It also
     keeps ksgitops loaded: `reconcile`, `diff`, `validate`, `render`, `explain`, `wecs` and `status`
     hand themselves to it and run in a process it forks, without start-up or imports (when it runs
-    the same interpreter and package files; KSGITOPS_HANDOFF=0 keeps every command in its own process)."""
+    the same interpreter and package files; KSGITOPS_HANDOFF=0 keeps every command in its own process).
+    In a bare repository it watches nothing and only runs the commands given that repository."""
     from ..app import monitor
-    root = locate(repo, Need.WORKTREE)
+    root = locate(repo, Need.GIT)  # a bare repository's monitor watches nothing and runs its commands
     if action == "start" and (foreground or ready_fd is not None):
         from .entry import preload, run
         sys.exit(monitor.serve(root, ready_fd, run, preload))
@@ -52,6 +53,7 @@ def _show(facts: dict, state: str, output: str) -> None:
               **{k: facts.get(k) for k in ("pid", "folders", "token", "restarts", "handoff", "served")}})
         return
     since = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(float(facts.get("started") or 0)))
-    click.echo(f"{state}: pid {facts.get('pid')}, watching {facts.get('folders')} folders since {since}"
+    watching = f"watching {facts.get('folders')} folders" if facts.get("folders") else "watching nothing"
+    click.echo(f"{state}: pid {facts.get('pid')}, {watching} since {since}"
                f"{', restarted ' + str(facts['restarts']) + ' times after lost events' if facts.get('restarts') else ''}"
                f"{'; ran ' + str(facts['served']) + ' commands handed to it' if facts.get('handoff') else ''}")

@@ -106,7 +106,8 @@ def _command_of(args: list[str]) -> tuple[str | None, list[str]]:
 
 
 def _plain_git_dir(path: str) -> str | None:
-    """The `.git` folder of the work tree holding `path` (None: none, or not a plain one)."""
+    """The `.git` folder of the work tree holding `path`, or the bare repository it is in (None:
+    none, or not a plain one)."""
     folder = os.path.realpath(path)
     while True:
         candidate = os.path.join(folder, ".git")
@@ -114,6 +115,8 @@ def _plain_git_dir(path: str) -> str | None:
             return candidate
         if os.path.lexists(candidate):
             return None  # a linked work tree or a submodule: no hand-off
+        if os.path.isfile(os.path.join(folder, "HEAD")) and os.path.isdir(os.path.join(folder, "objects")):
+            return folder
         parent = os.path.dirname(folder)
         if parent == folder:
             return None

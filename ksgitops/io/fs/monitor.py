@@ -64,8 +64,23 @@ class History:
         return sorted(path for path, n in self.changed.items() if n > after)
 
 
+class _Unwatched:
+    """A repository without a work tree: nothing to watch (its monitor only runs commands)."""
+
+    folders = 0
+
+    def drain(self) -> list[str]:
+        return []
+
+    def fileno(self) -> int:
+        return -1  # never registered
+
+    def close(self) -> None:
+        pass
+
+
 class Monitor:
-    """One work tree's watches, history and socket."""
+    """One work tree's watches, history and socket (a bare repository's: none, and no history)."""
 
     def __init__(self, work_tree: Path, git_dir: Path) -> None:
         self.root = os.path.realpath(work_tree)
@@ -79,9 +94,13 @@ class Monitor:
         self.started = time.time()
         self.restarts = 0
 
-    def _watch(self) -> WatchTree:
+    @property
+    def bare(self) -> bool:
+        return self.root == self.git_dir
+
+    def _watch(self) -> WatchTree | _Unwatched:
         git_dir = self.git_dir
-        return WatchTree(self.root, lambda path: path == git_dir)
+        return _Unwatched() if self.bare else WatchTree(self.root, lambda path: path == git_dir)
 
     def restart(self, why: str) -> None:
         """Events were lost: new watches, and a new history (every old token answers unknown)."""
@@ -110,7 +129,7 @@ class Monitor:
         if op == "status":
             return {**facts, "pid": os.getpid(), "folders": self.tree.folders, "started": self.started,
                     "restarts": self.restarts, "remembered": len(self.history.changed)}
-        return {**facts, "changed": self.history.since(request.get("since"))}
+        return {**facts, "changed": None if self.bare else self.history.since(request.get("since"))}
 
 
 def serve(work_tree: Path, git_dir: Path, ready: Any = None, warm: Warm | None = None) -> int:
@@ -130,11 +149,13 @@ def serve(work_tree: Path, git_dir: Path, ready: Any = None, warm: Warm | None =
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(sig, lambda *_: stop.append(True))
     selector = selectors.DefaultSelector()
-    selector.register(monitor.tree.fileno(), selectors.EVENT_READ, "events")
+    if not monitor.bare:
+        selector.register(monitor.tree.fileno(), selectors.EVENT_READ, "events")
     selector.register(listener, selectors.EVENT_READ, "ask")
     wake = _wake_on_signals()
     selector.register(wake, selectors.EVENT_READ, "signal")  # a worker ended, or a stop: no 5 s wait
-    log(f"watching {monitor.root}: {monitor.tree.folders} folders")
+    log(f"watching {monitor.root}: {monitor.tree.folders} folders" if not monitor.bare else
+        f"{monitor.root}: a repository without a work tree: nothing watched, commands run")
     events, restarts = monitor.tree.fileno(), 0
     listening = _inode(where)
     state = os.path.join(monitor.git_dir, STATE_DIR)
@@ -142,8 +163,8 @@ def serve(work_tree: Path, git_dir: Path, ready: Any = None, warm: Warm | None =
         warm.refresh(state)
     try:
         while not stop:
-            ready = selector.select(timeout=5.0)
-            for key, _ in ready:
+            woken = selector.select(timeout=5.0)
+            for key, _ in woken:
                 if key.data == "events":
                     monitor.catch_up()
                 elif key.data == "signal":
@@ -154,7 +175,7 @@ def serve(work_tree: Path, git_dir: Path, ready: Any = None, warm: Warm | None =
                     selector.unregister(events)
                     events, restarts = monitor.tree.fileno(), monitor.restarts
                     selector.register(events, selectors.EVENT_READ, "events")
-            if (_reap() or not ready) and warm is not None:  # a worker ended, or nothing to do
+            if (_reap() or not woken) and warm is not None:  # a worker ended, or nothing to do
                 warm.refresh(state)
             if monitor.gone():
                 log("the work tree or its git directory went: stopping")
