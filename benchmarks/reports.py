@@ -110,6 +110,9 @@ def commit_report_refs(path: str, at_day: str = "2026-11-23") -> int:
         reported = index.get(f"spaces/{entry.name}/reported")
         if "-mb-" not in entry.name or reported is None:
             continue
+        if skip:
+            skip -= 1
+            continue
         tree: FileTree = {}
         for rel, oid, _ in blobs(repo, tree_at(repo, reported.id)):
             if rel == SYNC_FILE:  # the agent's sync report: unchanged while its outcome is
@@ -147,14 +150,18 @@ def change_one_report_ref(path: str) -> str:
     return mailbox
 
 
-def change_one_report(path: str) -> str:
-    """The first Deployment report of the first mailbox turns unavailable; returns its path."""
+def change_one_report(path: str, skip: int = 0) -> str:
+    """The first Deployment report of the first mailbox (after `skip` mailboxes holding one) turns
+    unavailable; returns its path."""
     repo = pygit2.Repository(path)
     head = repo.references[BRANCH].peel(pygit2.Commit)
     index = TreeIndex(repo, head.tree)
     for entry in sorted(repo[index.get("spaces").id], key=lambda e: e.name):
         reported = index.get(f"spaces/{entry.name}/reported/apps/deployments")
         if "-mb-" not in entry.name or reported is None:
+            continue
+        if skip:
+            skip -= 1
             continue
         rel, oid, _ = next(iter(blobs(repo, tree_at(repo, reported.id))))
         doc = yaml.load(repo[oid].data, Loader=yaml.CSafeLoader)  # JSON is YAML
@@ -169,5 +176,6 @@ def change_one_report(path: str) -> str:
 if __name__ == "__main__":  # the harness runs these in a child, so its own memory stays small
     import sys
     actions = {"commit-reports": commit_reports, "change-one-report": change_one_report,
+               "change-another-report": lambda repo: change_one_report(repo, skip=1),
                "commit-report-refs": commit_report_refs, "change-one-report-ref": change_one_report_ref}
     print(actions[sys.argv[1]](sys.argv[2]))

@@ -46,7 +46,8 @@ ROWS: tuple[tuple[str, str], ...] = (
     ("bare.monitor_start", "`monitor start` of the bare repository (nothing watched: it runs the commands)"),
     ("bare.monitor_noop", "with the monitor: bare `reconcile --commit`, nothing changed"),
     ("bare.monitor_location", "with the monitor: bare `reconcile --commit`, another Location label changed"),
-    ("bare.monitor_status_one", "with the monitor: `status --commit`, one report changed"),
+    ("bare.monitor_status_start", "`monitor start` of the bare repository again, after the status rows"),
+    ("bare.monitor_status_one", "with the monitor: `status --commit`, another report changed"),
 )
 FLOORS: tuple[tuple[str, str], ...] = (
     ("floor.python", "`python -c pass`"),
