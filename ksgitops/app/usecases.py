@@ -202,7 +202,7 @@ def reconcile_commit(path: Path, source: str, progress: Progress | None = None,
     committed = commit_on_branch(src, result.generated, config, message)
     new = git.TreeIndex(src.repo, src.repo[committed.tree])  # type: ignore[arg-type, index]
     cache.save(clean_mailboxes(result, new))
-    cache.save_record(runrecord.record_of(new, result, tip[0], committed.commit or tip[1]))
+    cache.save_record(runrecord.record_of(new, result, tip[0], committed.commit or tip[1], record))
     return ReconcileOutcome(result, list(committed.roots), committed.commit)
 
 

@@ -81,13 +81,15 @@ def _source_space(index: Any, path: str) -> dict[str, str]:
     return found
 
 
-def record_of(index: Any, result: Any, ref: str = "", tip: str = "") -> RunRecord:
+def record_of(index: Any, result: Any, ref: str = "", tip: str = "",
+              known: RunRecord | None = None) -> RunRecord:
     """The record of a reconcile (core.pipeline.Result) whose output is the tree behind `index`
-    (the commit `tip`, on branch `ref`)."""
+    (the commit `tip`, on branch `ref`); a mailbox whose tree is the one `known` (the last record)
+    saw takes its recorded entries, as proves_unchanged reads them."""
     owned = {root.split("/", 1)[1] for root, tree in result.generated.items()
              if root.count("/") == 1 and tree is not None}
     boxes = {mb: index.entry_id(f"spaces/{mb}") for mb in sorted(owned)}
-    return RunRecord(fingerprint(index, boxes), boxes, RecordedResult.of(result),
+    return RunRecord(fingerprint(index, boxes, known), boxes, RecordedResult.of(result),
                      sorted(set(result.loaded.mailboxes) | owned), ref, tip)
 
 
