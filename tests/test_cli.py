@@ -551,3 +551,16 @@ def test_real_entry_point_diff_exit_codes(example: Path) -> None:
     assert proc.returncode == 0, proc
     assert proc.stdout == "0 WECs affected\n"
     assert "Traceback" not in proc.stderr
+
+
+@pytest.mark.parametrize("output", ["text", "json"])
+def test_stdout_on_a_full_disk_is_one_line_and_exit_3(example: Path, output: str) -> None:
+    """Nothing can be written to stdout: one line on stderr, exit 3 (not a traceback, nor the
+    interpreter's 120 when it tries again at exit)."""
+    import subprocess
+    import sys
+    with open("/dev/full", "w") as full:
+        done = subprocess.run([sys.executable, "-m", "ksgitops", "wecs", str(example), "-o", output], stdout=full,
+                              stderr=subprocess.PIPE, text=True, timeout=120)
+    assert done.returncode == 3, done.stderr
+    assert done.stderr.count("\n") == 1 and "No space left on device" in done.stderr

@@ -104,38 +104,6 @@ def test_two_handed_commands_at_once_end_as_two_runs_here(twins: tuple[Path, Pat
     assert work_tree_files(mine) == work_tree_files(other)
 
 
-def test_a_monitor_holding_other_code_or_settings_runs_nothing(tmp_path: Path) -> None:
-    """A package edited since the monitor started, or an asker with other interpreter settings: the
-    command runs in its own process, with the code it would load."""
-    package = tmp_path / "lib/ksgitops"
-    shutil.copytree(Path(handoff.__file__).parents[2], package, ignore=shutil.ignore_patterns("__pycache__"))
-    repo = git_init(copy_example_sources(tmp_path / "repo"))
-    env = {"PYTHONPATH": str(tmp_path / "lib")}  # from tmp_path: `python -m` puts the working folder first
-    started = subprocess.run([sys.executable, "-m", "ksgitops", "monitor", "start", str(repo), "-o", "json"],
-                             capture_output=True, text=True, env={**os.environ, **env}, timeout=120, cwd=tmp_path)
-    assert started.returncode == 0, started.stderr
-    pid = int(json.loads(started.stdout)["pid"])
-    try:
-        assert ks("reconcile", str(repo), env=env, cwd=tmp_path).returncode == 0
-        assert served(repo) == 1
-        assert ks("diff", str(repo), env={**env, "PYTHONHASHSEED": "7"}, cwd=tmp_path).returncode == 0
-        assert ks("diff", str(repo), env=env, python=("-X", "dev"), cwd=tmp_path).returncode == 0
-        assert ks("diff", str(repo), cwd=tmp_path).returncode == 0  # the installed package, not the monitor's copy
-        limited = subprocess.run([sys.executable, "-m", "ksgitops", "diff", str(repo)], capture_output=True,
-                                 cwd=tmp_path, env={**os.environ, **env}, timeout=300,
-                                 preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_FSIZE, (1 << 30, 1 << 30)))
-        assert limited.returncode == 0, limited.stderr  # a file size limit must hold for the command
-        assert served(repo) == 1
-        edited = package / "core/pipeline.py"
-        edited.write_text(edited.read_text() + "\n")
-        (repo / "spaces/wmw-c/extra.yaml").write_text("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: extra\n"
-                                                      "  namespace: commonstuff\n")
-        assert ks("diff", str(repo), env=env, cwd=tmp_path).returncode == 1
-        assert served(repo) == 1
-    finally:
-        os.kill(pid, signal.SIGKILL)
-
-
 def test_a_signal_to_the_asker_reaches_the_worker(twins: tuple[Path, Path]) -> None:
     """Ctrl-C while a handed `reconcile` waits for another writer's lock: it ends as the same run
     here ends, and writes nothing."""
@@ -161,17 +129,75 @@ def test_a_signal_to_the_asker_reaches_the_worker(twins: tuple[Path, Path]) -> N
     assert served(mine) == 1
 
 
-def _until_waiting_for(folder: Path, proc: subprocess.Popen[bytes]) -> None:
-    """Until some process waits for the lock on `folder` (/proc/locks lists a waiter with `->`)."""
+def _until_waiting_for(folder: Path, proc: subprocess.Popen[bytes]) -> int:
+    """Until some process waits for the lock on `folder` (/proc/locks lists a waiter with `->`): its pid."""
     inode = os.stat(folder).st_ino
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
         with open("/proc/locks") as f:
-            if any("->" in line and line.split()[-3].endswith(f":{inode}") for line in f):
-                return
+            for line in f:
+                fields = line.split()
+                if "->" in fields and fields[-3].endswith(f":{inode}"):
+                    return int(fields[5])
         assert proc.poll() is None, proc.stderr.read()  # type: ignore[union-attr]
         time.sleep(0.02)
     raise AssertionError("no process waits for the lock")
+
+
+def _held(repo: Path) -> int:
+    lock = os.open(repo, os.O_RDONLY | os.O_DIRECTORY)
+    fcntl.flock(lock, fcntl.LOCK_EX)
+    return lock
+
+
+def test_an_asker_killed_outright_takes_its_worker_along(twins: tuple[Path, Path]) -> None:
+    """SIGKILL cannot be passed on: the worker sees its asker's end of the socket close and dies
+    as the command run there would have, before it writes anything."""
+    mine, _ = twins
+    (mine / "spaces/wmw-c/extra.yaml").write_text("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: extra\n"
+                                                  "  namespace: commonstuff\n")
+    before = work_tree_files(mine)
+    lock = _held(mine)
+    try:
+        proc = subprocess.Popen([sys.executable, "-m", "ksgitops", "reconcile", str(mine)], stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, env={**os.environ, handoff.ENV: "1"})
+        worker = _until_waiting_for(mine, proc)
+        assert worker != proc.pid and served(mine) == 1
+        proc.kill()
+        proc.wait(timeout=60)
+        deadline = time.monotonic() + 30
+        while alive(worker) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert not alive(worker)
+    finally:
+        os.close(lock)
+    time.sleep(0.2)
+    assert work_tree_files(mine) == before
+
+
+@pytest.mark.parametrize("how", ["nohup", "terminated"])
+def test_a_signal_ignored_or_fatal_ends_a_handed_command_as_one_run_here(twins: tuple[Path, Path], how: str) -> None:
+    """`nohup`: SIGHUP ignored, the run goes on; SIGTERM: the asker dies of it, as the command here would."""
+    for repo in twins:
+        (repo / "spaces/wmw-c/extra.yaml").write_text("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: extra\n"
+                                                      "  namespace: commonstuff\n")
+    ended = []
+    for repo, handed in zip(twins, (True, False)):
+        lock = _held(repo)
+        try:
+            proc = subprocess.Popen([sys.executable, "-m", "ksgitops", "reconcile", str(repo)], stdout=subprocess.PIPE,
+                                    stderr=subprocess.PIPE, env={**os.environ, handoff.ENV: "1" if handed else "0"},
+                                    preexec_fn=(lambda: signal.signal(signal.SIGHUP, signal.SIG_IGN))
+                                    if how == "nohup" else None)
+            _until_waiting_for(repo, proc)
+            proc.send_signal(signal.SIGHUP if how == "nohup" else signal.SIGTERM)
+            time.sleep(0.3)
+        finally:
+            os.close(lock)
+        ended.append(proc.wait(timeout=120))
+    assert ended == ([0, 0] if how == "nohup" else [-signal.SIGTERM, -signal.SIGTERM])
+    assert work_tree_files(twins[0]) == work_tree_files(twins[1])  # both written, or neither
+    assert served(twins[0]) == 1
 
 
 def test_a_pager_runs_in_the_asking_process_on_its_terminal(twins: tuple[Path, Path], tmp_path: Path) -> None:

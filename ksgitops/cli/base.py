@@ -166,8 +166,22 @@ def fail(problems: Sequence[Problem], code: int, as_json: bool, quiet: bool = Fa
     if not quiet:
         print_problems(problems)
     if as_json:
-        dump({"errors": [problem_json(p) for p in problems], "exitCode": code})
+        try:
+            dump({"errors": [problem_json(p) for p in problems], "exitCode": code})
+        except OSError:  # stdout itself failed (a full disk): the lines above said why
+            drop_stdout()
     sys.exit(code)
+
+
+def drop_stdout() -> None:
+    """Send what is left of stdout nowhere: it cannot be written, and the interpreter would try
+    again at exit (and end with 120)."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):
+        pass
 
 
 def complete_wecs(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[str]:

@@ -18,7 +18,7 @@ import click
 
 from ..lazy import lazy_module
 from .. import __version__
-from .base import KsGroup, color_enabled, complete_wecs, confined_json, dump, exit_if_confined, fail, global_options, output_option, print_frozen, print_problems, problem_json, wants_json
+from .base import KsGroup, color_enabled, complete_wecs, confined_json, drop_stdout, dump, exit_if_confined, fail, global_options, output_option, print_frozen, print_problems, problem_json, wants_json
 from .fleet import FLEET_COMMANDS
 from .monitor import monitor_cmd
 from .output import ProgressBars, print_paged, style_diff, wec_table
@@ -236,6 +236,13 @@ def main(argv: list[str] | None = None) -> None:
     # the youngest generation every 700 allocations cost ~13% of a full reconcile (1,000 WECs).
     gc.set_threshold(100_000, 50, 100)
     args = list(sys.argv[1:] if argv is None else argv)
+    try:
+        _main(args)
+    finally:
+        _settle_stdout()
+
+
+def _main(args: list[str]) -> None:
     debug, as_json = "--debug" in args, wants_json(args)
     try:
         cli.main(args=args, prog_name="ksgitops", standalone_mode=False)
@@ -263,6 +270,16 @@ def main(argv: list[str] | None = None) -> None:
             raise
         message = f"internal error ({type(e).__name__}); run with --debug for a traceback"
         fail([Problem(Origin("ksgitops"), message)], 4, as_json)
+
+
+def _settle_stdout() -> None:
+    """stdout written out before the command ends: a failure to is one line and exit 3."""
+    try:
+        sys.stdout.flush()
+    except OSError as e:
+        drop_stdout()
+        print(f"ksgitops: standard output: {e.strerror or e}", file=sys.stderr)
+        sys.exit(3)
 
 
 def _is_git_error(error: Exception) -> bool:

@@ -28,6 +28,7 @@ ENV = "KSGITOPS_HANDOFF"  # "0": never hand a command over
 COMMANDS = frozenset({"reconcile", "diff", "validate", "render", "explain", "wecs", "status"})
 CONNECT_TIMEOUT = 1.0  # seconds to reach a monitor and get its worker's pid; then the command runs here
 FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT)
+FDS = b"F"  # the byte the descriptors travel with, before the request
 PACKAGE = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
@@ -44,11 +45,17 @@ def address(git_dir: str | os.PathLike[str]) -> str:
 def same_user(conn: socket.socket) -> bool:
     """The process at the other end runs as this one's user (SO_PEERCRED: an abstract socket name
     has no file mode, and anyone may take it first). Both ends ask it."""
+    return peer_pid(conn) is not None
+
+
+def peer_pid(conn: socket.socket) -> int | None:
+    """The pid of the process at the other end when it runs as this one's user, else None."""
     try:
-        _, uid, _ = struct.unpack("3i", conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i")))
+        pid, uid, _ = struct.unpack("3i", conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED,
+                                                          struct.calcsize("3i")))
     except OSError:
-        return False
-    return bool(uid == os.getuid())
+        return None
+    return pid if uid == os.getuid() else None
 
 
 def interpreter() -> dict[str, Any]:
@@ -56,15 +63,7 @@ def interpreter() -> dict[str, Any]:
     return {"executable": sys.executable, "version": sys.version, "flags": list(sys.flags),
             "path": sys.path[1:], "package": PACKAGE, "warnoptions": sys.warnoptions,
             "xoptions": sorted(map(str, sys._xoptions.items())), "encoding": sys.getfilesystemencoding(),
-            "env": sorted([k, v] for k, v in os.environ.items() if k.startswith("PYTHON") or k in _LOCALE),
-            "limits": _limits()}
-
-
-def _limits() -> list[Any]:
-    """The resource limits (a file size limit the caller set must hold for the command)."""
-    import resource
-    return [[name, *resource.getrlimit(getattr(resource, name))]
-            for name in sorted(n for n in dir(resource) if n.startswith("RLIMIT_"))]
+            "env": sorted([k, v] for k, v in os.environ.items() if k.startswith("PYTHON") or k in _LOCALE)}
 
 
 _LOCALE = ("LANG", "LC_ALL", "LC_CTYPE")  # set at start-up: the default encoding of every file opened
@@ -77,12 +76,17 @@ def hand_off(args: list[str]) -> int | None:
     command, folders = _command_of(args)
     if command not in COMMANDS or (command == "diff" and os.environ.get("KUBECTL_EXTERNAL_DIFF")):
         return None  # an external diff tool may want the terminal this process holds
-    for folder in folders:
-        git_dir = _plain_git_dir(folder)
-        if git_dir is not None:
-            conn = _worker(address(git_dir), args)
-            if conn is not None:
-                return _follow(*conn)
+    if not all(_is_open(fd) for fd in (0, 1, 2)):
+        return None  # a closed stream's number would be taken by the socket: run here, as without a monitor
+    try:
+        for folder in folders:
+            git_dir = _plain_git_dir(folder)
+            if git_dir is not None:
+                conn = _worker(address(git_dir), args)
+                if conn is not None:
+                    return _follow(*conn)
+    except OSError:  # a working folder gone or unreadable: the command here says so
+        return None
     return None
 
 
@@ -125,10 +129,10 @@ def _plain_git_dir(path: str) -> str | None:
 
 def _worker(where: str, args: list[str]) -> tuple[socket.socket, int] | None:
     """Ask the monitor at `where` for a worker: (the connection, its pid), or None."""
+    here = os.open(".", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     conn.settimeout(CONNECT_TIMEOUT)
-    streams = [fd for fd in (0, 1, 2) if _is_open(fd)]
-    here = os.open(".", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    streams = [0, 1, 2]
     try:
         conn.connect(where)
         if not same_user(conn):
@@ -137,11 +141,12 @@ def _worker(where: str, args: list[str]) -> tuple[socket.socket, int] | None:
         os.umask(umask)
         request = {"op": "exec", "interpreter": interpreter(), "argv": [sys.argv[0], *args], "env": dict(os.environ),
                    "path0": sys.path[0] if sys.path else "",
-                   "umask": umask, "streams": streams,
+                   "umask": umask, "streams": streams, "ignored": _ignored(),
+                   "unbuffered": bool(getattr(sys.stdout, "write_through", False)),  # -u, PYTHONUNBUFFERED
                    "encodings": [[s.encoding, s.errors] if s is not None else None
                                  for s in (sys.stdin, sys.stdout, sys.stderr)]}
-        payload = json.dumps(request, ensure_ascii=True).encode() + b"\n"
-        socket.send_fds(conn, [payload], [here, *streams])
+        socket.send_fds(conn, [FDS], [here, *streams])  # one byte carries them; then the request, whatever its size
+        conn.sendall(json.dumps(request, ensure_ascii=True).encode() + b"\n")
         reply = json.loads(_line(conn) or b"{}")
         pid = reply.get("pid") if isinstance(reply, dict) else None
         if not isinstance(pid, int):
@@ -155,27 +160,44 @@ def _worker(where: str, args: list[str]) -> tuple[socket.socket, int] | None:
     return conn, pid
 
 
+def _ignored() -> list[int]:
+    """The forwarded signals this process ignores (`nohup`, a shell's trap): the worker ignores them too."""
+    return [int(sig) for sig in FORWARDED if signal.getsignal(sig) is signal.SIG_IGN]
+
+
 def _follow(conn: socket.socket, pid: int) -> int:
-    """Pass signals on to the worker `pid` and wait for its exit code (pager requests served here)."""
+    """Pass signals on to the worker `pid` and wait for its exit code (pager requests served here).
+    A worker that a passed-on signal ended without an exit code ends this process by that signal,
+    as it would have ended the command run here."""
+    sent: list[int] = []
+
     def forward(signum: int, _frame: Any) -> None:
+        sent.append(signum)
         try:
             os.kill(pid, signum)
         except OSError:
             pass
     for sig in FORWARDED:
-        signal.signal(sig, forward)
+        if signal.getsignal(sig) is not signal.SIG_IGN:
+            signal.signal(sig, forward)
     conn.settimeout(None)
     with conn:
         while True:
-            line = _line(conn)
-            message = json.loads(line) if line else {}
-            if "page" in message:
-                _page(message)
-                conn.sendall(b"paged\n")
-                continue
-            code = message.get("exit")
+            try:
+                line = _line(conn)
+                message = json.loads(line) if line else {}
+                if isinstance(message, dict) and "page" in message:
+                    _page(message)
+                    conn.sendall(b"paged\n")
+                    continue
+            except (OSError, ValueError):
+                message = {}
+            code = message.get("exit") if isinstance(message, dict) else None
             if isinstance(code, int):
                 return code
+            if sent:
+                signal.signal(sent[-1], signal.SIG_DFL)
+                os.kill(os.getpid(), sent[-1])
             print(f"ksgitops: the monitor's worker (pid {pid}) ended without an exit code", file=sys.stderr)
             return 4
 

@@ -8,10 +8,13 @@ talks to the asker itself, so a worker may ask the monitor what changed like any
 from __future__ import annotations
 
 import atexit
+import fcntl
 import gc
 import io
 import json
 import os
+import resource
+import select
 import signal
 import socket
 import sys
@@ -26,15 +29,24 @@ from . import handoff
 Runner = Callable[[list[str]], None]  # runs a command line as `ksgitops` would (may raise SystemExit)
 
 
+MAX_WORKERS = 16  # at once; beyond, a command runs in its own process
+GO_TIMEOUT = 10.0  # seconds a worker waits for its asker's go-ahead
+
+
 class Warm:
     """What the monitor holds for hand-offs: the code it loaded, and how to run a command."""
 
     def __init__(self, run: Runner, preload: Callable[[], None]) -> None:
         self.stamp = package_stamp()  # before loading: an edit made meanwhile shows as a change
         preload()
+        self.loaded = sorted({f for m in list(sys.modules.values()) if isinstance(f := getattr(m, "__file__", None), str)
+                              and not f.startswith(handoff.PACKAGE + os.sep)})
+        self.loaded_stamp = stamp_of(self.loaded)  # the libraries loaded: an upgrade shows as a change
         self.run = run
         self.interpreter = handoff.interpreter()
+        self.credentials = credentials("self")
         self.served = 0
+        self.live: set[int] = set()
 
     def refresh(self, state: str) -> None:
         """Read the state folder's pickles that changed (the cache, the records): a worker takes
@@ -42,15 +54,65 @@ class Warm:
         if cache.warm(state):
             gc.freeze()
 
-    def refusal(self, request: dict[str, Any]) -> str | None:
-        """Why this monitor cannot run the request's command (None: it can)."""
-        if request.get("interpreter") != self.interpreter:
-            return "another interpreter, library path or package"
-        if package_stamp() != self.stamp:
-            return "the package changed since the monitor started"
-        if not isinstance(request.get("argv"), list) or not isinstance(request.get("env"), dict):
+    def refusal(self, request: dict[str, Any], peer: int, fds: list[int]) -> str | None:
+        """Why this monitor cannot run the request's command for the process `peer` (None: it can)."""
+        if not _well_formed(request) or len(fds) != 1 + len(request["streams"]):
             return "a malformed request"
+        if request["interpreter"] != self.interpreter:
+            return "another interpreter, library path or package"
+        if len(self.live) >= MAX_WORKERS:
+            return "too many workers"
+        if credentials(str(peer)) != self.credentials:
+            return "another group, capability, namespace, cgroup, limit, priority or affinity"
+        if package_stamp() != self.stamp or stamp_of(self.loaded) != self.loaded_stamp:
+            return "the package or a library changed since the monitor started"
         return None
+
+
+def _well_formed(request: dict[str, Any]) -> bool:
+    argv, env, streams = request.get("argv"), request.get("env"), request.get("streams")
+    return (isinstance(argv, list) and len(argv) >= 1 and all(isinstance(a, str) for a in argv)
+            and isinstance(env, dict) and all(isinstance(k, str) and isinstance(v, str) for k, v in env.items())
+            and streams == [0, 1, 2] and isinstance(request.get("umask"), int)
+            and isinstance(request.get("path0", ""), str)
+            and isinstance(request.get("ignored", []), list) and all(isinstance(i, int) for i in request.get("ignored", []))
+            and isinstance(request.get("encodings"), list) and len(request["encodings"]) == 3
+            and all(e is None or (isinstance(e, list) and len(e) == 2 and all(isinstance(x, (str, type(None))) for x in e))
+                    for e in request["encodings"]))
+
+
+def credentials(pid: str) -> list[Any] | None:
+    """What a process may do beyond its uid: groups, capabilities, seccomp, namespaces, cgroup, root,
+    resource limits, priority and CPU affinity (None: not readable). A worker runs with the
+    monitor's, so the asker's must be the same."""
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            status = [line for line in f.read().splitlines()
+                      if line.split(":")[0] in ("Uid", "Gid", "Groups", "CapInh", "CapPrm", "CapEff", "CapBnd",
+                                                "CapAmb", "NoNewPrivs", "Seccomp", "Seccomp_filters")]
+        spaces = sorted((name, os.readlink(f"/proc/{pid}/ns/{name}")) for name in os.listdir(f"/proc/{pid}/ns"))
+        with open(f"/proc/{pid}/cgroup") as f:
+            cgroup = f.read()
+        root = os.stat(f"/proc/{pid}/root")
+        number = os.getpid() if pid == "self" else int(pid)
+        limits = [resource.prlimit(number, getattr(resource, name))
+                  for name in sorted(n for n in dir(resource) if n.startswith("RLIMIT_"))]
+        return [status, spaces, cgroup, [root.st_dev, root.st_ino], limits,
+                os.getpriority(os.PRIO_PROCESS, number), sorted(os.sched_getaffinity(number))]
+    except (OSError, ValueError):
+        return None
+
+
+def stamp_of(paths: list[str]) -> list[Any]:
+    """Size, mtime and inode of each file (None where it is gone)."""
+    stamp: list[Any] = []
+    for path in paths:
+        try:
+            st = os.stat(path)
+            stamp.append([st.st_size, st.st_mtime_ns, st.st_ino])
+        except OSError:
+            stamp.append(None)
+    return stamp
 
 
 def package_stamp() -> list[Any]:
@@ -71,17 +133,18 @@ def package_stamp() -> list[Any]:
     return stamp
 
 
-def start(conn: socket.socket, request: dict[str, Any], fds: list[int], warm: Warm) -> int | None:
-    """Fork a worker for `request` (fds: its working folder, then its standard streams); every
-    other descriptor of the monitor is closed in the worker. The worker's pid, or None when
-    refused (the asker runs the command itself)."""
-    why = warm.refusal(request)
-    if why is not None or len(fds) != 1 + len(request.get("streams") or ()):
-        conn.sendall(json.dumps({"refused": why or "descriptors missing"}).encode() + b"\n")
+def start(conn: socket.socket, request: dict[str, Any], fds: list[int], warm: Warm, peer: int) -> int | None:
+    """Fork a worker for `request` of the process `peer` (fds: its working folder, then its
+    standard streams); every other descriptor of the monitor is closed in the worker. The
+    worker's pid, or None when refused (the asker runs the command itself)."""
+    why = warm.refusal(request, peer, fds)
+    if why is not None:
+        conn.sendall(json.dumps({"refused": why}).encode() + b"\n")
         return None
     pid = os.fork()
     if pid:
         warm.served += 1
+        warm.live.add(pid)
         return pid
     code = 4
     try:
@@ -98,10 +161,19 @@ def _work(conn: socket.socket, request: dict[str, Any], fds: list[int], run: Run
     for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGCHLD):
         signal.signal(sig, signal.SIG_DFL)
     signal.signal(signal.SIGINT, signal.default_int_handler)
-    conn.settimeout(None)
+    for sig in request.get("ignored", []):
+        if sig in handoff.FORWARDED:
+            signal.signal(sig, signal.SIG_IGN)  # as the asker ignores it (`nohup`)
+    conn.settimeout(GO_TIMEOUT)
     conn.sendall(json.dumps({"pid": os.getpid()}).encode() + b"\n")
-    if _line(conn) != b"go\n":
+    try:
+        go = _line(conn)
+    except OSError:
+        go = b""
+    if go != b"go\n":
         return 0  # the asker gave up and runs the command itself
+    conn.settimeout(None)
+    _end_with_the_asker(conn)
     _become(request, fds)
     handoff_link.conn = conn
     code = _run(run, request["argv"])
@@ -113,6 +185,20 @@ def _work(conn: socket.socket, request: dict[str, Any], fds: list[int], run: Run
             pass
     conn.sendall(json.dumps({"exit": code}).encode() + b"\n")
     return code
+
+
+def _end_with_the_asker(conn: socket.socket) -> None:
+    """The asker killed outright (SIGKILL) closes its end: the worker dies at once, as the command
+    run there would have (the kernel signals SIGIO on the socket; a page's answer is the other cause)."""
+    def check(_signum: int, _frame: Any) -> None:
+        poll = select.poll()
+        poll.register(conn, select.POLLRDHUP)
+        if any(events & (select.POLLRDHUP | select.POLLHUP | select.POLLERR) for _, events in poll.poll(0)):
+            os.kill(os.getpid(), signal.SIGKILL)
+    signal.signal(signal.SIGIO, check)
+    fcntl.fcntl(conn.fileno(), fcntl.F_SETOWN, os.getpid())
+    fcntl.fcntl(conn.fileno(), fcntl.F_SETFL, fcntl.fcntl(conn.fileno(), fcntl.F_GETFL) | os.O_ASYNC)
+    check(signal.SIGIO, None)  # gone before the signal was set up
 
 
 def _become(request: dict[str, Any], fds: list[int]) -> None:
@@ -137,19 +223,22 @@ def _become(request: dict[str, Any], fds: list[int]) -> None:
         sys.path[0] = str(request.get("path0") or "")  # modules loaded from here on are found as the asker finds them
     encodings = request.get("encodings") or [None, None, None]
     for fd, name in enumerate(("stdin", "stdout", "stderr")):
-        stream = _stream(fd, encodings[fd] if fd < len(encodings) else None) if fd in present else None
+        stream = _stream(fd, encodings[fd], request.get("unbuffered") is True) if fd in present else None
         setattr(sys, name, stream)
         setattr(sys, f"__{name}__", stream)
 
 
-def _stream(fd: int, encoding: list[str] | None) -> io.TextIOWrapper:
-    """A text stream over `fd` as the interpreter makes one at start-up (stdout line-buffered on a
-    terminal, stderr always; the asker's encoding and error handler)."""
+def _stream(fd: int, encoding: list[str] | None, unbuffered: bool) -> io.TextIOWrapper:
+    """A text stream over `fd` as the interpreter makes one at start-up: newlines as they are,
+    stdout line-buffered on a terminal and stderr always, or both unbuffered (`-u`,
+    PYTHONUNBUFFERED, as the asker's are); the asker's encoding and error handler."""
     name, errors = encoding or (None, None)
     raw = io.FileIO(fd, "r" if fd == 0 else "w", closefd=False)
-    interactive = raw.isatty()
-    buffered = io.BufferedReader(raw) if fd == 0 else io.BufferedWriter(raw)
-    return io.TextIOWrapper(buffered, encoding=name, errors=errors, line_buffering=fd == 2 or (fd == 1 and interactive))
+    buffered_stdio = not unbuffered or fd == 0
+    stream: Any = raw if not buffered_stdio else io.BufferedReader(raw) if fd == 0 else io.BufferedWriter(raw)
+    line_buffering = buffered_stdio and (fd == 2 or raw.isatty())
+    return io.TextIOWrapper(stream, encoding=name, errors=errors, newline="\n", line_buffering=line_buffering,
+                            write_through=not buffered_stdio)
 
 
 def _run(run: Runner, argv: list[str]) -> int:

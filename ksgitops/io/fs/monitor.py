@@ -23,12 +23,14 @@ from pathlib import Path
 from typing import Any
 
 from . import handoff_worker
-from .feed import FORMAT, address, identity_of, same_user
+from .feed import FORMAT, address, identity_of
+from .handoff import FDS, peer_pid
 from .handoff_worker import Warm
 from .paths import STATE_DIR
 from .watchtree import CannotWatch, Overflow, WatchTree
 
 HISTORY_LIMIT = 500_000  # distinct changed paths kept; beyond, the history starts again
+REQUEST_TIMEOUT = 2.0  # seconds an asker may take to send its whole request
 
 
 class History:
@@ -175,7 +177,7 @@ def serve(work_tree: Path, git_dir: Path, ready: Any = None, warm: Warm | None =
                     selector.unregister(events)
                     events, restarts = monitor.tree.fileno(), monitor.restarts
                     selector.register(events, selectors.EVENT_READ, "events")
-            if (_reap() or not woken) and warm is not None:  # a worker ended, or nothing to do
+            if (_reap(warm) or not woken) and warm is not None:  # a worker ended, or nothing to do
                 warm.refresh(state)
             if monitor.gone():
                 log("the work tree or its git directory went: stopping")
@@ -244,26 +246,29 @@ def _listen(where: str) -> socket.socket:
 
 
 def _serve_one(listener: socket.socket, monitor: Monitor, warm: Warm | None = None) -> bool:
-    """Answer one asker, or fork a worker for its command; True when it asked the monitor to stop."""
+    """Answer one asker, or fork a worker for its command; True when it asked the monitor to stop.
+    Whatever an asker sends costs it its answer at worst, never the monitor."""
     try:
         conn, _ = listener.accept()
     except OSError:
         return False
     fds: list[int] = []
     with conn:
-        conn.settimeout(2.0)
-        if not same_user(conn):
-            return False
         try:
+            peer = peer_pid(conn)
+            if peer is None:
+                return False  # another user's process
+            deadline = time.monotonic() + REQUEST_TIMEOUT  # one slow asker holds the monitor no longer
+            conn.settimeout(REQUEST_TIMEOUT)
             data, fds, _, _ = socket.recv_fds(conn, 1 << 16, 8)
-            request = json.loads(_read_line(conn, data))
+            request = json.loads(_read_line(conn, data.removeprefix(FDS), deadline))
             request = request if isinstance(request, dict) else {}
             if request.get("op") == "exec":
                 if warm is None:
                     conn.sendall(b'{"refused": "this monitor runs no commands"}\n')
                     return False
                 monitor.catch_up()  # the worker's first question is answered from an up-to-date history
-                worker = handoff_worker.start(conn, request, fds, warm)
+                worker = handoff_worker.start(conn, request, fds, warm, peer)
                 if worker is not None:
                     log(f"worker {worker}: {' '.join(map(str, request['argv'][1:]))[:200]}")
                 return False
@@ -272,7 +277,9 @@ def _serve_one(listener: socket.socket, monitor: Monitor, warm: Warm | None = No
                 reply["handoff"] = warm is not None
                 reply["served"] = warm.served if warm is not None else 0
             conn.sendall(json.dumps(reply).encode() + b"\n")
-        except (OSError, ValueError):
+        except CannotWatch:
+            raise
+        except Exception:  # noqa: BLE001 - a malformed or hostile request: no answer
             return False
         finally:
             for fd in fds:
@@ -298,19 +305,26 @@ def _drain(fd: int) -> None:
         pass
 
 
-def _reap() -> int:
+def _reap(warm: Warm | None) -> int:
     """Collect the workers that ended (the monitor never waits for one); how many."""
     ended = 0
     try:
-        while os.waitpid(-1, os.WNOHANG)[0]:
+        while pid := os.waitpid(-1, os.WNOHANG)[0]:
             ended += 1
+            if warm is not None:
+                warm.live.discard(pid)
     except ChildProcessError:
         pass
     return ended
 
 
-def _read_line(conn: socket.socket, data: bytes = b"") -> bytes:
+def _read_line(conn: socket.socket, data: bytes = b"", deadline: float | None = None) -> bytes:
     while not data.endswith(b"\n") and len(data) < 1 << 20:
+        if deadline is not None:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise TimeoutError("the request took too long")
+            conn.settimeout(left)
         chunk = conn.recv(1 << 16)
         if not chunk:
             break
