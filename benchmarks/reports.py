@@ -110,9 +110,6 @@ def commit_report_refs(path: str, at_day: str = "2026-11-23") -> int:
         reported = index.get(f"spaces/{entry.name}/reported")
         if "-mb-" not in entry.name or reported is None:
             continue
-        if skip:
-            skip -= 1
-            continue
         tree: FileTree = {}
         for rel, oid, _ in blobs(repo, tree_at(repo, reported.id)):
             if rel == SYNC_FILE:  # the agent's sync report: unchanged while its outcome is
