@@ -278,3 +278,21 @@ def test_a_bare_repository_s_monitor_watches_nothing_and_runs_its_commands(tmp_p
         assert served(mine) == 3
     finally:
         os.kill(pid, signal.SIGKILL)
+
+
+def test_a_worker_finds_git_s_configuration_from_the_asker_s_home(tmp_path: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """libgit2 (loaded by the monitor) fixed where the global configuration lives when it started:
+    a worker looks again from the environment it took."""
+    import pygit2
+    from pygit2.enums import ConfigLevel
+    from ksgitops.io.fs import handoff_worker
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
+    try:
+        handoff_worker._git_config_as_asked()
+        assert pygit2.settings.search_path[ConfigLevel.GLOBAL] == str(tmp_path)
+        assert pygit2.settings.search_path[ConfigLevel.XDG] == str(tmp_path / "xdg" / "git")
+    finally:
+        monkeypatch.undo()
+        handoff_worker._git_config_as_asked()

@@ -66,7 +66,8 @@ def interpreter() -> dict[str, Any]:
             "env": sorted([k, v] for k, v in os.environ.items() if k.startswith("PYTHON") or k in _LOCALE)}
 
 
-_LOCALE = ("LANG", "LC_ALL", "LC_CTYPE")  # set at start-up: the default encoding of every file opened
+_LOCALE = ("LANG", "LC_ALL", "LC_CTYPE",  # set at start-up: the default encoding of every file opened
+           "SSL_CERT_FILE", "SSL_CERT_DIR")  # and the certificates of a push, as libgit2 loaded them
 
 
 def hand_off(args: list[str]) -> int | None:

@@ -218,6 +218,7 @@ def _become(request: dict[str, Any], fds: list[int]) -> None:
     os.environ.clear()
     os.environ.update({str(k): str(v) for k, v in request["env"].items()})
     time.tzset()  # TZ as the asker has it
+    _git_config_as_asked()
     sys.argv = [str(a) for a in request["argv"]]
     if sys.path:
         sys.path[0] = str(request.get("path0") or "")  # modules loaded from here on are found as the asker finds them
@@ -226,6 +227,17 @@ def _become(request: dict[str, Any], fds: list[int]) -> None:
         stream = _stream(fd, encodings[fd], request.get("unbuffered") is True) if fd in present else None
         setattr(sys, name, stream)
         setattr(sys, f"__{name}__", stream)
+
+
+def _git_config_as_asked() -> None:
+    """libgit2 read where the global and system git configuration live (HOME, XDG_CONFIG_HOME)
+    when the monitor loaded it: found again from the asker's environment."""
+    pygit2 = sys.modules.get("pygit2")
+    if pygit2 is None or type(pygit2).__name__ == "_LazyModule":
+        return
+    from pygit2.enums import ConfigLevel
+    for level in (ConfigLevel.SYSTEM, ConfigLevel.XDG, ConfigLevel.GLOBAL, ConfigLevel.PROGRAMDATA):
+        pygit2.settings.search_path[level] = None  # type: ignore[assignment]
 
 
 def _stream(fd: int, encoding: list[str] | None, unbuffered: bool) -> io.TextIOWrapper:
