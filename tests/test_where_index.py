@@ -2,6 +2,7 @@
 Location finds, for any labels and selectors YAML can make."""
 from __future__ import annotations
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -61,3 +62,17 @@ def test_a_location_with_a_label_value_yaml_made_unhashable_is_still_found() -> 
     wecs = _fleet([[{"id": ["a", "list"], "env": "prod"}], [{"env": "prod"}], [{"env": "dev"}]])
     spec = {"locationSelectors": [{"matchLabels": {"env": "prod"}}]}
     assert [d.location_name for d in destinations(spec, wecs, Candidates(wecs))] == ["loc-0-0", "loc-1-0"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text())
+def test_a_sync_target_s_uid_is_uuid5_of_its_url_name(name: str) -> None:
+    import uuid
+    from ksgitops.core.place.where import _url_uuid
+    try:
+        expected = str(uuid.uuid5(uuid.NAMESPACE_URL, name))
+    except UnicodeEncodeError:  # a lone surrogate: neither spells it
+        with pytest.raises(UnicodeEncodeError):
+            _url_uuid.__wrapped__(name)
+        return
+    assert _url_uuid.__wrapped__(name) == expected

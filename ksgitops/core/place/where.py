@@ -6,6 +6,7 @@ an EdgePlacement's `locationSelectors` (OR) select Locations of every inventory 
 from __future__ import annotations
 
 import functools
+import hashlib
 import uuid
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
@@ -25,8 +26,16 @@ def sync_target_uid(st: Obj) -> str:
 
 @functools.lru_cache(maxsize=100_000)
 def _url_uuid(name: str) -> str:
-    """A WEC's UID is asked for by every placement reaching it: computed once (~10 µs each)."""
-    return str(uuid.uuid5(uuid.NAMESPACE_URL, name))
+    """A WEC's UID is asked for by every placement reaching it: computed once. uuid.uuid5's value,
+    spelt without building a UUID object (~4x its speed: a fleet's thousand WECs every run)."""
+    digest = bytearray(hashlib.sha1(_URL_NAMESPACE + name.encode("utf-8"), usedforsecurity=False).digest()[:16])
+    digest[6] = (digest[6] & 0x0F) | 0x50  # version 5
+    digest[8] = (digest[8] & 0x3F) | 0x80  # RFC 4122 variant
+    h = digest.hex()
+    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
+
+
+_URL_NAMESPACE = uuid.NAMESPACE_URL.bytes
 
 
 def wec_names(wecs: "Mapping[str, Wec]") -> dict[str, str]:
