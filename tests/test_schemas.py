@@ -630,3 +630,13 @@ def test_long_keys_are_shortened_in_paths() -> None:
     (msg,) = messages(body)
     assert msg.startswith(f"Location florin: spec['{'x' * 60}...']: unknown field (allowed: availableSelectorLabels, "
                           "description, instanceSelector, resource); dropped")
+
+
+def test_compile_all_makes_every_validator_once() -> None:
+    from ksgitops.core.load import schemas
+    schemas._fast_validator.cache_clear()
+    schemas.compile_all()
+    names = [n for n in schemas.schema_names() if n != "common.json"]
+    assert names and schemas._fast_validator.cache_info().currsize == len(names)
+    schemas.compile_all()
+    assert schemas._fast_validator.cache_info().misses == len(names)  # the second call compiles nothing

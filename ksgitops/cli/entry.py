@@ -34,4 +34,6 @@ def preload() -> None:
         importlib.import_module(name)
     from ..io.git.cache import code_fingerprint
     code_fingerprint()  # the package's files are as the monitor's stamp says, or it runs no command
+    from ..core.load.schemas import compile_all
+    compile_all()
     gc.freeze()  # the workers' collections then leave the loaded code's pages shared with the monitor
