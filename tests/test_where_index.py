@@ -31,18 +31,20 @@ def _obj(kind: str, name: str, labels: object) -> Obj:
                Origin("spaces/inv/wecs.yaml", 1))
 
 
-def _fleet(label_sets: list[list[object]]) -> dict[str, Wec]:
+def _fleet(label_sets: list[list[object]], same_names: bool = False) -> dict[str, Wec]:
+    """`same_names`: a WEC's Locations share one name (one destination, reached through any of them)."""
     wecs = [Wec(_obj("SyncTarget", f"wec-{i}", None),
-                tuple(_obj("Location", f"loc-{i}-{j}", labels) for j, labels in enumerate(sets)))
+                tuple(_obj("Location", f"loc-{i}-{0 if same_names else j}", labels) for j, labels in enumerate(sets)))
             for i, sets in enumerate(label_sets)]
     return {wec.mailbox: wec for wec in wecs}
 
 
 @settings(max_examples=300)
 @given(st.one_of(st.none(), st.just("not a list"), st.lists(_selector, max_size=3)),
-       st.lists(st.lists(_labels, max_size=2), max_size=8))
-def test_the_index_finds_what_a_scan_of_every_location_finds(selectors: object, label_sets: list[list[object]]) -> None:
-    wecs = _fleet(label_sets)
+       st.lists(st.lists(_labels, max_size=2), max_size=8), st.booleans())
+def test_the_index_finds_what_a_scan_of_every_location_finds(selectors: object, label_sets: list[list[object]],
+                                                            same_names: bool) -> None:
+    wecs = _fleet(label_sets, same_names)
     scanned = sorted({Destination(w.space, loc.name, w.name, w.uid) for w in wecs.values() for loc in w.locations
                       if isinstance(selectors, list) and any_matches(selectors, loc.labels)})
     spec = {"locationSelectors": selectors}

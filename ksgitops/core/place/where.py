@@ -141,7 +141,11 @@ def destinations(placement_spec: dict[str, Any], wecs: dict[str, Wec],
     selectors = placement_spec.get("locationSelectors") or []
     selected = matcher(selectors)
     pairs = (candidates or Candidates(wecs)).narrowed(selectors)
-    return sorted({dest for labels, dest in pairs if selected(labels)}, key=_in_order)
+    found: list[Destination] = []
+    for labels, dest in pairs:  # in order (Candidates keeps them so): equal destinations are neighbours
+        if selected(labels) and (not found or found[-1] != dest):
+            found.append(dest)
+    return found
 
 
 class Candidates:
@@ -150,8 +154,8 @@ class Candidates:
     so a fleet's placements each look at their few Locations instead of all of them."""
 
     def __init__(self, wecs: dict[str, Wec]) -> None:
-        self.pairs = [(loc.labels, Destination(wec.space, loc.name, wec.name, wec.uid))
-                      for wec in wecs.values() for loc in wec.locations]
+        self.pairs = sorted(((loc.labels, Destination(wec.space, loc.name, wec.name, wec.uid))
+                             for wec in wecs.values() for loc in wec.locations), key=lambda pair: _in_order(pair[1]))
         self.by_label: dict[tuple[Any, Any], list[int]] = {}
         self.unindexed: list[int] = []  # a label value YAML made unhashable: a candidate of every selector
         for at, (labels, _) in enumerate(self.pairs):
