@@ -564,3 +564,12 @@ def test_stdout_on_a_full_disk_is_one_line_and_exit_3(example: Path, output: str
                               stderr=subprocess.PIPE, text=True, timeout=120)
     assert done.returncode == 3, done.stderr
     assert done.stderr.count("\n") == 1 and "No space left on device" in done.stderr
+
+
+def test_a_command_started_with_stdout_closed_ends_without_a_traceback(example: Path) -> None:
+    import os
+    import subprocess
+    import sys
+    done = subprocess.run([sys.executable, "-m", "ksgitops", "wecs", str(example)], stderr=subprocess.PIPE,
+                          text=True, timeout=120, preexec_fn=lambda: os.close(1))
+    assert "Traceback" not in done.stderr and done.returncode == 0, done.stderr

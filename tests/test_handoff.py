@@ -296,3 +296,32 @@ def test_a_worker_finds_git_s_configuration_from_the_asker_s_home(tmp_path: Path
     finally:
         monkeypatch.undo()
         handoff_worker._git_config_as_asked()
+
+
+def _state(pid: int) -> str:
+    with open(f"/proc/{pid}/stat") as f:
+        return f.read().rsplit(") ", 1)[1][0]
+
+
+def test_ctrl_z_stops_the_worker_with_its_asker(twins: tuple[Path, Path]) -> None:
+    mine, _ = twins
+    (mine / "spaces/wmw-c/extra.yaml").write_text("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: extra\n"
+                                                  "  namespace: commonstuff\n")
+    lock = _held(mine)
+    try:
+        proc = subprocess.Popen([sys.executable, "-m", "ksgitops", "reconcile", str(mine)], stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, env={**os.environ, handoff.ENV: "1"})
+        worker = _until_waiting_for(mine, proc)
+        proc.send_signal(signal.SIGTSTP)
+        deadline = time.monotonic() + 10
+        while not (_state(proc.pid) == "T" and _state(worker) == "T") and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert (_state(proc.pid), _state(worker)) == ("T", "T")
+        proc.send_signal(signal.SIGCONT)
+        deadline = time.monotonic() + 10
+        while "T" in (_state(proc.pid), _state(worker)) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert "T" not in (_state(proc.pid), _state(worker))
+    finally:
+        os.close(lock)
+    assert proc.wait(timeout=120) == 0

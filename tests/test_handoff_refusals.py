@@ -70,6 +70,20 @@ def test_a_package_or_library_edited_since_the_monitor_started_runs_here(copied:
     (repo / "spaces/wmw-c/extra.yaml").write_text(EXTRA)
     assert ks("diff", str(repo), env=env, cwd=lib.parent).returncode == 1
     assert served(repo) == 1
+    reply = request(str(repo / ".git"), {"op": "status"})
+    assert reply is not None and "changed since the monitor started" in reply["refused"]
+
+
+@pytest.mark.parametrize("touched", ["ksgitops/core/pipeline.py", "jsonpatch.py"])
+def test_a_file_touched_but_not_changed_still_runs_in_the_monitor(copied: tuple[Path, Path, dict[str, str]],
+                                                                  touched: str) -> None:
+    """An editor's save of the same bytes, a checkout back and forth: the content decides."""
+    repo, lib, env = copied
+    path = lib / touched
+    path.write_bytes(path.read_bytes())
+    os.utime(path, ns=(path.stat().st_atime_ns, path.stat().st_mtime_ns + 10**9))
+    assert ks("diff", str(repo), env=env, cwd=lib.parent).returncode == 0
+    assert served(repo) == 2
 
 
 @pytest.fixture

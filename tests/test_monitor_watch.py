@@ -362,3 +362,30 @@ def test_the_same_folder_at_two_places_is_refused(tmp_path: Path) -> None:
             WatchTree(str(root), lambda path: False)
     finally:
         subprocess.run(["umount", str(root / "mirror")], check=True)
+
+
+def test_a_file_gone_between_a_listing_and_its_stat_is_not_an_error(tmp_path: Path) -> None:
+    """A walk lists a folder, then looks at each file's links: one removed in between (a writer's
+    temporary file, a test's loop) has its removal queued; it must not stop the monitor."""
+    from ksgitops.io.fs.watchtree import _linked
+    (tmp_path / "f").write_text("x")
+    entries = list(os.scandir(tmp_path))
+    (tmp_path / "f").unlink()
+    assert [_linked(e) for e in entries] == [False]
+
+
+def test_a_walk_failing_as_the_tree_changes_starts_a_new_history(tmp_path: Path, monkeypatch) -> None:
+    from ksgitops.io.fs.monitor import Monitor
+    root = tmp_path / "wt"
+    (root / ".git").mkdir(parents=True)
+    monitor = Monitor(root, root / ".git")
+    try:
+        history = monitor.history.name
+
+        def vanished() -> list[str]:
+            raise FileNotFoundError(2, "No such file or directory", str(root / "racedir/f1"))
+        monkeypatch.setattr(monitor.tree, "drain", vanished)
+        monitor.catch_up()
+        assert monitor.restarts == 1 and monitor.history.name != history
+    finally:
+        monitor.tree.close()

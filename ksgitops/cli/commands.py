@@ -274,6 +274,8 @@ def _main(args: list[str]) -> None:
 
 def _settle_stdout() -> None:
     """stdout written out before the command ends: a failure to is one line and exit 3."""
+    if sys.stdout is None:  # started with it closed: nothing was written
+        return
     try:
         sys.stdout.flush()
     except OSError as e:

@@ -50,10 +50,11 @@ def monitor_cmd(action: str, repo: Path | None, foreground: bool, ready_fd: int 
 def _show(facts: dict, state: str, output: str) -> None:
     if output == "json":
         dump({"running": True, "state": state,
-              **{k: facts.get(k) for k in ("pid", "folders", "token", "restarts", "handoff", "served")}})
+              **{k: facts.get(k) for k in ("pid", "folders", "token", "restarts", "handoff", "served", "refused")}})
         return
     since = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(float(facts.get("started") or 0)))
     watching = f"watching {facts.get('folders')} folders" if facts.get("folders") else "watching nothing"
     click.echo(f"{state}: pid {facts.get('pid')}, {watching} since {since}"
                f"{', restarted ' + str(facts['restarts']) + ' times after lost events' if facts.get('restarts') else ''}"
-               f"{'; ran ' + str(facts['served']) + ' commands handed to it' if facts.get('handoff') else ''}")
+               f"{'; ran ' + str(facts['served']) + ' commands handed to it' if facts.get('handoff') else ''}"
+               f"{'; the last one it did not run: ' + str(facts['refused']) if facts.get('refused') else ''}")

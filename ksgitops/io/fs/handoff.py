@@ -178,9 +178,18 @@ def _follow(conn: socket.socket, pid: int) -> int:
             os.kill(pid, signum)
         except OSError:
             pass
+    def suspend(_signum: int, _frame: Any) -> None:  # Ctrl-Z: the worker stops with this process
+        _kill(pid, signal.SIGSTOP)
+        signal.signal(signal.SIGTSTP, signal.SIG_DFL)
+        os.kill(os.getpid(), signal.SIGTSTP)
+        signal.signal(signal.SIGTSTP, suspend)  # continued (SIGCONT woke the worker too)
+
     for sig in FORWARDED:
         if signal.getsignal(sig) is not signal.SIG_IGN:
             signal.signal(sig, forward)
+    if signal.getsignal(signal.SIGTSTP) is not signal.SIG_IGN:
+        signal.signal(signal.SIGTSTP, suspend)
+        signal.signal(signal.SIGCONT, lambda *_: _kill(pid, signal.SIGCONT))
     conn.settimeout(None)
     with conn:
         while True:
@@ -201,6 +210,13 @@ def _follow(conn: socket.socket, pid: int) -> int:
                 os.kill(os.getpid(), sent[-1])
             print(f"ksgitops: the monitor's worker (pid {pid}) ended without an exit code", file=sys.stderr)
             return 4
+
+
+def _kill(pid: int, sig: int) -> None:
+    try:
+        os.kill(pid, sig)
+    except OSError:
+        pass
 
 
 def _page(message: dict[str, Any]) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import atexit
 import fcntl
 import gc
+import hashlib
 import io
 import json
 import os
@@ -38,10 +39,13 @@ class Warm:
 
     def __init__(self, run: Runner, preload: Callable[[], None]) -> None:
         self.stamp = package_stamp()  # before loading: an edit made meanwhile shows as a change
+        self.contents = contents_of([entry[0] for entry in self.stamp])
         preload()
-        self.loaded = sorted({f for m in list(sys.modules.values()) if isinstance(f := getattr(m, "__file__", None), str)
-                              and not f.startswith(handoff.PACKAGE + os.sep)})
+        files = (getattr(module, "__file__", None) for module in list(sys.modules.values()))
+        self.loaded = sorted({f for f in files if isinstance(f, str) and not f.startswith(handoff.PACKAGE + os.sep)})
         self.loaded_stamp = stamp_of(self.loaded)  # the libraries loaded: an upgrade shows as a change
+        self.loaded_contents = contents_of(self.loaded)
+        self.last_refusal = ""
         self.run = run
         self.interpreter = handoff.interpreter()
         self.credentials = credentials("self")
@@ -54,8 +58,27 @@ class Warm:
         if cache.warm(state):
             gc.freeze()
 
+    def unchanged(self) -> bool:
+        """The package and the libraries loaded are what the monitor loaded: by their stamps, or,
+        when a file was only touched (an editor's save, a checkout back and forth), by content."""
+        stamp, loaded = package_stamp(), stamp_of(self.loaded)
+        if stamp == self.stamp and loaded == self.loaded_stamp:
+            return True
+        paths = [entry[0] for entry in stamp]
+        if paths != [entry[0] for entry in self.stamp] or contents_of(paths) != self.contents \
+                or contents_of(self.loaded) != self.loaded_contents:
+            return False
+        self.stamp, self.loaded_stamp = stamp, loaded
+        return True
+
     def refusal(self, request: dict[str, Any], peer: int, fds: list[int]) -> str | None:
         """Why this monitor cannot run the request's command for the process `peer` (None: it can)."""
+        why = self._refusal(request, peer, fds)
+        if why is not None:
+            self.last_refusal = why
+        return why
+
+    def _refusal(self, request: dict[str, Any], peer: int, fds: list[int]) -> str | None:
         if not _well_formed(request) or len(fds) != 1 + len(request["streams"]):
             return "a malformed request"
         if request["interpreter"] != self.interpreter:
@@ -63,28 +86,31 @@ class Warm:
         if len(self.live) >= MAX_WORKERS:
             return "too many workers"
         if credentials(str(peer)) != self.credentials:
-            return "another group, capability, namespace, cgroup, limit, priority or affinity"
-        if package_stamp() != self.stamp or stamp_of(self.loaded) != self.loaded_stamp:
-            return "the package or a library changed since the monitor started"
+            return "another group, capability, namespace, cgroup, limit, OOM score, LSM label, priority or affinity"
+        if not self.unchanged():
+            return "the package or a library changed since the monitor started: restart it"
         return None
 
 
 def _well_formed(request: dict[str, Any]) -> bool:
-    argv, env, streams = request.get("argv"), request.get("env"), request.get("streams")
+    argv, env, ignored, encodings = (request.get(k) for k in ("argv", "env", "ignored", "encodings"))
     return (isinstance(argv, list) and len(argv) >= 1 and all(isinstance(a, str) for a in argv)
             and isinstance(env, dict) and all(isinstance(k, str) and isinstance(v, str) for k, v in env.items())
-            and streams == [0, 1, 2] and isinstance(request.get("umask"), int)
+            and request.get("streams") == [0, 1, 2] and isinstance(request.get("umask"), int)
             and isinstance(request.get("path0", ""), str)
-            and isinstance(request.get("ignored", []), list) and all(isinstance(i, int) for i in request.get("ignored", []))
-            and isinstance(request.get("encodings"), list) and len(request["encodings"]) == 3
-            and all(e is None or (isinstance(e, list) and len(e) == 2 and all(isinstance(x, (str, type(None))) for x in e))
-                    for e in request["encodings"]))
+            and isinstance(ignored, list) and all(isinstance(i, int) for i in ignored)
+            and isinstance(encodings, list) and len(encodings) == 3 and all(_encoding(e) for e in encodings))
+
+
+def _encoding(entry: Any) -> bool:
+    return entry is None or (isinstance(entry, list) and len(entry) == 2
+                             and all(isinstance(x, (str, type(None))) for x in entry))
 
 
 def credentials(pid: str) -> list[Any] | None:
     """What a process may do beyond its uid: groups, capabilities, seccomp, namespaces, cgroup, root,
-    resource limits, priority and CPU affinity (None: not readable). A worker runs with the
-    monitor's, so the asker's must be the same."""
+    resource limits, OOM score, LSM label, priority and CPU affinity (None: not readable). A worker
+    runs with the monitor's, so the asker's must be the same."""
     try:
         with open(f"/proc/{pid}/status") as f:
             status = [line for line in f.read().splitlines()
@@ -94,12 +120,35 @@ def credentials(pid: str) -> list[Any] | None:
         with open(f"/proc/{pid}/cgroup") as f:
             cgroup = f.read()
         root = os.stat(f"/proc/{pid}/root")
+        with open(f"/proc/{pid}/oom_score_adj") as f:
+            oom = f.read()
+        label = _read_or_none(f"/proc/{pid}/attr/current")  # the LSM's (AppArmor, SELinux) confinement
         number = os.getpid() if pid == "self" else int(pid)
         limits = [resource.prlimit(number, getattr(resource, name))
                   for name in sorted(n for n in dir(resource) if n.startswith("RLIMIT_"))]
-        return [status, spaces, cgroup, [root.st_dev, root.st_ino], limits,
+        return [status, spaces, cgroup, [root.st_dev, root.st_ino], limits, oom, label,
                 os.getpriority(os.PRIO_PROCESS, number), sorted(os.sched_getaffinity(number))]
     except (OSError, ValueError):
+        return None
+
+
+def contents_of(paths: list[str]) -> list[bytes | None]:
+    """A digest of each file's bytes (None where it is gone)."""
+    found: list[bytes | None] = []
+    for path in paths:
+        try:
+            with open(path, "rb") as f:
+                found.append(hashlib.file_digest(f, "blake2b").digest())
+        except OSError:
+            found.append(None)
+    return found
+
+
+def _read_or_none(path: str) -> str | None:
+    try:
+        with open(path, "rb") as f:
+            return f.read().decode("utf-8", "replace")
+    except OSError:
         return None
 
 

@@ -115,7 +115,9 @@ class Monitor:
     def catch_up(self) -> None:
         try:
             self.history.add(self.tree.drain())
-        except Overflow as e:
+        except CannotWatch:
+            raise
+        except (Overflow, OSError) as e:  # events lost, or a walk met the tree changing under it
             self.restart(str(e))
 
     def gone(self) -> bool:
@@ -269,13 +271,14 @@ def _serve_one(listener: socket.socket, monitor: Monitor, warm: Warm | None = No
                     return False
                 monitor.catch_up()  # the worker's first question is answered from an up-to-date history
                 worker = handoff_worker.start(conn, request, fds, warm, peer)
-                if worker is not None:
-                    log(f"worker {worker}: {' '.join(map(str, request['argv'][1:]))[:200]}")
+                log(f"worker {worker}: {' '.join(map(str, request['argv'][1:]))[:200]}" if worker is not None
+                    else f"a command runs in its own process: {warm.last_refusal}")
                 return False
             reply = monitor.answer(request)
             if request.get("op") == "status":
                 reply["handoff"] = warm is not None
                 reply["served"] = warm.served if warm is not None else 0
+                reply["refused"] = warm.last_refusal if warm is not None else ""
             conn.sendall(json.dumps(reply).encode() + b"\n")
         except CannotWatch:
             raise

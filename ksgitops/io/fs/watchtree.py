@@ -143,8 +143,7 @@ class WatchTree:
             except OSError:
                 self.unwalked.add(folder)
                 continue
-            if links and any(e.is_file(follow_symlinks=False) and e.stat(follow_symlinks=False).st_nlink > 1
-                             for e in found):
+            if links and any(_linked(e) for e in found):
                 raise Overflow(f"{base}: a file with another name arrived: changes through it would not be reported")
             entries = [e.name for e in found if e.is_dir(follow_symlinks=False)]
             for name in entries:
@@ -261,3 +260,10 @@ def _inode(path: str) -> int:
     except OSError:
         return -1
 
+
+def _linked(entry: os.DirEntry[str]) -> bool:
+    """A file with more than one name (one gone since the listing has none: its removal is queued)."""
+    try:
+        return entry.is_file(follow_symlinks=False) and entry.stat(follow_symlinks=False).st_nlink > 1
+    except OSError:
+        return False
