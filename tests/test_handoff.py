@@ -5,6 +5,7 @@ another interpreter's settings runs nothing (the command runs here); a signal re
 a pager runs in the asking process, on its terminal."""
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import json
 import os
@@ -17,7 +18,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Iterator
+from typing import Any, Iterator
 
 import pytest
 
@@ -303,16 +304,26 @@ def _state(pid: int) -> str:
         return f.read().rsplit(") ", 1)[1][0]
 
 
-def test_ctrl_z_stops_the_worker_with_its_asker(twins: tuple[Path, Path]) -> None:
+@pytest.mark.parametrize("orphaned", [False, True])
+def test_ctrl_z_stops_the_worker_with_its_asker(twins: tuple[Path, Path], orphaned: bool) -> None:
+    """Ctrl-Z (SIGTSTP) stops both, SIGCONT resumes both; in an orphaned process group the kernel
+    stops neither (a stopped worker with a running asker would wait forever)."""
     mine, _ = twins
     (mine / "spaces/wmw-c/extra.yaml").write_text("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: extra\n"
                                                   "  namespace: commonstuff\n")
     lock = _held(mine)
     try:
+        placed: dict[str, Any] = {"start_new_session": True} if orphaned else {"process_group": 0}
         proc = subprocess.Popen([sys.executable, "-m", "ksgitops", "reconcile", str(mine)], stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, env={**os.environ, handoff.ENV: "1"})
+                                stderr=subprocess.PIPE, env={**os.environ, handoff.ENV: "1"}, **placed)
         worker = _until_waiting_for(mine, proc)
         proc.send_signal(signal.SIGTSTP)
+        if orphaned:
+            time.sleep(0.5)
+            assert "T" not in (_state(proc.pid), _state(worker))
+            os.close(lock)
+            assert proc.wait(timeout=120) == 0
+            return
         deadline = time.monotonic() + 10
         while not (_state(proc.pid) == "T" and _state(worker) == "T") and time.monotonic() < deadline:
             time.sleep(0.02)
@@ -323,5 +334,8 @@ def test_ctrl_z_stops_the_worker_with_its_asker(twins: tuple[Path, Path]) -> Non
             time.sleep(0.02)
         assert "T" not in (_state(proc.pid), _state(worker))
     finally:
-        os.close(lock)
+        with contextlib.suppress(OSError):
+            os.close(lock)
+        with contextlib.suppress(OSError, NameError):
+            os.kill(worker, signal.SIGCONT)  # never left stopped, whatever failed
     assert proc.wait(timeout=120) == 0

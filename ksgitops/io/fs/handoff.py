@@ -181,8 +181,9 @@ def _follow(conn: socket.socket, pid: int) -> int:
     def suspend(_signum: int, _frame: Any) -> None:  # Ctrl-Z: the worker stops with this process
         _kill(pid, signal.SIGSTOP)
         signal.signal(signal.SIGTSTP, signal.SIG_DFL)
-        os.kill(os.getpid(), signal.SIGTSTP)
-        signal.signal(signal.SIGTSTP, suspend)  # continued (SIGCONT woke the worker too)
+        os.kill(os.getpid(), signal.SIGTSTP)  # stopped here until continued, or not at all (an orphaned group)
+        signal.signal(signal.SIGTSTP, suspend)
+        _kill(pid, signal.SIGCONT)  # either way this process runs again: so does the worker
 
     for sig in FORWARDED:
         if signal.getsignal(sig) is not signal.SIG_IGN:
