@@ -148,7 +148,7 @@ def _worker(where: str, args: list[str]) -> tuple[socket.socket, int] | None:
                                  for s in (sys.stdin, sys.stdout, sys.stderr)]}
         socket.send_fds(conn, [FDS], [here, *streams])  # one byte carries them; then the request, whatever its size
         conn.sendall(json.dumps(request, ensure_ascii=True).encode() + b"\n")
-        reply = json.loads(_line(conn) or b"{}")
+        reply = json.loads(line_of(conn) or b"{}")
         pid = reply.get("pid") if isinstance(reply, dict) else None
         if not isinstance(pid, int):
             raise OSError("no worker")
@@ -174,10 +174,8 @@ def _follow(conn: socket.socket, pid: int) -> int:
 
     def forward(signum: int, _frame: Any) -> None:
         sent.append(signum)
-        try:
-            os.kill(pid, signum)
-        except OSError:
-            pass
+        _kill(pid, signum)
+
     def suspend(_signum: int, _frame: Any) -> None:  # Ctrl-Z: the worker stops with this process
         _kill(pid, signal.SIGSTOP)
         signal.signal(signal.SIGTSTP, signal.SIG_DFL)
@@ -195,7 +193,7 @@ def _follow(conn: socket.socket, pid: int) -> int:
     with conn:
         while True:
             try:
-                line = _line(conn)
+                line = line_of(conn)
                 message = json.loads(line) if line else {}
                 if isinstance(message, dict) and "page" in message:
                     _page(message)
@@ -230,7 +228,8 @@ def _page(message: dict[str, Any]) -> None:
         pass
 
 
-def _line(conn: socket.socket) -> bytes:
+def line_of(conn: socket.socket) -> bytes:
+    """One message of the hand-off's protocol, a line (b"": the other end closed first)."""
     data = b""
     while not data.endswith(b"\n"):
         chunk = conn.recv(1 << 16)

@@ -165,21 +165,13 @@ def stamp_of(paths: list[str]) -> list[Any]:
 
 
 def package_stamp() -> list[Any]:
-    """Every file of the package and its schemas (name, size, mtime, inode): an edit or an upgrade changes it."""
-    stamp = []
+    """Every file of the package and its schemas, with its stamp: an edit or an upgrade changes it."""
+    paths = []
     for base in (handoff.PACKAGE, str(schema_dir())):
         for top, folders, files in os.walk(base):
             folders[:] = sorted(f for f in folders if f != "__pycache__")
-            for name in sorted(files):
-                if name.endswith((".pyc", ".pyo")):
-                    continue
-                path = os.path.join(top, name)
-                try:
-                    st = os.lstat(path)
-                except OSError:
-                    continue
-                stamp.append([path, st.st_size, st.st_mtime_ns, st.st_ino])
-    return stamp
+            paths += [os.path.join(top, name) for name in sorted(files) if not name.endswith((".pyc", ".pyo"))]
+    return [[path, stamp] for path, stamp in zip(paths, stamp_of(paths))]
 
 
 def start(conn: socket.socket, request: dict[str, Any], fds: list[int], warm: Warm, peer: int) -> int | None:
@@ -216,7 +208,7 @@ def _work(conn: socket.socket, request: dict[str, Any], fds: list[int], run: Run
     conn.settimeout(GO_TIMEOUT)
     conn.sendall(json.dumps({"pid": os.getpid()}).encode() + b"\n")
     try:
-        go = _line(conn)
+        go = handoff.line_of(conn)
     except OSError:
         go = b""
     if go != b"go\n":
@@ -330,20 +322,10 @@ class _Link:
     def page(self, command: str, env: dict[str, str], text: str) -> None:
         assert self.conn is not None
         self.conn.sendall(json.dumps({"page": command, "env": env, "text": text}).encode() + b"\n")
-        _line(self.conn)
+        handoff.line_of(self.conn)
 
 
 handoff_link = _Link()
-
-
-def _line(conn: socket.socket) -> bytes:
-    data = b""
-    while not data.endswith(b"\n"):
-        chunk = conn.recv(4096)
-        if not chunk:
-            break
-        data += chunk
-    return data
 
 
 def _close_others(keep: set[int]) -> None:
