@@ -247,11 +247,7 @@ def _become(request: dict[str, Any], fds: list[int]) -> None:
     here, streams = fds[0], fds[1:]
     os.fchdir(here)
     os.close(here)
-    present = request["streams"]
-    for target in (0, 1, 2):
-        if target not in present:
-            _close(target)
-    for target, fd in zip(present, streams):
+    for target, fd in enumerate(streams):  # 0, 1 and 2, all open: an asker with one closed runs its command
         os.dup2(fd, target)
         if fd != target:
             os.close(fd)
@@ -263,9 +259,8 @@ def _become(request: dict[str, Any], fds: list[int]) -> None:
     sys.argv = [str(a) for a in request["argv"]]
     if sys.path:
         sys.path[0] = str(request.get("path0") or "")  # modules loaded from here on are found as the asker finds them
-    encodings = request.get("encodings") or [None, None, None]
     for fd, name in enumerate(("stdin", "stdout", "stderr")):
-        stream = _stream(fd, encodings[fd], request.get("unbuffered") is True) if fd in present else None
+        stream = _stream(fd, request["encodings"][fd], request.get("unbuffered") is True)
         setattr(sys, name, stream)
         setattr(sys, f"__{name}__", stream)
 

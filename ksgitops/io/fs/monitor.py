@@ -115,8 +115,6 @@ class Monitor:
     def catch_up(self) -> None:
         try:
             self.history.add(self.tree.drain())
-        except CannotWatch:
-            raise
         except (Overflow, OSError) as e:  # events lost, or a walk met the tree changing under it
             self.restart(str(e))
 
