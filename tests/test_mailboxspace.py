@@ -63,7 +63,7 @@ def test_a_mailbox_is_recognised_without_the_parser_and_cached_as_parsed(monkeyp
     data = space_yaml("wec-1", "uid-1", "inventory", "mb-1")
     expected = read.mailbox_space(_OneFile(data), "mb-1")  # parsed (no cache: a cold parse)
     cache: dict = {}
-    monkeypatch.setattr(read, "read_source", lambda *a, **k: pytest.fail("parsed"))
+    monkeypatch.setattr(read, "read_by_document", lambda *a, **k: pytest.fail("parsed"))
     fast = read.mailbox_space(_OneFile(data), "mb-1", cache)
     assert fast == expected and fast is not None
     assert cache["blob-1"] == ParsedFile(((1, fast.body),))

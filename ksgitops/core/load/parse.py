@@ -14,7 +14,7 @@ documents are still returned, so later checks see them.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 import json
 import re
 from typing import Any
@@ -81,6 +81,9 @@ class ParsedFile:
 
     docs: tuple[tuple[int, dict[str, Any]], ...]
     problems: tuple[Problem, ...] = ()
+    # per document's text, when read document by document (documents.py): (its digest, its first
+    # line, how many documents, parse problems and conversion problems it gave)
+    pieces: tuple[tuple[bytes, int, int, int, int], ...] = field(default=(), compare=False)
 
 
 def parse_file(path: str, data: bytes) -> ParsedFile:
@@ -258,7 +261,7 @@ def _quoted(text: str) -> str:
     return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
-def _nesting_error(text: str) -> tuple[int, str] | None:
+def nesting_error(text: str) -> tuple[int, str] | None:
     """A conservative bound on nesting before libyaml sees the text: flow brackets (counted as if
     none were quoted) and block indentation/sequence markers. Returns (line, message)."""
     message = f"YAML nesting is deeper than {MAX_NESTING} levels"
@@ -305,10 +308,15 @@ _LONG_LINE = re.compile(r"^.{%d,}" % MAX_NESTING, re.MULTILINE)
 
 
 def _parse_yaml(path: str, text: str, data: bytes) -> ParsedFile:
-    nesting = _nesting_error(text)
+    nesting = nesting_error(text)
     if nesting:
         return _fail(path, *nesting)
-    may_alias = b"&" in data
+    return parse_yaml_documents(path, text, b"&" in data)
+
+
+def parse_yaml_documents(path: str, text: str, may_alias: bool = True) -> ParsedFile:
+    """The YAML documents of `text` (lines counted from its start), once the whole file it is
+    part of passed the size, UTF-8 and nesting checks."""
     docs: list[tuple[int, dict[str, Any]]] = []
     problems: list[Problem] = []
     loader = _Loader(text)

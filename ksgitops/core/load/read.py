@@ -12,12 +12,14 @@ from typing import Any, MutableMapping
 from ...model import Obj, ObjRef, Origin, Problem, Progress, ref_order
 from ...names import dns1123_label_error, not_utf8
 from .convert import FindingsMemo, read_source
+from .documents import read_by_document
 from .mailboxspace import INVENTORY_ANNOTATION, SPACE_API, SYNC_TARGET_ANNOTATION, own_space_document
 from .parse import ParsedFile
 from .snapshot import CONFIG_FILE, Snapshot, SourceFile
 
 NOT_UTF8_FIX = "rename it (Kubernetes, YAML and git tools spell names in UTF-8)"
 FINDINGS_OF = "schema-findings-of"  # parse cache: a file blob -> the schema-findings keys of its documents
+LAST_READ = "last-read-of"  # parse cache: a path -> the blob its multi-document file was last read from
 
 ParseCache = MutableMapping[Any, Any]  # parse results by blob id, plus other memos keyed by tuples
 
@@ -155,11 +157,21 @@ def _objects(space: str, source: SourceFile, cache: ParseCache, problems: list[P
     parsed = cache.get(source.key)
     if parsed is None:
         memo = FindingsMemo(cache)
-        parsed = cache[source.key] = read_source(source.path, source.read(), memo)
-        cache[(FINDINGS_OF, source.key)] = tuple(memo.used)
+        last = cache.get((LAST_READ, source.path))
+        before = cache.get(last) if last is not None else None
+        parsed = cache[source.key] = read_by_document(source.path, source.read(), memo,
+                                                      before if isinstance(before, ParsedFile) else None)
+        used = dict.fromkeys(memo.used)
+        if parsed.pieces and last is not None:  # the documents taken from `before` were checked with these
+            used.update((key, None) for key in cache.get((FINDINGS_OF, last), ()) if cache.get(key) is not None)
+        cache[(FINDINGS_OF, source.key)] = tuple(used)
+        if parsed.pieces:
+            cache[(LAST_READ, source.path)] = source.key
     else:
         for key in cache.get((FINDINGS_OF, source.key), ()):  # kept for the next edit of this file
             cache.get(key)
+        if parsed.pieces and cache.get((LAST_READ, source.path)) != source.key:
+            cache[(LAST_READ, source.path)] = source.key
         if parsed.problems and parsed.problems[0].origin.path != source.path:
             parsed = read_source(source.path, source.read(), FindingsMemo(cache))  # same bytes elsewhere: re-anchor
     problems.extend(parsed.problems)

@@ -58,6 +58,7 @@ class TouchedDict(MutableMapping[Any, Any]):
     def __init__(self, data: dict[Any, Any] | None = None) -> None:
         self._data = data or {}
         self.touched: set[Any] = set()
+        self.replaced: set[Any] = set()  # keys given another value (most are content keys: set once)
 
     def __getitem__(self, key: Any) -> Any:
         value = self._data[key]
@@ -65,6 +66,8 @@ class TouchedDict(MutableMapping[Any, Any]):
         return value
 
     def __setitem__(self, key: Any, value: Any) -> None:
+        if key in self._data and self._data[key] != value:
+            self.replaced.add(key)
         self._data[key] = value
         self.touched.add(key)
 
@@ -181,7 +184,7 @@ class DiskCache:
         """Write the entries this run used (only where something changed: a no-op run writes
         nothing, a run that read a few new files rewrites the shards holding them)."""
         content = self.content
-        new = content.touched - self._loaded_keys
+        new = (content.touched - self._loaded_keys) | content.replaced
         self.mailboxes = mailboxes
         if self.path is None:
             return
