@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Callable
 from ..core.results import RecordedResult
 from ..core.readout.wecs import find_wec, wec_display_names, wec_rows
 from ..core.tree import REUSE, FileTree, same_files
-from ..io.fs import proof
+from ..io.fs import plan as plans, proof
 from ..io.fs.statcache import WorkTreeRecord
 from ..io.fs.tree import WorkTreeSnapshot, check_mailbox_tops
 from ..io.fs.worktree import write_generated
@@ -103,18 +103,24 @@ def reconcile_worktree(path: Path, progress: Progress | None = None,
     """Write the generated files into the work tree, from the work tree's sources or a commit's
     (`source` a REF); previous copies always come from the work tree, which is what is written.
     A mailbox whose inputs and files are as the work tree's record says is not rebuilt (REUSE);
-    a work tree the record proves as the last reconcile left it is not computed at all."""
+    a work tree the record proves as the last reconcile left it is not computed at all, nor one
+    the monitor saw unchanged since a `diff` computed it (that diff's plan is applied)."""
     src, record = open_recorded(path, source)
     answer = proof.proven(record) if source == WORKTREE else None
     if answer is not None:
         record.save()  # as of the monitor's new token, when there is one
         return ProvenOutcome(answer.result, roots=answer.generated)
-    previous = src.snapshot if source == WORKTREE else WorkTreeSnapshot(path)
-    disk = worktree_cache(path)
-    result = pipeline.reconcile(src.snapshot, previous, disk.content, progress, reuse_recorded(record))
+    planned = plans.take(record, src.snapshot) if source == WORKTREE else None
+    if planned is not None:  # what the diff before showed: nothing changed since
+        result = planned.result
+    else:
+        previous = src.snapshot if source == WORKTREE else WorkTreeSnapshot(path)
+        disk = worktree_cache(path)
+        result = pipeline.reconcile(src.snapshot, previous, disk.content, progress, reuse_recorded(record))
+        disk.save_content()
     changed = write_generated(path, result.generated, record, regenerable=True, progress=progress)
     keep_record(record, src, result)
-    disk.save_content()
+    plans.forget(record)
     return ReconcileOutcome(result, changed)
 
 
@@ -238,8 +244,9 @@ def plan_diff(path: Path, against: str | None,
     """What reconcile (of the work tree) would change, against the work tree or REF's tree.
     Against the work tree it runs on reconcile's engine: nothing is computed when the record
     proves the work tree as the last reconcile left it, only mailboxes whose inputs or files
-    moved are built, and only roots the record cannot vouch for are read."""
-    record = None
+    moved are built, and only roots the record cannot vouch for are read. With a monitor, what it
+    computed is kept for the reconcile that follows (io/fs/plan.py), and a plan kept is taken."""
+    record, planned = None, None
     if against:
         new = compute(open_source(path, WORKTREE), progress=progress)
         old_src = open_source(path, against)
@@ -249,9 +256,13 @@ def plan_diff(path: Path, against: str | None,
         if answer is not None:
             record.save()
             return answer.result, diffs.DiffResult(False, [], frozen_units(answer.result))
-        disk = worktree_cache(path)
-        new = pipeline.reconcile(old_src.snapshot, old_src.snapshot, disk.content, progress, reuse_recorded(record))
-        disk.save_content()
+        planned = plans.take(record, old_src.snapshot)
+        if planned is not None:
+            new = planned.result
+        else:
+            disk = worktree_cache(path)
+            new = pipeline.reconcile(old_src.snapshot, old_src.snapshot, disk.content, progress, reuse_recorded(record))
+            disk.save_content()
     wec_names = wec_display_names(new)
     changed = False
     wecs = []
@@ -275,6 +286,8 @@ def plan_diff(path: Path, against: str | None,
                                           diffs.changes_diff(mailbox, changes), changes))
     if record is not None:
         keep_record(record, old_src, new, inputs=False)
+        if planned is None:
+            plans.keep(record, old_src.snapshot, new)  # for the reconcile that follows
     wecs.sort(key=lambda w: w.wec)
     return new, diffs.DiffResult(changed, wecs, frozen_units(new))
 

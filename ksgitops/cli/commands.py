@@ -146,7 +146,8 @@ def reconcile_cmd(repo: Path | None, source: str | None, do_commit: bool, do_pus
 @output_option("text", "json", "markdown")
 def diff(repo: Path | None, against: str | None, output: str) -> None:
     """Dry run: per-WEC diffs of what reconcile would change (through $PAGER on a terminal;
-    KUBECTL_EXTERNAL_DIFF runs another diff program, as kubectl diff does)."""
+    KUBECTL_EXTERNAL_DIFF runs another diff program, as kubectl diff does). With a monitor
+    running, the reconcile that follows while nothing changed applies this diff's plan."""
     root = locate(repo)
     with ProgressBars(output) as progress:
         result, planned = app.plan_diff(root, against, progress)

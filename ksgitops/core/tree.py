@@ -19,6 +19,9 @@ class _Marker:
     def __repr__(self) -> str:
         return self.name
 
+    def __reduce__(self) -> str:  # unpickled as the module's own marker: markers are compared by identity
+        return self.name
+
 
 @dataclass(frozen=True)
 class Subtree:

@@ -231,6 +231,10 @@ class WorkTreeRecord:
             self.run = None
         self.token, self._dirty = self._fresh, True
 
+    def as_of_this_run(self) -> bool:
+        """Saved as of the token the monitor gave this run before anything was looked at."""
+        return self._fresh is not None and self.token == self._fresh and not self._dirty
+
     @property
     def enabled(self) -> bool:
         return self.path is not None

@@ -1,0 +1,98 @@
+"""What a work-tree `diff` computed, kept for the `reconcile` (or `diff`) that follows while the
+work tree stays as that diff saw it: the change shown is the change applied, and it is not
+computed twice (Terraform's plan, then apply).
+
+A run's result depends on the work tree (sources, generated files), its record and the code. A
+plan is kept only when the diff's record was saved as of a monitor's token (statcache.py: the
+token asked for before anything was looked at), and taken only when the record is still as of
+that token — no run saved it since — and the monitor saw nothing change since then (feed.py): the
+same files, the same record, the same code (the file's format names it), so the pipeline would
+compute the same result again. What the diff's snapshot looked at goes with it, so that the
+reconcile that applies it leaves the same proof for the next run as if it had computed.
+Without a monitor nothing is kept: every run computes.
+"""
+from __future__ import annotations
+
+import os
+import pickle
+import sys
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from ..git.cache import code_fingerprint, unpickle
+from .paths import STATE_DIR, LinkError, check_path, write_file
+
+PLAN_FILE = "plan.pickle"
+FORMAT = "ksgitops-plan-1"
+
+
+class Plan(NamedTuple):
+    token: str
+    identity: tuple[str, int, int]
+    result: Any  # pipeline.Result
+    seen: set[str]
+    observed: dict[str, Any]
+    spaces_listing: tuple[str, ...] | None
+    listings: dict[str, Any]
+
+
+def keep(record: Any, snapshot: Any, result: Any) -> None:
+    """After a diff computed `result` over `snapshot` and saved `record`."""
+    path = _path(record)
+    if path is None:
+        return
+    if record.token is None or not record.as_of_this_run():
+        forget(record)
+        return
+    plan = Plan(record.token, record.identity, result, snapshot.seen, snapshot.observed, snapshot.spaces_listing,
+                snapshot.listings)
+    try:
+        write_file(path, pickle.dumps({"format": _format(), "plan": plan}, protocol=pickle.HIGHEST_PROTOCOL))
+    except OSError:
+        forget(record)
+
+
+def take(record: Any, snapshot: Any) -> Plan | None:
+    """The plan a diff left, when the work tree is as that diff saw it; what its snapshot looked at
+    then becomes `snapshot`'s."""
+    path = _path(record)
+    changes = record.changes
+    if path is None or record.token is None or changes is None or changes.changed or changes.everything:
+        return None
+    try:
+        data = unpickle(path)
+    except Exception:  # noqa: BLE001 - an unreadable plan is just absent
+        return None
+    plan = data.get("plan") if isinstance(data, dict) and data.get("format") == _format() else None
+    if not isinstance(plan, Plan) or plan.token != record.token or tuple(plan.identity) != tuple(record.identity):
+        return None
+    snapshot.seen |= plan.seen
+    snapshot.observed.update(plan.observed)
+    snapshot.spaces_listing = plan.spaces_listing
+    snapshot.listings.update(plan.listings)
+    return plan
+
+
+def forget(record: Any) -> None:
+    path = _path(record)
+    if path is not None:
+        try:
+            os.unlink(path)
+        except OSError:
+            pass
+
+
+def _path(record: Any) -> Path | None:
+    """The plan's file beside the record; None without a record or where a link was planted."""
+    if not record.enabled:
+        return None
+    git_dir = record.path.parent.parent
+    try:
+        check_path(git_dir, f"{STATE_DIR}/{PLAN_FILE}", shown=str(git_dir))
+    except LinkError:
+        return None
+    return record.path.with_name(PLAN_FILE)  # type: ignore[no-any-return]
+
+
+def _format() -> str:
+    return f"{FORMAT}-{code_fingerprint()}-{sys.version}"

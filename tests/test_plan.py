@@ -1,0 +1,139 @@
+"""A diff's plan (io/fs/plan.py), with a real monitor: the reconcile that follows applies it when
+nothing changed since, leaving the same bytes and the same proof as one that computed; any change
+since, another monitor's token, other code or a broken file means computing again."""
+from __future__ import annotations
+
+import os
+import pickle
+import signal
+import sys
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+
+from conftest import benchmark_module, git_init, work_tree_files
+from ksgitops.app import usecases as app
+from ksgitops.io.fs import plan as plans
+from test_monitor import alive, start
+from test_worktree_proof import Pipeline, until_proven
+
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="inotify is Linux's")
+
+
+@pytest.fixture
+def twins(tmp_path: Path) -> Iterator[tuple[Path, Path]]:
+    """A fleet's work tree with a monitor, and its twin without one."""
+    fleet = benchmark_module("fleet")
+    repos = []
+    for name in ("watched", "plain"):
+        fleet.generate(tmp_path / name, wecs=8, objects=12, seed=7)
+        repos.append(git_init(tmp_path / name))
+    pid = start(repos[0])
+    until_proven(repos[0])
+    app.reconcile_worktree(repos[1])
+    yield repos[0], repos[1]
+    if alive(pid):
+        os.kill(pid, signal.SIGKILL)
+
+
+def _plan_file(repo: Path) -> Path:
+    return repo / ".git" / "ksgitops-state" / plans.PLAN_FILE
+
+
+def _label(repo: Path, wec: int) -> None:
+    benchmark_module("fleet").change_location_label(repo, wec)
+
+
+def test_a_reconcile_after_a_diff_applies_its_plan(twins: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch) -> None:
+    watched, plain = twins
+    for repo in twins:
+        _label(repo, 3)
+    pipeline = Pipeline(monkeypatch)
+    shown = app.plan_diff(watched, None)[1]
+    assert shown.changed and pipeline.runs == 1 and _plan_file(watched).exists()
+    outcome = app.reconcile_worktree(watched)
+    assert pipeline.runs == 1  # applied, not computed
+    assert not _plan_file(watched).exists()
+    assert sorted(outcome.changed_roots) == sorted(f"spaces/{w.mailbox}" for w in shown.wecs) + \
+        sorted(r for r in outcome.changed_roots if r.count("/") > 1)
+    expected = app.reconcile_worktree(plain)
+    assert work_tree_files(watched) == work_tree_files(plain)
+    assert [str(p) for p in outcome.result.problems] == [str(p) for p in expected.result.problems]
+    assert isinstance(until_proven(watched), app.ProvenOutcome)  # the proof it left holds
+    runs = pipeline.runs
+    for repo in twins:
+        _label(repo, 5)
+    assert not isinstance(app.reconcile_worktree(watched), app.ProvenOutcome)  # and an edit still counts
+    app.reconcile_worktree(plain)
+    assert pipeline.runs == runs + 2 and work_tree_files(watched) == work_tree_files(plain)
+
+
+def test_a_change_after_the_diff_means_computing_again(twins: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch) -> None:
+    watched, plain = twins
+    _label(watched, 2)
+    app.plan_diff(watched, None)
+    for repo in twins:
+        _label(repo, 6)  # the diff saw wec 2's edit only
+    _label(plain, 2)
+    pipeline = Pipeline(monkeypatch)
+    app.reconcile_worktree(watched)
+    assert pipeline.runs == 1
+    app.reconcile_worktree(plain)
+    assert work_tree_files(watched) == work_tree_files(plain)
+
+
+def test_a_second_diff_takes_the_plan(twins: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch) -> None:
+    watched, _ = twins
+    _label(watched, 4)
+    pipeline = Pipeline(monkeypatch)
+    first = app.plan_diff(watched, None)[1]
+    second = app.plan_diff(watched, None)[1]
+    assert pipeline.runs == 1
+    assert (second.changed, [(w.mailbox, w.diff) for w in second.wecs]) == \
+        (first.changed, [(w.mailbox, w.diff) for w in first.wecs])
+
+
+@pytest.mark.parametrize("spoil", ["token", "code", "garbage", "link"])
+def test_a_plan_not_made_for_this_work_tree_as_it_stands_is_not_taken(twins: tuple[Path, Path], spoil: str,
+                                                                     monkeypatch: pytest.MonkeyPatch,
+                                                                     tmp_path: Path) -> None:
+    watched, plain = twins
+    for repo in twins:
+        _label(repo, 1)
+    app.plan_diff(watched, None)
+    path = _plan_file(watched)
+    data = pickle.loads(path.read_bytes())
+    if spoil == "token":
+        data["plan"] = data["plan"]._replace(token=data["plan"].token + "0")
+    elif spoil == "code":
+        data["format"] += "-other"
+    if spoil == "garbage":
+        path.write_bytes(b"not a pickle")
+    elif spoil == "link":
+        elsewhere = tmp_path / "elsewhere.pickle"
+        elsewhere.write_bytes(path.read_bytes())
+        path.unlink()
+        path.symlink_to(elsewhere)
+    else:
+        path.write_bytes(pickle.dumps(data))
+    pipeline = Pipeline(monkeypatch)
+    app.reconcile_worktree(watched)
+    assert pipeline.runs == 1
+    app.reconcile_worktree(plain)
+    assert work_tree_files(watched) == work_tree_files(plain)
+    if spoil == "link":
+        assert (tmp_path / "elsewhere.pickle").exists() and path.is_symlink()  # a planted link is left alone
+
+
+def test_without_a_monitor_no_plan_is_kept(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    fleet = benchmark_module("fleet")
+    fleet.generate(tmp_path / "repo", wecs=8, objects=12, seed=7)
+    repo = git_init(tmp_path / "repo")
+    app.reconcile_worktree(repo)
+    _label(repo, 3)
+    pipeline = Pipeline(monkeypatch)
+    assert app.plan_diff(repo, None)[1].changed
+    assert not _plan_file(repo).exists()
+    app.reconcile_worktree(repo)
+    assert pipeline.runs == 2
