@@ -18,3 +18,28 @@ def test_every_field_comes_back(cls) -> None:
     copy = pickle.loads(pickle.dumps(original, protocol=pickle.HIGHEST_PROTOCOL))
     assert type(copy) is cls and copy == original
     assert {f.name: getattr(copy, f.name) for f in dataclasses.fields(cls)} == values
+
+
+def _wec(space: str, name: str, label: str) -> Wec:
+    st = Obj(space, {"apiVersion": "edge.kubestellar.io/v2alpha1", "kind": "SyncTarget",
+                     "metadata": {"name": name, "labels": {"id": name}}, "spec": {"n": 1.5, "big": 2 ** 53}},
+             Origin(f"spaces/{space}/st.yaml", 3), "blob-st")
+    loc = Obj(space, {"apiVersion": "edge.kubestellar.io/v2alpha1", "kind": "Location",
+                      "metadata": {"name": name, "labels": {"tier": label, "zeta": "z", "alpha": "a"}},
+                      "spec": {"instanceSelector": {"matchLabels": {"id": name}}, "empty": None, "list": [True, 0]}},
+              Origin(f"spaces/{space}/loc.yaml", 9), "blob-loc")
+    return Wec(st, (loc, loc))
+
+
+@pytest.mark.parametrize("label", ["gold", "g\udcffld"])  # the second is no UTF-8: pickled instead of JSON
+def test_packed_wecs_come_back_whole_and_in_order(label: str) -> None:
+    from ksgitops.core.results import JSON_MARK, PackedWecs
+    wecs = {w.mailbox: w for w in (_wec("inv", "zed", label), _wec("inv", "abe", label), _wec("other", "abe", label))}
+    packed = pickle.loads(pickle.dumps(PackedWecs.of(wecs)))
+    assert packed._packed.startswith(JSON_MARK) == (label == "gold")
+    assert len(packed) == 3 and list(packed) == list(wecs)
+    for mailbox, wec in wecs.items():
+        back = packed[mailbox]
+        for got, want in zip((back.sync_target, *back.locations), (wec.sync_target, *wec.locations)):
+            assert (got.space, got.body, got.origin, got.key) == (want.space, want.body, want.origin, want.key)
+            assert list(got.body["metadata"]["labels"]) == list(want.body["metadata"]["labels"])  # key order kept

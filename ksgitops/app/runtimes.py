@@ -12,6 +12,7 @@ from typing import Any
 
 from ..core.load.read import load, mailbox_space
 from ..core.load.repoconfig import DEFAULT_POLL_INTERVAL
+from ..core.results import PlannedResult
 from ..core.status.summary import StatusMemo
 from ..io.fs.tree import WorkTreeSnapshot
 from ..io.git import remote, repo as git
@@ -166,6 +167,7 @@ class RemoteRuntime:
         made = outcome.cycle
         assert made is not None  # one_commit
         result = (made.reconciled or made.status).result  # type: ignore[union-attr]
+        assert not isinstance(result, PlannedResult)  # a commit's reconcile computes: plans are the work tree's
         self.poll_interval = result.config.poll_interval
         self.observer.wecs.set(len(result.wecs))
         self.observer.objects.set(sum(len(p.placed) for plans in result.placements.values() for p in plans))

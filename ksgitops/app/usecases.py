@@ -13,7 +13,7 @@ from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
-from ..core.results import RecordedResult
+from ..core.results import PlannedResult, RecordedResult
 from ..core.readout.wecs import find_wec, wec_display_names, wec_rows
 from ..core.tree import REUSE, FileTree, same_files
 from ..io.fs import plan as plans, proof
@@ -81,7 +81,7 @@ class _Reported:
 
 @dataclass
 class ReconcileOutcome(_Reported):
-    result: Result
+    result: Result | PlannedResult  # applied from a diff's plan (io/fs/plan.py)
     changed_roots: list[str]
     commit: str | None = None
 
@@ -111,6 +111,7 @@ def reconcile_worktree(path: Path, progress: Progress | None = None,
         record.save()  # as of the monitor's new token, when there is one
         return ProvenOutcome(answer.result, roots=answer.generated)
     planned = plans.take(record, src.snapshot) if source == WORKTREE else None
+    result: Result | PlannedResult
     if planned is not None:  # what the diff before showed: nothing changed since
         result = planned.result
     else:
@@ -159,7 +160,7 @@ def reuse_recorded(record: Any) -> Callable[[str, str], bool] | None:
     return lambda mailbox, digest: record.reusable(f"spaces/{mailbox}", digest)  # type: ignore[no-any-return]
 
 
-def keep_record(record: Any, src: Source, result: Result, inputs: bool = True) -> None:
+def keep_record(record: Any, src: Source, result: Result | PlannedResult, inputs: bool = True) -> None:
     """Save the record after a run; with `inputs` (a run that wrote: every generated root is
     now what it recorded), each clean mailbox's input digest beside its root."""
     if inputs:
@@ -247,6 +248,7 @@ def plan_diff(path: Path, against: str | None,
     moved are built, and only roots the record cannot vouch for are read. With a monitor, what it
     computed is kept for the reconcile that follows (io/fs/plan.py), and a plan kept is taken."""
     record, planned = None, None
+    new: Result | RecordedResult
     if against:
         new = compute(open_source(path, WORKTREE), progress=progress)
         old_src = open_source(path, against)

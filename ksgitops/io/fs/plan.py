@@ -1,6 +1,7 @@
 """What a work-tree `diff` computed, kept for the `reconcile` (or `diff`) that follows while the
 work tree stays as that diff saw it: the change shown is the change applied, and it is not
-computed twice (Terraform's plan, then apply).
+computed twice (Terraform's plan, then apply). It keeps what is written and reported
+(core/results.py `PlannedResult`), not the objects computed.
 
 A run's result depends on the work tree (sources, generated files), its record and the code. A
 plan is kept only when the diff's record was saved as of a monitor's token (statcache.py: the
@@ -19,6 +20,7 @@ import sys
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from ...core.results import PlannedResult
 from ..git.cache import code_fingerprint, unpickle
 from .paths import STATE_DIR, LinkError, check_path, write_file
 
@@ -29,7 +31,7 @@ FORMAT = "ksgitops-plan-1"
 class Plan(NamedTuple):
     token: str
     identity: tuple[str, int, int]
-    result: Any  # pipeline.Result
+    result: PlannedResult
     seen: set[str]
     observed: dict[str, Any]
     spaces_listing: tuple[str, ...] | None
@@ -44,7 +46,7 @@ def keep(record: Any, snapshot: Any, result: Any) -> None:
     if record.token is None or not record.as_of_this_run():
         forget(record)
         return
-    plan = Plan(record.token, record.identity, result, snapshot.seen, snapshot.observed, snapshot.spaces_listing,
+    plan = Plan(record.token, record.identity, PlannedResult.of(result), snapshot.seen, snapshot.observed, snapshot.spaces_listing,
                 snapshot.listings)
     try:
         write_file(path, pickle.dumps({"format": _format(), "plan": plan}, protocol=pickle.HIGHEST_PROTOCOL))

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from ...core.results import RecordedResult
+from ...core.results import PlannedResult, RecordedResult
 from ...core.load.snapshot import GENERATED_DIR
 from ...core.tree import REUSE
 from .statcache import Stamp, full_stamp, newest
@@ -39,7 +39,7 @@ class ProvenRun(NamedTuple):
     linked: frozenset[str] = frozenset()  # observed files with another name: always looked at (feed.py)
 
 
-def run_of(record: Any, snapshot: Any, result: Result) -> ProvenRun | None:
+def run_of(record: Any, snapshot: Any, result: Result | PlannedResult) -> ProvenRun | None:
     """What a reconcile that wrote `result` over `snapshot` leaves for the next run to prove with
     (None: something it saw may have changed as it looked, so the next run computes)."""
     # a root reused because the record vouched for it must hold; one kept as it stands (frozen) is
