@@ -54,8 +54,8 @@ class PackedWecs(Mapping[str, Wec]):
         """As JSON (bodies are JSON values once loaded: ~5x faster than pickling a thousand WECs),
         or pickled when a body holds what JSON cannot say as it is (a string not UTF-8)."""
         try:
-            packed = JSON_MARK + orjson.dumps([[_row(w.sync_target), [_row(loc) for loc in w.locations]]
-                                               for w in wecs.values()])
+            packed = JSON_MARK + orjson.dumps([[mailbox, _row(w.sync_target), [_row(loc) for loc in w.locations]]
+                                               for mailbox, w in wecs.items()])
         except (TypeError, orjson.JSONEncodeError):
             packed = pickle.dumps(dict(wecs), protocol=pickle.HIGHEST_PROTOCOL)
         return cls(packed, len(wecs))
@@ -63,8 +63,8 @@ class PackedWecs(Mapping[str, Wec]):
     def _loaded(self) -> dict[str, Wec]:
         if self._wecs is None:
             if self._packed.startswith(JSON_MARK):
-                wecs = (Wec(_obj(st), tuple(_obj(loc) for loc in locs)) for st, locs in orjson.loads(self._packed[1:]))
-                self._wecs = {wec.mailbox: wec for wec in wecs}
+                self._wecs = {mailbox: Wec(_obj(st), tuple(_obj(loc) for loc in locs))
+                              for mailbox, st, locs in orjson.loads(self._packed[1:])}
             else:
                 self._wecs = pickle.loads(self._packed)  # noqa: S301 - made by `of` in this process or a record's
         return self._wecs
