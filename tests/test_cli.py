@@ -573,3 +573,6 @@ def test_a_command_started_with_stdout_closed_ends_without_a_traceback(example: 
     done = subprocess.run([sys.executable, "-m", "ksgitops", "wecs", str(example)], stderr=subprocess.PIPE,
                           text=True, timeout=120, preexec_fn=lambda: os.close(1))
     assert "Traceback" not in done.stderr and done.returncode == 0, done.stderr
+    done = subprocess.run([sys.executable, "-m", "ksgitops", "diff", str(example)], stderr=subprocess.PIPE,
+                          text=True, timeout=120, preexec_fn=lambda: os.close(1))  # its pager asks stdout first
+    assert "error" not in done.stderr and done.returncode == 1, done.stderr

@@ -137,3 +137,34 @@ def test_without_a_monitor_no_plan_is_kept(tmp_path: Path, monkeypatch: pytest.M
     assert not _plan_file(repo).exists()
     app.reconcile_worktree(repo)
     assert pipeline.runs == 2
+
+
+@pytest.mark.parametrize("where", ["another name", "a folder never watched"])
+def test_a_source_changed_where_no_event_tells_is_still_seen(twins: tuple[Path, Path], tmp_path: Path, where: str,
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """A file the diff read that has another name (a hard-linked backup) edited through that name,
+    or a file in a folder the monitor never watches: no event comes, but their stamps moved."""
+    watched, plain = twins
+    path = "spaces/apps/team-00/configmaps.yaml"
+    if where == "a folder never watched":
+        path = "spaces/apps/team-00/.shared.ksgitops-stash/cm.yaml"
+        for repo in twins:
+            (repo / path).parent.mkdir()
+            (repo / path).write_text("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: stash, namespace: team-00}\n")
+        until_proven(watched)
+        app.reconcile_worktree(plain)
+    else:
+        os.link(watched / path, tmp_path / "backup.yaml")
+    for repo in twins:
+        _label(repo, 3)
+    assert app.plan_diff(watched, None)[1].changed and _plan_file(watched).exists()
+    late = "---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: added-late, namespace: team-00}\n"
+    for name in (tmp_path / "backup.yaml" if where == "another name" else watched / path, plain / path):
+        with open(name, "a") as f:  # after the diff, in place
+            f.write(late)
+    pipeline = Pipeline(monkeypatch)
+    app.reconcile_worktree(watched)
+    app.reconcile_worktree(plain)
+    assert pipeline.runs == 2  # computed, not applied
+    assert work_tree_files(watched) == work_tree_files(plain)
+    assert any("added-late" in name for name in work_tree_files(watched))

@@ -89,7 +89,7 @@ def pager_command() -> str | None:
 def print_paged(text: str, page: bool = False) -> None:
     """Print `text` on stdout; through the pager when asked and stdout is a terminal (like git,
     with LESS=FRX unless LESS is set: short output stays on the screen, colours pass)."""
-    pager = pager_command() if page and sys.stdout.isatty() else None
+    pager = pager_command() if page and sys.stdout is not None and sys.stdout.isatty() else None
     if pager is None:
         click.echo(text, nl=False, color=color_enabled())
         return

@@ -6,8 +6,9 @@ computed twice (Terraform's plan, then apply). It keeps what is written and repo
 A run's result depends on the work tree (sources, generated files), its record and the code. A
 plan is kept only when the diff's record was saved as of a monitor's token (statcache.py: the
 token asked for before anything was looked at), and taken only when the record is still as of
-that token — no run saved it since — and the monitor saw nothing change since then (feed.py): the
-same files, the same record, the same code (the file's format names it), so the pipeline would
+that token — no run saved it since — and the monitor saw nothing change since then (feed.py;
+what no event would tell — a file the diff read that has another name, a folder the monitor never
+watches — is looked at, as proof.py does): the same files, the same record, the same code (the file's format names it), so the pipeline would
 compute the same result again. What the diff's snapshot looked at goes with it, so that the
 reconcile that applies it leaves the same proof for the next run as if it had computed.
 Without a monitor nothing is kept: every run computes.
@@ -22,7 +23,8 @@ from typing import Any, NamedTuple
 
 from ...core.results import PlannedResult
 from ..git.cache import code_fingerprint, unpickle
-from .paths import STATE_DIR, LinkError, check_path, write_file
+from .paths import STATE_DIR, LinkError, check_path, has_other_names, write_file
+from .statcache import full_stamp
 
 PLAN_FILE = "plan.pickle"
 FORMAT = "ksgitops-plan-1"
@@ -36,6 +38,7 @@ class Plan(NamedTuple):
     observed: dict[str, Any]
     spaces_listing: tuple[str, ...] | None
     listings: dict[str, Any]
+    linked: frozenset[str]  # observed files with another name: a change through it is no event here
 
 
 def keep(record: Any, snapshot: Any, result: Any) -> None:
@@ -46,8 +49,11 @@ def keep(record: Any, snapshot: Any, result: Any) -> None:
     if record.token is None or not record.as_of_this_run():
         forget(record)
         return
-    plan = Plan(record.token, record.identity, PlannedResult.of(result), snapshot.seen, snapshot.observed, snapshot.spaces_listing,
-                snapshot.listings)
+    base = str(record.work_tree)
+    linked = frozenset(path for path in snapshot.observed
+                       if not path.endswith("/") and has_other_names(f"{base}/{path}"))
+    plan = Plan(record.token, record.identity, PlannedResult.of(result), snapshot.seen, snapshot.observed,
+                snapshot.spaces_listing, snapshot.listings, linked)
     try:
         write_file(path, pickle.dumps({"format": _format(), "plan": plan}, protocol=pickle.HIGHEST_PROTOCOL))
     except OSError:
@@ -67,6 +73,10 @@ def take(record: Any, snapshot: Any) -> Plan | None:
         return None
     plan = data.get("plan") if isinstance(data, dict) and data.get("format") == _format() else None
     if not isinstance(plan, Plan) or plan.token != record.token or tuple(plan.identity) != tuple(record.identity):
+        return None
+    base, may_differ = str(record.work_tree), record.may_differ
+    if any(full_stamp(f"{base}/{path.rstrip('/')}") != stamp  # what no event would tell, as proof.proven looks
+           for path, stamp in plan.observed.items() if path in plan.linked or may_differ(path)):
         return None
     snapshot.seen |= plan.seen
     snapshot.observed.update(plan.observed)
