@@ -3,18 +3,21 @@ nothing changed since, leaving the same bytes and the same proof as one that com
 since, another monitor's token, other code or a broken file means computing again."""
 from __future__ import annotations
 
+import json
 import os
 import pickle
 import signal
 import sys
+import time
 from pathlib import Path
 from typing import Iterator
 
 import pytest
 
-from conftest import benchmark_module, git_init, work_tree_files
+from conftest import benchmark_module, git_init, run_cli_subprocess, work_tree_files
 from ksgitops.app import usecases as app
 from ksgitops.io.fs import plan as plans
+from ksgitops.io.fs.feed import ask, identity_of
 from test_monitor import alive, start
 from test_worktree_proof import Pipeline, until_proven
 
@@ -168,3 +171,55 @@ def test_a_source_changed_where_no_event_tells_is_still_seen(twins: tuple[Path, 
     assert pipeline.runs == 2  # computed, not applied
     assert work_tree_files(watched) == work_tree_files(plain)
     assert any("added-late" in name for name in work_tree_files(watched))
+
+
+def _current_plan(repo: Path) -> bool:
+    """A plan is kept and the monitor saw nothing change since its token (one planned before the
+    last edit may still be written after it: it is not the one waited for)."""
+    try:
+        token = pickle.loads(_plan_file(repo).read_bytes())["plan"].token
+    except (OSError, pickle.UnpicklingError, KeyError, EOFError):
+        return False
+    answer = ask(str(repo / ".git"), token, identity_of(str(repo)))
+    return answer is not None and answer.changes is not None and not answer.changes.changed
+
+
+def _until(condition, seconds: float = 30.0) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(0.05)
+    return False
+
+
+@pytest.mark.parametrize("ahead", [True, False])
+def test_a_monitor_started_to_plan_ahead_leaves_the_next_run_nothing_to_compute(
+        tmp_path: Path, ahead: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`monitor start --plan-ahead`: once the work tree is quiet, a quiet `diff` in the monitor keeps
+    its plan; the next reconcile applies it (the same bytes as a twin without a monitor). Without
+    the flag, nothing runs on its own."""
+    fleet = benchmark_module("fleet")
+    repos = []
+    for name in ("watched", "plain"):
+        fleet.generate(tmp_path / name, wecs=8, objects=12, seed=7)
+        repos.append(git_init(tmp_path / name))
+    watched, plain = repos
+    done = run_cli_subprocess("monitor", "start", str(watched), "-o", "json", *(["--plan-ahead"] if ahead else []))
+    assert done.returncode == 0, done.stderr
+    pid = int(json.loads(done.stdout)["pid"])
+    try:
+        until_proven(watched)
+        app.reconcile_worktree(plain)
+        for repo in repos:
+            _label(repo, 3)
+        assert _until(lambda: _current_plan(watched), 30.0 if ahead else 2.0) is ahead
+        pipeline = Pipeline(monkeypatch)
+        outcome = app.reconcile_worktree(watched)
+        assert pipeline.runs == (0 if ahead else 1)
+        assert outcome.changed_roots
+        app.reconcile_worktree(plain)
+        assert work_tree_files(watched) == work_tree_files(plain)
+        assert alive(pid)
+    finally:
+        os.kill(pid, signal.SIGKILL)

@@ -39,7 +39,7 @@ def status(root: Path) -> dict[str, Any] | None:
     return reply
 
 
-def start(root: Path) -> tuple[dict[str, Any], bool]:
+def start(root: Path, plan_ahead: bool = False) -> tuple[dict[str, Any], bool]:
     """Start the monitor of `root` unless one runs: (its status, whether this call started it)."""
     running = status(root)
     if running is not None:
@@ -48,7 +48,8 @@ def start(root: Path) -> tuple[dict[str, Any], bool]:
     log.parent.mkdir(parents=True, exist_ok=True)
     read, write = os.pipe()
     with open(log, "ab") as out:
-        child = subprocess.Popen([sys.executable, "-m", "ksgitops", "monitor", "start", str(root), "--ready-fd", str(write)],
+        argv = [sys.executable, "-m", "ksgitops", "monitor", "start", str(root), "--ready-fd", str(write)]
+        child = subprocess.Popen(argv + (["--plan-ahead"] if plan_ahead else []),
                                  stdin=subprocess.DEVNULL, stdout=out, stderr=out, pass_fds=(write,),
                                  start_new_session=True, close_fds=True)
     os.close(write)
@@ -80,14 +81,17 @@ def stop(root: Path) -> bool:
 
 
 def serve(root: Path, ready_fd: int | None, run: Runner | None = None,
-          preload: Callable[[], None] | None = None) -> int:
+          preload: Callable[[], None] | None = None, plan_ahead: bool = False) -> int:
     """Run the monitor of `root` in this process, until it is stopped; with `run` (and the
-    `preload` that imports what it needs), it also runs the commands handed to it."""
+    `preload` that imports what it needs), it also runs the commands handed to it, and with
+    `plan_ahead` a quiet `diff` whenever the work tree settles (io/fs/plan.py keeps its plan)."""
     where, _ = state_of(root)
     if not sys.platform.startswith("linux"):
         raise KsgitopsError("the monitor watches with Linux's inotify; without it, every run looks at every path")
     from ..io.fs import monitor  # inotify, loaded only by the monitor itself
     warm = Warm(run, preload or (lambda: None)) if run is not None else None
+    if warm is not None:
+        warm.plan_ahead = plan_ahead
     return monitor.serve(root, Path(where), ready_fd, warm)
 
 

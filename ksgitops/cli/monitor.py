@@ -18,9 +18,13 @@ from .base import KsCommand, dump, output_option
 @click.argument("repo", required=False, default=None, type=click.Path(file_okay=False, path_type=Path))
 @click.option("--foreground", is_flag=True, help="`start`: run the monitor in this process until SIGTERM (a container's "
                                                  "main process, a service manager's unit).")
+@click.option("--plan-ahead", is_flag=True, help="`start`: once the work tree is quiet (0.3 s after a change), run a "
+                                                 "quiet `diff` at a lower priority and keep its plan, so that the next "
+                                                 "`diff` or `reconcile` applies it instead of computing.")
 @click.option("--ready-fd", type=int, default=None, hidden=True)
 @output_option("text", "json")
-def monitor_cmd(action: str, repo: Path | None, foreground: bool, ready_fd: int | None, output: str) -> None:
+def monitor_cmd(action: str, repo: Path | None, foreground: bool, plan_ahead: bool, ready_fd: int | None,
+                output: str) -> None:
     """Start, stop or show the work tree's change feed: a process that watches the work tree
     (inotify) so that `reconcile` and `diff` ask it what changed instead of looking at every path
     they own. Without one, or when it lost events, they look at everything, as before. It also
@@ -32,9 +36,9 @@ def monitor_cmd(action: str, repo: Path | None, foreground: bool, ready_fd: int 
     root = locate(repo, Need.GIT)  # a bare repository's monitor watches nothing and runs its commands
     if action == "start" and (foreground or ready_fd is not None):
         from .entry import preload, run
-        sys.exit(monitor.serve(root, ready_fd, run, preload))
+        sys.exit(monitor.serve(root, ready_fd, run, preload, plan_ahead))
     if action == "start":
-        facts, started = monitor.start(root)
+        facts, started = monitor.start(root, plan_ahead)
         _show(facts, "started" if started else "already running", output)
     elif action == "stop":
         stopped = monitor.stop(root)

@@ -51,6 +51,9 @@ class Warm:
         self.credentials = credentials("self")
         self.served = 0
         self.live: set[int] = set()
+        self.plan_ahead = False  # `monitor start --plan-ahead`: a quiet `diff` once the work tree settles
+        self.ahead: int | None = None  # the worker planning ahead, while it runs
+        self.due: float | None = None  # when the work tree will have been quiet long enough for one
 
     def refresh(self, state: str) -> None:
         """Read the state folder's pickles that changed (the cache, the records): a worker takes
@@ -196,6 +199,49 @@ def start(conn: socket.socket, request: dict[str, Any], fds: list[int], warm: Wa
         code = 4
     finally:
         os._exit(code)
+
+
+def plan_ahead(warm: Warm, root: str) -> None:
+    """Fork a worker that runs a quiet `diff` of the work tree at a lower priority: the plan it
+    keeps (io/fs/plan.py) is the next `reconcile`'s or `diff`'s while nothing changes. It has the
+    monitor's own powers and environment; a request from anyone else stops it (`stop_ahead`)."""
+    if warm.ahead is not None or warm.live or not warm.unchanged():
+        return
+    pid = os.fork()
+    if pid:
+        warm.live.add(pid)
+        warm.ahead = pid
+        return
+    try:
+        signal.set_wakeup_fd(-1)
+        for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGCHLD, signal.SIGINT):
+            signal.signal(sig, signal.SIG_DFL)
+        null = os.open(os.devnull, os.O_RDWR)
+        for fd in (0, 1, 2):
+            os.dup2(null, fd)
+        _close_others(set())
+        os.nice(10)
+        os.chdir(root)
+        warm.run(["diff", "-o", "json", root])
+    except BaseException:  # noqa: BLE001 - its exit says nothing: the plan is kept or it is not
+        pass
+    finally:
+        os._exit(0)
+
+
+def stop_ahead(warm: Warm, settle: float) -> None:
+    """Stop the worker planning ahead (someone else asked the monitor: their command comes first,
+    and only one run at a time saves the work tree's record); plan again once quiet."""
+    pid, warm.ahead = warm.ahead, None
+    if pid is None:
+        return
+    try:
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+    except (ProcessLookupError, ChildProcessError):
+        pass
+    warm.live.discard(pid)
+    warm.due = time.monotonic() + settle
 
 
 def _work(conn: socket.socket, request: dict[str, Any], fds: list[int], run: Runner) -> int:

@@ -31,6 +31,7 @@ from .watchtree import CannotWatch, Overflow, WatchTree
 
 HISTORY_LIMIT = 500_000  # distinct changed paths kept; beyond, the history starts again
 REQUEST_TIMEOUT = 2.0  # seconds an asker may take to send its whole request
+SETTLE = 0.3  # seconds without a change before planning ahead (an editor's save is a burst of events)
 
 
 class History:
@@ -163,9 +164,11 @@ def serve(work_tree: Path, git_dir: Path, ready: Any = None, warm: Warm | None =
     state = os.path.join(monitor.git_dir, STATE_DIR)
     if warm is not None:
         warm.refresh(state)
+    seen = monitor.history.token
     try:
         while not stop:
-            woken = selector.select(timeout=5.0)
+            due = warm.due if warm is not None and warm.plan_ahead else None
+            woken = selector.select(timeout=5.0 if due is None else min(5.0, max(0.0, due - time.monotonic())))
             for key, _ in woken:
                 if key.data == "events":
                     monitor.catch_up()
@@ -179,6 +182,12 @@ def serve(work_tree: Path, git_dir: Path, ready: Any = None, warm: Warm | None =
                     selector.register(events, selectors.EVENT_READ, "events")
             if (_reap(warm) or not woken) and warm is not None:  # a worker ended, or nothing to do
                 warm.refresh(state)
+            if warm is not None and warm.plan_ahead and not monitor.bare:
+                if monitor.history.token != seen:  # the work tree changed: plan once it is quiet
+                    seen, warm.due = monitor.history.token, time.monotonic() + SETTLE
+                elif warm.due is not None and time.monotonic() >= warm.due and not warm.live:
+                    warm.due = None
+                    handoff_worker.plan_ahead(warm, str(monitor.root))
             if monitor.gone():
                 log("the work tree or its git directory went: stopping")
                 break
@@ -258,6 +267,8 @@ def _serve_one(listener: socket.socket, monitor: Monitor, warm: Warm | None = No
             peer = peer_pid(conn)
             if peer is None:
                 return False  # another user's process
+            if warm is not None and warm.ahead is not None and peer != warm.ahead:
+                handoff_worker.stop_ahead(warm, SETTLE)
             deadline = time.monotonic() + REQUEST_TIMEOUT  # one slow asker holds the monitor no longer
             conn.settimeout(REQUEST_TIMEOUT)
             data, fds, _, _ = socket.recv_fds(conn, 1 << 16, 8)
@@ -314,6 +325,7 @@ def _reap(warm: Warm | None) -> int:
             ended += 1
             if warm is not None:
                 warm.live.discard(pid)
+                warm.ahead = None if warm.ahead == pid else warm.ahead
     except ChildProcessError:
         pass
     return ended
