@@ -7,6 +7,7 @@ import json
 import os
 import pickle
 import signal
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -17,7 +18,7 @@ import pytest
 from conftest import benchmark_module, git_init, run_cli_subprocess, work_tree_files
 from ksgitops.app import usecases as app
 from ksgitops.io.fs import plan as plans
-from ksgitops.io.fs.feed import ask, identity_of
+from ksgitops.io.fs.feed import request
 from test_monitor import alive, start
 from test_worktree_proof import Pipeline, until_proven
 
@@ -175,13 +176,14 @@ def test_a_source_changed_where_no_event_tells_is_still_seen(twins: tuple[Path, 
 
 def _current_plan(repo: Path) -> bool:
     """A plan is kept and the monitor saw nothing change since its token (one planned before the
-    last edit may still be written after it: it is not the one waited for)."""
+    last edit may still be written after it: it is not the one waited for). Asked as `monitor
+    status` asks: a run asking what changed would hold plans ahead back."""
     try:
         token = pickle.loads(_plan_file(repo).read_bytes())["plan"].token
     except (OSError, pickle.UnpicklingError, KeyError, EOFError):
         return False
-    answer = ask(str(repo / ".git"), token, identity_of(str(repo)))
-    return answer is not None and answer.changes is not None and not answer.changes.changed
+    reply = request(str(repo / ".git"), {"op": "status"})
+    return reply is not None and reply.get("token") == token
 
 
 def _until(condition, seconds: float = 30.0) -> bool:
@@ -223,3 +225,39 @@ def test_a_monitor_started_to_plan_ahead_leaves_the_next_run_nothing_to_compute(
         assert alive(pid)
     finally:
         os.kill(pid, signal.SIGKILL)
+
+
+def _children(pid: int) -> list[int]:
+    found = []
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        found += [int(child) for child in (task / "children").read_text().split()]
+    return found
+
+
+def test_no_plan_ahead_runs_beside_a_run_that_asked_nor_outlives_its_monitor(tmp_path: Path) -> None:
+    """A run in its own process that asked the monitor what changed may still be computing: no
+    plan-ahead may save the record after it, so none starts until it ended. A monitor that ends
+    takes its plan-ahead with it."""
+    benchmark_module("fleet").generate(tmp_path / "repo", wecs=8, objects=12, seed=7)
+    repo = git_init(tmp_path / "repo")
+    done = run_cli_subprocess("monitor", "start", str(repo), "-o", "json", "--plan-ahead")
+    pid = int(json.loads(done.stdout)["pid"])
+    try:
+        until_proven(repo)
+        _label(repo, 3)
+        asker = subprocess.Popen([sys.executable, "-c", "import sys, time\nfrom ksgitops.io.fs.feed import ask, identity_of\n"
+                                  f"ask({str(repo / '.git')!r}, None, identity_of({str(repo)!r}))\n"
+                                  "print('asked', flush=True)\ntime.sleep(3)"], stdout=subprocess.PIPE, text=True)
+        assert asker.stdout is not None and asker.stdout.readline() == "asked\n"
+        assert not _until(lambda: _current_plan(repo) or _children(pid), 2.0)  # it still runs: nothing planned
+        asker.wait()
+        assert _until(lambda: _current_plan(repo), 30.0)  # once it ended
+        _label(repo, 4)
+        assert _until(lambda: bool(_children(pid)), 30.0)  # planning ahead
+        ahead = _children(pid)
+        os.kill(pid, signal.SIGTERM)
+        assert _until(lambda: not alive(pid), 30.0)
+        assert not any(alive(child) for child in ahead)
+    finally:
+        if alive(pid):
+            os.kill(pid, signal.SIGKILL)

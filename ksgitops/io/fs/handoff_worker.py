@@ -54,6 +54,7 @@ class Warm:
         self.plan_ahead = False  # `monitor start --plan-ahead`: a quiet `diff` once the work tree settles
         self.ahead: int | None = None  # the worker planning ahead, while it runs
         self.due: float | None = None  # when the work tree will have been quiet long enough for one
+        self.askers: dict[int, float] = {}  # runs that asked what changed, and when: no plan-ahead beside them
 
     def refresh(self, state: str) -> None:
         """Read the state folder's pickles that changed (the cache, the records): a worker takes
@@ -201,11 +202,16 @@ def start(conn: socket.socket, request: dict[str, Any], fds: list[int], warm: Wa
         os._exit(code)
 
 
+ASKER_WINDOW = 30.0  # seconds a run that asked what changed holds plans ahead back at most (it may live on)
+
+
 def plan_ahead(warm: Warm, root: str) -> None:
     """Fork a worker that runs a quiet `diff` of the work tree at a lower priority: the plan it
     keeps (io/fs/plan.py) is the next `reconcile`'s or `diff`'s while nothing changes. It has the
     monitor's own powers and environment; a request from anyone else stops it (`stop_ahead`)."""
-    if warm.ahead is not None or warm.live or not warm.unchanged():
+    now = time.monotonic()
+    warm.askers = {pid: at for pid, at in warm.askers.items() if now - at < ASKER_WINDOW and os.path.exists(f"/proc/{pid}")}
+    if warm.ahead is not None or warm.live or warm.askers or not warm.unchanged():
         return
     pid = os.fork()
     if pid:
@@ -229,9 +235,12 @@ def plan_ahead(warm: Warm, root: str) -> None:
         os._exit(0)
 
 
-def stop_ahead(warm: Warm, settle: float) -> None:
-    """Stop the worker planning ahead (someone else asked the monitor: their command comes first,
-    and only one run at a time saves the work tree's record); plan again once quiet."""
+def stop_ahead(warm: Warm, settle: float, asker: int | None = None) -> None:
+    """Stop the worker planning ahead, and plan again only once `asker` ended: another process
+    asked the monitor, its command comes first, and only one run at a time may save the work
+    tree's record (the last writer wins). The monitor's own end stops it too."""
+    if asker is not None:
+        warm.askers[asker] = time.monotonic()
     pid, warm.ahead = warm.ahead, None
     if pid is None:
         return

@@ -188,6 +188,8 @@ def serve(work_tree: Path, git_dir: Path, ready: Any = None, warm: Warm | None =
                 elif warm.due is not None and time.monotonic() >= warm.due and not warm.live:
                     warm.due = None
                     handoff_worker.plan_ahead(warm, str(monitor.root))
+                    if warm.ahead is None and warm.askers:  # someone's run goes on: look again later
+                        warm.due = time.monotonic() + SETTLE
             if monitor.gone():
                 log("the work tree or its git directory went: stopping")
                 break
@@ -198,6 +200,8 @@ def serve(work_tree: Path, git_dir: Path, ready: Any = None, warm: Warm | None =
         log(f"stopping: {e}")
         return 1
     finally:
+        if warm is not None:
+            handoff_worker.stop_ahead(warm, SETTLE)  # it would save the record after the monitor is gone
         listener.close()
         if not where.startswith("\0"):
             try:
@@ -267,13 +271,13 @@ def _serve_one(listener: socket.socket, monitor: Monitor, warm: Warm | None = No
             peer = peer_pid(conn)
             if peer is None:
                 return False  # another user's process
-            if warm is not None and warm.ahead is not None and peer != warm.ahead:
-                handoff_worker.stop_ahead(warm, SETTLE)
             deadline = time.monotonic() + REQUEST_TIMEOUT  # one slow asker holds the monitor no longer
             conn.settimeout(REQUEST_TIMEOUT)
             data, fds, _, _ = socket.recv_fds(conn, 1 << 16, 8)
             request = json.loads(_read_line(conn, data.removeprefix(FDS), deadline))
             request = request if isinstance(request, dict) else {}
+            if warm is not None and warm.plan_ahead and peer != warm.ahead and request.get("op") != "status":
+                handoff_worker.stop_ahead(warm, SETTLE, peer)  # a run: it may save the record
             if request.get("op") == "exec":
                 if warm is None:
                     conn.sendall(b'{"refused": "this monitor runs no commands"}\n')
