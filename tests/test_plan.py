@@ -28,17 +28,19 @@ pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="in
 @pytest.fixture
 def twins(tmp_path: Path) -> Iterator[tuple[Path, Path]]:
     """A fleet's work tree with a monitor, and its twin without one."""
-    fleet = benchmark_module("fleet")
-    repos = []
-    for name in ("watched", "plain"):
-        fleet.generate(tmp_path / name, wecs=8, objects=12, seed=7)
-        repos.append(git_init(tmp_path / name))
+    repos = _twin_repos(tmp_path)
     pid = start(repos[0])
     until_proven(repos[0])
     app.reconcile_worktree(repos[1])
     yield repos[0], repos[1]
     if alive(pid):
         os.kill(pid, signal.SIGKILL)
+
+
+def _twin_repos(tmp_path: Path) -> list[Path]:
+    for name in ("watched", "plain"):
+        benchmark_module("fleet").generate(tmp_path / name, wecs=8, objects=12, seed=7)
+    return [git_init(tmp_path / name) for name in ("watched", "plain")]
 
 
 def _plan_file(repo: Path) -> Path:
@@ -186,12 +188,19 @@ def _current_plan(repo: Path) -> bool:
     return reply is not None and reply.get("token") == token
 
 
-def _until(condition, seconds: float = 30.0) -> bool:
+def _reconciled_apart(repo: Path) -> None:
+    """Reconciled by commands of their own: a process that asked the monitor what changed holds
+    plans ahead back while it lives, and this one lives on."""
+    for _ in range(2):
+        assert run_cli_subprocess("reconcile", str(repo)).returncode == 0
+
+
+def _until(condition, seconds: float = 30.0, every: float = 0.05) -> bool:
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
         if condition():
             return True
-        time.sleep(0.05)
+        time.sleep(every)
     return False
 
 
@@ -201,17 +210,13 @@ def test_a_monitor_started_to_plan_ahead_leaves_the_next_run_nothing_to_compute(
     """`monitor start --plan-ahead`: once the work tree is quiet, a quiet `diff` in the monitor keeps
     its plan; the next reconcile applies it (the same bytes as a twin without a monitor). Without
     the flag, nothing runs on its own."""
-    fleet = benchmark_module("fleet")
-    repos = []
-    for name in ("watched", "plain"):
-        fleet.generate(tmp_path / name, wecs=8, objects=12, seed=7)
-        repos.append(git_init(tmp_path / name))
+    repos = _twin_repos(tmp_path)
     watched, plain = repos
     done = run_cli_subprocess("monitor", "start", str(watched), "-o", "json", *(["--plan-ahead"] if ahead else []))
     assert done.returncode == 0, done.stderr
     pid = int(json.loads(done.stdout)["pid"])
     try:
-        until_proven(watched)
+        _reconciled_apart(watched)
         app.reconcile_worktree(plain)
         for repo in repos:
             _label(repo, 3)
@@ -237,13 +242,13 @@ def _children(pid: int) -> list[int]:
 def test_no_plan_ahead_runs_beside_a_run_that_asked_nor_outlives_its_monitor(tmp_path: Path) -> None:
     """A run in its own process that asked the monitor what changed may still be computing: no
     plan-ahead may save the record after it, so none starts until it ended. A monitor that ends
-    takes its plan-ahead with it."""
-    benchmark_module("fleet").generate(tmp_path / "repo", wecs=8, objects=12, seed=7)
+    takes its plan-ahead with it (a fleet large enough for a plan-ahead to be seen running)."""
+    benchmark_module("fleet").generate(tmp_path / "repo", wecs=150, objects=30, seed=7)
     repo = git_init(tmp_path / "repo")
     done = run_cli_subprocess("monitor", "start", str(repo), "-o", "json", "--plan-ahead")
     pid = int(json.loads(done.stdout)["pid"])
     try:
-        until_proven(repo)
+        _reconciled_apart(repo)
         _label(repo, 3)
         asker = subprocess.Popen([sys.executable, "-c", "import sys, time\nfrom ksgitops.io.fs.feed import ask, identity_of\n"
                                   f"ask({str(repo / '.git')!r}, None, identity_of({str(repo)!r}))\n"
@@ -253,7 +258,7 @@ def test_no_plan_ahead_runs_beside_a_run_that_asked_nor_outlives_its_monitor(tmp
         asker.wait()
         assert _until(lambda: _current_plan(repo), 30.0)  # once it ended
         _label(repo, 4)
-        assert _until(lambda: bool(_children(pid)), 30.0)  # planning ahead
+        assert _until(lambda: bool(_children(pid)), 30.0, every=0.005)  # planning ahead
         ahead = _children(pid)
         os.kill(pid, signal.SIGTERM)
         assert _until(lambda: not alive(pid), 30.0)

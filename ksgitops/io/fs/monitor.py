@@ -188,6 +188,8 @@ def serve(work_tree: Path, git_dir: Path, ready: Any = None, warm: Warm | None =
                 elif warm.due is not None and time.monotonic() >= warm.due and not warm.live:
                     warm.due = None
                     handoff_worker.plan_ahead(warm, str(monitor.root))
+                    if warm.ahead is not None:
+                        log(f"worker {warm.ahead}: planning ahead")
                     if warm.ahead is None and warm.askers:  # someone's run goes on: look again later
                         warm.due = time.monotonic() + SETTLE
             if monitor.gone():
