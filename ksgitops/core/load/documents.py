@@ -103,5 +103,8 @@ def _pieces_of(before: ParsedFile | None) -> dict[bytes, Piece]:
 def _moved(problems: Any, by: int, path: str | None = None) -> tuple[Problem, ...]:
     """`problems` with their lines moved `by`, anchored at `path` (the same bytes may have been read
     at another path before)."""
-    return tuple(dataclasses.replace(p, origin=Origin(path or p.origin.path, p.origin.line + by if p.origin.line else 0))
-                 for p in problems)
+    moved = []
+    for p in problems:
+        line = p.origin.line + by if p.origin.line else 0
+        moved.append(dataclasses.replace(p, origin=Origin(path or p.origin.path, line)))
+    return tuple(moved)

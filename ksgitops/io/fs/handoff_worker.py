@@ -210,7 +210,8 @@ def plan_ahead(warm: Warm, root: str) -> None:
     keeps (io/fs/plan.py) is the next `reconcile`'s or `diff`'s while nothing changes. It has the
     monitor's own powers and environment; a request from anyone else stops it (`stop_ahead`)."""
     now = time.monotonic()
-    warm.askers = {pid: at for pid, at in warm.askers.items() if now - at < ASKER_WINDOW and os.path.exists(f"/proc/{pid}")}
+    warm.askers = {pid: at for pid, at in warm.askers.items()
+                   if now - at < ASKER_WINDOW and os.path.exists(f"/proc/{pid}")}
     if warm.ahead is not None or warm.live or warm.askers or not warm.unchanged():
         return
     pid = os.fork()

@@ -7,11 +7,12 @@ A run's result depends on the work tree (sources, generated files), its record a
 plan is kept only when the diff's record was saved as of a monitor's token (statcache.py: the
 token asked for before anything was looked at), and taken only when the record is still as of
 that token — no run saved it since — and the monitor saw nothing change since then (feed.py;
-what no event would tell — a file the diff read that has another name, a folder the monitor never
-watches — is looked at, as proof.py does): the same files, the same record, the same code (the file's format names it), so the pipeline would
-compute the same result again. What the diff's snapshot looked at goes with it, so that the
-reconcile that applies it leaves the same proof for the next run as if it had computed.
-Without a monitor nothing is kept: every run computes.
+what no event would tell — a file the diff read that has another name, a folder the monitor
+never watches — is looked at, as proof.py does): the same files, the same record, the same code
+(the file's format names it), so the pipeline would compute the same result again. What the
+diff's snapshot looked at goes with it, so that the reconcile that applies it leaves the same
+proof for the next run as if it had computed. Without a monitor nothing is kept: every run
+computes.
 """
 from __future__ import annotations
 
