@@ -24,8 +24,8 @@ from typing import Any, NamedTuple
 
 from ...core.results import PlannedResult
 from ..git.cache import code_fingerprint, unpickle
-from .paths import STATE_DIR, LinkError, check_path, has_other_names, write_file
-from .statcache import full_stamp
+from .paths import STATE_DIR, LinkError, check_path, write_file
+from .proof import linked_of, still_as_observed
 
 PLAN_FILE = "plan.pickle"
 FORMAT = "ksgitops-plan-1"
@@ -50,11 +50,8 @@ def keep(record: Any, snapshot: Any, result: Any) -> None:
     if record.token is None or not record.as_of_this_run():
         forget(record)
         return
-    base = str(record.work_tree)
-    linked = frozenset(path for path in snapshot.observed
-                       if not path.endswith("/") and has_other_names(f"{base}/{path}"))
     plan = Plan(record.token, record.identity, PlannedResult.of(result), snapshot.seen, snapshot.observed,
-                snapshot.spaces_listing, snapshot.listings, linked)
+                snapshot.spaces_listing, snapshot.listings, linked_of(record, snapshot.observed))
     try:
         write_file(path, pickle.dumps({"format": _format(), "plan": plan}, protocol=pickle.HIGHEST_PROTOCOL))
     except OSError:
@@ -75,9 +72,7 @@ def take(record: Any, snapshot: Any) -> Plan | None:
     plan = data.get("plan") if isinstance(data, dict) and data.get("format") == _format() else None
     if not isinstance(plan, Plan) or plan.token != record.token or tuple(plan.identity) != tuple(record.identity):
         return None
-    base, may_differ = str(record.work_tree), record.may_differ
-    if any(full_stamp(f"{base}/{path.rstrip('/')}") != stamp  # what no event would tell, as proof.proven looks
-           for path, stamp in plan.observed.items() if path in plan.linked or may_differ(path)):
+    if not still_as_observed(record, plan.observed, plan.linked):  # what no event would tell
         return None
     snapshot.seen |= plan.seen
     snapshot.observed.update(plan.observed)

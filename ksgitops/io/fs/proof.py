@@ -59,9 +59,22 @@ def run_of(record: Any, snapshot: Any, result: Result | PlannedResult) -> Proven
     expected = {name for name in snapshot.spaces_listing if made.get(name, True)} | {n for n, kept in made.items() if kept}
     if set(spaces) != expected:  # a space came or went while it ran
         return None
-    linked = frozenset(path for path in observed
-                       if not path.endswith("/") and has_other_names(f"{record.work_tree}/{path}"))
-    return ProvenRun(RecordedResult.of(result), observed, roots, tuple(sorted(result.generated)), spaces, linked)
+    return ProvenRun(RecordedResult.of(result), observed, roots, tuple(sorted(result.generated)), spaces,
+                     linked_of(record, observed))
+
+
+def linked_of(record: Any, observed: dict[str, Stamp]) -> frozenset[str]:
+    """The observed files that have another name: a change made through it is no event here."""
+    return frozenset(path for path in observed
+                     if not path.endswith("/") and has_other_names(f"{record.work_tree}/{path}"))
+
+
+def still_as_observed(record: Any, observed: dict[str, Stamp], linked: frozenset[str]) -> bool:
+    """Every observed path the monitor cannot vouch for (it may have changed, it has another name,
+    or no watch is kept on it) keeps the stamp it had: without a monitor, every one is looked at."""
+    base, may_differ = str(record.work_tree), record.may_differ
+    return not any(full_stamp(f"{base}/{path.rstrip('/')}") != stamp
+                   for path, stamp in observed.items() if path in linked or may_differ(path))
 
 
 def _restamp(record: Any, snapshot: Any, observed: dict[str, Stamp]) -> bool:
@@ -97,11 +110,9 @@ def proven(record: Any) -> ProvenRun | None:
     run: ProvenRun | None = record.run
     if run is None or not all(root in record.roots for root in run.roots):
         return None
-    base, may_differ, linked = str(record.work_tree), record.may_differ, run.linked
-    if any(full_stamp(f"{base}/{path.rstrip('/')}") != stamp
-           for path, stamp in run.observed.items() if path in linked or may_differ(path)):
+    if not still_as_observed(record, run.observed, run.linked):
         return None
-    if may_differ("spaces/") and space_names(record.work_tree) != run.spaces:
+    if record.may_differ("spaces/") and space_names(record.work_tree) != run.spaces:
         return None
     record.check(record.work_tree, run.roots)
     if not all(record.intact.get(root, False) for root in run.roots):
