@@ -53,12 +53,13 @@ def read_source(path: str, data: bytes, memo: FindingsMemo | None = None) -> Par
     parsed = parse_file(path, data)
     if not parsed.docs:
         return parsed
-    problems = list(parsed.problems)
-    docs = []
-    for line, body in parsed.docs:
-        problems.extend(convert(body, Origin(path, line), memo))
-        docs.append((line, body))
-    return ParsedFile(tuple(docs), tuple(problems))
+    return ParsedFile(parsed.docs, parsed.problems + converted(path, parsed.docs, memo))
+
+
+def converted(path: str, docs: tuple[tuple[int, dict[str, Any]], ...],
+              memo: FindingsMemo | None = None) -> tuple[Problem, ...]:
+    """Convert freshly parsed documents in place; what they gave, in document order."""
+    return tuple(p for line, body in docs for p in convert(body, Origin(path, line), memo))
 
 
 def convert(body: dict[str, Any], origin: Origin, memo: FindingsMemo | None = None) -> list[Problem]:

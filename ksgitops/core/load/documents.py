@@ -20,7 +20,7 @@ import re
 from typing import Any
 
 from ...model import Origin, Problem
-from .convert import FindingsMemo, convert, read_source
+from .convert import FindingsMemo, converted, read_source
 from .parse import MAX_FILE_BYTES, ParsedFile, nesting_error, parse_yaml_documents
 
 _DOCUMENT_START = re.compile(r"^---(?=[ \t\r\n]|\Z)", re.MULTILINE)
@@ -79,8 +79,7 @@ def _read_piece(path: str, text: str, memo: FindingsMemo | None) -> Piece | None
     parsed = parse_yaml_documents(path, text, "&" in text)
     if parsed.problems and not parsed.docs:
         return None  # fatal: the whole file's reading tells where
-    converted = tuple(p for line, body in parsed.docs for p in convert(body, Origin(path, line), memo))
-    return parsed.docs, parsed.problems, converted
+    return parsed.docs, parsed.problems, converted(path, parsed.docs, memo)
 
 
 def _pieces_of(before: ParsedFile | None) -> dict[bytes, Piece]:
