@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, MutableMapping
 from ..core.load.read import load
 from ..core.load.repoconfig import SOURCE_TRAILER, parse_repo_config, trailers
 from ..core.results import PlacedResult
+from ..io.fs.forked import spread
 from ..io.fs.worktree import write_generated
 from ..io.git import foldin, repo as git, runrecord
 from ..io.git.branch import git_dir
@@ -51,7 +52,7 @@ def status_worktree(path: Path) -> StatusOutcome:
     result = placements_only(src)
     memo_file = ss.memo_path(git_dir(path), "worktree")
     memo = ss.load_memo(memo_file)
-    output = summarize(result, ss.WorkTreeStatusSource(path), memo, result.config.status_limit)
+    output = summarize(result, ss.WorkTreeStatusSource(path), memo, result.config.status_limit, spread=spread)
     changed = write_generated(path, {**output.generated, STATUS_MD: output.markdown})
     ss.save_memo(memo_file, memo)
     return StatusOutcome(result, output, changed, sorted(set(result.problems + output.problems)))
@@ -126,7 +127,7 @@ def summarize_commit(src: Source, cache: Any, memo: Any) -> tuple[PlacedResult, 
     from ..io import status_sources as ss
     result = placed_commit(src, cache)
     source = ss.GitStatusSource(src.repo, src.snapshot.index)  # type: ignore[arg-type, attr-defined]
-    return result, summarize(result, source, memo, result.config.status_limit)
+    return result, summarize(result, source, memo, result.config.status_limit, spread=spread)
 
 
 def placed_commit(src: Source, cache: Any) -> PlacedResult:

@@ -33,7 +33,10 @@ REPO = click.argument("repo", required=False, default=None, type=click.Path(file
 @click.option("--remote", default="origin", show_default=True, help="The remote to push to.")
 @output_option("text", "json")
 def status_cmd(repo: Path | None, do_commit: bool, source: str, do_push: bool, remote: str, output: str) -> None:
-    """Summarize the WECs' reported state: CombinedStatus files and STATUS.md."""
+    """Summarize the WECs' reported state: CombinedStatus files and STATUS.md.
+
+    When 128 or more mailboxes changed, the work is shared with forked processes, one per CPU this
+    process may run on (at most 8; `taskset` gives it fewer); the output is the same bytes."""
     root = locate(repo, Need.GIT if do_commit or do_push else Need.WORKTREE)
     if do_push:
         from ..app import publish as publishing  # a use case of its own, loaded when asked for (see `run`)

@@ -16,6 +16,7 @@ from typing import Any, Protocol, Sequence
 from ...model import Obj, Problem
 from .collectors import Collector, compile_collector
 from .health import Health
+from .verdict import rank_of
 from ..emit.problems import SpaceProblem
 from ...model import is_secret
 from ..serialize import deep_copy
@@ -91,7 +92,7 @@ def combined_status(context: ObjectContext, rows: Sequence[tuple[str, RowLike]],
     metadata = {"name": obj.name}
     if obj.namespace:
         identity["namespace"] = metadata["namespace"] = obj.namespace
-    ordered = sorted(rows, key=lambda r: (-Health(r[1].health).rank, names.get(r[0], r[0]), r[0]))
+    ordered = sorted(rows, key=lambda r: (-rank_of(r[1].health), names.get(r[0], r[0]), r[0]))
     status: dict[str, Any] = {
         "apiVersion": API_VERSION, "kind": "CombinedStatus", "metadata": metadata, "object": identity,
         "placements": sorted(context.placements), "executingCount": len(rows),

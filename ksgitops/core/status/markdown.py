@@ -10,6 +10,7 @@ from __future__ import annotations
 import datetime as _dt
 import heapq
 import re
+from functools import lru_cache
 from itertools import islice
 from dataclasses import dataclass, field
 from typing import Any, Mapping, NamedTuple
@@ -17,6 +18,7 @@ from typing import Any, Mapping, NamedTuple
 from ...model import counted
 from .combined import HEALTH_ORDER, counts
 from .health import Health
+from .verdict import rank_of
 from ..emit.problems import ParsedProblems, SpaceProblem
 from .sync import SHORT, SyncSummary, state_counts
 from .syncreport import SyncState
@@ -82,7 +84,7 @@ class MailboxSummary:
                 item[0] += healthy
                 item[1] += 1
             if not healthy:
-                summary.broken.append(Broken(-Health(row.health).rank, row.wds, rel, wec, mailbox,
+                summary.broken.append(Broken(-rank_of(row.health), row.wds, rel, wec, mailbox,
                                              infos[rel][3], row.health, row.message))
         summary.by_placement = {k: (v[0], v[1]) for k, v in sorted(tally.items())}
         summary.broken.sort()
@@ -260,6 +262,7 @@ def _cell(text: str) -> str:
 _FRACTION = re.compile(r"(\.\d{6})\d+")
 
 
+@lru_cache(maxsize=1 << 14)  # a WEC's reports share a few times; status orders 166k of them
 def time_key(text: str) -> tuple[float, str]:
     """RFC 3339 text ordered by instant (then by text); unparsable text sorts first."""
     try:

@@ -45,8 +45,11 @@ class StatusMemo:
     fetch: Callable[[str], bytes | None] | None = field(default=None, repr=False, compare=False)
 
     def detail(self, mailbox: str, memo: MailboxMemo) -> Detail:
-        data = memo.detail if memo.detail is not None else self._fetch(detail_name(mailbox))
-        return decode(data)  # type: ignore[no-any-return]
+        return decode(self.detail_bytes(mailbox, memo))  # type: ignore[no-any-return]
+
+    def detail_bytes(self, mailbox: str, memo: MailboxMemo) -> bytes:
+        """A mailbox's pickled `Detail` (fetched from the store when it is kept there)."""
+        return memo.detail if memo.detail is not None else self._fetch(detail_name(mailbox))
 
     def rows(self, key: tuple[str, str], memo: ObjectMemo) -> dict[str, Row]:
         data = memo.rows if memo.rows is not None else self._fetch(rows_name(key))

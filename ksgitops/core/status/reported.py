@@ -77,24 +77,28 @@ def _parse(path: str, data: bytes) -> ParsedFile:
 
 _TIME = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}[Tt][0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]+)?([Zz]|[+-][0-9]{2}:[0-9]{2})\Z")
 _IDENTITY = {"apiVersion", "kind", "namespace", "name", "generation"}
+_REPORT = {"object", "status", "reportedAt"}
 
 
 def _plainly_valid(doc: Any) -> bool:
     """A fast check that accepts only what schema/reported.json accepts; when it says no, the
-    schema runs and says why (so the messages are the schema's)."""
-    if not isinstance(doc, dict) or not doc.keys() <= {"object", "status", "reportedAt"}:
+    schema runs and says why (so the messages are the schema's). Exact types: parsed JSON and
+    YAML hold no subclasses (anything else goes to the schema)."""
+    if type(doc) is not dict or not doc.keys() <= _REPORT:
         return False
     identity, at = doc.get("object"), doc.get("reportedAt")
-    if not isinstance(identity, dict) or not identity.keys() <= _IDENTITY or not isinstance(at, str):
+    if type(identity) is not dict or type(at) is not str or not identity.keys() <= _IDENTITY:
         return False
-    if not all(isinstance(identity.get(k), str) and identity[k] for k in ("apiVersion", "kind", "name")):
+    api_version, kind, name = identity.get("apiVersion"), identity.get("kind"), identity.get("name")
+    if type(api_version) is not str or type(kind) is not str or type(name) is not str or \
+            not (api_version and kind and name):
         return False
-    if "namespace" in identity and not isinstance(identity["namespace"], str):
+    if "namespace" in identity and type(identity["namespace"]) is not str:
         return False
     generation = identity.get("generation", 0)
     if type(generation) is not int or generation < 0:
         return False
-    return ("status" not in doc or isinstance(doc["status"], dict)) and _TIME.match(at) is not None
+    return ("status" not in doc or type(doc["status"]) is dict) and _TIME.match(at) is not None
 
 
 def _rel(name: str) -> tuple[str, str]:

@@ -62,6 +62,7 @@ class Run:
         self._sent: dict[tuple[str, str], dict[str, Any]] = {}
         self._docs: dict[str, dict[str, Any]] = {}
         self._tuples: dict[tuple[str, ...], tuple[str, ...]] = {}
+        self._judged: dict[tuple[str, str], dict[str, Any]] = {}
 
     def sent(self, data: str, patch: str) -> dict[str, Any]:
         """The object as the WEC receives it (base + patch), a Secret's data removed."""
@@ -81,8 +82,11 @@ class Run:
 
     def judged(self, data: str, patch: str) -> dict[str, Any]:
         """What `assess` needs of the sent object: the base alone when its rule ignores the spec."""
-        base = self.sent(data, "")
-        return self.sent(data, patch) if patch and reads_spec(base) else base
+        found = self._judged.get((data, patch))
+        if found is None:
+            base = self.sent(data, "")
+            found = self._judged[(data, patch)] = self.sent(data, patch) if patch and reads_spec(base) else base
+        return found
 
     def report(self, name: str, path: str, key: str) -> tuple[str, Origin, dict[str, Any]] | list[Problem]:
         """A report file checked (parse_report); valid documents are kept for `doc`."""

@@ -36,11 +36,12 @@ from ..serialize import dump_yaml, load_yaml
 from ..emit.problems import ParsedProblems, entry, parse_problems, problems_root
 from ..load.snapshot import GENERATED_DIR
 from .markdown import MailboxSummary, markdown, total_counts
-from .memo import MEMO_FORMAT, MailboxMemo, MemoLost as _MemoLost, ObjectMemo, StatusMemo, encode as _encode
+from .memo import MEMO_FORMAT, MemoLost as _MemoLost, ObjectMemo, StatusMemo, encode as _encode
 from .memory import MemorySource, with_reports
-from .rows import Detail, Info, Row, Run, last_report, rows_of_mailbox
+from .recompute import Changes, Spread, Todo, in_sequence, merge_changes, note_changes, recompute
+from .rows import Detail, Info, Row, Run
 from .source import MailboxListing, StatusSource, digest as _digest
-from .sync import SyncSummary, state_counts
+from .sync import state_counts
 from ..tree import REUSE, FileTree, Generated, put
 from ..place.what import ALONG
 from ..place.where import wec_names
@@ -83,43 +84,43 @@ def status_root(wds: str) -> str:
 
 
 def summarize(result: Any, source: StatusSource, memo: StatusMemo | None = None, limit: int = 20,
-              broken_limit: int = 100) -> StatusOutput:
-    """CombinedStatus files and STATUS.md; `memo` (updated in place) makes it incremental."""
+              broken_limit: int = 100, spread: Spread = in_sequence) -> StatusOutput:
+    """CombinedStatus files and STATUS.md; `memo` (updated in place) makes it incremental; `spread`
+    may run the changed mailboxes' units of work (recompute.py) in other processes."""
     if memo is None or memo.format != MEMO_FORMAT:
         memo = StatusMemo()
     try:
-        return _summarize(result, source, memo, limit, broken_limit)
+        return _summarize(result, source, memo, limit, broken_limit, spread)
     except _MemoLost:
         memo.forget()
-        return _summarize(result, source, memo, limit, broken_limit)
+        return _summarize(result, source, memo, limit, broken_limit, spread)
 
 
-def _summarize(result: Any, source: StatusSource, memo: StatusMemo, limit: int, broken_limit: int) -> StatusOutput:
+def _summarize(result: Any, source: StatusSource, memo: StatusMemo, limit: int, broken_limit: int,
+               spread: Spread) -> StatusOutput:
     names = wec_names(result.wecs)
     reconcile = _space_problems(result, source, memo, names)
     contexts = _contexts(result, reconcile)
     run = Run(source)
-    changes: dict[tuple[str, str], dict[str, Row | None]] = {}
-    fresh: set[str] = set()  # mailboxes whose rows this run recomputed
+    todo: list[Todo] = []
     for mb in sorted(result.wecs):
         reaching = contexts.reaching(mb)
         key = _digest(names[mb], str(broken_limit), repr([p.digest for p in reaching]), source.mailbox_key(mb))
         old = memo.mailboxes.get(mb)
-        if old is not None and old.key == key:
-            continue
-        before = memo.detail(mb, old) if old is not None else None
-        detail, problems, report = rows_of_mailbox(mb, before, _infos(reaching), run)
-        sync = SyncSummary.of(report, source.revision(mb), broken_limit)
-        summary = MailboxSummary.of(mb, names[mb], detail.rows, _infos(reaching), last_report(detail),
-                                    broken_limit, sync)
-        _note_changes(changes, mb, before, detail, memo.objects)
-        fresh.add(mb)
-        memo.mailboxes[mb] = MailboxMemo(key, summary, problems, _encode(detail))
+        if old is None or old.key != key:
+            todo.append(Todo(mb, key, names[mb], memo.detail_bytes(mb, old) if old is not None else None))
+    held = memo.objects
+    changes: Changes = {}
+    for done in spread(todo, lambda unit: recompute(unit, _infos(contexts.reaching(unit.mailbox)), run, held,
+                                                    broken_limit)):
+        merge_changes(changes, done.mailbox, done.changes)
+        memo.mailboxes[done.mailbox] = done.memo
         memo.changed = True
+    fresh = {unit.mailbox for unit in todo}  # mailboxes whose rows this run recomputed
     for mb in [m for m in memo.mailboxes if m not in result.wecs]:
-        _note_changes(changes, mb, memo.detail(mb, memo.mailboxes.pop(mb)), None, memo.objects)
+        note_changes(changes, mb, memo.detail(mb, memo.mailboxes.pop(mb)), None, memo.objects)
         memo.changed = True
-    output = _combine(result, contexts, memo, changes, names, run, limit, fresh)
+    output = _combine(result, contexts, memo, changes, names, run, limit, fresh, spread)
     mailboxes = {mb: memo.mailboxes[mb] for mb in sorted(result.wecs)}
     summaries = {mb: m.summary for mb, m in mailboxes.items()}
     output.counts = total_counts(summaries)
@@ -253,29 +254,13 @@ def _infos(reaching: list[_PlanView]) -> dict[str, Info]:
     return {rel: (w, tuple(sorted(ps)), s, t) for rel, (w, ps, s, t) in found.items() if rel not in conflicts}
 
 
-def _note_changes(changes: dict[tuple[str, str], dict[str, Row | None]], mb: str, old: Detail | None,
-                  new: Detail | None, held: Mapping[tuple[str, str], Any]) -> None:
-    """Record, per object (wds, rel), the rows of mailbox `mb` that appeared, went or changed, and
-    every row of an object the memo holds no rows for (`held`: the objects it holds)."""
-    before = old.rows if old is not None else {}
-    after = new.rows if new is not None else {}
-    for rel in before.keys() | after.keys():
-        a, b = before.get(rel), after.get(rel)
-        if a == b and (b is None or (b.wds, rel) in held):
-            continue
-        if a is not None and (b is None or b.wds != a.wds):
-            changes.setdefault((a.wds, rel), {})[mb] = None
-        if b is not None:
-            changes.setdefault((b.wds, rel), {})[mb] = b
-
-
 # --- CombinedStatus files --------------------------------------------------------------------------
 
 def _rows_kept(memo: StatusMemo, contexts: _Contexts, context: ObjectContext, details: dict[str, Detail],
                fresh: set[str]) -> dict[str, Row]:
     """The rows of an object the memo holds none for (a new object, or one dropped while its WDS
     was frozen: its mailboxes may not have changed since) in the mailboxes it reaches that this run
-    did not recompute (`_note_changes` gave those of the others), from their details (`details`:
+    did not recompute (`note_changes` gave those of the others), from their details (`details`:
     those decoded this run)."""
     found: dict[str, Row] = {}
     for plan in contexts.plans:
@@ -293,21 +278,21 @@ def _rows_kept(memo: StatusMemo, contexts: _Contexts, context: ObjectContext, de
     return found
 
 
-def _combine(result: Any, contexts: _Contexts, memo: StatusMemo, changes: dict[tuple[str, str], dict[str, Row | None]],
-             names: dict[str, str], run: Run, limit: int, fresh: set[str]) -> StatusOutput:
+def _combine(result: Any, contexts: _Contexts, memo: StatusMemo, changes: Changes, names: dict[str, str],
+             run: Run, limit: int, fresh: set[str], spread: Spread) -> StatusOutput:
     problems: list[Problem] = []
     details: dict[str, Detail] = {}  # mailboxes' rows decoded for objects the memo held none for
     combined: dict[tuple[str, str], bytes] = {}
     collectors = Collectors(result)
-    recomputed = 0
+    todo: list[tuple[tuple[str, str], str, dict[str, Row]]] = []  # (object, context key, its rows)
     for key in sorted(contexts.objects):
         context = contexts.objects[key]
         collectors.attach(context, problems)
         context_key = context.key(limit)
         cached = memo.objects.get(key)
         changed = changes.get(key)
+        combined[key] = cached.status if cached is not None else b""  # in order; recomputed below
         if cached is not None and cached.context == context_key and not changed:
-            combined[key] = cached.status
             continue
         rows = memo.rows(key, cached) if cached is not None else _rows_kept(memo, contexts, context, details, fresh)
         for mb, row in (changed or {}).items():
@@ -315,11 +300,18 @@ def _combine(result: Any, contexts: _Contexts, memo: StatusMemo, changes: dict[t
                 rows.pop(mb, None)
             else:
                 rows[mb] = row
-        status = combined_status(context, sorted(rows.items()), names, run, limit, problems)
-        combined[key] = dump_yaml(status)
-        memo.objects[key] = ObjectMemo(context_key, combined[key], _encode(rows))
+        todo.append((key, context_key, rows))
+
+    def combine(unit: tuple[tuple[str, str], str, dict[str, Row]]) -> tuple[bytes, bytes, list[Problem]]:
+        found: list[Problem] = []
+        status = combined_status(contexts.objects[unit[0]], sorted(unit[2].items()), names, run, limit, found)
+        return dump_yaml(status), _encode(unit[2]), found
+    for (key, context_key, _), (status, rows, found) in zip(todo, spread(todo, combine)):
+        combined[key] = status
+        memo.objects[key] = ObjectMemo(context_key, status, rows)
         memo.changed = True
-        recomputed += 1
+        problems += found
+    recomputed = len(todo)
     for key in [k for k in memo.objects if k not in contexts.objects]:
         del memo.objects[key]
         memo.changed = True

@@ -66,6 +66,11 @@ class Health(str, Enum):
 _RANK = {health: rank for rank, health in enumerate(Health)}
 
 
+def rank_of(health: str) -> int:
+    """`Health(health).rank` without building the member (a str Enum hashes as its value)."""
+    return _RANK[health]  # type: ignore[index]
+
+
 def worst(*healths: Health | str) -> Health:
     """The worst of `healths` (Degraded > Missing > Progressing > Unknown > Healthy).
 

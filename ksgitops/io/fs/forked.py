@@ -1,40 +1,144 @@
-"""Half of a large check in a forked child: lstat is one system call per path, the GIL lets two
-threads overlap little of it, and a forked child's half costs the parent only the pipe's bytes."""
+"""Large work shared with forked children: the GIL lets threads overlap little of a pure-Python
+loop (or of lstat, one system call per path), and a forked child's share costs the parent only
+the pipe's bytes. A child that fails costs only time: the parent does its share itself."""
 from __future__ import annotations
 
+import ctypes
+import gc
 import os
+import pickle
+import signal
 import threading
-from typing import Callable
+from typing import Callable, Iterator, Sequence, TypeVar
+
+T = TypeVar("T")
+R = TypeVar("R")
+MOST_WORKERS = 8
+CHUNKS_PER_WORKER = 16
 
 
 def may_fork() -> bool:
     return hasattr(os, "fork") and threading.active_count() == 1  # never fork beside other threads
 
 
-def in_child(work: Callable[[], bytes], size: int) -> Callable[[], bytes | None]:
-    """Start `work` in a forked child; the returned function waits for its `size` bytes (None:
-    the child failed, and the caller does the work itself)."""
+def workers() -> int:
+    """The processes a spread may use: the CPUs this process may run on."""
+    return min(len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1,
+               MOST_WORKERS)
+
+
+def spread(items: Sequence[T], work: Callable[[T], R], least: int = 64) -> Iterator[R]:
+    """`[work(item) for item in items]`, shared with forked children when there are at least
+    `least` items per process, more than one CPU and no other thread. The items are cut into
+    chunks that each process takes in turn, so a slower process takes fewer. Results travel
+    pickled, so they must be plain data; `work` must not write anything but its result (a
+    child's writes are lost). Results are made (or unpickled) as they are taken: a caller that
+    keeps only part of each holds no more."""
+    count = min(workers(), len(items) // max(least, 1))
+    if count < 2 or not may_fork():
+        return (work(item) for item in items)
+    cuts = count * CHUNKS_PER_WORKER
+    chunks = [items[i * len(items) // cuts:(i + 1) * len(items) // cuts] for i in range(cuts)]
+    tokens, filled = os.pipe()
+    _write_all(filled, b"".join(i.to_bytes(4, "big") for i in range(cuts)))  # 4 bytes a chunk, far below a pipe's size
+    os.close(filled)  # once every token is taken, a read finds the end
+
+    def taken() -> Iterator[tuple[int, list[R]]]:
+        while token := os.read(tokens, 4):  # one read takes one whole token: the pipe holds whole ones
+            index = int.from_bytes(token, "big")
+            yield index, [work(item) for item in chunks[index]]
+
+    def pickled() -> bytes:  # chunk by chunk: the last chunk's pickling is all that is left at the end
+        return pickle.dumps([(index, pickle.dumps(results, pickle.HIGHEST_PROTOCOL)) for index, results in taken()],
+                            pickle.HIGHEST_PROTOCOL)
+    theirs: list[Callable[[], bytearray | None]] = []
+    done: dict[int, list[R] | bytes] = {}  # a child's chunks stay pickled until they are taken
+    try:
+        for _ in range(count - 1):
+            theirs.append(in_child(pickled))
+        done.update(taken())
+        for wait in theirs:  # one child's bytes held at a time
+            data = wait()
+            done.update(pickle.loads(data) if data is not None else ())  # noqa: S301 - our own child's
+            del data
+    finally:
+        os.close(tokens)
+        for wait in theirs:  # every child is waited for, whatever happens here
+            wait()
+    return _in_order(done, chunks, work)
+
+
+def _in_order(done: dict[int, list[R] | bytes], chunks: list[Sequence[T]], work: Callable[[T], R]) -> Iterator[R]:
+    for index, chunk in enumerate(chunks):
+        found = done.pop(index, None)
+        if found is None:  # a failed child's chunk is done here
+            yield from (work(item) for item in chunk)
+        else:
+            yield from pickle.loads(found) if isinstance(found, bytes) else found  # noqa: S301 - our own child's
+
+
+def in_child(work: Callable[[], bytes], size: int | None = None) -> Callable[[], bytearray | None]:
+    """Start `work` in a forked child; the returned function waits for the bytes the child said it
+    sends, `size` of them when given (None: the child failed, and the caller does the work itself;
+    asked again, it answers None at once)."""
     read, write = os.pipe()
+    parent = os.getpid()
     pid = os.fork()
     if pid == 0:  # the child: no cleanup, no output but the pipe
         try:
+            _end_with(parent)
+            gc.freeze()  # the parent's objects stay untouched by collections: shared, not copied
             os.close(read)
-            data = memoryview(work())
-            while data:
-                data = data[os.write(write, data):]
+            found = work()
+            _write_all(write, len(found).to_bytes(8, "big"))
+            _write_all(write, found)
             os._exit(0)
         finally:
             os._exit(1)
     os.close(write)
+    waited = False
 
-    def result() -> bytes | None:
-        chunks = []
+    def result() -> bytearray | None:
+        nonlocal waited
+        if waited:
+            return None
+        waited = True
         try:
-            while chunk := os.read(read, 1 << 16):
-                chunks.append(chunk)
+            data = _read_framed(read)
         finally:
             os.close(read)
             _, status = os.waitpid(pid, 0)
-        data = b"".join(chunks)
-        return data if status == 0 and len(data) == size else None
+        return data if status == 0 and data is not None and (size is None or len(data) == size) else None
     return result
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+
+
+def _read_framed(fd: int) -> bytearray | None:
+    """The bytes after an 8-byte length, read into one buffer (a large result is not copied)."""
+    head = bytearray()
+    while len(head) < 8 and (chunk := os.read(fd, 8 - len(head))):
+        head += chunk
+    if len(head) < 8:
+        return None
+    data = bytearray(int.from_bytes(head, "big"))
+    view, got = memoryview(data), 0
+    while got < len(data) and (n := os.readv(fd, [view[got:]])):
+        got += n
+    return data if got == len(data) and not os.read(fd, 1) else None
+
+
+def _end_with(parent: int) -> None:
+    """A child's work is for its parent only: it ends when the parent does (Linux's
+    PR_SET_PDEATHSIG), not seconds later."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGKILL)  # 1: PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+    if os.getppid() != parent:  # the parent ended before the signal was asked for
+        os._exit(1)

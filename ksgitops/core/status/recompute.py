@@ -1,0 +1,86 @@
+"""One changed mailbox, summarized again (summary.py's first step): its rows (rows.py), its
+summary and memo entry, and per object the rows that appeared, went or changed.
+
+A mailbox's unit of work reads only its own listing and reports and what the parent run holds
+(the placements reaching it, its earlier rows as bytes), so the units are independent of each
+other: a caller may spread them over processes (`Spread`). A unit's result is plain, picklable
+data, and the caller takes the results in the units' order, so the output is the same however the
+work was spread.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence, TypeVar
+
+from .markdown import MailboxSummary
+from .memo import MailboxMemo, decode, encode
+from .rows import Detail, Info, Row, Run, last_report, rows_of_mailbox
+from .sync import SyncSummary
+
+T = TypeVar("T")
+R = TypeVar("R")
+Spread = Callable[[Sequence[T], Callable[[T], R]], Iterable[R]]  # items -> results, in the items' order
+Changes = dict[tuple[str, str], dict[str, Row | None]]  # (wds, rel) -> mailbox -> its new row (None: gone)
+Noted = list[tuple[tuple[str, str], Row | None]]  # one mailbox's changes: (wds, rel) -> its new row
+
+
+def in_sequence(items: Sequence[T], work: Callable[[T], R]) -> Iterator[R]:
+    """The plain `Spread`: every unit in this process, one after the other."""
+    return (work(item) for item in items)
+
+
+@dataclass(frozen=True)
+class Todo:
+    """A mailbox to summarize again: its memo key, its WEC's name and its earlier rows (a pickled
+    `Detail`, None: none)."""
+
+    mailbox: str
+    key: str
+    wec: str
+    before: bytes | None
+
+
+@dataclass(frozen=True)
+class Recomputed:
+    mailbox: str
+    memo: MailboxMemo
+    changes: Noted
+
+
+def recompute(todo: Todo, infos: dict[str, Info], run: Run, held: Mapping[tuple[str, str], Any],
+              broken_limit: int) -> Recomputed:
+    """`infos`: what the placements reaching the mailbox place there; `held`: the objects the memo
+    holds rows for (see `note_changes`)."""
+    mb = todo.mailbox
+    before: Detail | None = decode(todo.before) if todo.before is not None else None
+    detail, problems, report = rows_of_mailbox(mb, before, infos, run)
+    sync = SyncSummary.of(report, run.source.revision(mb), broken_limit)
+    summary = MailboxSummary.of(mb, todo.wec, detail.rows, infos, last_report(detail), broken_limit, sync)
+    changes: Changes = {}
+    note_changes(changes, mb, before, detail, held)
+    noted = [(key, rows[mb]) for key, rows in changes.items()]
+    return Recomputed(mb, MailboxMemo(todo.key, summary, problems, encode(detail)), noted)
+
+
+def note_changes(changes: Changes, mb: str, old: Detail | None, new: Detail | None,
+                 held: Mapping[tuple[str, str], Any]) -> None:
+    """Record, per object (wds, rel), the rows of mailbox `mb` that appeared, went or changed, and
+    every row of an object the memo holds no rows for (`held`: the objects it holds)."""
+    before = old.rows if old is not None else {}
+    after = new.rows if new is not None else {}
+    for rel in before.keys() | after.keys():
+        a, b = before.get(rel), after.get(rel)
+        if a == b and (b is None or (b.wds, rel) in held):
+            continue
+        if a is not None and (b is None or b.wds != a.wds):
+            changes.setdefault((a.wds, rel), {})[mb] = None
+        if b is not None:
+            changes.setdefault((b.wds, rel), {})[mb] = b
+
+
+def merge_changes(into: Changes, mb: str, noted: Noted) -> None:
+    for key, row in noted:
+        into.setdefault(key, {})[mb] = row
+
+
+__all__ = ["Spread", "Changes", "in_sequence", "Todo", "Recomputed", "recompute", "note_changes", "merge_changes"]
