@@ -279,8 +279,9 @@ def run_worktree(m: ModeRun, groups: set[str]) -> None:
 
 
 MONITORED = ("monitor_start", "monitor_first", "monitor_noop", "monitor_diff_noop", "monitor_location_diff",
-             "monitor_location", "monitor_noop_here", "monitor_location_diff_here", "monitor_location_here",
-             "monitor_repair_edit")
+             "monitor_location", "monitor_location_diff_paused", "monitor_location_paused", "monitor_noop_here",
+             "monitor_location_diff_here", "monitor_location_here", "monitor_repair_edit")
+PAUSE = 3.0  # seconds between an edit and the `diff` after it, at a person's pace
 HERE = {"KSGITOPS_HANDOFF": "0"}  # the command runs in its own process, asking the monitor only what changed
 
 
@@ -301,6 +302,15 @@ def _monitored(m: ModeRun, boxes: list[str], index: Path) -> None:
         if m.ksgitops("monitor_location", "reconcile", str(m.repo)).ok:
             m.check(worktree_tree(m.repo, index) != before, "monitor_location: the work tree changed",
                     "monitor_location: reconcile left the work tree as it was", m.res.steps["worktree.monitor_location"])
+        m.fleet.change_location_label(m.repo, 1)  # again: a fleet of any size has a first
+        time.sleep(PAUSE)  # someone reading their edit: the monitor plans ahead meanwhile
+        _untouched(m, "monitor_location_diff_paused",
+                   lambda: m.ksgitops("monitor_location_diff_paused", "diff", str(m.repo), expect_exit=1))
+        before = worktree_tree(m.repo, index)
+        if m.ksgitops("monitor_location_paused", "reconcile", str(m.repo)).ok:
+            m.check(worktree_tree(m.repo, index) != before, "monitor_location_paused: the work tree changed",
+                    "monitor_location_paused: reconcile left the work tree as it was",
+                    m.res.steps["worktree.monitor_location_paused"])
         _untouched(m, "monitor_noop_here",
                    lambda: m.ksgitops("monitor_noop_here", "reconcile", str(m.repo), env=HERE))
         m.fleet.change_location_label(m.repo, 3)

@@ -204,15 +204,16 @@ def _until(condition, seconds: float = 30.0, every: float = 0.05) -> bool:
     return False
 
 
-@pytest.mark.parametrize("ahead", [True, False])
+@pytest.mark.parametrize("flag", ["", "--plan-ahead", "--no-plan-ahead"])
 def test_a_monitor_started_to_plan_ahead_leaves_the_next_run_nothing_to_compute(
-        tmp_path: Path, ahead: bool, monkeypatch: pytest.MonkeyPatch) -> None:
-    """`monitor start --plan-ahead`: once the work tree is quiet, a quiet `diff` in the monitor keeps
-    its plan; the next reconcile applies it (the same bytes as a twin without a monitor). Without
-    the flag, nothing runs on its own."""
+        tmp_path: Path, flag: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`monitor start` plans ahead unless told not to: once the work tree is quiet, a quiet `diff`
+    in the monitor keeps its plan; the next reconcile applies it (the same bytes as a twin without a
+    monitor). With --no-plan-ahead, nothing runs on its own."""
+    ahead = flag != "--no-plan-ahead"
     repos = _twin_repos(tmp_path)
     watched, plain = repos
-    done = run_cli_subprocess("monitor", "start", str(watched), "-o", "json", *(["--plan-ahead"] if ahead else []))
+    done = run_cli_subprocess("monitor", "start", str(watched), "-o", "json", *([flag] if flag else []))
     assert done.returncode == 0, done.stderr
     pid = int(json.loads(done.stdout)["pid"])
     try:

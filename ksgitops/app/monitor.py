@@ -39,7 +39,7 @@ def status(root: Path) -> dict[str, Any] | None:
     return reply
 
 
-def start(root: Path, plan_ahead: bool = False) -> tuple[dict[str, Any], bool]:
+def start(root: Path, plan_ahead: bool = True) -> tuple[dict[str, Any], bool]:
     """Start the monitor of `root` unless one runs: (its status, whether this call started it)."""
     running = status(root)
     if running is not None:
@@ -49,7 +49,7 @@ def start(root: Path, plan_ahead: bool = False) -> tuple[dict[str, Any], bool]:
     read, write = os.pipe()
     with open(log, "ab") as out:
         argv = [sys.executable, "-m", "ksgitops", "monitor", "start", str(root), "--ready-fd", str(write)]
-        child = subprocess.Popen(argv + (["--plan-ahead"] if plan_ahead else []),
+        child = subprocess.Popen(argv + (["--plan-ahead"] if plan_ahead else ["--no-plan-ahead"]),
                                  stdin=subprocess.DEVNULL, stdout=out, stderr=out, pass_fds=(write,),
                                  start_new_session=True, close_fds=True)
     os.close(write)
@@ -81,7 +81,7 @@ def stop(root: Path) -> bool:
 
 
 def serve(root: Path, ready_fd: int | None, run: Runner | None = None,
-          preload: Callable[[], None] | None = None, plan_ahead: bool = False) -> int:
+          preload: Callable[[], None] | None = None, plan_ahead: bool = True) -> int:
     """Run the monitor of `root` in this process, until it is stopped; with `run` (and the
     `preload` that imports what it needs), it also runs the commands handed to it, and with
     `plan_ahead` a quiet `diff` whenever the work tree settles (io/fs/plan.py keeps its plan)."""

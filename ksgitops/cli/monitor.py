@@ -18,9 +18,10 @@ from .base import KsCommand, dump, output_option
 @click.argument("repo", required=False, default=None, type=click.Path(file_okay=False, path_type=Path))
 @click.option("--foreground", is_flag=True, help="`start`: run the monitor in this process until SIGTERM (a container's "
                                                  "main process, a service manager's unit).")
-@click.option("--plan-ahead", is_flag=True, help="`start`: once the work tree is quiet (0.3 s after a change), run a "
-                                                 "quiet `diff` at a lower priority and keep its plan, so that the next "
-                                                 "`diff` or `reconcile` applies it instead of computing.")
+@click.option("--plan-ahead/--no-plan-ahead", default=True, show_default=True,
+              help="`start`: once the work tree is quiet (0.3 s after a change), run a quiet `diff` at a lower "
+                   "priority and keep its plan, so that the next `diff` or `reconcile` applies it instead of "
+                   "computing. --no-plan-ahead spends no CPU between commands.")
 @click.option("--ready-fd", type=int, default=None, hidden=True)
 @output_option("text", "json")
 def monitor_cmd(action: str, repo: Path | None, foreground: bool, plan_ahead: bool, ready_fd: int | None,
