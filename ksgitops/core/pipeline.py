@@ -105,6 +105,7 @@ def _build(wecs: dict[str, Wec], placements: dict[str, list[PlacementPlan]], spa
     independent units (`spread`), from groups merged here first."""
     todo: list[tuple[Wec, list[PlacementPlan], list[RecordedPlacement]]] = []
     digests: dict[str, str] = {}
+    reused = 0
     for mb, wec in wecs.items():
         if frozen.keeps_whole(mb):
             continue  # REUSE, whatever the caller says
@@ -116,10 +117,14 @@ def _build(wecs: dict[str, Wec], placements: dict[str, list[PlacementPlan]], spa
         if reuse is None or not reuse(mb, digest):
             builder.group(reaching)
             todo.append((wec, reaching, kept))
+        else:
+            reused += 1
+            if progress is not None:
+                progress("computing", reused, len(wecs))
     built = spread(todo, lambda unit: builder.build(*unit), pack=lambda unit, plan: builder.packed(plan),
                    unpack=lambda unit, delta: builder.unpacked(*unit, delta))
     mailboxes: dict[str, MailboxPlan] = {}
-    for done, ((wec, _, _), plan) in enumerate(zip(todo, built), len(wecs) - len(todo) + 1):
+    for done, ((wec, _, _), plan) in enumerate(zip(todo, built), reused + 1):
         mailboxes[wec.mailbox] = plan
         if progress is not None:
             progress("computing", done, len(wecs))
