@@ -102,6 +102,66 @@ def test_an_error_in_the_parents_share_is_raised_after_the_children_ended(three_
         os.waitpid(-1, os.WNOHANG)  # no child left behind, not even a zombie
 
 
+def test_a_fork_the_system_refuses_means_doing_the_share_here(three_workers, monkeypatch) -> None:
+    real, forks = os.fork, []
+
+    def refusing() -> int:
+        forks.append(True)
+        if len(forks) == 2:
+            raise BlockingIOError(11, "Resource temporarily unavailable")  # a pid limit reached
+        return real()
+    monkeypatch.setattr(os, "fork", refusing)
+    before = len(os.listdir("/proc/self/fd"))
+    assert [i for i, _ in forked.spread(list(range(60)), _slowly, least=5)] == list(range(60))
+    assert len(forks) >= 2 and len(os.listdir("/proc/self/fd")) == before  # no descriptor left open
+
+
+def test_a_parent_leaving_kills_its_children_instead_of_waiting(three_workers) -> None:
+    """Ctrl-C, an error or an abandoned cycle in this process's share: the children's shares are
+    not wanted, and waiting for them could take as long as the whole work."""
+    parent = os.getpid()
+
+    def work(i: int) -> int:
+        if os.getpid() != parent:
+            time.sleep(60)
+        elif i >= 0:
+            time.sleep(0.5)  # the children have started their first chunk
+            raise KeyboardInterrupt
+        return i
+    started = time.monotonic()
+    with pytest.raises(KeyboardInterrupt):
+        list(forked.spread(list(range(30)), work, least=5))
+    assert time.monotonic() - started < 20
+    with pytest.raises(ChildProcessError):
+        os.waitpid(-1, os.WNOHANG)
+
+
+def test_a_child_meets_none_of_its_parents_signal_handlers(three_workers) -> None:
+    """The default actions (Ctrl-C ends a child at once) and no wake-up descriptor of the parent's
+    (a child's signal must not wake the parent's loop)."""
+    read, write = os.pipe()
+    os.set_blocking(write, False)
+    old = signal.signal(signal.SIGINT, lambda *_: None)
+    old_fd = signal.set_wakeup_fd(write)
+    try:
+        found = list(forked.spread(list(range(60)), _handlers, least=5))
+    finally:
+        signal.set_wakeup_fd(old_fd)
+        signal.signal(signal.SIGINT, old)
+        os.close(read)
+        os.close(write)
+    theirs = [(default, wakeup) for pid, default, wakeup in found if pid != os.getpid()]
+    assert theirs and all(default and wakeup == -1 for default, wakeup in theirs)
+    assert all(not default for pid, default, _ in found if pid == os.getpid())
+
+
+def _handlers(i: int) -> tuple[int, bool, int]:
+    time.sleep(0.03)
+    wakeup = signal.set_wakeup_fd(-1)
+    signal.set_wakeup_fd(wakeup)
+    return os.getpid(), signal.getsignal(signal.SIGINT) is signal.SIG_DFL, wakeup
+
+
 def test_never_forks_beside_another_thread(three_workers) -> None:
     stop = threading.Event()
     other = threading.Thread(target=stop.wait)

@@ -130,6 +130,19 @@ def test_status_commit_only_when_a_summary_changed(reconciled: Path, cli) -> Non
     assert third.code == 0 and "no commit" in third.out
 
 
+def test_a_submodule_entry_among_the_reports_is_no_report(reconciled: Path, cli) -> None:
+    """A gitlink (a commit, mode 160000) where a report file would be: a checkout holds a folder
+    there, or nothing; status reads it as no report, as it reads the work tree."""
+    cli("status", str(reconciled), "--commit")
+    before = (reconciled / STATUS_MD).read_bytes()
+    where = f"spaces/{FLORIN}/reported/core/configmaps/commonstuff/submodule.yaml"
+    git(reconciled, "update-index", "--add", "--cacheinfo", f"160000,{'1' * 40},{where}")
+    git(reconciled, "commit", "-qm", "a gitlink among the reports")
+    done = cli("status", str(reconciled), "--commit")
+    assert done.code == 0 and "internal error" not in done.err, done.err
+    assert (reconciled / STATUS_MD).read_bytes() == before
+
+
 def test_status_commit_on_a_bare_clone_with_a_lost_memo(reconciled: Path, tmp_path: Path) -> None:
     report = reconciled / "spaces" / GUILDER / "reported" / f"{COMMOND}.yaml"
     report.write_bytes(rs_report(0, "2027-03-03T00:00:00Z"))
@@ -344,8 +357,10 @@ def test_a_wds_frozen_then_mended_gets_the_combined_status_a_run_without_memo_gi
     assert status.read_bytes() == fresh
 
 
+@pytest.mark.parametrize("damage", ["deleted", "garbage"])
 @pytest.mark.parametrize("lost", ["s:", "o:", "d:", "r:"])
-def test_a_memo_missing_an_entry_gives_what_a_run_without_memo_gives(tmp_path: Path, lost: str) -> None:
+def test_a_memo_missing_an_entry_gives_what_a_run_without_memo_gives(tmp_path: Path, lost: str, damage: str) -> None:
+    """An entry deleted from the store, or one that no longer unpickles, costs only time."""
     import sqlite3
 
     from conftest import run_cli_subprocess
@@ -355,7 +370,10 @@ def test_a_memo_missing_an_entry_gives_what_a_run_without_memo_gives(tmp_path: P
     fresh = {p: p.read_bytes() for p in example_git.rglob("*") if p.is_file() and ".git/" not in str(p)}
     with sqlite3.connect(memo) as db:
         (name,) = db.execute("SELECT name FROM memo WHERE name LIKE ? ORDER BY name LIMIT 1", (f"{lost}%",)).fetchone()
-        db.execute("DELETE FROM memo WHERE name = ?", (name,))
+        if damage == "deleted":
+            db.execute("DELETE FROM memo WHERE name = ?", (name,))
+        else:
+            db.execute("UPDATE memo SET value = ? WHERE name = ?", (b"\x80\x05garbage", name))
     report = next((example_git / "spaces").glob("*-mb-*/reported/**/*.yaml"))
     report.write_text(report.read_text().replace("reportedAt:", "reportedAt: \"2030-01-01T00:00:00Z\"\nold:", 1))
     assert run_cli_subprocess("status", str(example_git)).returncode in (0, 2)

@@ -45,7 +45,7 @@ class StatusMemo:
     fetch: Callable[[str], bytes | None] | None = field(default=None, repr=False, compare=False)
 
     def detail(self, mailbox: str, memo: MailboxMemo) -> Detail:
-        return decode(self.detail_bytes(mailbox, memo))  # type: ignore[no-any-return]
+        return decoded(self.detail_bytes(mailbox, memo), detail_name(mailbox))  # type: ignore[no-any-return]
 
     def detail_bytes(self, mailbox: str, memo: MailboxMemo) -> bytes:
         """A mailbox's pickled `Detail` (fetched from the store when it is kept there)."""
@@ -53,7 +53,7 @@ class StatusMemo:
 
     def rows(self, key: tuple[str, str], memo: ObjectMemo) -> dict[str, Row]:
         data = memo.rows if memo.rows is not None else self._fetch(rows_name(key))
-        return decode(data)  # type: ignore[no-any-return]
+        return decoded(data, rows_name(key))  # type: ignore[no-any-return]
 
     def _fetch(self, name: str) -> bytes:
         found = self.fetch(name) if self.fetch is not None else None
@@ -87,3 +87,11 @@ def encode(value: Any) -> bytes:
 
 def decode(data: bytes) -> Any:
     return pickle.loads(data)  # noqa: S301 - bytes this module pickled, in a memo of our own
+
+
+def decoded(data: bytes, name: str) -> Any:
+    """A part of the memo; one that does not unpickle (a damaged store) is a part lost."""
+    try:
+        return decode(data)
+    except Exception as e:  # noqa: BLE001 - whatever garbage raises, it only costs time
+        raise MemoLost(name) from e

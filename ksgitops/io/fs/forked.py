@@ -54,20 +54,24 @@ def spread(items: Sequence[T], work: Callable[[T], R], *, pack: Callable[[T, R],
     def pickled() -> bytes:  # chunk by chunk: the last chunk's pickling is all that is left at the end
         return pickle.dumps([(index, pickle.dumps(results, pickle.HIGHEST_PROTOCOL))
                              for index, results in taken(True)], pickle.HIGHEST_PROTOCOL)
-    theirs: list[Callable[[], bytearray | None]] = []
+    theirs: list[Child] = []
     done: dict[int, list[Any] | bytes] = {}  # a child's chunks stay pickled until they are taken
+    finished = False
     try:
         for _ in range(count - 1):
             theirs.append(in_child(pickled))
         done.update(taken(False))
-        for wait in theirs:  # one child's bytes held at a time
-            data = wait()
+        for child in theirs:  # one child's bytes held at a time
+            data = child()
             done.update(pickle.loads(data) if data is not None else ())  # noqa: S301 - our own child's
             del data
+        finished = True
     finally:
         os.close(tokens)
-        for wait in theirs:  # every child is waited for, whatever happens here
-            wait()
+        for child in theirs:  # every child is waited for, whatever happens here; killed first when
+            if not finished:  # this process is leaving (an error, Ctrl-C, an abandoned cycle)
+                child.kill()
+            child()
     return _in_order(done, chunks, work, unpack if pack is not None else None)
 
 
@@ -84,16 +88,56 @@ def _in_order(done: dict[int, list[Any] | bytes], chunks: list[Sequence[T]], wor
             yield from found
 
 
-def in_child(work: Callable[[], bytes], size: int | None = None) -> Callable[[], bytearray | None]:
-    """Start `work` in a forked child; the returned function waits for the bytes the child said it
-    sends, `size` of them when given (None: the child failed, and the caller does the work itself;
-    asked again, it answers None at once)."""
+class Child:
+    """A forked child's result: calling it waits for the bytes the child said it sends (`size` of
+    them when given), None when the child failed, was killed or never started (the caller then
+    does the work itself); asked again, it answers None at once."""
+
+    def __init__(self, pid: int, read: int, size: int | None) -> None:
+        self.pid, self._read, self._size, self._waited = pid, read, size, pid == 0
+
+    def kill(self) -> None:
+        if not self._waited:
+            os.kill(self.pid, signal.SIGKILL)
+
+    def __call__(self) -> bytearray | None:
+        if self._waited:
+            return None
+        self._waited = True
+        try:
+            data = _read_framed(self._read)
+        finally:
+            os.close(self._read)
+            _, status = os.waitpid(self.pid, 0)
+        return data if status == 0 and data is not None and (self._size is None or len(data) == self._size) else None
+
+
+_CHILD_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1, signal.SIGUSR2,
+                  signal.SIGCHLD, signal.SIGPIPE)
+
+
+def in_child(work: Callable[[], bytes], size: int | None = None) -> Child:
+    """Start `work` in a forked child. Signals wait while it forks, so the child meets none of its
+    parent's handlers: it takes the default actions (Ctrl-C ends it), never writes to the parent's
+    wake-up descriptor, and ends with its parent. A fork the system refuses (a pid limit, memory)
+    gives a child that failed: the work is the caller's."""
     read, write = os.pipe()
     parent = os.getpid()
-    pid = os.fork()
+    blocked = signal.pthread_sigmask(signal.SIG_BLOCK, signal.valid_signals())
+    try:
+        pid = os.fork()
+    except OSError:
+        signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
+        os.close(read)
+        os.close(write)
+        return Child(0, -1, size)
     if pid == 0:  # the child: no cleanup, no output but the pipe
         try:
+            signal.set_wakeup_fd(-1)
+            for number in _CHILD_SIGNALS:
+                signal.signal(number, signal.SIG_DFL)
             _end_with(parent)
+            signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
             gc.freeze()  # the parent's objects stay untouched by collections: shared, not copied
             os.close(read)
             found = work()
@@ -102,21 +146,9 @@ def in_child(work: Callable[[], bytes], size: int | None = None) -> Callable[[],
             os._exit(0)
         finally:
             os._exit(1)
+    signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
     os.close(write)
-    waited = False
-
-    def result() -> bytearray | None:
-        nonlocal waited
-        if waited:
-            return None
-        waited = True
-        try:
-            data = _read_framed(read)
-        finally:
-            os.close(read)
-            _, status = os.waitpid(pid, 0)
-        return data if status == 0 and data is not None and (size is None or len(data) == size) else None
-    return result
+    return Child(pid, read, size)
 
 
 def _write_all(fd: int, data: bytes) -> None:

@@ -125,6 +125,9 @@ def holding(base: str, records: list[tuple[str, RootRecord]]) -> list[bool]:
     theirs = _in_child(lambda: bytes(check(records[half:])), len(records) - half)
     try:
         mine = check(records[:half])
+    except BaseException:
+        theirs.kill()  # this process is leaving: its child's half is not wanted
+        raise
     finally:
         found = theirs()  # the child is waited for, whatever happens here
     return mine + ([bool(b) for b in found] if found is not None else check(records[half:]))

@@ -331,11 +331,13 @@ def blobs(repo: pygit2.Repository, tree: pygit2.Tree, prefix: str = ""):  # type
 
 def blob_keys(repo: pygit2.Repository, tree: pygit2.Tree, prefix: str = ""):  # type: ignore[no-untyped-def]
     """(path, id as text) of every file below `tree`: blobs without modes, for the 166k reports of
-    a fleet (an entry's type and mode are enums, built per access: 2.5x the walk)."""
+    a fleet (an entry's type and mode are enums, built per access: 2.5x the walk). A submodule's
+    entry (a commit) is no file: a checkout holds a folder there, or nothing."""
     for entry in tree:
-        if entry.type_str == "tree":
+        kind = entry.type_str
+        if kind == "tree":
             yield from blob_keys(repo, tree_at(repo, entry.id), f"{prefix}{entry.name}/")
-        else:
+        elif kind == "blob":
             yield f"{prefix}{entry.name}", str(entry.id)
 
 
