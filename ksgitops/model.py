@@ -6,33 +6,13 @@ they were given (they deep-copy before customizing).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Iterator, Literal, Protocol, Sequence, TypeVar
+from typing import Any, Callable, Iterable, Literal
 
 Severity = Literal["error", "warning"]
 
 # Progress of long work: (stage, done, total), stage one of "loading", "computing", "writing".
 # The CLI passes one in (a bar on a terminal); the use cases and the core only call it.
 Progress = Callable[[str, int, int], None]
-
-T = TypeVar("T")
-R = TypeVar("R")
-
-
-class Spread(Protocol):
-    """How a stage lets the caller run its independent units of work: `work` over `items`, the
-    results in the items' order, maybe in other processes (io/fs/forked.spread). A result that
-    travels is `pack(item, result)` there and `unpack(item, packed)` here (pickled between): a
-    unit may send less than it made, or what the caller must see happen (a read to replay)."""
-
-    def __call__(self, items: Sequence[T], work: Callable[[T], R], *,
-                 pack: Callable[[T, R], Any] | None = None, unpack: Callable[[T, Any], R] | None = None
-                 ) -> Iterable[R]: ...
-
-
-def in_sequence(items: Sequence[T], work: Callable[[T], R], *, pack: Callable[[T, R], Any] | None = None,
-                unpack: Callable[[T, Any], R] | None = None) -> Iterator[R]:
-    """The plain `Spread`: every unit in this process, one after the other (nothing travels)."""
-    return (work(item) for item in items)
 
 
 @dataclass(frozen=True, order=True, slots=True)

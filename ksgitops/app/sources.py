@@ -9,7 +9,6 @@ from typing import TYPE_CHECKING, Any, Callable, MutableMapping
 
 from ..core.load.snapshot import Snapshot
 from ..io.fs import worktree
-from ..io.fs.forked import spread
 from ..io.fs.tree import WorkTreeSnapshot, check_layout
 from ..io.git import branch, checkout, repo as git
 from ..io.git.branch import git_dir
@@ -68,10 +67,10 @@ def compute(src: Source, cache: MutableMapping[Any, Any] | None = None,
     Without a cache of its own, a work tree inside a git repository uses the repository's."""
     if cache is None and src.repo is None:
         disk = worktree_cache(src.path)
-        result = pipeline.reconcile(src.snapshot, src.snapshot, disk.content, progress, reuse, spread)
+        result = pipeline.reconcile(src.snapshot, src.snapshot, disk.content, progress, reuse)
         disk.save_content()
         return result
-    return pipeline.reconcile(src.snapshot, src.snapshot, cache, progress, reuse, spread)
+    return pipeline.reconcile(src.snapshot, src.snapshot, cache, progress, reuse)
 
 
 def worktree_cache(path: Path) -> Any:

@@ -17,7 +17,6 @@ from ..core.results import PlannedResult, RecordedResult
 from ..core.readout.wecs import find_wec, wec_display_names, wec_rows
 from ..core.tree import REUSE, FileTree, same_files
 from ..io.fs import plan as plans, proof
-from ..io.fs.forked import spread
 from ..io.fs.statcache import WorkTreeRecord
 from ..io.fs.tree import WorkTreeSnapshot, check_mailbox_tops
 from ..io.fs.worktree import write_generated
@@ -118,8 +117,7 @@ def reconcile_worktree(path: Path, progress: Progress | None = None,
     else:
         previous = src.snapshot if source == WORKTREE else WorkTreeSnapshot(path)
         disk = worktree_cache(path)
-        result = pipeline.reconcile(src.snapshot, previous, disk.content, progress, reuse_recorded(record),
-                                    spread)
+        result = pipeline.reconcile(src.snapshot, previous, disk.content, progress, reuse_recorded(record))
         disk.save_content()
     changed = write_generated(path, result.generated, record, regenerable=True, progress=progress)
     keep_record(record, src, result)
@@ -265,8 +263,7 @@ def plan_diff(path: Path, against: str | None,
             new = planned.result
         else:
             disk = worktree_cache(path)
-            new = pipeline.reconcile(old_src.snapshot, old_src.snapshot, disk.content, progress, reuse_recorded(record),
-                                     spread)
+            new = pipeline.reconcile(old_src.snapshot, old_src.snapshot, disk.content, progress, reuse_recorded(record))
             disk.save_content()
     wec_names = wec_display_names(new)
     changed = False

@@ -13,7 +13,7 @@ from typing import Any, Callable
 
 from .. import __version__
 from ..kinds import KindTable, is_control
-from ..model import KsgitopsError, Obj, Problem, Progress, Spread, grouped_by_wec, in_sequence
+from ..model import KsgitopsError, Obj, Problem, Progress, grouped_by_wec
 from ..names import file_stem
 from .emit.files import Emitter, sps_yaml
 from .load.read import INVENTORY_ANNOTATION
@@ -21,7 +21,7 @@ from .place.isolation import FROZEN_DIGEST, Frozen, Isolation, isolate
 from .load.read import Loaded, ParseCache, load
 from .emit.mailbox import MailboxBuilder, MailboxPlan, PlacementPlan
 from .emit.problems import problem_files
-from .place.records import RECORDS_DIR, SPS_DIR, RecordedPlacement, record_file, record_yaml
+from .place.records import RECORDS_DIR, SPS_DIR, record_file, record_yaml
 from .load.repoconfig import RepoConfig, parse_repo_config
 from .load.snapshot import GENERATED_DIR, NO_PREVIOUS, Previous, Snapshot
 from .place.spaces import Plan
@@ -59,11 +59,10 @@ class Result(Judged):
 
 def reconcile(snapshot: Snapshot, previous: Previous = NO_PREVIOUS,
               cache: ParseCache | None = None, progress: Progress | None = None,
-              reuse: Callable[[str, str], bool] | None = None, spread: Spread = in_sequence) -> Result:
+              reuse: Callable[[str, str], bool] | None = None) -> Result:
     """Compute every generated file. `cache` memoizes parsing and per-object checks by content;
     `reuse(mailbox, digest)` lets the caller keep a mailbox it knows is up to date (REUSE);
-    `progress` hears the loading and then the WECs computed; `spread` may build mailboxes in other
-    processes."""
+    `progress` hears the loading and then the WECs computed."""
     loaded = load(snapshot, cache, progress)
     config, problems = parse_repo_config(loaded.config)
     _raise_if_errors([p for p in loaded.problems + problems if not p.origin.path.startswith("spaces/")])
@@ -85,8 +84,7 @@ def reconcile(snapshot: Snapshot, previous: Previous = NO_PREVIOUS,
                   for wds, objs in spaces.items()
                   if wds not in isolation.broken and any(_is_placement(o) for o in objs)}
     builder = MailboxBuilder(kinds, _customizers(spaces), previous.read, cache)
-    mailboxes, digests = _build(wecs, placements, loaded.digests, kinds, builder, isolation.frozen, reuse, progress,
-                                spread)
+    mailboxes, digests = _build(wecs, placements, loaded.digests, kinds, builder, isolation.frozen, reuse, progress)
     generated = _generated(loaded, config.skip_spaces, placements, mailboxes, wecs, isolation, memo)
     generated.update({root: tree for root, tree in space_out.generated.items()
                       if root.split("/")[1] not in isolation.broken})  # space step: discovered Spaces
@@ -99,14 +97,12 @@ def reconcile(snapshot: Snapshot, previous: Previous = NO_PREVIOUS,
 
 def _build(wecs: dict[str, Wec], placements: dict[str, list[PlacementPlan]], space_digests: dict[str, str],
            kinds: KindTable, builder: MailboxBuilder, frozen: Frozen, reuse: Callable[[str, str], bool] | None,
-           progress: Progress | None, spread: Spread) -> tuple[dict[str, MailboxPlan], dict[str, str]]:
+           progress: Progress | None) -> tuple[dict[str, MailboxPlan], dict[str, str]]:
     """The MailboxPlan of every WEC the caller does not reuse, and the input digests of those
-    that do not depend on what a mailbox holds now (frozen parts do). The mailboxes are built as
-    independent units (`spread`), from groups merged here first."""
-    todo: list[tuple[Wec, list[PlacementPlan], list[RecordedPlacement]]] = []
+    that do not depend on what a mailbox holds now (frozen parts do)."""
+    mailboxes: dict[str, MailboxPlan] = {}
     digests: dict[str, str] = {}
-    reused = 0
-    for mb, wec in wecs.items():
+    for done, (mb, wec) in enumerate(wecs.items(), 1):
         if frozen.keeps_whole(mb):
             continue  # REUSE, whatever the caller says
         reaching = _reaching(placements, mb)
@@ -115,17 +111,7 @@ def _build(wecs: dict[str, Wec], placements: dict[str, list[PlacementPlan]], spa
         if not kept:
             digests[mb] = digest
         if reuse is None or not reuse(mb, digest):
-            builder.group(reaching)
-            todo.append((wec, reaching, kept))
-        else:
-            reused += 1
-            if progress is not None:
-                progress("computing", reused, len(wecs))
-    built = spread(todo, lambda unit: builder.build(*unit), pack=lambda unit, plan: builder.packed(plan),
-                   unpack=lambda unit, delta: builder.unpacked(*unit, delta))
-    mailboxes: dict[str, MailboxPlan] = {}
-    for done, ((wec, _, _), plan) in enumerate(zip(todo, built), reused + 1):
-        mailboxes[wec.mailbox] = plan
+            mailboxes[mb] = builder.build(wec, reaching, kept)
         if progress is not None:
             progress("computing", done, len(wecs))
     return mailboxes, digests

@@ -97,14 +97,14 @@ class MailboxBuilder:
         self._custom: dict[tuple[int, tuple[tuple[str, str | None], ...]], _Customized] = {}
         self._customizer_keys: dict[int, frozenset[str]] = {}
         self._kept_bases: dict[tuple[str, bytes], Base | None] = {}
-        self._reads: list[tuple[str, bytes | None]] = []  # the previous copies the last `build` read
 
     def build(self, wec: Wec, plans: list[PlacementPlan], frozen: list[RecordedPlacement] | None = None
               ) -> MailboxPlan:
-        self._reads = []
         location = _location(wec, plans)
         group_key = tuple(p.key for p in plans)
-        entries, conflicts = self.group(plans)
+        if group_key not in self._groups:
+            self._groups[group_key] = _merge(plans, self._base)
+        entries, conflicts = self._groups[group_key]
         plan = MailboxPlan(wec, location, tuple(plans), entries, group_key)
         params = location_params(location) if location is not None else {}
         for rel, entry in entries.items():
@@ -115,40 +115,6 @@ class MailboxBuilder:
         if frozen:
             self._keep_frozen(plan, frozen)
         return plan
-
-    def group(self, plans: list[PlacementPlan]) -> tuple[dict[str, Entry], list[tuple[Base, str]]]:
-        """The entries (and conflicts) the WECs these placements reach share, merged on first use.
-        A caller that builds in other processes merges every group first, here: their bases go
-        into the memo, and `unpacked` finds the group a plan was built from."""
-        group_key = tuple(p.key for p in plans)
-        if group_key not in self._groups:
-            self._groups[group_key] = _merge(plans, self._base)
-        return self._groups[group_key]
-
-    def packed(self, plan: MailboxPlan) -> PlanDelta:
-        """What `build` made of a mailbox beyond its group's shared entries, and the previous
-        copies it read (to replay where reads are observed): the plan, small enough to travel."""
-        shared, _ = self._groups[tuple(p.key for p in plan.placements)]
-        entries = None if plan.shared else tuple((rel, _packed(shared.get(rel), e)) for rel, e in plan.entries.items())
-        return PlanDelta(entries, plan.problems, plan.altered, plan.group, plan.frozen, tuple(self._reads))
-
-    def unpacked(self, wec: Wec, plans: list[PlacementPlan], frozen: list[RecordedPlacement] | None,
-                 delta: PlanDelta) -> MailboxPlan:
-        """The plan `packed` describes; built here instead when a previous copy it read is not what
-        it reads now (changed in between), so that what was read is what this process observed."""
-        if any(self._read_previous(path) != data for path, data in delta.reads):
-            return self.build(wec, plans, frozen)
-        shared, _ = self._groups[tuple(p.key for p in plans)]
-        plan = MailboxPlan(wec, _location(wec, plans), tuple(plans), shared, delta.group, delta.problems,
-                           altered=delta.altered, frozen=delta.frozen)
-        if delta.entries is not None:
-            plan.entries, plan.shared = {rel: _unpacked(shared.get(rel), e) for rel, e in delta.entries}, False
-        return plan
-
-    def _read(self, path: str) -> bytes | None:
-        data = self._read_previous(path)
-        self._reads.append((path, data))
-        return data
 
     def _keep_frozen(self, plan: MailboxPlan, frozen: list[RecordedPlacement]) -> None:
         """Each recorded object of the frozen placements, as the mailbox holds it now (a missing
@@ -176,7 +142,7 @@ class MailboxBuilder:
         plan.entries = dict(sorted(entries.items()))
 
     def _kept_copy(self, mailbox: str, item: Recorded, placement: RecordedPlacement) -> Entry | None:
-        data = self._read(f"spaces/{mailbox}/objects/{item.rel}.yaml")
+        data = self._read_previous(f"spaces/{mailbox}/objects/{item.rel}.yaml")
         if data is None:
             return None
         key = (item.rel, data)
@@ -185,7 +151,7 @@ class MailboxBuilder:
         base = self._kept_bases[key]
         if base is None:
             return None
-        patch = self._read(f"spaces/{mailbox}/patches/{item.rel}.json")
+        patch = self._read_previous(f"spaces/{mailbox}/patches/{item.rel}.json")
         via = Via(placement.space, placement.name, ALONG if item.along else FROZEN_CLAUSE,
                   placement.singleton and not item.along)
         return Entry(base, data, patch, (via,), kept=True)
@@ -249,10 +215,10 @@ class MailboxBuilder:
             plan.entries = dict(sorted(entries.items()))  # a conflict's copy was not in the dict
 
     def _previous(self, mailbox: str, entry: Entry) -> Entry | None:
-        data = self._read(f"spaces/{mailbox}/objects/{entry.rel}.yaml")
+        data = self._read_previous(f"spaces/{mailbox}/objects/{entry.rel}.yaml")
         if data is None:
             return None
-        patch = self._read(f"spaces/{mailbox}/patches/{entry.rel}.json")
+        patch = self._read_previous(f"spaces/{mailbox}/patches/{entry.rel}.json")
         return replace(entry, data=data, patch=patch, kept=True, params=())
 
     def _own(self, plan: MailboxPlan) -> dict[str, Entry]:
@@ -260,38 +226,6 @@ class MailboxBuilder:
             plan.entries = dict(plan.entries)
             plan.shared = False
         return plan.entries
-
-
-class PlanDelta(NamedTuple):
-    """A MailboxPlan as `MailboxBuilder.packed` sends it: per entry (in order) None for the group's
-    own, (patch, params) for the group's customized, else the entry itself; None: the group's
-    entries, shared."""
-
-    entries: tuple[tuple[str, Any], ...] | None
-    problems: list[Problem]
-    altered: bool
-    group: tuple[tuple[str, str], ...]
-    frozen: tuple[RecordedPlacement, ...]
-    reads: tuple[tuple[str, bytes | None], ...]
-
-
-def _packed(shared: Entry | None, entry: Entry) -> Any:
-    if entry is shared:
-        return None
-    if shared is not None and entry.base is shared.base and entry.data is shared.data and \
-            entry.via is shared.via and entry.kept == shared.kept:
-        return (entry.patch, entry.params)  # `replace(shared, patch=..., params=...)`: every field told
-    return entry
-
-
-def _unpacked(shared: Entry | None, packed: Any) -> Entry:
-    if packed is None:
-        assert shared is not None
-        return shared
-    if type(packed) is tuple:
-        assert shared is not None
-        return replace(shared, patch=packed[0], params=packed[1])
-    return packed  # type: ignore[no-any-return]
 
 
 class _Customized(NamedTuple):

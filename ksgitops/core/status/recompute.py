@@ -3,22 +3,30 @@ summary and memo entry, and per object the rows that appeared, went or changed.
 
 A mailbox's unit of work reads only its own listing and reports and what the parent run holds
 (the placements reaching it, its earlier rows as bytes), so the units are independent of each
-other: a caller may spread them over processes (model.Spread). A unit's result is plain, picklable
+other: a caller may spread them over processes (`Spread`). A unit's result is plain, picklable
 data, and the caller takes the results in the units' order, so the output is the same however the
 work was spread.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence, TypeVar
 
 from .markdown import MailboxSummary
 from .memo import MailboxMemo, decoded, detail_name, encode
 from .rows import Detail, Info, Row, Run, last_report, rows_of_mailbox
 from .sync import SyncSummary
 
+T = TypeVar("T")
+R = TypeVar("R")
+Spread = Callable[[Sequence[T], Callable[[T], R]], Iterable[R]]  # items -> results, in the items' order
 Changes = dict[tuple[str, str], dict[str, Row | None]]  # (wds, rel) -> mailbox -> its new row (None: gone)
 Noted = list[tuple[tuple[str, str], Row | None]]  # one mailbox's changes: (wds, rel) -> its new row
+
+
+def in_sequence(items: Sequence[T], work: Callable[[T], R]) -> Iterator[R]:
+    """The plain `Spread`: every unit in this process, one after the other."""
+    return (work(item) for item in items)
 
 
 @dataclass(frozen=True)
@@ -75,4 +83,4 @@ def merge_changes(into: Changes, mb: str, noted: Noted) -> None:
         into.setdefault(key, {})[mb] = row
 
 
-__all__ = ["Changes", "Todo", "Recomputed", "recompute", "note_changes", "merge_changes"]
+__all__ = ["Spread", "Changes", "in_sequence", "Todo", "Recomputed", "recompute", "note_changes", "merge_changes"]

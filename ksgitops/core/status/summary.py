@@ -29,7 +29,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-from ...model import Problem, Spread, in_sequence
+from ...model import Problem
 from ...names import rel_path
 from .combined import Collectors, ObjectContext, combined_status
 from ..serialize import dump_yaml, load_yaml
@@ -38,7 +38,7 @@ from ..load.snapshot import GENERATED_DIR
 from .markdown import MailboxSummary, markdown, total_counts
 from .memo import MEMO_FORMAT, MemoLost as _MemoLost, ObjectMemo, StatusMemo, encode as _encode
 from .memory import MemorySource, with_reports
-from .recompute import Changes, Todo, merge_changes, note_changes, recompute
+from .recompute import Changes, Spread, Todo, in_sequence, merge_changes, note_changes, recompute
 from .rows import Detail, Info, Row, Run
 from .source import MailboxListing, StatusSource, digest as _digest
 from .sync import state_counts
@@ -306,9 +306,9 @@ def _combine(result: Any, contexts: _Contexts, memo: StatusMemo, changes: Change
         found: list[Problem] = []
         status = combined_status(contexts.objects[unit[0]], sorted(unit[2].items()), names, run, limit, found)
         return dump_yaml(status), _encode(unit[2]), found
-    for (key, context_key, _), (status, encoded, found) in zip(todo, spread(todo, combine)):
+    for (key, context_key, _), (status, rows, found) in zip(todo, spread(todo, combine)):
         combined[key] = status
-        memo.objects[key] = ObjectMemo(context_key, status, encoded)
+        memo.objects[key] = ObjectMemo(context_key, status, rows)
         memo.changed = True
         problems += found
     recomputed = len(todo)

@@ -9,13 +9,12 @@ import os
 import pickle
 import signal
 import threading
-from typing import Any, Callable, Iterator, Sequence, TypeVar
+from typing import Callable, Iterator, Sequence, TypeVar
 
 T = TypeVar("T")
 R = TypeVar("R")
 MOST_WORKERS = 8
 CHUNKS_PER_WORKER = 16
-LEAST = 64  # units per process below which a spread stays in this process (fork and pickling cost more)
 
 
 def may_fork() -> bool:
@@ -28,15 +27,14 @@ def workers() -> int:
                MOST_WORKERS)
 
 
-def spread(items: Sequence[T], work: Callable[[T], R], *, pack: Callable[[T, R], Any] | None = None,
-           unpack: Callable[[T, Any], R] | None = None, least: int | None = None) -> Iterator[R]:
+def spread(items: Sequence[T], work: Callable[[T], R], least: int = 64) -> Iterator[R]:
     """`[work(item) for item in items]`, shared with forked children when there are at least
     `least` items per process, more than one CPU and no other thread. The items are cut into
     chunks that each process takes in turn, so a slower process takes fewer. Results travel
     pickled, so they must be plain data; `work` must not write anything but its result (a
-    child's writes are lost; `pack` and `unpack`, model.Spread's, say what travels). Results are
-    made (or unpickled) as they are taken: a caller that keeps only part of each holds no more."""
-    count = min(workers(), len(items) // max(LEAST if least is None else least, 1))
+    child's writes are lost). Results are made (or unpickled) as they are taken: a caller that
+    keeps only part of each holds no more."""
+    count = min(workers(), len(items) // max(least, 1))
     if count < 2 or not may_fork():
         return (work(item) for item in items)
     cuts = count * CHUNKS_PER_WORKER
@@ -45,22 +43,21 @@ def spread(items: Sequence[T], work: Callable[[T], R], *, pack: Callable[[T, R],
     _write_all(filled, b"".join(i.to_bytes(4, "big") for i in range(cuts)))  # 4 bytes a chunk, far below a pipe's size
     os.close(filled)  # once every token is taken, a read finds the end
 
-    def taken(packed: bool) -> Iterator[tuple[int, list[Any]]]:
+    def taken() -> Iterator[tuple[int, list[R]]]:
         while token := os.read(tokens, 4):  # one read takes one whole token: the pipe holds whole ones
             index = int.from_bytes(token, "big")
-            yield index, [pack(item, work(item)) if packed and pack is not None else work(item)
-                          for item in chunks[index]]
+            yield index, [work(item) for item in chunks[index]]
 
     def pickled() -> bytes:  # chunk by chunk: the last chunk's pickling is all that is left at the end
-        return pickle.dumps([(index, pickle.dumps(results, pickle.HIGHEST_PROTOCOL))
-                             for index, results in taken(True)], pickle.HIGHEST_PROTOCOL)
+        return pickle.dumps([(index, pickle.dumps(results, pickle.HIGHEST_PROTOCOL)) for index, results in taken()],
+                            pickle.HIGHEST_PROTOCOL)
     theirs: list[Child] = []
-    done: dict[int, list[Any] | bytes] = {}  # a child's chunks stay pickled until they are taken
+    done: dict[int, list[R] | bytes] = {}  # a child's chunks stay pickled until they are taken
     finished = False
     try:
         for _ in range(count - 1):
             theirs.append(in_child(pickled))
-        done.update(taken(False))
+        done.update(taken())
         for child in theirs:  # one child's bytes held at a time
             data = child()
             done.update(pickle.loads(data) if data is not None else ())  # noqa: S301 - our own child's
@@ -72,20 +69,16 @@ def spread(items: Sequence[T], work: Callable[[T], R], *, pack: Callable[[T, R],
             if not finished:  # this process is leaving (an error, Ctrl-C, an abandoned cycle)
                 child.kill()
             child()
-    return _in_order(done, chunks, work, unpack if pack is not None else None)
+    return _in_order(done, chunks, work)
 
 
-def _in_order(done: dict[int, list[Any] | bytes], chunks: list[Sequence[T]], work: Callable[[T], R],
-              unpack: Callable[[T, Any], R] | None) -> Iterator[R]:
+def _in_order(done: dict[int, list[R] | bytes], chunks: list[Sequence[T]], work: Callable[[T], R]) -> Iterator[R]:
     for index, chunk in enumerate(chunks):
         found = done.pop(index, None)
         if found is None:  # a failed child's chunk is done here
             yield from (work(item) for item in chunk)
-        elif isinstance(found, bytes):
-            results = pickle.loads(found)  # noqa: S301 - our own child's
-            yield from results if unpack is None else (unpack(i, r) for i, r in zip(chunk, results))
         else:
-            yield from found
+            yield from pickle.loads(found) if isinstance(found, bytes) else found  # noqa: S301 - our own child's
 
 
 class Child:
