@@ -19,7 +19,7 @@ ROWS: tuple[tuple[str, str], ...] = (
     ("worktree.monitor_first", "with the monitor: the first `reconcile` (a new history: every path looked at)"),
     ("worktree.monitor_noop", "with the monitor: `reconcile`, nothing changed (no file written)"),
     ("worktree.monitor_diff_noop", "with the monitor: `diff`, nothing changed (exit 0)"),
-    ("worktree.monitor_location_diff", "with the monitor: another Location label changed, `diff` (exit 1)"),
+    ("worktree.monitor_location_diff", "with the monitor: another Location label changed, `diff` at once (exit 1)"),
     ("worktree.monitor_location", "… then `reconcile`"),
     ("worktree.monitor_location_diff_paused",
      "with the monitor: the first Location's label changed again, `diff` 3 s later (planned ahead; exit 1)"),
