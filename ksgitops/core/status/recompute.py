@@ -50,32 +50,31 @@ class Recomputed:
 def recompute(todo: Todo, infos: dict[str, Info], run: Run, held: Mapping[tuple[str, str], Any],
               broken_limit: int) -> Recomputed:
     """`infos`: what the placements reaching the mailbox place there; `held`: the objects the memo
-    holds rows for (see `note_changes`)."""
+    holds rows for (see `noted_changes`)."""
     mb = todo.mailbox
     before: Detail | None = decoded(todo.before, detail_name(mb)) if todo.before is not None else None
     detail, problems, report = rows_of_mailbox(mb, before, infos, run)
     sync = SyncSummary.of(report, run.source.revision(mb), broken_limit)
     summary = MailboxSummary.of(mb, todo.wec, detail.rows, infos, last_report(detail), broken_limit, sync)
-    changes: Changes = {}
-    note_changes(changes, mb, before, detail, held)
-    noted = [(key, rows[mb]) for key, rows in changes.items()]
-    return Recomputed(mb, MailboxMemo(todo.key, summary, problems, encode(detail)), noted)
+    return Recomputed(mb, MailboxMemo(todo.key, summary, problems, encode(detail)),
+                      noted_changes(before, detail, held))
 
 
-def note_changes(changes: Changes, mb: str, old: Detail | None, new: Detail | None,
-                 held: Mapping[tuple[str, str], Any]) -> None:
-    """Record, per object (wds, rel), the rows of mailbox `mb` that appeared, went or changed, and
-    every row of an object the memo holds no rows for (`held`: the objects it holds)."""
+def noted_changes(old: Detail | None, new: Detail | None, held: Mapping[tuple[str, str], Any]) -> Noted:
+    """Per object (wds, rel), a mailbox's rows that appeared, went (None) or changed, and every row
+    of an object the memo holds no rows for (`held`: the objects it holds)."""
     before = old.rows if old is not None else {}
     after = new.rows if new is not None else {}
+    noted: Noted = []
     for rel in before.keys() | after.keys():
         a, b = before.get(rel), after.get(rel)
         if a == b and (b is None or (b.wds, rel) in held):
             continue
         if a is not None and (b is None or b.wds != a.wds):
-            changes.setdefault((a.wds, rel), {})[mb] = None
+            noted.append(((a.wds, rel), None))
         if b is not None:
-            changes.setdefault((b.wds, rel), {})[mb] = b
+            noted.append(((b.wds, rel), b))
+    return noted
 
 
 def merge_changes(into: Changes, mb: str, noted: Noted) -> None:
@@ -83,4 +82,4 @@ def merge_changes(into: Changes, mb: str, noted: Noted) -> None:
         into.setdefault(key, {})[mb] = row
 
 
-__all__ = ["Spread", "Changes", "in_sequence", "Todo", "Recomputed", "recompute", "note_changes", "merge_changes"]
+__all__ = ["Spread", "Changes", "in_sequence", "Todo", "Recomputed", "recompute", "noted_changes", "merge_changes"]

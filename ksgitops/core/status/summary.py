@@ -38,7 +38,7 @@ from ..load.snapshot import GENERATED_DIR
 from .markdown import MailboxSummary, markdown, total_counts
 from .memo import MEMO_FORMAT, MemoLost as _MemoLost, ObjectMemo, StatusMemo, encode as _encode
 from .memory import MemorySource, with_reports
-from .recompute import Changes, Spread, Todo, in_sequence, merge_changes, note_changes, recompute
+from .recompute import Changes, Spread, Todo, in_sequence, merge_changes, noted_changes, recompute
 from .rows import Detail, Info, Row, Run
 from .source import MailboxListing, StatusSource, digest as _digest
 from .sync import state_counts
@@ -118,7 +118,7 @@ def _summarize(result: Any, source: StatusSource, memo: StatusMemo, limit: int, 
         memo.changed = True
     fresh = {unit.mailbox for unit in todo}  # mailboxes whose rows this run recomputed
     for mb in [m for m in memo.mailboxes if m not in result.wecs]:
-        note_changes(changes, mb, memo.detail(mb, memo.mailboxes.pop(mb)), None, memo.objects)
+        merge_changes(changes, mb, noted_changes(memo.detail(mb, memo.mailboxes.pop(mb)), None, memo.objects))
         memo.changed = True
     output = _combine(result, contexts, memo, changes, names, run, limit, fresh, spread)
     mailboxes = {mb: memo.mailboxes[mb] for mb in sorted(result.wecs)}
@@ -260,7 +260,7 @@ def _rows_kept(memo: StatusMemo, contexts: _Contexts, context: ObjectContext, de
                fresh: set[str]) -> dict[str, Row]:
     """The rows of an object the memo holds none for (a new object, or one dropped while its WDS
     was frozen: its mailboxes may not have changed since) in the mailboxes it reaches that this run
-    did not recompute (`note_changes` gave those of the others), from their details (`details`:
+    did not recompute (`noted_changes` gave those of the others), from their details (`details`:
     those decoded this run)."""
     found: dict[str, Row] = {}
     for plan in contexts.plans:
@@ -306,9 +306,9 @@ def _combine(result: Any, contexts: _Contexts, memo: StatusMemo, changes: Change
         found: list[Problem] = []
         status = combined_status(contexts.objects[unit[0]], sorted(unit[2].items()), names, run, limit, found)
         return dump_yaml(status), _encode(unit[2]), found
-    for (key, context_key, _), (status, rows, found) in zip(todo, spread(todo, combine)):
+    for (key, context_key, _), (status, encoded, found) in zip(todo, spread(todo, combine)):
         combined[key] = status
-        memo.objects[key] = ObjectMemo(context_key, status, rows)
+        memo.objects[key] = ObjectMemo(context_key, status, encoded)
         memo.changed = True
         problems += found
     recomputed = len(todo)
