@@ -46,10 +46,12 @@ def result(example: Path) -> Any:
 
 
 @pytest.fixture
-def three_workers(monkeypatch) -> list[int]:
-    """Three workers whatever the machine has; the pids that ran a unit are collected."""
+def three_workers(monkeypatch) -> None:
+    """Three workers whatever the machine has. Threads that earlier tests left in this process
+    (a server's, a pool's) do not count: only a thread started by the test keeps it from forking."""
     monkeypatch.setattr(forked, "workers", lambda: 3)
-    return []
+    before = threading.active_count()
+    monkeypatch.setattr(forked, "may_fork", lambda: threading.active_count() == before)
 
 
 def _slowly(i: int) -> tuple[int, int]:
