@@ -243,12 +243,16 @@ def test_two_files_reporting_one_object_keep_the_first_and_warn(result: Any) -> 
         [f"spaces/{FLORIN}/reported/{COMMOND}.yaml: warning: reported state: a second report for {COMMOND}, skipped"]
 
 
-def test_a_memo_kept_on_disk_gives_the_same_bytes_and_reads_only_what_changed(result: Any, tmp_path: Path) -> None:
+@pytest.mark.parametrize("warmed", [False, True], ids=["read", "warmed"])
+def test_a_memo_kept_on_disk_gives_the_same_bytes_and_reads_only_what_changed(
+        result: Any, tmp_path: Path, warmed: bool, monkeypatch: pytest.MonkeyPatch) -> None:
     """Saved and loaded between runs (its rows in a store, fetched when their mailbox or object
-    changed), through random report changes, and with parts of the store lost."""
+    changed), through random report changes, and with parts of the store lost; `warmed`: a
+    monitor reads the small part now and then, and a run takes it from memory when it can."""
     import sqlite3
 
     from ksgitops.io import status_sources as ss
+    monkeypatch.setattr(ss, "_warm", {})
     rng = random.Random(11)
     path = tmp_path / "status-git.sqlite"
     reports: dict[str, dict[str, bytes]] = {FLORIN: {}, GUILDER: {}}
@@ -258,6 +262,8 @@ def test_a_memo_kept_on_disk_gives_the_same_bytes_and_reads_only_what_changed(re
         if step % 5 == 4:
             with sqlite3.connect(path) as db:  # a lost part: the run starts over, same bytes
                 db.execute("DELETE FROM memo WHERE name LIKE ?", (rng.choice(["d:%", "r:%"]),))
+        if warmed and rng.random() < 0.6:
+            ss.warm_memos(str(tmp_path))
         memo = ss.load_memo(path)
         fetched: list[str] = []
         store = memo.fetch
@@ -273,6 +279,47 @@ def test_a_memo_kept_on_disk_gives_the_same_bytes_and_reads_only_what_changed(re
         assert outputs(incremental) == outputs(fresh), f"step {step}"
         if step and step % 5 != 4:
             assert set(fetched) <= {f"d:{mb}", f"r:wmw-c:{COMMOND}"}, fetched
+
+
+def test_a_worker_takes_the_memo_from_the_monitor_only_when_no_run_saved_one_since(
+        result: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The monitor holds the small part it read; a run takes it when the index it reads is the one
+    the monitor read. Every save writes a new generation, even with the same summaries, so a memo
+    saved after the monitor read (by a run the monitor did not see end) is read from disk."""
+    from ksgitops.io import status_sources as ss
+    monkeypatch.setattr(ss, "_warm", {})
+    path = tmp_path / "status-git.sqlite"
+    assert not ss.warm_memos(str(tmp_path))  # no memo yet: nothing held, nothing made
+    assert not path.exists()
+
+    def run(reports: dict[str, dict[str, bytes]]) -> Any:
+        memo = ss.load_memo(path)
+        out = summarize(result, MemorySource(with_reports(result.generated, reports)), memo)
+        memo.changed = True
+        ss.save_memo(path, memo)
+        return memo, out
+
+    first = {FLORIN: {f"{COMMOND}.yaml": rs_report(0, "2026-01-01T00:00:00Z")}}
+    run(first)
+    assert ss.warm_memos(str(tmp_path)) and not ss.warm_memos(str(tmp_path))
+    held = ss._warm[str(path)]
+    taken = ss.load_memo(path)
+    assert taken.mailboxes[FLORIN] is held.mailboxes[FLORIN] and taken.mailboxes is not held.mailboxes
+    ss.save_memo(path, taken)  # nothing changed: nothing written
+    second = {FLORIN: {f"{COMMOND}.yaml": rs_report(1, "2026-01-01T00:00:09Z")}}
+    saved, _ = run(second)
+    read = ss.load_memo(path)
+    assert read.mailboxes[FLORIN] is not held.mailboxes[FLORIN]
+    assert read.mailboxes[FLORIN].key == saved.mailboxes[FLORIN].key != held.mailboxes[FLORIN].key
+    again = summarize(result, MemorySource(with_reports(result.generated, second)), read)
+    ss.save_memo(path, read)
+    fresh = summarize(result, MemorySource(with_reports(result.generated, second)), None)
+    assert outputs(again) == outputs(fresh)
+    assert ss.warm_memos(str(tmp_path))
+    run(second)  # the same summaries saved again: a new generation all the same
+    assert ss.load_memo(path).mailboxes[FLORIN] is not ss._warm[str(path)].mailboxes[FLORIN]
+    path.unlink()
+    assert not ss.warm_memos(str(tmp_path)) and ss._warm == {}
 
 
 def test_an_unchanged_sync_report_is_not_read_again(result: Any, monkeypatch) -> None:
@@ -327,7 +374,7 @@ def test_one_changed_report_rewrites_its_mailbox_and_object_entries_only(result:
     assert first.keys() == second.keys() and {f"s:{GUILDER}", f"o:wmw-c:{COMMOND}"} <= first.keys()
     assert len([n for n in first if n.startswith("o:")]) > 1
     assert {n for n in first if first[n] != second[n]} == \
-        {f"s:{FLORIN}", f"d:{FLORIN}", f"o:wmw-c:{COMMOND}", f"r:wmw-c:{COMMOND}"}
+        {"index", f"s:{FLORIN}", f"d:{FLORIN}", f"o:wmw-c:{COMMOND}", f"r:wmw-c:{COMMOND}"}  # index: a new generation
 
 
 def _with_reports(tmp_path: Path) -> Path:

@@ -7,10 +7,13 @@ folder allows.
 """
 from __future__ import annotations
 
+import os
 import pickle
 import sqlite3
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 from .pygit import pygit2
 
@@ -123,32 +126,92 @@ def load_memo(path: Path | None) -> StatusMemo:
     """The memo an earlier run saved; a missing, stale or unreadable one is an empty memo. Only its
     small part is read now (keys, summaries, CombinedStatus files, one entry per mailbox and per
     object): the rows of a mailbox or an object are fetched when they changed, inside the same read
-    transaction, so what is read is one consistent memo even beside another process saving one."""
+    transaction, so what is read is one consistent memo even beside another process saving one.
+    In a monitor's worker the small part is the monitor's (`warm_memos`) when the index read is
+    the very one the monitor read (each save writes a new generation into it)."""
     store = _MemoStore.open(path) if path is not None else None
-    if store is None:
+    if store is None or path is None:
         return StatusMemo()
     memo = StatusMemo()
     try:
-        with gc_paused():  # as cache.unpickle: many objects and no garbage
-            data = store.get(_INDEX)
-            index: Any = pickle.loads(data) if data is not None else None  # noqa: S301 - our own file inside .git
-            fresh = isinstance(index, dict) and index.get("format") == code_fingerprint()
-            if fresh and index.get("memo") == memo.format:
-                memo.problems = index["problems"]
-                for name, value in store.named(_SUMMARY):
-                    key, summary, problems = pickle.loads(value)  # noqa: S301
-                    kept = MailboxMemo(key, summary, problems, None)
-                    memo.mailboxes[name[len(_SUMMARY):]] = store.loaded[name] = kept
-                for name, value in store.named(_OBJECT):
-                    key, context, status = pickle.loads(value)  # noqa: S301
-                    memo.objects[key] = store.loaded[name] = ObjectMemo(context, status, None)
-                if set(store.loaded) != set(index["names"]):  # an entry lost or left over: start anew
-                    raise ValueError("the memo's entries are not those it saved")
+        data = store.get(_INDEX)
+        held = _warm.get(os.fspath(path)) if data is not None else None
+        if held is not None and held.index == data:
+            memo.problems, memo.mailboxes, memo.objects = dict(held.problems), dict(held.mailboxes), dict(held.objects)
+            store.loaded = dict(held.loaded)
+        else:
+            _read_small(store, data, memo)
     except Exception:  # noqa: BLE001 - any unreadable memo only costs time
         memo, store.loaded = StatusMemo(), {}
     memo.fetch = store.get
     _STORES[id(memo)] = store
     return memo
+
+
+def _read_small(store: "_MemoStore", data: bytes | None, memo: StatusMemo) -> None:
+    """The memo's small part into `memo` (and what was read into `store.loaded`), given the index
+    entry's bytes; an entry lost or left over raises ValueError."""
+    with gc_paused():  # as cache.unpickle: many objects and no garbage
+        index: Any = pickle.loads(data) if data is not None else None  # noqa: S301 - our own file inside .git
+        fresh = isinstance(index, dict) and index.get("format") == code_fingerprint()
+        if not fresh or index.get("memo") != memo.format:
+            return
+        memo.problems = index["problems"]
+        for name, value in store.named(_SUMMARY):
+            key, summary, problems = pickle.loads(value)  # noqa: S301
+            kept = MailboxMemo(key, summary, problems, None)
+            memo.mailboxes[name[len(_SUMMARY):]] = store.loaded[name] = kept
+        for name, value in store.named(_OBJECT):
+            key, context, status = pickle.loads(value)  # noqa: S301
+            memo.objects[key] = store.loaded[name] = ObjectMemo(context, status, None)
+        if set(store.loaded) != set(index["names"]):  # an entry lost or left over: start anew
+            raise ValueError("the memo's entries are not those it saved")
+
+
+@dataclass(frozen=True)
+class _Held:
+    """A memo's small part as a monitor read it, for its workers: the index entry's bytes say
+    whether a worker's read is the same."""
+
+    index: bytes
+    problems: dict[str, Any]
+    mailboxes: dict[str, MailboxMemo]
+    objects: dict[tuple[str, str], ObjectMemo]
+    loaded: dict[str, Any]
+
+
+_warm: dict[str, _Held] = {}  # memo path: its small part, read by a monitor (`warm_memos`)
+
+
+def warm_memos(state: str) -> bool:
+    """Read the small part of the status memos in the state folder `state` whose index changed
+    since last asked, for the workers a monitor forks next. True when any was read."""
+    read = False
+    for kind in ("git", "worktree"):
+        path = os.path.join(state, f"status-{kind}.sqlite")
+        held = _warm.get(path)
+        try:
+            if not os.path.isfile(path) or os.path.islink(path):
+                raise FileNotFoundError(path)
+            conn = sqlite3.connect(f"file:{quote(path)}?mode=ro", uri=True, isolation_level=None, timeout=1)
+        except (OSError, sqlite3.Error):
+            _warm.pop(path, None)
+            continue
+        store = _MemoStore(conn)
+        try:
+            conn.execute("BEGIN")
+            data = store.get(_INDEX)
+            if data is None or (held is not None and held.index == data):
+                continue
+            memo = StatusMemo()
+            _read_small(store, data, memo)
+            _warm[path] = _Held(data, memo.problems, memo.mailboxes, memo.objects, store.loaded)
+            read = True
+        except Exception:  # noqa: BLE001 - an unreadable memo is just not held
+            _warm.pop(path, None)
+        finally:
+            store.close()
+    return read
 
 
 def save_memo(path: Path | None, memo: StatusMemo) -> None:
@@ -240,7 +303,8 @@ class _MemoStore:
                 writes.append((rows_name(key), o.rows))
         names = sorted(n for n in wanted if n.startswith((_SUMMARY, _OBJECT)))
         writes.append((_INDEX, pickle.dumps({"format": code_fingerprint(), "memo": memo.format, "names": names,
-                                             "problems": memo.problems}, protocol=pickle.HIGHEST_PROTOCOL)))
+                                             "problems": memo.problems, "generation": os.urandom(16)},
+                                            protocol=pickle.HIGHEST_PROTOCOL)))
         held = {name for (name,) in self.conn.execute("SELECT name FROM memo")}
         try:
             self.conn.executemany("DELETE FROM memo WHERE name = ?", [(n,) for n in held - wanted])

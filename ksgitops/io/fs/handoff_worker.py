@@ -57,9 +57,11 @@ class Warm:
         self.askers: dict[int, float] = {}  # runs that asked what changed, and when: no plan-ahead beside them
 
     def refresh(self, state: str) -> None:
-        """Read the state folder's pickles that changed (the cache, the records): a worker takes
-        them from memory when their bytes are the same (io/git/cache.py `unpickle`)."""
-        if cache.warm(state):
+        """Read the state folder's pickles that changed (the cache, the records) and the status
+        memos' small parts: a worker takes them from memory when their bytes are the same
+        (io/git/cache.py `unpickle`, io/status_sources.py `load_memo`)."""
+        from ..status_sources import warm_memos
+        if cache.warm(state) | warm_memos(state):
             gc.freeze()
 
     def unchanged(self) -> bool:
