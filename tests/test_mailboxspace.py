@@ -81,3 +81,37 @@ def test_what_the_parser_refuses_is_left_to_it(values) -> None:
     data = space_yaml(*values)
     assert read_source("spaces/m/space.yaml", data).problems
     assert own_space_document(data) is None
+
+
+def test_over_a_git_tree_a_mailbox_is_memoized_by_its_folder_s_tree_id(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """Unchanged folders cost a lookup and no read; a folder whose tree id moved is read anew;
+    every answer is the one a read without the memo gives."""
+    import shutil
+
+    from conftest import EXAMPLE, git, git_init
+    from ksgitops.io.git.repo import TreeSnapshot, open_repo
+    shutil.copytree(EXAMPLE, tmp_path / "repo")
+    example_git = git_init(tmp_path / "repo")  # with its mailboxes
+
+    def snapshot() -> TreeSnapshot:
+        repo = open_repo(example_git)
+        return TreeSnapshot(repo, repo.head.peel().tree)
+
+    def answers(snap: TreeSnapshot, cache: dict) -> tuple[dict, list[str]]:  # type: ignore[type-arg]
+        reads: list[str] = []
+        plain = snap.file
+        snap.file = lambda path: reads.append(path) or plain(path)  # type: ignore[method-assign]
+        found = {s: read.mailbox_space(snap, s, cache) for s in snap.list_spaces()}
+        return {s: (o.space, o.body, o.origin, o.key) if o is not None else None for s, o in found.items()}, reads
+
+    cache: dict = {}  # type: ignore[type-arg]
+    first, reads = answers(snapshot(), cache)
+    assert [s for s, o in first.items() if o is not None] == ["imw1-mb-florin", "imw1-mb-guilder"] and reads
+    again, reads = answers(snapshot(), cache)
+    assert again == first and reads == []
+    space_yaml = example_git / "spaces/imw1-mb-florin/space.yaml"
+    space_yaml.write_text(space_yaml.read_text().replace("Type: managed", "Type: unmanaged"))
+    git(example_git, "commit", "-qam", "florin is a source space now")
+    changed, reads = answers(snapshot(), cache)
+    assert reads == ["spaces/imw1-mb-florin/space.yaml"]
+    assert changed == {**first, "imw1-mb-florin": None} == answers(snapshot(), {})[0]

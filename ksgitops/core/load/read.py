@@ -15,10 +15,11 @@ from .convert import FindingsMemo, read_source
 from .documents import read_by_document
 from .mailboxspace import INVENTORY_ANNOTATION, SPACE_API, SYNC_TARGET_ANNOTATION, own_space_document
 from .parse import ParsedFile
-from .snapshot import CONFIG_FILE, Snapshot, SourceFile
+from .snapshot import CONFIG_FILE, Snapshot, SourceFile, folder_key
 
 NOT_UTF8_FIX = "rename it (Kubernetes, YAML and git tools spell names in UTF-8)"
 FINDINGS_OF = "schema-findings-of"  # parse cache: a file blob -> the schema-findings keys of its documents
+MAILBOX_OF = "mailbox-space-of"  # parse cache: (space, folder key) -> its mailbox Space (body, line, blob) or ()
 LAST_READ = "last-read-of"  # parse cache: a path -> the blob its multi-document file was last read from
 
 ParseCache = MutableMapping[Any, Any]  # parse results by blob id, plus other memos keyed by tuples
@@ -124,8 +125,22 @@ def is_mailbox_document(body: Any) -> bool:
 
 
 def mailbox_space(snapshot: Snapshot, space: str, cache: ParseCache | None = None) -> Obj | None:
-    """The Space object of `spaces/<space>/space.yaml` when it makes the space a mailbox, else None."""
+    """The Space object of `spaces/<space>/space.yaml` when it makes the space a mailbox, else None.
+    Over a snapshot that keys folders by content (a git tree), the answer is memoized by the
+    space's folder key: a fleet's unchanged mailboxes cost a lookup, not a read of their folders."""
     cache = {} if cache is None else cache
+    folder = folder_key(snapshot, f"spaces/{space}")
+    if folder is not None:
+        known = cache.get((MAILBOX_OF, space, folder))
+        if known is not None:
+            return Obj(space, known[0], Origin(f"spaces/{space}/space.yaml", known[1]), known[2]) if known else None
+    found = _mailbox_space(snapshot, space, cache)
+    if folder is not None:
+        cache[(MAILBOX_OF, space, folder)] = (found.body, found.origin.line, found.key) if found is not None else ()
+    return found
+
+
+def _mailbox_space(snapshot: Snapshot, space: str, cache: ParseCache) -> Obj | None:
     source = snapshot.file(f"spaces/{space}/space.yaml")
     if source is None:
         return None

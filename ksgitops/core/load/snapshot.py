@@ -41,6 +41,15 @@ class Snapshot(Protocol):
     def read_tree(self, path: str) -> "FileTree | None":
         """Every file below a folder as a nested tree: used for previous generated output."""
 
+    # Optional: `folder_key(path) -> str | None`, a key of a folder's whole content (a git tree id)
+    # when the snapshot has one cheaper than reading the folder; see `folder_key` below.
+
+
+def folder_key(snapshot: Snapshot, path: str) -> str | None:
+    """The snapshot's content key of the folder at `path`, or None (no such folder, or a snapshot
+    without folder keys: a work tree reads its files)."""
+    key = getattr(snapshot, "folder_key", None)
+    return key(path) if key is not None else None  # type: ignore[no-any-return]
 
 
 def is_source_path(path: str) -> bool:

@@ -163,6 +163,11 @@ class TreeSnapshot:
         repo = self.repo
         return SourceFile(path, str(oid), lambda: source_data(repo, oid))
 
+    def folder_key(self, path: str) -> str | None:
+        """The tree id of the folder at `path` (None when it is not a folder)."""
+        entry = self._entry(path)
+        return str(entry.id) if entry is not None and entry.type == pygit2.GIT_OBJECT_TREE else None
+
     def file(self, path: str) -> SourceFile | None:
         entry = self._entry(path)
         if entry is None or entry.filemode not in (BLOB_MODE, pygit2.GIT_FILEMODE_BLOB_EXECUTABLE):
