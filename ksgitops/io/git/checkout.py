@@ -9,7 +9,8 @@ and only then does the work tree follow:
   change), each file replaced atomically;
 - a root that appears or goes is written whole through worktree.py's transaction (kept folders
   such as `reported/` carried over);
-- then the index (libgit2 writes it atomically, fsynced); the journal is removed last.
+- then the index (written atomically and fsynced: by `git update-index` when only files changed and
+  a git program is there, else by libgit2; indexupdate.py); the journal is removed last.
 
 So a failed commit leaves the work tree untouched, and a kill or failure after the branch moved
 leaves every file old or new plus the journal: the next command on the repository finishes the
@@ -33,6 +34,7 @@ from ..fs.paths import STATE_DIR, check_path, write_file
 from ..fs.rootplan import plan_root
 from ..fs.worktree import write_generated
 from .discover import git_dir
+from .indexupdate import IndexUpdates
 from .repo import TreeIndex, blobs, read_tree, tree_at
 
 FORMAT = "ksgitops-checkout-1"
@@ -121,10 +123,37 @@ def apply(repo: pygit2.Repository, planned: Plan, generated: Generated | None = 
     """Bring the work tree and index along (idempotent), then drop the journal. Whole roots come
     from `generated` when given (they are in memory already), else from the new tree."""
     workdir = Path(repo.workdir)
+    if not any(s.op in (TREE, REMOVE) for s in planned.steps):  # file by file: indexupdate.py
+        updates = IndexUpdates()
+        _apply_files(repo, planned, updates, workdir)
+        sync_filesystem(workdir)  # the files written, on disk before the journal goes
+        updates.write(repo)
+        journal_path(repo).unlink(missing_ok=True)
+        return
     index = repo.index
     bulk = _index_follows_tree(index, planned)
     entries: Any = _Unindexed() if bulk else index
     whole: dict[str, Any] = {}
+    for step in planned.steps:
+        if step.op in (TREE, REMOVE):
+            given = (generated or {}).get(step.root)
+            whole[step.root] = given if step.op == TREE and isinstance(given, dict) else _whole(repo, planned, step)
+            if not bulk:
+                index.remove_directory(step.root)
+                if step.op == TREE:
+                    _index_tree(repo, index, planned.new, step.root)
+    _apply_files(repo, planned, entries, workdir)
+    write_generated(workdir, whole, regenerable=True)  # synced below, with the files written one by one
+    sync_filesystem(workdir)  # the files written one by one, on disk before the journal goes
+    if bulk:
+        index.read_tree(repo[planned.new].peel(pygit2.Tree))  # keeps the stat data of unchanged entries
+    index.write()
+    journal_path(repo).unlink(missing_ok=True)
+
+
+def _apply_files(repo: pygit2.Repository, planned: Plan, entries: Any, workdir: Path) -> None:
+    """The steps that go file by file (a file, a file gone, a root's changed files), with their
+    index changes made in `entries` (an Index, IndexUpdates, or _Unindexed)."""
     made: set[Path] = set()
     for step in planned.steps:
         if step.op == FILE:
@@ -135,22 +164,9 @@ def apply(repo: pygit2.Repository, planned: Plan, generated: Generated | None = 
         elif step.op == DELETE_FILE:
             (workdir / step.root).unlink(missing_ok=True)
             _unindex(entries, step.root)
-        elif step.op in (TREE, REMOVE):
-            given = (generated or {}).get(step.root)
-            whole[step.root] = given if step.op == TREE and isinstance(given, dict) else _whole(repo, planned, step)
-            if not bulk:
-                index.remove_directory(step.root)
-                if step.op == TREE:
-                    _index_tree(repo, index, planned.new, step.root)
-        else:
+        elif step.op not in (TREE, REMOVE):  # DELTA
             for path, delta in _deltas(repo, planned, step.root):
                 _apply_delta(repo, entries, workdir, path, delta, made, step.root)
-    write_generated(workdir, whole, regenerable=True)  # synced below, with the files written one by one
-    sync_filesystem(workdir)  # the files written one by one, on disk before the journal goes
-    if bulk:
-        index.read_tree(repo[planned.new].peel(pygit2.Tree))  # keeps the stat data of unchanged entries
-    index.write()
-    journal_path(repo).unlink(missing_ok=True)
 
 
 BULK = 32  # whole roots from which the index is read from the new tree rather than entry by entry

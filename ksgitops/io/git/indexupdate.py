@@ -1,0 +1,69 @@
+"""A checkout's index changes, collected, then made in one go.
+
+A one-mailbox change touches a few hundred index entries, but libgit2 reads and writes the whole
+index to make them: ~0.6 s at a fleet's 200,000 entries, where `git update-index` takes ~0.1 s for
+the same file. So when a `git` program is on PATH the changes go through it (one process; the index
+is written under its lock, fsynced with `core.fsync=index`); without one, or when it fails, libgit2
+makes them as before. Either way the index holds the same entries (path, mode, id; no stat data,
+as libgit2's additions), and both write it atomically, so a kill leaves the old index or the new
+one: the checkout's journal (checkout.py) then makes the changes again.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+from ..pygit import pygit2
+
+REMOVED = "0" * 40
+TIMEOUT = 300.0  # seconds; a git that hangs is given up, and libgit2 does the work
+
+
+class IndexUpdates:
+    """Index additions and removals in order, as `pygit2.Index` takes them (`add`, `remove`, `in`)."""
+
+    def __init__(self) -> None:
+        self.changes: list[tuple[str, str, int]] = []  # (path, hex id or "", mode): "" removes
+
+    def add(self, entry: pygit2.IndexEntry) -> None:
+        self.changes.append((os.fspath(entry.path), str(entry.id), int(entry.mode)))
+
+    def remove(self, path: str) -> None:
+        self.changes.append((path, "", 0))
+
+    def __contains__(self, path: str) -> bool:
+        return True  # a removal of a path the index lacks is no change, in git as in libgit2
+
+    def write(self, repo: pygit2.Repository) -> None:
+        """Make the changes in the repository's index (nothing to make: the index is not touched)."""
+        if not self.changes:
+            return
+        if not _by_git(repo, self.changes):
+            index = repo.index
+            for path, oid, mode in self.changes:
+                if oid:
+                    index.add(pygit2.IndexEntry(path, pygit2.Oid(hex=oid), pygit2.enums.FileMode(mode)))
+                elif path in index:
+                    index.remove(path)
+            index.write()
+
+
+def _by_git(repo: pygit2.Repository, changes: list[tuple[str, str, int]]) -> bool:
+    """True when `git update-index` made the changes; False when there is no git or it failed
+    (its lock and rename make it all or nothing)."""
+    program = shutil.which("git")
+    if program is None or not repo.workdir:
+        return False
+    lines = b"".join(f"{mode:o} {oid or REMOVED}\t".encode() + os.fsencode(path) + b"\0"
+                     for path, oid, mode in changes)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}  # this repository's own index
+    try:
+        done = subprocess.run([program, f"--git-dir={Path(repo.path)}", f"--work-tree={Path(repo.workdir)}",
+                               "-c", "core.fsync=index", "-c", "core.fsyncMethod=fsync",
+                               "update-index", "-z", "--index-info"],
+                              input=lines, capture_output=True, env=env, timeout=TIMEOUT, check=False)
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return done.returncode == 0
