@@ -28,10 +28,14 @@ def _edit(repo: Path) -> None:
     git(repo, "commit", "-qam", "edit")
 
 
-@pytest.mark.parametrize("how", ["git", "no git", "git fails"])
+@pytest.mark.parametrize("how", ["git", "no git", "git fails", "beside a thread"])
 def test_the_index_follows_the_commit_with_or_without_git(tmp_path: Path, cli, how: str,
                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """`beside a thread`: no code may run between fork and exec (git's end with this process is
+    asked for there), so libgit2 does it."""
     repo = _fleet(tmp_path, "repo")
+    # earlier tests may have left idle threads in this worker: only the thread this test starts counts
+    monkeypatch.setattr(indexupdate, "may_fork", lambda: how != "beside a thread")
     assert cli("reconcile", str(repo), "--commit").code == 0
     _edit(repo)
     calls: list[bool] = []
@@ -69,3 +73,42 @@ def test_a_removal_of_a_path_the_index_lacks_is_no_change(tmp_path: Path) -> Non
     updates.remove("spaces/no-such/file.yaml")
     updates.write(pygit2.Repository(str(repo)))
     assert git(repo, "ls-files", "-s") == before
+
+
+def test_git_ends_with_the_run_that_started_it(tmp_path: Path) -> None:
+    """A run killed while git writes the index takes git along: the next run's recovery removes the
+    index.lock left, which a git still running would later rename into place over its work."""
+    import os
+    import subprocess
+    import sys
+    import time
+
+    repo = _fleet(tmp_path, "repo")
+    started = tmp_path / "git.pid"
+    fake = tmp_path / "bin/git"
+    fake.parent.mkdir()
+    fake.write_text(f"#!/bin/sh\necho $$ > {started}\nexec sleep 60\n")
+    fake.chmod(fake.stat().st_mode | stat.S_IXUSR)
+    script = (f"import pygit2\nfrom ksgitops.io.git import indexupdate\n"
+              f"indexupdate.shutil.which = lambda name: {str(fake)!r}\n"
+              f"indexupdate._by_git(pygit2.Repository({str(repo)!r}), [('a', '', 0)])\n")
+    run = subprocess.Popen([sys.executable, "-c", script])
+    deadline = time.monotonic() + 60
+    while not (started.exists() and started.read_text().strip()) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    pid = int(started.read_text())
+    os.kill(pid, 0)  # git (here a sleep in its place) runs
+    run.kill()
+    run.wait(timeout=60)
+    deadline = time.monotonic() + 30
+    while _alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert not _alive(pid)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split(") ")[-1][0] != "Z"
+    except OSError:
+        return False

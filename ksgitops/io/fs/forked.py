@@ -129,7 +129,7 @@ def in_child(work: Callable[[], bytes], size: int | None = None) -> Child:
             signal.set_wakeup_fd(-1)
             for number in _CHILD_SIGNALS:
                 signal.signal(number, signal.SIG_DFL)
-            _end_with(parent)
+            end_with(parent)
             signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
             gc.freeze()  # the parent's objects stay untouched by collections: shared, not copied
             os.close(read)
@@ -164,9 +164,9 @@ def _read_framed(fd: int) -> bytearray | None:
     return data if got == len(data) and not os.read(fd, 1) else None
 
 
-def _end_with(parent: int) -> None:
+def end_with(parent: int) -> None:
     """A child's work is for its parent only: it ends when the parent does (Linux's
-    PR_SET_PDEATHSIG), not seconds later."""
+    PR_SET_PDEATHSIG), not seconds later. Called in the child, which may `exec` after."""
     try:
         libc = ctypes.CDLL(None, use_errno=True)
         libc.prctl(1, signal.SIGKILL)  # 1: PR_SET_PDEATHSIG

@@ -6,7 +6,10 @@ the same file. So when a `git` program is on PATH the changes go through it (one
 is written under its lock, fsynced with `core.fsync=index`); without one, or when it fails, libgit2
 makes them as before. Either way the index holds the same entries (path, mode, id; no stat data,
 as libgit2's additions), and both write it atomically, so a kill leaves the old index or the new
-one: the checkout's journal (checkout.py) then makes the changes again.
+one: the checkout's journal (checkout.py) then makes the changes again. git ends with this process
+(PR_SET_PDEATHSIG): the next command's recovery removes the index.lock a killed run left, which a
+git still writing would otherwise rename into place. Beside other threads (no code may run between
+fork and exec there) libgit2 makes the changes.
 """
 from __future__ import annotations
 
@@ -15,6 +18,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
+from ..fs.forked import end_with, may_fork
 from ..pygit import pygit2
 
 REMOVED = "0" * 40
@@ -54,8 +58,9 @@ def _by_git(repo: pygit2.Repository, changes: list[tuple[str, str, int]]) -> boo
     """True when `git update-index` made the changes; False when there is no git or it failed
     (its lock and rename make it all or nothing)."""
     program = shutil.which("git")
-    if program is None or not repo.workdir:
+    if program is None or not repo.workdir or not may_fork():  # beside other threads: no code between fork and exec
         return False
+    parent = os.getpid()
     lines = b"".join(f"{mode:o} {oid or REMOVED}\t".encode() + os.fsencode(path) + b"\0"
                      for path, oid, mode in changes)
     env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}  # this repository's own index
@@ -63,7 +68,8 @@ def _by_git(repo: pygit2.Repository, changes: list[tuple[str, str, int]]) -> boo
         done = subprocess.run([program, f"--git-dir={Path(repo.path)}", f"--work-tree={Path(repo.workdir)}",
                                "-c", "core.fsync=index", "-c", "core.fsyncMethod=fsync",
                                "update-index", "-z", "--index-info"],
-                              input=lines, capture_output=True, env=env, timeout=TIMEOUT, check=False)
+                              input=lines, capture_output=True, env=env, timeout=TIMEOUT, check=False,
+                              preexec_fn=lambda: end_with(parent))  # noqa: PLW1509 - one thread, see above
     except (OSError, subprocess.SubprocessError):
         return False
     return done.returncode == 0
