@@ -38,14 +38,11 @@ def test_the_index_follows_the_commit_with_or_without_git(tmp_path: Path, cli, h
     monkeypatch.setattr(indexupdate, "may_fork", lambda: how != "beside a thread")
     assert cli("reconcile", str(repo), "--commit").code == 0
     _edit(repo)
-    calls: list[bool] = []
-    by_git = indexupdate._by_git
-
-    def counted(*args):  # type: ignore[no-untyped-def]
-        calls.append(made := by_git(*args))
-        return made
-
-    monkeypatch.setattr(indexupdate, "_by_git", counted)
+    started: list[bool] = []
+    finished: list[bool] = []
+    start, finish = indexupdate._start_git, indexupdate._finished
+    monkeypatch.setattr(indexupdate, "_start_git", lambda *a: started.append(bool(got := start(*a))) or got)
+    monkeypatch.setattr(indexupdate, "_finished", lambda *a: finished.append(done := finish(*a)) or done)
     if how == "no git":
         monkeypatch.setattr(indexupdate.shutil, "which", lambda name: None)
     elif how == "git fails":
@@ -58,7 +55,7 @@ def test_the_index_follows_the_commit_with_or_without_git(tmp_path: Path, cli, h
     result = cli("reconcile", str(repo), "--commit")
     assert result.code == 0, result
     assert git(repo, "rev-parse", "HEAD") != before  # a commit that changed mailboxes file by file
-    assert calls == [how == "git"]
+    assert started == [how in ("git", "git fails")] and finished == ([how == "git"] if started[0] else [])
     assert git(repo, "status", "--porcelain") == ""
     tree = [line.split(" ", 2) for line in git(repo, "ls-tree", "-r", "HEAD").splitlines()]  # mode, type, id\tpath
     assert git(repo, "ls-files", "-s").splitlines() == [f"{mode} {rest.replace(chr(9), ' 0' + chr(9), 1)}"
@@ -91,7 +88,7 @@ def test_git_ends_with_the_run_that_started_it(tmp_path: Path) -> None:
     fake.chmod(fake.stat().st_mode | stat.S_IXUSR)
     script = (f"import pygit2\nfrom ksgitops.io.git import indexupdate\n"
               f"indexupdate.shutil.which = lambda name: {str(fake)!r}\n"
-              f"indexupdate._by_git(pygit2.Repository({str(repo)!r}), [('a', '', 0)])\n")
+              f"indexupdate._finished(indexupdate._start_git(pygit2.Repository({str(repo)!r}), [('a', '', 0)]))\n")
     run = subprocess.Popen([sys.executable, "-c", script])
     deadline = time.monotonic() + 60
     while not (started.exists() and started.read_text().strip()) and time.monotonic() < deadline:
@@ -112,3 +109,31 @@ def _alive(pid: int) -> bool:
             return f.read().split(") ")[-1][0] != "Z"
     except OSError:
         return False
+
+
+def test_a_failed_sync_takes_git_along_and_is_raised(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The files' sync runs while git writes the index; when it fails, git is stopped and waited
+    for, and the error goes up (the journal stays: the next command finishes the checkout)."""
+    repo = _fleet(tmp_path, "repo")
+    started = tmp_path / "git.pid"
+    fake = tmp_path / "bin/git"
+    fake.parent.mkdir()
+    fake.write_text(f"#!/bin/sh\necho $$ > {started}\nexec sleep 60\n")
+    fake.chmod(fake.stat().st_mode | stat.S_IXUSR)
+    monkeypatch.setattr(indexupdate.shutil, "which", lambda name: str(fake))
+    monkeypatch.setattr(indexupdate, "may_fork", lambda: True)
+    updates = indexupdate.IndexUpdates()
+    updates.remove("spaces/imw1/florin.yaml")
+
+    def failing_sync() -> None:
+        import time
+        deadline = time.monotonic() + 60
+        while not (started.exists() and started.read_text().strip()) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        raise OSError(5, "Input/output error")
+
+    before = git(repo, "ls-files", "-s")
+    with pytest.raises(OSError):
+        updates.write(pygit2.Repository(str(repo)), meanwhile=failing_sync)
+    assert not _alive(int(started.read_text()))
+    assert git(repo, "ls-files", "-s") == before

@@ -126,8 +126,7 @@ def apply(repo: pygit2.Repository, planned: Plan, generated: Generated | None = 
     if not any(s.op in (TREE, REMOVE) for s in planned.steps):  # file by file: indexupdate.py
         updates = IndexUpdates()
         _apply_files(repo, planned, updates, workdir)
-        sync_filesystem(workdir)  # the files written, on disk before the journal goes
-        updates.write(repo)
+        updates.write(repo, meanwhile=lambda: sync_filesystem(workdir))  # files on disk before the journal goes
         journal_path(repo).unlink(missing_ok=True)
         return
     index = repo.index

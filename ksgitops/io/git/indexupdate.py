@@ -16,7 +16,9 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import tempfile
 from pathlib import Path
+from typing import Callable
 
 from ..fs.forked import end_with, may_fork
 from ..pygit import pygit2
@@ -40,36 +42,56 @@ class IndexUpdates:
     def __contains__(self, path: str) -> bool:
         return True  # a removal of a path the index lacks is no change, in git as in libgit2
 
-    def write(self, repo: pygit2.Repository) -> None:
-        """Make the changes in the repository's index (nothing to make: the index is not touched)."""
-        if not self.changes:
+    def write(self, repo: pygit2.Repository, meanwhile: Callable[[], None] = lambda: None) -> None:
+        """Make the changes in the repository's index (nothing to make: the index is not touched).
+        `meanwhile` runs while git makes them (the checkout's sync of the files written: both are
+        done before the journal goes, in either order)."""
+        started = _start_git(repo, self.changes) if self.changes else None
+        try:
+            meanwhile()
+        except BaseException:
+            if started is not None:
+                started.kill()
+                started.wait()
+            raise
+        if not self.changes or (started is not None and _finished(started)):
             return
-        if not _by_git(repo, self.changes):
-            index = repo.index
-            for path, oid, mode in self.changes:
-                if oid:
-                    index.add(pygit2.IndexEntry(path, pygit2.Oid(hex=oid), pygit2.enums.FileMode(mode)))
-                elif path in index:
-                    index.remove(path)
-            index.write()
+        index = repo.index
+        for path, oid, mode in self.changes:
+            if oid:
+                index.add(pygit2.IndexEntry(path, pygit2.Oid(hex=oid), pygit2.enums.FileMode(mode)))
+            elif path in index:
+                index.remove(path)
+        index.write()
 
 
-def _by_git(repo: pygit2.Repository, changes: list[tuple[str, str, int]]) -> bool:
-    """True when `git update-index` made the changes; False when there is no git or it failed
-    (its lock and rename make it all or nothing)."""
+def _start_git(repo: pygit2.Repository, changes: list[tuple[str, str, int]]) -> subprocess.Popen[bytes] | None:
+    """`git update-index` making the changes, started (None: no git, or other threads alive)."""
     program = shutil.which("git")
     if program is None or not repo.workdir or not may_fork():  # beside other threads: no code between fork and exec
-        return False
+        return None
     parent = os.getpid()
-    lines = b"".join(f"{mode:o} {oid or REMOVED}\t".encode() + os.fsencode(path) + b"\0"
-                     for path, oid, mode in changes)
     env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}  # this repository's own index
     try:
-        done = subprocess.run([program, f"--git-dir={Path(repo.path)}", f"--work-tree={Path(repo.workdir)}",
-                               "-c", "core.fsync=index", "-c", "core.fsyncMethod=fsync",
-                               "update-index", "-z", "--index-info"],
-                              input=lines, capture_output=True, env=env, timeout=TIMEOUT, check=False,
-                              preexec_fn=lambda: end_with(parent))  # noqa: PLW1509 - one thread, see above
+        with tempfile.TemporaryFile() as lines:  # a file, not a pipe: nothing here waits for git to read
+            for path, oid, mode in changes:
+                lines.write(f"{mode:o} {oid or REMOVED}\t".encode() + os.fsencode(path) + b"\0")
+            lines.seek(0)
+            return subprocess.Popen([program, f"--git-dir={Path(repo.path)}", f"--work-tree={Path(repo.workdir)}",
+                                     "-c", "core.fsync=index", "-c", "core.fsyncMethod=fsync",
+                                     "update-index", "-z", "--index-info"],
+                                    stdin=lines, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env,
+                                    preexec_fn=lambda: end_with(parent))  # noqa: PLW1509 - one thread, see above
     except (OSError, subprocess.SubprocessError):
+        return None
+
+
+def _finished(started: subprocess.Popen[bytes]) -> bool:
+    """True when git made the changes; False when it failed or hung (its lock and rename make it
+    all or nothing: libgit2 then makes them)."""
+    try:
+        return started.wait(timeout=TIMEOUT) == 0
+    except subprocess.TimeoutExpired:
+        started.kill()
+        started.wait()
         return False
-    return done.returncode == 0
