@@ -2,8 +2,12 @@
 when it fails) through libgit2: the index ends the same either way, and matches the commit."""
 from __future__ import annotations
 
+import os
 import shutil
 import stat
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pygit2
@@ -11,12 +15,29 @@ import pytest
 
 from conftest import EXAMPLE, git, git_init
 from ksgitops.io.git import indexupdate
+from test_monitor import alive
 
 
 def _fleet(tmp_path: Path, name: str) -> Path:
     """The example with its mailboxes, committed and reconciled once."""
     shutil.copytree(EXAMPLE, tmp_path / name)
     return git_init(tmp_path / name)
+
+
+def _git_that_waits(tmp_path: Path) -> tuple[Path, Path]:
+    """A `git` that writes its pid into a file and sleeps (the pid stays: it execs)."""
+    started, fake = tmp_path / "git.pid", tmp_path / "bin/git"
+    fake.parent.mkdir()
+    fake.write_text(f"#!/bin/sh\necho $$ > {started}\nexec sleep 60\n")
+    fake.chmod(fake.stat().st_mode | stat.S_IXUSR)
+    return fake, started
+
+
+def _pid_in(started: Path) -> int:
+    deadline = time.monotonic() + 60
+    while not (started.exists() and started.read_text().strip()) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    return int(started.read_text())
 
 
 def _edit(repo: Path) -> None:
@@ -75,65 +96,38 @@ def test_a_removal_of_a_path_the_index_lacks_is_no_change(tmp_path: Path) -> Non
 def test_git_ends_with_the_run_that_started_it(tmp_path: Path) -> None:
     """A run killed while git writes the index takes git along: the next run's recovery removes the
     index.lock left, which a git still running would later rename into place over its work."""
-    import os
-    import subprocess
-    import sys
-    import time
-
     repo = _fleet(tmp_path, "repo")
-    started = tmp_path / "git.pid"
-    fake = tmp_path / "bin/git"
-    fake.parent.mkdir()
-    fake.write_text(f"#!/bin/sh\necho $$ > {started}\nexec sleep 60\n")
-    fake.chmod(fake.stat().st_mode | stat.S_IXUSR)
+    fake, started = _git_that_waits(tmp_path)
     script = (f"import pygit2\nfrom ksgitops.io.git import indexupdate\n"
               f"indexupdate.shutil.which = lambda name: {str(fake)!r}\n"
               f"indexupdate._finished(indexupdate._start_git(pygit2.Repository({str(repo)!r}), [('a', '', 0)]))\n")
     run = subprocess.Popen([sys.executable, "-c", script])
-    deadline = time.monotonic() + 60
-    while not (started.exists() and started.read_text().strip()) and time.monotonic() < deadline:
-        time.sleep(0.02)
-    pid = int(started.read_text())
+    pid = _pid_in(started)
     os.kill(pid, 0)  # git (here a sleep in its place) runs
     run.kill()
     run.wait(timeout=60)
     deadline = time.monotonic() + 30
-    while _alive(pid) and time.monotonic() < deadline:
+    while alive(pid) and time.monotonic() < deadline:
         time.sleep(0.02)
-    assert not _alive(pid)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().split(") ")[-1][0] != "Z"
-    except OSError:
-        return False
+    assert not alive(pid)
 
 
 def test_a_failed_sync_takes_git_along_and_is_raised(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The files' sync runs while git writes the index; when it fails, git is stopped and waited
     for, and the error goes up (the journal stays: the next command finishes the checkout)."""
     repo = _fleet(tmp_path, "repo")
-    started = tmp_path / "git.pid"
-    fake = tmp_path / "bin/git"
-    fake.parent.mkdir()
-    fake.write_text(f"#!/bin/sh\necho $$ > {started}\nexec sleep 60\n")
-    fake.chmod(fake.stat().st_mode | stat.S_IXUSR)
+    fake, started = _git_that_waits(tmp_path)
     monkeypatch.setattr(indexupdate.shutil, "which", lambda name: str(fake))
     monkeypatch.setattr(indexupdate, "may_fork", lambda: True)
     updates = indexupdate.IndexUpdates()
     updates.remove("spaces/imw1/florin.yaml")
 
     def failing_sync() -> None:
-        import time
-        deadline = time.monotonic() + 60
-        while not (started.exists() and started.read_text().strip()) and time.monotonic() < deadline:
-            time.sleep(0.02)
+        _pid_in(started)
         raise OSError(5, "Input/output error")
 
     before = git(repo, "ls-files", "-s")
     with pytest.raises(OSError):
         updates.write(pygit2.Repository(str(repo)), meanwhile=failing_sync)
-    assert not _alive(int(started.read_text()))
+    assert not alive(int(started.read_text()))
     assert git(repo, "ls-files", "-s") == before
