@@ -13,7 +13,7 @@ import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import quote_from_bytes
 
 from .pygit import pygit2
 
@@ -193,7 +193,7 @@ def warm_memos(state: str) -> bool:
         try:
             if not os.path.isfile(path) or os.path.islink(path):
                 raise FileNotFoundError(path)
-            conn = sqlite3.connect(f"file:{quote(path)}?mode=ro", uri=True, isolation_level=None, timeout=1)
+            conn = sqlite3.connect(f"file:{quote_from_bytes(os.fsencode(path))}?mode=ro", uri=True, isolation_level=None, timeout=1)
         except (OSError, sqlite3.Error):
             _warm.pop(path, None)
             continue

@@ -1,11 +1,12 @@
 """A checkout's index changes, collected, then made in one go.
 
-A one-mailbox change touches a few hundred index entries, but libgit2 reads and writes the whole
-index to make them: ~0.6 s at a fleet's 200,000 entries, where `git update-index` takes ~0.1 s for
-the same file. So when a `git` program is on PATH the changes go through it (one process; the index
-is written under its lock, fsynced with `core.fsync=index`); without one, or when it fails, libgit2
-makes them as before. Either way the index holds the same entries (path, mode, id; no stat data,
-as libgit2's additions), and both write it atomically, so a kill leaves the old index or the new
+A one-mailbox change touches a few hundred index entries, but the whole index is read and written
+to make them: at a fleet's 200,000 entries (31 MB) libgit2 takes 0.6–1.4 s to read it and ~0.4 s
+to write it, `git update-index` ~0.33 s for both. So when a `git` program is on PATH the changes go
+through it (one process; the index written under its lock, fsynced with `core.fsync=index`, as
+libgit2 reads it, none of the repository's hooks or fsmonitor run); without one, or when it fails
+or says anything, libgit2 makes them. Either way the index holds the same entries (path, mode, id;
+no stat data, as libgit2's additions; a conflict's stages replaced), and both write it atomically, so a kill leaves the old index or the new
 one: the checkout's journal (checkout.py) then makes the changes again. git ends with this process
 (PR_SET_PDEATHSIG): the next command's recovery removes the index.lock a killed run left, which a
 git still writing would otherwise rename into place. Beside other threads (no code may run between
@@ -18,13 +19,18 @@ import shutil
 import subprocess
 import tempfile
 from pathlib import Path
-from typing import Callable
+from typing import IO, Callable, NamedTuple
 
 from ..fs.forked import end_with, may_fork
 from ..pygit import pygit2
 
 REMOVED = "0" * 40
 TIMEOUT = 300.0  # seconds; a git that hangs is given up, and libgit2 does the work
+# The index as libgit2 reads it (no split index's `link`, no sparse index's `sdir`), and none of the
+# repository's programs run (a post-index-change hook, an fsmonitor): libgit2 ran none, and a child
+# one leaves behind would hold this run open
+AS_LIBGIT2 = ("-c", "core.splitIndex=false", "-c", "index.sparse=false", "-c", "core.fsmonitor=false",
+              "-c", "core.hooksPath=/dev/null")
 
 
 class IndexUpdates:
@@ -51,13 +57,15 @@ class IndexUpdates:
             meanwhile()
         except BaseException:
             if started is not None:
-                started.kill()
-                started.wait()
+                started.process.kill()
+                started.process.wait()
+                started.said.close()
             raise
         if not self.changes or (started is not None and _finished(started)):
             return
         index = repo.index
         for path, oid, mode in self.changes:
+            _resolve(index, path)  # as git's stage-0 entry (or its removal) replaces a conflict's stages
             if oid:
                 index.add(pygit2.IndexEntry(path, pygit2.Oid(hex=oid), pygit2.enums.FileMode(mode)))
             elif path in index:
@@ -65,33 +73,58 @@ class IndexUpdates:
         index.write()
 
 
-def _start_git(repo: pygit2.Repository, changes: list[tuple[str, str, int]]) -> subprocess.Popen[bytes] | None:
+def _resolve(index: pygit2.Index, path: str) -> None:
+    """Drop the conflict stages (1-3) of `path`, if any."""
+    conflicts = index.conflicts
+    if conflicts is None:
+        return
+    try:
+        del conflicts[path]
+    except (KeyError, ValueError, pygit2.GitError):
+        pass
+
+
+class _Started(NamedTuple):
+    process: subprocess.Popen[bytes]
+    said: IO[bytes]  # its standard error
+
+
+def _start_git(repo: pygit2.Repository, changes: list[tuple[str, str, int]]) -> _Started | None:
     """`git update-index` making the changes, started (None: no git, or other threads alive)."""
     program = shutil.which("git")
     if program is None or not repo.workdir or not may_fork():  # beside other threads: no code between fork and exec
         return None
     parent = os.getpid()
     env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}  # this repository's own index
+    said = tempfile.TemporaryFile()  # files, not pipes: nothing here waits for git to read or write
     try:
-        with tempfile.TemporaryFile() as lines:  # a file, not a pipe: nothing here waits for git to read
+        with tempfile.TemporaryFile() as lines:
             for path, oid, mode in changes:
                 lines.write(f"{mode:o} {oid or REMOVED}\t".encode() + os.fsencode(path) + b"\0")
             lines.seek(0)
-            return subprocess.Popen([program, f"--git-dir={Path(repo.path)}", f"--work-tree={Path(repo.workdir)}",
-                                     "-c", "core.fsync=index", "-c", "core.fsyncMethod=fsync",
-                                     "update-index", "-z", "--index-info"],
-                                    stdin=lines, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env,
-                                    preexec_fn=lambda: end_with(parent))  # noqa: PLW1509 - one thread, see above
+            return _Started(subprocess.Popen(
+                [program, f"--git-dir={Path(repo.path)}", f"--work-tree={Path(repo.workdir)}", "-c", "core.fsync=index",
+                 "-c", "core.fsyncMethod=fsync", *AS_LIBGIT2, "update-index", "-z", "--index-info"],
+                stdin=lines, stdout=subprocess.DEVNULL, stderr=said, env=env,
+                preexec_fn=lambda: end_with(parent)), said)  # noqa: PLW1509 - one thread, see above
     except (OSError, subprocess.SubprocessError):
+        said.close()
         return None
 
 
-def _finished(started: subprocess.Popen[bytes]) -> bool:
-    """True when git made the changes; False when it failed or hung (its lock and rename make it
-    all or nothing: libgit2 then makes them)."""
+def _finished(started: _Started) -> bool:
+    """True when git made every change; False when it failed, hung, or said anything: it skips a
+    path its own checks refuse (`.GIT`, a `.git` component) with a message and exit status 0, and
+    libgit2 then makes (or refuses, loudly) the changes. Its lock and rename make it all or nothing."""
     try:
-        return started.wait(timeout=TIMEOUT) == 0
-    except subprocess.TimeoutExpired:
-        started.kill()
-        started.wait()
+        with started.said:
+            try:
+                code = started.process.wait(timeout=TIMEOUT)
+            except subprocess.TimeoutExpired:
+                started.process.kill()
+                started.process.wait()
+                return False
+            started.said.seek(0)
+            return code == 0 and not started.said.read(1)
+    except OSError:
         return False
