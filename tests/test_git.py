@@ -198,3 +198,24 @@ def test_written_trees_are_canonical_git_objects(example_git: Path, cli) -> None
         "git ls-tree -r HEAD | git update-index --index-info && git write-tree", shell=True, cwd=example_git, check=True, capture_output=True,
         text=True, env={"GIT_INDEX_FILE": env_index, "PATH": "/usr/bin:/bin:/usr/local/bin"}).stdout.strip()
     assert rebuilt == git(example_git, "rev-parse", "HEAD^{tree}")
+
+
+def test_a_linked_work_tree_commits_into_the_shared_object_database(tmp_path: Path, cli) -> None:
+    """`git worktree add`: the work tree's git directory (`.git/worktrees/<name>`) holds its HEAD,
+    index and ksgitops' state; the objects go where its `commondir` says, shared with the main one."""
+    from conftest import EXAMPLE, git_init
+    shutil.copytree(EXAMPLE, tmp_path / "repo")
+    repo = git_init(tmp_path / "repo")
+    linked = tmp_path / "linked"
+    git(repo, "worktree", "add", "-q", str(linked), "-b", "other")
+    page = linked / "spaces/wmw-c/httpd.yaml"
+    page.write_text(page.read_text().replace("common web site", "edited web site"))
+    git(linked, "commit", "-qam", "edit")
+    result = cli("reconcile", str(linked), "--commit")
+    assert result.code == 0, result
+    assert git(repo, "log", "-1", "--format=%s", "other").startswith("ksgitops: reconcile")
+    assert "edited web site" in git(repo, "show", "other:spaces/imw1-mb-florin/objects/core/configmaps/commonstuff/"
+                                                  "httpd-htdocs.yaml")
+    assert git(linked, "status", "--porcelain") == ""
+    subprocess.run(["git", "-C", str(repo), "fsck", "--full", "--strict"], check=True, capture_output=True)
+    assert not list((repo / ".git/worktrees/linked").glob("objects"))

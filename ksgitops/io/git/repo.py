@@ -42,23 +42,33 @@ def source_data(repo: pygit2.Repository, oid: Any) -> bytes:
     return bytes(MAX_FILE_BYTES + 1) if size > MAX_FILE_BYTES else blob_data(repo, oid)
 
 
+def objects_dir(repo: pygit2.Repository) -> Path:
+    """The object database's folder; a linked work tree's git directory names the repository's
+    shared one in its `commondir` file (relative to it, or absolute)."""
+    path = Path(repo.path)
+    common = path / "commondir"
+    if common.is_file():
+        return path / common.read_text().strip() / "objects"
+    return path / "objects"
+
+
 def consolidate_packs(repo: pygit2.Repository, most: int = 16) -> int:
     """Keep a long-running clone fast: every commit adds a pack (and a loose commit), and lookups
     slow down with their number. When there are more than `most` packs, every pack but the largest
     and every loose object are rewritten as one pack (no deltas: quick), then removed. Returns the
     objects moved. Unreachable objects are kept (nothing is pruned)."""
-    objects_dir = Path(repo.path) / "objects"
-    packs = sorted((objects_dir / "pack").glob("pack-*.idx"), key=lambda p: p.with_suffix(".pack").stat().st_size)
+    folder = objects_dir(repo)
+    packs = sorted((folder / "pack").glob("pack-*.idx"), key=lambda p: p.with_suffix(".pack").stat().st_size)
     if len(packs) <= most:
         return 0
-    loose = [f for d in objects_dir.iterdir() if len(d.name) == 2 and d.is_dir() for f in d.iterdir()]
+    loose = [f for d in folder.iterdir() if len(d.name) == 2 and d.is_dir() for f in d.iterdir()]
     ids = {raw for idx in packs[:-1] for raw in index_ids(idx)}
     ids.update(bytes.fromhex(f.parent.name + f.name) for f in loose if len(f.name) == 38)
     objects = {}
     for raw in ids:
         kind, data = repo.odb.read(pygit2.Oid(raw=raw))
         objects[raw] = (KINDS[int(kind)], bytes(data))
-    written = write_pack(objects_dir, objects)
+    written = write_pack(folder, objects)
     for idx in packs[:-1]:
         if written is None or idx.with_suffix(".pack") != written:
             for suffix in (".idx", ".rev", ".pack"):  # the index first: no reader sees a pack without it
@@ -237,7 +247,7 @@ class TreeWriter:
             missing = new
         else:
             missing = {raw: obj for raw, obj in new.items() if pygit2.Oid(raw=raw) not in odb}
-        write_pack(Path(self.repo.path) / "objects", missing)
+        write_pack(objects_dir(self.repo), missing)
         self._new = {}
 
     def _store(self, kind: bytes, content: bytes) -> bytes:

@@ -30,7 +30,7 @@ from ..pygit import pygit2
 from ...core.load.repoconfig import MAILBOX_TRAILER, SOURCE_TRAILER
 from ...core.tree import FileTree
 from ..fs.durable import libgit2_fsync, moving_refs
-from .repo import TreeIndex, TreeSnapshot, TreeWriter, consolidate_packs
+from .repo import TreeIndex, TreeSnapshot, TreeWriter, consolidate_packs, objects_dir
 from .pack import KINDS, write_pack
 from .remote import Credentials, is_url, scrub
 
@@ -187,7 +187,7 @@ class MailboxRepo:
             return [f"{self.ref}: non-fast-forward"]
         objects: dict[bytes, tuple[bytes, bytes]] = {}
         self._missing(dest, local, objects)
-        write_pack(Path(dest.path) / "objects", objects)  # fsynced before the ref below names it
+        write_pack(objects_dir(dest), objects)  # fsynced before the ref below names it
         current = dest.references.get(self.ref)
         if (current.target if current is not None else None) != (theirs.target if theirs is not None else None):
             return [f"{self.ref}: moved during the push"]
