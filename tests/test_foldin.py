@@ -180,3 +180,56 @@ def test_status_commit_folds_in_first(tmp_path: Path, cli) -> None:
     subjects = git(path, "log", "-2", "--format=%s").splitlines()
     assert subjects[1].startswith("ksgitops: fold in reports of 1 WEC") and subjects[0].startswith("ksgitops: status")
     assert subprocess.run(["git", "-C", str(path), "fsck", "--no-dangling"], capture_output=True).returncode == 0
+
+
+def _odd_report_ref(repo: pygit2.Repository, mailbox: str, name: str, mode: int) -> None:
+    """A report ref whose reported/ holds, beside a good report, an entry `name` of `mode` (a plain
+    file through ksgitops' own tree writer: libgit2's refuses names such as `.GIT`)."""
+    if mode == pygit2.GIT_FILEMODE_BLOB:
+        report_ref(repo, mailbox, {f"spaces/{mailbox}/{CM}": cm_report("2030-01-01T00:00:00Z"),
+                                   f"spaces/{mailbox}/reported/{name}": b"x: 1\n"})
+        return
+
+    def tree_of(entries: dict[str, tuple[pygit2.Oid, int]]) -> pygit2.Oid:
+        builder = repo.TreeBuilder()
+        for entry_name, (oid, entry_mode) in entries.items():
+            builder.insert(entry_name, oid, entry_mode)
+        return builder.write()
+
+    good = repo.create_blob(cm_report("2030-01-01T00:00:00Z"))
+    odd = repo.head.target if mode == pygit2.GIT_FILEMODE_COMMIT else repo.create_blob(b"x: 1\n")
+    reported = tree_of({"core": (tree_of({"configmaps": (tree_of({"commonstuff": (
+        tree_of({"httpd-htdocs.yaml": (good, pygit2.GIT_FILEMODE_BLOB)}), pygit2.GIT_FILEMODE_TREE)}),
+        pygit2.GIT_FILEMODE_TREE)}), pygit2.GIT_FILEMODE_TREE), name: (odd, mode)})
+    tree = tree_of({"spaces": (tree_of({mailbox: (tree_of({"reported": (reported, pygit2.GIT_FILEMODE_TREE)}),
+                                                  pygit2.GIT_FILEMODE_TREE)}), pygit2.GIT_FILEMODE_TREE)})
+    head = repo.references[f"refs/heads/{BRANCH}"].peel(pygit2.Commit)
+    sig = pygit2.Signature("agent", "agent@example.invalid")
+    repo.create_commit(f"refs/heads/ksgitops/reported/{mailbox}", sig, sig,
+                       f"ksgitops sync\n\nKsgitops-Source: {head.id}\nKsgitops-Mailbox: {mailbox}\n", tree, [head.id])
+
+
+@pytest.mark.parametrize("name, mode, message", [
+    ("link.yaml", pygit2.GIT_FILEMODE_LINK, "is not a plain file (mode 120000)"),
+    ("module", pygit2.GIT_FILEMODE_COMMIT, "is not a plain file (mode 160000)"),
+    ("run.yaml", pygit2.GIT_FILEMODE_BLOB_EXECUTABLE, "is not a plain file (mode 100755)"),
+    (".GIT", pygit2.GIT_FILEMODE_BLOB, "is a name git refuses"),
+    ("git~1", pygit2.GIT_FILEMODE_BLOB, "is a name git refuses"),
+])
+def test_a_report_ref_holding_what_a_checkout_cannot_bring_along_is_rejected(tmp_path: Path, name: str, mode: int,
+                                                                             message: str) -> None:
+    """A link, a gitlink, an executable or a name git refuses in a WEC's reported/: the ref is
+    rejected with a warning, the mailbox stays as it is, and the checkout stays clean (such an
+    entry used to give an internal error, or a checkout stuck on its journal)."""
+    repo = reconciled_repo(tmp_path)
+    path = Path(repo.workdir)
+    _odd_report_ref(repo, "imw1-mb-florin", name, mode)
+    report_ref(repo, "imw1-mb-guilder", {f"spaces/imw1-mb-guilder/{CM}": cm_report("2030-01-01T00:00:00Z")})
+    outcome = app.fold_in(path, BRANCH)
+    assert outcome.folded == ["imw1-mb-guilder"]
+    assert [p.message for p in outcome.problems] == [
+        f"report ref rejected: spaces/imw1-mb-florin/reported/{name} {message}; reports are plain files "
+        f"(mode 100644) under names git accepts"]
+    assert not (path / "spaces/imw1-mb-florin/reported").exists()
+    assert git(path, "status", "--porcelain") == ""
+    assert not (path / ".git/ksgitops-state/checkout.json").exists()

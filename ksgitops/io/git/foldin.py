@@ -7,8 +7,10 @@ that ref's own mailbox only, and only where they differ from the branch head: wo
 to the refs that changed.
 
 A ref is rejected (a warning; its mailbox is left as it is) when its name is not a mailbox of the
-head, its `Ksgitops-Mailbox` trailer names another mailbox, or its tree holds anything outside its
-own two folders: a WEC can never write outside its mailbox.
+head, its `Ksgitops-Mailbox` trailer names another mailbox, its tree holds anything outside its
+own two folders (a WEC can never write outside its mailbox), or anything in them but folders and
+plain files under names git accepts (a checkout could not bring a link, a gitlink or a `.git`
+along as the tree says).
 """
 from __future__ import annotations
 
@@ -79,6 +81,29 @@ def _rejected(repo: pygit2.Repository, mailbox: str, mailboxes: set[str], commit
     outside = _first_path_outside(repo, commit.tree, "", set(roots))
     if outside:
         return f"report ref rejected: it holds {outside}, outside spaces/{mailbox}/reported and upsynced"
+    for root in roots:
+        entry = commit.tree[root] if root in commit.tree else None
+        odd = "" if entry is None else f"{root} is not a folder" if entry.type != pygit2.GIT_OBJECT_TREE \
+            else _first_odd_entry(repo, repo[entry.id].peel(pygit2.Tree), f"{root}/")
+        if odd:
+            return f"report ref rejected: {odd}; reports are plain files (mode 100644) under names git accepts"
+    return ""
+
+
+def _first_odd_entry(repo: pygit2.Repository, tree: pygit2.Tree, prefix: str) -> str:
+    """What a checkout could not bring along as the tree says, below `tree` ('' when nothing): a
+    link, a gitlink or an executable (written as plain files, they would show as changed), or a
+    name git's own checks refuse (`.git`, `GIT~1`, ... : the index would lack it)."""
+    for entry in tree:
+        path, name = f"{prefix}{entry.name}", str(entry.name).lower()
+        if name.startswith(".git") or (name.startswith("git~") and name[4:].isdigit()):
+            return f"{path} is a name git refuses"
+        if entry.type == pygit2.GIT_OBJECT_TREE:
+            found = _first_odd_entry(repo, repo[entry.id].peel(pygit2.Tree), f"{path}/")
+            if found:
+                return found
+        elif entry.filemode != pygit2.GIT_FILEMODE_BLOB:
+            return f"{path} is not a plain file (mode {entry.filemode:o})"
     return ""
 
 
