@@ -49,7 +49,7 @@ def _edit(repo: Path) -> None:
     git(repo, "commit", "-qam", "edit")
 
 
-@pytest.mark.parametrize("how", ["git", "no git", "git fails", "beside a thread"])
+@pytest.mark.parametrize("how", ["git", "no git", "git fails", "git says something", "beside a thread"])
 def test_the_index_follows_the_commit_with_or_without_git(tmp_path: Path, cli, how: str,
                                                           monkeypatch: pytest.MonkeyPatch) -> None:
     """`beside a thread`: no code may run between fork and exec (git's end with this process is
@@ -66,17 +66,18 @@ def test_the_index_follows_the_commit_with_or_without_git(tmp_path: Path, cli, h
     monkeypatch.setattr(indexupdate, "_finished", lambda *a: finished.append(done := finish(*a)) or done)
     if how == "no git":
         monkeypatch.setattr(indexupdate.shutil, "which", lambda name: None)
-    elif how == "git fails":
+    elif how in ("git fails", "git says something"):  # exit 0 with a message: a path it skipped, say
         fake = tmp_path / "bin/git"
         fake.parent.mkdir()
-        fake.write_text("#!/bin/sh\nexit 1\n")
+        fake.write_text("#!/bin/sh\nexit 1\n" if how == "git fails" else "#!/bin/sh\necho 'Ignoring path x' >&2\n")
         fake.chmod(fake.stat().st_mode | stat.S_IXUSR)
         monkeypatch.setattr(indexupdate.shutil, "which", lambda name: str(fake))
     before = git(repo, "rev-parse", "HEAD")
     result = cli("reconcile", str(repo), "--commit")
     assert result.code == 0, result
     assert git(repo, "rev-parse", "HEAD") != before  # a commit that changed mailboxes file by file
-    assert started == [how in ("git", "git fails")] and finished == ([how == "git"] if started[0] else [])
+    assert started == [how in ("git", "git fails", "git says something")]
+    assert finished == ([how == "git"] if started[0] else [])
     assert git(repo, "status", "--porcelain") == ""
     tree = [line.split(" ", 2) for line in git(repo, "ls-tree", "-r", "HEAD").splitlines()]  # mode, type, id\tpath
     assert git(repo, "ls-files", "-s").splitlines() == [f"{mode} {rest.replace(chr(9), ' 0' + chr(9), 1)}"
