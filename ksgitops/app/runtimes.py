@@ -14,6 +14,7 @@ from ..core.load.read import load, mailbox_space
 from ..core.load.repoconfig import DEFAULT_POLL_INTERVAL
 from ..core.results import PlannedResult
 from ..core.status.summary import StatusMemo
+from ..io.fs.locate import Need, locate
 from ..io.fs.tree import WorkTreeSnapshot
 from ..io.git import remote, repo as git
 from ..io.git.cache import DiskCache
@@ -102,8 +103,8 @@ def open_runtime(repo: str, branch: str, workdir: Path, observer: Observer, retr
     if is_url(repo):
         return RemoteRuntime(repo, branch, workdir, observer, retries, status)
     git_dir = git.git_dir_at(Path(repo))
-    if git_dir is None:
-        return LocalRuntime(Path(repo), observer, status)
+    if git_dir is None:  # a work tree, checked as every command's REPO: not any folder, nor a linked work tree's git dir
+        return LocalRuntime(locate(Path(repo), Need.WORKTREE), observer, status)
     bare, workdir_of = git_dir
     if not bare:
         raise KsgitopsError(f"--repo {repo}: is the git directory of the work tree {workdir_of}; "

@@ -15,7 +15,7 @@ from ..io.git.branch import git_dir
 from ..io.git.cache import DiskCache
 from ..io.git.commit import commit_generated
 from ..lazy import lazy_module
-from ..model import KsgitopsError, Progress
+from ..model import GitError, KsgitopsError, Progress
 
 if TYPE_CHECKING:
     from ..core import pipeline
@@ -82,13 +82,29 @@ def open_branch(path: Path, source: str) -> Source:
     """A commit to commit on top of: `source` must name a branch (HEAD: the checked-out one)."""
     src = open_source(path, source)
     if src.ref_name is None:
+        if source == "HEAD" and src.repo.head_is_detached:  # type: ignore[attr-defined]
+            raise KsgitopsError(f"--commit needs a branch to commit on, and HEAD is detached (at "
+                                f"{str(src.commit.id)[:12]}): check out a branch, or give --source BRANCH")  # type: ignore[attr-defined]
         raise KsgitopsError(f"--commit needs --source HEAD or a branch name, not {source!r}")
+    tip = git.resolve_commit(src.repo, src.ref_name)  # type: ignore[arg-type]
+    if tip.id != src.commit.id:  # type: ignore[attr-defined]
+        # the name also names a tag (or another ref), which git's revision order reads first: the
+        # commit made goes on the branch, so it is the branch's commit that is reconciled
+        src = Source(path, git.TreeSnapshot(src.repo, tip.tree), src.repo, tip, src.ref_name)  # type: ignore[arg-type]
     return src
 
 
 def commit_on_branch(src: Source, generated: Any, config: Any, message: str | Callable[[list[str]], str]) -> Any:
     """Commit `generated` on the source's branch as RepoConfig's author; in a checkout of that
-    branch the work tree and index follow."""
+    branch the work tree and index follow. A branch another work tree of the repository has checked
+    out is refused, as git refuses it: that work tree and its index would be left behind."""
+    checkout = branch.is_checked_out(src.repo, src.ref_name)  # type: ignore[arg-type]
+    if not checkout:
+        elsewhere = branch.checked_out_elsewhere(src.repo, str(src.ref_name))  # type: ignore[arg-type]
+        if elsewhere is not None:
+            raise GitError(f"{src.ref_name} is checked out in the work tree {elsewhere}: run the command there "
+                           f"(a commit here would leave that work tree and its index behind the branch); "
+                           f"nothing was changed")
     return commit_generated(src.repo, src.ref_name, src.commit, generated,  # type: ignore[arg-type]
                             branch.signature(config.author_name, config.author_email), message,
-                            checkout=branch.is_checked_out(src.repo, src.ref_name))  # type: ignore[arg-type]
+                            checkout=checkout)

@@ -20,6 +20,7 @@ from ..io.fs import plan as plans, proof
 from ..io.fs.statcache import WorkTreeRecord
 from ..io.fs.tree import WorkTreeSnapshot, check_mailbox_tops
 from ..io.fs.worktree import write_generated
+from ..io.git import branch
 from ..io.git.branch import git_dir
 from ..io.git.refs import bare_git_dir, branch_tip
 from ..io.git.cache import DiskCache
@@ -234,6 +235,8 @@ def clean_mailboxes(result: Result, tree: Any) -> dict[str, tuple[str, str]]:
 
 
 def _warn_uncommitted(src: Source, mailboxes: Any) -> None:
+    if not branch.is_checked_out(src.repo, str(src.ref_name)):  # type: ignore[arg-type]
+        return  # the work tree holds another commit: its differences are not uncommitted changes of this one
     dirty = git.uncommitted_sources(src.repo, src.snapshot, set(mailboxes))  # type: ignore[arg-type]
     if dirty:
         shown = ", ".join(dirty[:5]) + (" ..." if len(dirty) > 5 else "")

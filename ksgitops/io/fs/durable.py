@@ -123,7 +123,21 @@ def os_reason(error: OSError) -> str:
     return reason
 
 
+def common_dir(git_dir: Path | str) -> Path:
+    """The git directory holding the repository's refs and objects: a linked work tree's own git
+    directory (`.git/worktrees/<name>`) names it in its `commondir` file (relative, or absolute)."""
+    path = Path(git_dir)
+    try:
+        named = (path / "commondir").read_text().strip()
+    except (OSError, UnicodeDecodeError):
+        return path
+    return path / named if named else path
+
+
 REF_INTENT = f"{STATE_DIR}/ref-intent"  # in the git directory: the refs a ksgitops process is moving
+
+
+PER_WORKTREE = ("refs/worktree/", "refs/bisect/", "refs/rewritten/")  # refs a linked work tree keeps in its own git dir
 
 
 @contextmanager
@@ -134,10 +148,16 @@ def moving_refs(git_dir: str, *refs: str) -> Iterator[None]:
     later writer (git's too) fails on it. The intent file names the refs before they move and goes
     when they have; a later process that holds the lock and still finds it knows its writer died
     mid-move (a live one would hold the lock), and removes the lock files of those refs, and only
-    those: a lock another git process holds is never touched."""
-    with exclusive(git_dir):
-        intent = Path(git_dir) / REF_INTENT
-        _clear_dead_mover(Path(git_dir), intent)
+    those: a lock another git process holds is never touched.
+
+    In a linked work tree (`git worktree add`) branches live in the common git directory: the
+    lock and the intent are taken there too (every work tree of the repository moves its branches
+    under one lock), beside the work tree's own lock (which its checkout's recovery waits on)."""
+    common = common_dir(git_dir)
+    with exclusive(git_dir), exclusive(common):
+        intent = common / REF_INTENT
+        for named in {Path(git_dir) / REF_INTENT, intent}:  # an earlier version's, in the work tree's own
+            _clear_dead_mover(Path(git_dir), common, named)
         intent.parent.mkdir(exist_ok=True)
         intent.write_text("\n".join(refs) + "\n")
         try:
@@ -146,13 +166,18 @@ def moving_refs(git_dir: str, *refs: str) -> Iterator[None]:
             intent.unlink(missing_ok=True)
 
 
-def _clear_dead_mover(git_dir: Path, intent: Path) -> None:
+def _clear_dead_mover(git_dir: Path, common: Path, intent: Path) -> None:
     try:
         named = intent.read_text().split()
     except (FileNotFoundError, UnicodeDecodeError):
         return
     for ref in named:
         parts = ref.split("/")
-        if ref == "HEAD" or (parts[0] == "refs" and all(p not in ("", ".", "..") for p in parts)):
-            (git_dir / f"{ref}.lock").unlink(missing_ok=True)
+        if ref == "HEAD" or ref.startswith(PER_WORKTREE):
+            where = git_dir
+        elif parts[0] == "refs" and all(p not in ("", ".", "..") for p in parts):
+            where = common
+        else:
+            continue
+        (where / f"{ref}.lock").unlink(missing_ok=True)
     intent.unlink(missing_ok=True)

@@ -2,10 +2,13 @@
 out, moving it (the work tree following in a checkout), the commit signature, the git directory."""
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
 from ...model import GitError
 from ..pygit import pygit2
 from .discover import git_dir as git_dir  # where the use cases find it
-from ..fs.durable import moving_refs
+from ..fs.durable import common_dir, moving_refs
 
 
 def branch_ref(repo: pygit2.Repository, name: str) -> str | None:
@@ -16,7 +19,50 @@ def branch_ref(repo: pygit2.Repository, name: str) -> str | None:
         return repo.head.name
     for candidate in (name, f"refs/heads/{name}"):
         if candidate.startswith("refs/heads/") and candidate in repo.references:
-            return candidate
+            return _resolved(repo, candidate)
+    return None
+
+
+def _resolved(repo: pygit2.Repository, name: str) -> str | None:
+    """The branch a branch ref ends at when it is a symbolic one (refs/heads/main -> refs/heads/real):
+    the one a commit moves, and the one HEAD names when it is checked out."""
+    try:
+        final = str(repo.references[name].resolve().name)
+    except (KeyError, pygit2.GitError):
+        return None
+    return final if final.startswith("refs/heads/") else None
+
+
+def checked_out_elsewhere(repo: pygit2.Repository, ref_name: str) -> str | None:
+    """The work tree, other than `repo`'s own, that has `ref_name` checked out (the main work tree
+    or a linked one, `git worktree add`), or None. git refuses to move such a branch: its work tree
+    and index would be left behind it."""
+    own = os.path.realpath(repo.path)
+    common = common_dir(repo.path)
+    heads: list[tuple[Path, str]] = []
+    if os.path.realpath(common) != own:
+        try:
+            main = pygit2.Repository(str(common))
+            if not main.is_bare:
+                heads.append((common / "HEAD", str(main.workdir or common)))
+        except pygit2.GitError:
+            pass
+    for name in repo.list_worktrees():
+        folder = common / "worktrees" / name
+        if os.path.realpath(folder) == own:
+            continue
+        try:
+            where = str(repo.lookup_worktree(name).path)
+        except pygit2.GitError:
+            where = str(folder)
+        heads.append((folder / "HEAD", where))
+    for head, where in heads:
+        try:
+            text = head.read_text().strip()
+        except (OSError, UnicodeDecodeError):
+            continue
+        if text.startswith("ref: ") and (_resolved(repo, text[5:]) or text[5:]) == ref_name:
+            return where
     return None
 
 def is_checked_out(repo: pygit2.Repository, ref_name: str) -> bool:

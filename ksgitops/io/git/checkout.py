@@ -34,7 +34,7 @@ from ..fs.paths import STATE_DIR, check_path, write_file
 from ..fs.rootplan import plan_root
 from ..fs.worktree import write_generated
 from .discover import git_dir
-from .indexupdate import IndexUpdates
+from .indexupdate import IndexUpdates, index_shape, make_readable
 from .repo import TreeIndex, blobs, read_tree, tree_at
 
 FORMAT = "ksgitops-checkout-1"
@@ -93,6 +93,7 @@ def plan(repo: pygit2.Repository, old: pygit2.Tree, new: pygit2.Tree, roots: lis
         steps.append(step)
     result = Plan(str(old.id), str(new.id), steps)
     _refuse_links(repo, result)
+    make_readable(repo)  # a split or sparse index: made plain now, or refused before the branch moves
     return result
 
 
@@ -130,7 +131,8 @@ def apply(repo: pygit2.Repository, planned: Plan, generated: Generated | None = 
         journal_path(repo).unlink(missing_ok=True)
         return
     index = repo.index
-    bulk = _index_follows_tree(index, planned)
+    # skip-worktree (a sparse checkout) and intent-to-add bits: libgit2's read_tree drops them
+    bulk = _index_follows_tree(index, planned) and not index_shape(Path(repo.path) / "index").flagged
     entries: Any = _Unindexed() if bulk else index
     whole: dict[str, Any] = {}
     for step in planned.steps:
@@ -303,6 +305,7 @@ def _recover(repo: pygit2.Repository) -> bool:
         path.unlink(missing_ok=True)  # the branch never moved for it: nothing was written
         return True
     _drop_stale_lock(Path(repo.path) / "index.lock")
+    make_readable(repo)
     planned = Plan(data["old"], data["new"], [Step(s["root"], s["op"], list(s["markers"])) for s in data["steps"]])
     _refuse_links(repo, planned)
     try:

@@ -16,11 +16,13 @@ from __future__ import annotations
 
 import os
 import shutil
+import struct
 import subprocess
 import tempfile
 from pathlib import Path
 from typing import IO, Callable, NamedTuple
 
+from ...model import GitError
 from ..fs.forked import end_with, may_fork
 from ..pygit import pygit2
 
@@ -128,3 +130,88 @@ def _finished(started: _Started) -> bool:
             return code == 0 and not started.said.read(1)
     except OSError:
         return False
+
+
+# --- the index file as git wrote it: what libgit2 cannot read, what it would drop ---------------------
+
+UNREADABLE = (b"link", b"sdir")  # a split index's, a sparse index's: mandatory extensions libgit2 refuses
+EXTENDED = 0x4000  # an entry's flag: extended flags follow (index version 3 and later)
+KEPT_BY_GIT = 0x4000 | 0x2000  # extended flags: skip-worktree, intent-to-add
+
+
+class IndexShape(NamedTuple):
+    flagged: bool  # an entry carries skip-worktree or intent-to-add (libgit2's read_tree drops them)
+    unreadable: tuple[str, ...]  # mandatory extensions libgit2 cannot read
+
+
+def index_shape(path: Path) -> IndexShape:
+    """What an index file holds that libgit2 would refuse or lose (a missing or odd file: nothing)."""
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return IndexShape(False, ())
+    if len(data) < 32 or data[:4] != b"DIRC":
+        return IndexShape(False, ())
+    version, count = struct.unpack_from(">II", data, 4)
+    if version == 2 and not any(name in data for name in UNREADABLE):
+        return IndexShape(False, ())  # no extended flags before version 3: nothing to walk
+    pos, flagged = 12, False
+    try:
+        for _ in range(count):
+            flags = struct.unpack_from(">H", data, pos + 60)[0]
+            name = pos + 62
+            if version >= 3 and flags & EXTENDED:
+                flagged = flagged or bool(struct.unpack_from(">H", data, name)[0] & KEPT_BY_GIT)
+                name += 2
+            if version >= 4:  # the name: a varint (bytes dropped from the previous one), then NUL-terminated
+                while data[name] & 0x80:
+                    name += 1
+                pos = data.index(b"\0", name + 1) + 1
+            else:  # NUL-terminated, padded with NULs to a multiple of 8
+                pos += ((data.index(b"\0", name) - pos) + 8) & ~7
+        unreadable = []
+        while pos + 8 <= len(data) - 20:
+            signature, size = data[pos:pos + 4], struct.unpack_from(">I", data, pos + 4)[0]
+            if b"a" <= signature[:1] <= b"z":
+                unreadable.append(signature.decode("ascii", "replace"))
+            pos += 8 + size
+    except (struct.error, ValueError, IndexError):
+        return IndexShape(True, tuple(n.decode() for n in UNREADABLE if n in data))  # unsure: assume the worst
+    return IndexShape(flagged, tuple(unreadable))
+
+
+def _may_be_split_or_sparse(repo: pygit2.Repository) -> bool:
+    """What git needs to have written a split or sparse index: its shared index files, or the
+    settings that ask for one (git only writes them when asked)."""
+    if any(Path(repo.path).glob("sharedindex.*")):
+        return True
+    for key in ("core.splitIndex", "index.sparse", "feature.manyFiles"):
+        try:
+            if repo.config.get_bool(key):
+                return True
+        except (KeyError, ValueError, pygit2.GitError):
+            continue
+    return False
+
+
+def make_readable(repo: pygit2.Repository) -> None:
+    """Rewrite a split or sparse index as one plain index libgit2 reads (the same entries, through
+    git, as its own `core.splitIndex=false` and `index.sparse=false` write it), before anything is
+    committed. Raises GitError when it stays unreadable (no git program, or git failed)."""
+    path = Path(repo.path) / "index"
+    if not _may_be_split_or_sparse(repo):
+        return  # the index file is not read: at 200,000 entries that is 31 MB on every commit
+    unreadable = index_shape(path).unreadable
+    if not unreadable:
+        return
+    program = shutil.which("git")
+    if program is not None and repo.workdir:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+        subprocess.run([program, f"--git-dir={Path(repo.path)}", f"--work-tree={Path(repo.workdir)}", *AS_LIBGIT2,
+                        "update-index", "--no-split-index"], env=env, stdin=subprocess.DEVNULL,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=TIMEOUT, check=False)
+        unreadable = index_shape(path).unreadable
+    if unreadable:
+        raise GitError(f"{path}: the index has extension {', '.join(unreadable)} (a split or sparse index), which "
+                       f"libgit2 cannot read; nothing was changed (run `git update-index --no-split-index` with "
+                       f"core.splitIndex=false, or `git sparse-checkout init --no-sparse-index`, then again)")

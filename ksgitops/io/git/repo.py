@@ -96,7 +96,10 @@ def open_repo(path: Path) -> pygit2.Repository:
     found = pygit2.discover_repository(str(path))
     if found is None:
         raise KsgitopsError(f"{path}: not a git repository")
-    return pygit2.Repository(found)
+    # Opened from `path`, not from the git directory found: a `.git` file (`git init
+    # --separate-git-dir`) names a git directory whose config has no core.worktree, and libgit2
+    # opening that directory alone takes its parent folder for the work tree.
+    return pygit2.Repository(str(path))
 
 
 def resolve_commit(repo: pygit2.Repository, ref: str) -> pygit2.Commit:
@@ -380,4 +383,13 @@ def uncommitted_sources(repo: pygit2.Repository, committed: TreeSnapshot, mailbo
     if (config[0] is None) != (config[1] is None) or \
             (config[0] is not None and config[1] is not None and config[0].key != config[1].key):
         dirty.add("ksgitops.yaml")
-    return sorted(dirty)
+    # raw bytes differ, but git may see no change: a file git checked out with CRLF (core.autocrlf,
+    # an eol attribute) hashes otherwise than its blob; git's own filters decide
+    return sorted(p for p in dirty if _git_sees_a_change(repo, p))
+
+
+def _git_sees_a_change(repo: pygit2.Repository, path: str) -> bool:
+    try:
+        return repo.status_file(path) not in (pygit2.GIT_STATUS_CURRENT, pygit2.GIT_STATUS_IGNORED)
+    except (KeyError, ValueError, pygit2.GitError):
+        return True
