@@ -205,8 +205,10 @@ def _odd_report_ref(repo: pygit2.Repository, mailbox: str, name: str, mode: int)
                                                   pygit2.GIT_FILEMODE_TREE)}), pygit2.GIT_FILEMODE_TREE)})
     head = repo.references[f"refs/heads/{BRANCH}"].peel(pygit2.Commit)
     sig = pygit2.Signature("agent", "agent@example.invalid")
-    repo.create_commit(f"refs/heads/ksgitops/reported/{mailbox}", sig, sig,
-                       f"ksgitops sync\n\nKsgitops-Source: {head.id}\nKsgitops-Mailbox: {mailbox}\n", tree, [head.id])
+    name = f"refs/heads/ksgitops/reported/{mailbox}"
+    previous = repo.references.get(name)
+    repo.create_commit(name, sig, sig, f"ksgitops sync\n\nKsgitops-Source: {head.id}\nKsgitops-Mailbox: {mailbox}\n",
+                       tree, [previous.target if previous is not None else head.id])
 
 
 @pytest.mark.parametrize("name, mode, message", [
@@ -233,3 +235,18 @@ def test_a_report_ref_holding_what_a_checkout_cannot_bring_along_is_rejected(tmp
     assert not (path / "spaces/imw1-mb-florin/reported").exists()
     assert git(path, "status", "--porcelain") == ""
     assert not (path / ".git/ksgitops-state/checkout.json").exists()
+
+
+def test_an_odd_entry_beside_folders_the_head_already_holds_is_found(tmp_path: Path) -> None:
+    """The check looks only into folders the branch head does not hold yet: a second report ref
+    whose reports are those already folded in, plus a link, is rejected all the same."""
+    repo = reconciled_repo(tmp_path)
+    path = Path(repo.workdir)
+    report_ref(repo, "imw1-mb-florin", {f"spaces/imw1-mb-florin/{CM}": cm_report("2030-01-01T00:00:00Z")})
+    assert app.fold_in(path, BRANCH).folded == ["imw1-mb-florin"]
+    _odd_report_ref(repo, "imw1-mb-florin", "link.yaml", pygit2.GIT_FILEMODE_LINK)
+    outcome = app.fold_in(path, BRANCH)
+    assert outcome.commit is None and outcome.folded == []
+    assert [p.message for p in outcome.problems] == [
+        "report ref rejected: spaces/imw1-mb-florin/reported/link.yaml is not a plain file (mode 120000); "
+        "reports are plain files (mode 100644) under names git accepts"]

@@ -57,7 +57,7 @@ def plan(repo: pygit2.Repository, head: TreeIndex, mailboxes: set[str]) -> FoldI
         roots = [f"spaces/{mailbox}/{folder}" for folder in FOLDERS]
         if mailbox in mailboxes and all(ref_index.entry_id(r) == head.entry_id(r) for r in roots):
             continue  # already folded in
-        problem = _rejected(repo, mailbox, mailboxes, commit, roots)
+        problem = _rejected(repo, mailbox, mailboxes, commit, roots, head)
         if problem:
             out.problems.append(Problem(Origin(f"{PREFIXES[0]}{mailbox}"), problem, "warning"))
             continue
@@ -69,7 +69,7 @@ def plan(repo: pygit2.Repository, head: TreeIndex, mailboxes: set[str]) -> FoldI
 
 
 def _rejected(repo: pygit2.Repository, mailbox: str, mailboxes: set[str], commit: pygit2.Commit,
-              roots: list[str]) -> str:
+              roots: list[str], head: TreeIndex) -> str:
     error = dns1123_label_error(mailbox)
     if error:
         return f"report ref rejected: mailbox name {error}"
@@ -84,22 +84,40 @@ def _rejected(repo: pygit2.Repository, mailbox: str, mailboxes: set[str], commit
     for root in roots:
         entry = commit.tree[root] if root in commit.tree else None
         odd = "" if entry is None else f"{root} is not a folder" if entry.type != pygit2.GIT_OBJECT_TREE \
-            else _first_odd_entry(repo, repo[entry.id].peel(pygit2.Tree), f"{root}/")
+            else _first_odd_entry(repo, repo[entry.id].peel(pygit2.Tree), f"{root}/", _tree_or_none(repo, head, root))
         if odd:
             return f"report ref rejected: {odd}; reports are plain files (mode 100644) under names git accepts"
     return ""
 
 
-def _first_odd_entry(repo: pygit2.Repository, tree: pygit2.Tree, prefix: str) -> str:
+def _tree_or_none(repo: pygit2.Repository, index: TreeIndex, path: str) -> pygit2.Tree | None:
+    entry = index.get(path)
+    return repo[entry.id].peel(pygit2.Tree) if entry is not None and entry.type == pygit2.GIT_OBJECT_TREE else None
+
+
+def _tree_or_none_by_id(repo: pygit2.Repository, oid: pygit2.Oid | None) -> pygit2.Tree | None:
+    if oid is None:
+        return None
+    found = repo[oid]
+    return found.peel(pygit2.Tree) if found.type == pygit2.GIT_OBJECT_TREE else None
+
+
+def _first_odd_entry(repo: pygit2.Repository, tree: pygit2.Tree, prefix: str, held: pygit2.Tree | None) -> str:
     """What a checkout could not bring along as the tree says, below `tree` ('' when nothing): a
     link, a gitlink or an executable (written as plain files, they would show as changed), or a
-    name git's own checks refuse (`.git`, `GIT~1`, ... : the index would lack it)."""
+    name git's own checks refuse (`.git`, `GIT~1`, ... : the index would lack it). A folder the
+    branch head already holds (`held`: the same place in the head) is not looked into again."""
+    same = {str(e.name): e.id for e in held} if held is not None else {}
     for entry in tree:
         path, name = f"{prefix}{entry.name}", str(entry.name).lower()
         if name.startswith(".git") or (name.startswith("git~") and name[4:].isdigit()):
             return f"{path} is a name git refuses"
         if entry.type == pygit2.GIT_OBJECT_TREE:
-            found = _first_odd_entry(repo, repo[entry.id].peel(pygit2.Tree), f"{path}/")
+            if same.get(str(entry.name)) == entry.id:
+                continue
+            inner = same.get(str(entry.name))
+            found = _first_odd_entry(repo, repo[entry.id].peel(pygit2.Tree), f"{path}/",
+                                     _tree_or_none_by_id(repo, inner))
             if found:
                 return found
         elif entry.filemode != pygit2.GIT_FILEMODE_BLOB:
