@@ -82,42 +82,30 @@ def _rejected(repo: pygit2.Repository, mailbox: str, mailboxes: set[str], commit
     if outside:
         return f"report ref rejected: it holds {outside}, outside spaces/{mailbox}/reported and upsynced"
     for root in roots:
-        entry = commit.tree[root] if root in commit.tree else None
+        entry, held = (commit.tree[root] if root in commit.tree else None), head.get(root)
         odd = "" if entry is None else f"{root} is not a folder" if entry.type != pygit2.GIT_OBJECT_TREE \
-            else _first_odd_entry(repo, repo[entry.id].peel(pygit2.Tree), f"{root}/", _tree_or_none(repo, head, root))
+            else _first_odd_entry(repo, entry.id, f"{root}/", held.id if held is not None else None)
         if odd:
             return f"report ref rejected: {odd}; reports are plain files (mode 100644) under names git accepts"
     return ""
 
 
-def _tree_or_none(repo: pygit2.Repository, index: TreeIndex, path: str) -> pygit2.Tree | None:
-    entry = index.get(path)
-    return repo[entry.id].peel(pygit2.Tree) if entry is not None and entry.type == pygit2.GIT_OBJECT_TREE else None
-
-
-def _tree_or_none_by_id(repo: pygit2.Repository, oid: pygit2.Oid | None) -> pygit2.Tree | None:
-    if oid is None:
-        return None
-    found = repo[oid]
-    return found.peel(pygit2.Tree) if found.type == pygit2.GIT_OBJECT_TREE else None
-
-
-def _first_odd_entry(repo: pygit2.Repository, tree: pygit2.Tree, prefix: str, held: pygit2.Tree | None) -> str:
-    """What a checkout could not bring along as the tree says, below `tree` ('' when nothing): a
-    link, a gitlink or an executable (written as plain files, they would show as changed), or a
-    name git's own checks refuse (`.git`, `GIT~1`, ... : the index would lack it). A folder the
-    branch head already holds (`held`: the same place in the head) is not looked into again."""
-    same = {str(e.name): e.id for e in held} if held is not None else {}
-    for entry in tree:
+def _first_odd_entry(repo: pygit2.Repository, tree_id: pygit2.Oid, prefix: str, held: pygit2.Oid | None) -> str:
+    """What a checkout could not bring along as the tree says, below tree `tree_id` ('' when
+    nothing): a link, a gitlink or an executable (written as plain files, they would show as
+    changed), or a name git's own checks refuse (`.git`, `GIT~1`, ... : the index would lack it).
+    A folder the branch head already holds (`held`: the id at the same place in the head) is not
+    looked into again."""
+    kept = repo[held] if held is not None else None
+    same = {str(e.name): e.id for e in kept.peel(pygit2.Tree)} \
+        if kept is not None and kept.type == pygit2.GIT_OBJECT_TREE else {}
+    for entry in repo[tree_id].peel(pygit2.Tree):
         path, name = f"{prefix}{entry.name}", str(entry.name).lower()
         if name.startswith(".git") or (name.startswith("git~") and name[4:].isdigit()):
             return f"{path} is a name git refuses"
         if entry.type == pygit2.GIT_OBJECT_TREE:
-            if same.get(str(entry.name)) == entry.id:
-                continue
-            inner = same.get(str(entry.name))
-            found = _first_odd_entry(repo, repo[entry.id].peel(pygit2.Tree), f"{path}/",
-                                     _tree_or_none_by_id(repo, inner))
+            before = same.get(str(entry.name))
+            found = "" if before == entry.id else _first_odd_entry(repo, entry.id, f"{path}/", before)
             if found:
                 return found
         elif entry.filemode != pygit2.GIT_FILEMODE_BLOB:

@@ -6,8 +6,9 @@ to write it, `git update-index` ~0.33 s for both. So when a `git` program is on 
 through it (one process; the index written under its lock, fsynced with `core.fsync=index`, as
 libgit2 reads it, none of the repository's hooks or fsmonitor run); without one, or when it fails
 or says anything, libgit2 makes them. Either way the index holds the same entries (path, mode, id;
-no stat data, as libgit2's additions; a conflict's stages replaced), and both write it atomically, so a kill leaves the old index or the new
-one: the checkout's journal (checkout.py) then makes the changes again. git ends with this process
+no stat data, as libgit2's additions; a conflict's stages replaced), and both write it atomically,
+so a kill leaves the old index or the new one: the checkout's journal (checkout.py) then makes the
+changes again. git ends with this process
 (PR_SET_PDEATHSIG): the next command's recovery removes the index.lock a killed run left, which a
 git still writing would otherwise rename into place. Beside other threads (no code may run between
 fork and exec there) libgit2 makes the changes.
@@ -86,6 +87,16 @@ def _resolve(index: pygit2.Index, path: str) -> None:
         pass
 
 
+def _git(program: str, repo: pygit2.Repository) -> list[str]:
+    """git, on this repository's git directory and work tree, writing the index as libgit2 reads it."""
+    return [program, f"--git-dir={Path(repo.path)}", f"--work-tree={Path(repo.workdir)}", *AS_LIBGIT2]
+
+
+def _environment() -> dict[str, str]:
+    """This process's environment without GIT_*: the repository's own index, objects and config."""
+    return {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+
+
 class _Started(NamedTuple):
     process: subprocess.Popen[bytes]
     said: IO[bytes]  # its standard error
@@ -97,7 +108,6 @@ def _start_git(repo: pygit2.Repository, changes: list[tuple[str, str, int]]) -> 
     if program is None or not repo.workdir or not may_fork():  # beside other threads: no code between fork and exec
         return None
     parent = os.getpid()
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}  # this repository's own index
     said = tempfile.TemporaryFile()  # files, not pipes: nothing here waits for git to read or write
     try:
         with tempfile.TemporaryFile() as lines:
@@ -105,9 +115,9 @@ def _start_git(repo: pygit2.Repository, changes: list[tuple[str, str, int]]) -> 
                 lines.write(f"{mode:o} {oid or REMOVED}\t".encode() + os.fsencode(path) + b"\0")
             lines.seek(0)
             return _Started(subprocess.Popen(
-                [program, f"--git-dir={Path(repo.path)}", f"--work-tree={Path(repo.workdir)}", "-c", "core.fsync=index",
-                 "-c", "core.fsyncMethod=fsync", *AS_LIBGIT2, "update-index", "-z", "--index-info"],
-                stdin=lines, stdout=subprocess.DEVNULL, stderr=said, env=env,
+                [*_git(program, repo), "-c", "core.fsync=index", "-c", "core.fsyncMethod=fsync",
+                 "update-index", "-z", "--index-info"],
+                stdin=lines, stdout=subprocess.DEVNULL, stderr=said, env=_environment(),
                 preexec_fn=lambda: end_with(parent)), said)  # noqa: PLW1509 - one thread, see above
     except (OSError, subprocess.SubprocessError):
         said.close()
@@ -205,11 +215,10 @@ def make_readable(repo: pygit2.Repository) -> None:
     if not unreadable:
         return
     program = shutil.which("git")
-    if program is not None and repo.workdir:
-        env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
-        subprocess.run([program, f"--git-dir={Path(repo.path)}", f"--work-tree={Path(repo.workdir)}", *AS_LIBGIT2,
-                        "update-index", "--no-split-index"], env=env, stdin=subprocess.DEVNULL,
-                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=TIMEOUT, check=False)
+    if program is not None and repo.workdir:  # before the commit: a git left to finish after a kill is welcome
+        subprocess.run([*_git(program, repo), "update-index", "--no-split-index"], env=_environment(),
+                       stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                       timeout=TIMEOUT, check=False)
         unreadable = index_shape(path).unreadable
     if unreadable:
         raise GitError(f"{path}: the index has extension {', '.join(unreadable)} (a split or sparse index), which "

@@ -19,6 +19,7 @@ from ...core.load.snapshot import SourceFile, is_source_path
 from ...core.status.gitobjects import BLOB_MODE, TREE_MODE
 from ...core.tree import KEEP, OTHERS, REUSE, FileTree, Generated, Subtree
 from ...model import KsgitopsError
+from ..fs.durable import common_dir
 from ..fs.tree import WorkTreeSnapshot
 from .pack import KINDS, index_ids, object_id, tree_content, write_pack
 
@@ -43,13 +44,8 @@ def source_data(repo: pygit2.Repository, oid: Any) -> bytes:
 
 
 def objects_dir(repo: pygit2.Repository) -> Path:
-    """The object database's folder; a linked work tree's git directory names the repository's
-    shared one in its `commondir` file (relative to it, or absolute)."""
-    path = Path(repo.path)
-    common = path / "commondir"
-    if common.is_file():
-        return path / common.read_text().strip() / "objects"
-    return path / "objects"
+    """The object database's folder: in the common git directory (a linked work tree's own names it)."""
+    return common_dir(repo.path) / "objects"
 
 
 def consolidate_packs(repo: pygit2.Repository, most: int = 16) -> int:
