@@ -187,8 +187,8 @@ def warm_memos(state: str) -> bool:
     """Read the small part of the status memos in the state folder `state` whose index changed
     since last asked, for the workers a monitor forks next. True when any was read."""
     read = False
-    for kind in ("git", "worktree"):
-        path = os.path.join(state, f"status-{kind}.sqlite")
+    for kind in MEMO_KINDS:
+        path = os.path.join(state, memo_name(kind))
         held = _warm.get(path)
         try:
             if not os.path.isfile(path) or os.path.islink(path):
@@ -327,5 +327,13 @@ def memo_path(git_dir: str | None, kind: str) -> Path | None:
     if not git_dir:
         return None
     for suffix in ("", "-journal"):
-        check_path(Path(git_dir), f"{STATE_DIR}/status-{kind}.sqlite{suffix}", shown=git_dir.rstrip("/"))
-    return Path(git_dir) / STATE_DIR / f"status-{kind}.sqlite"
+        check_path(Path(git_dir), f"{STATE_DIR}/{memo_name(kind)}{suffix}", shown=git_dir.rstrip("/"))
+    return Path(git_dir) / STATE_DIR / memo_name(kind)
+
+
+MEMO_KINDS = ("git", "worktree")  # over a commit's tree, over a work tree
+
+
+def memo_name(kind: str) -> str:
+    """The file of the status memo of `kind`, in the state folder."""
+    return f"status-{kind}.sqlite"
