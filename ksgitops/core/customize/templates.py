@@ -1,0 +1,104 @@
+"""An expand-parameters object's templated strings, found once: its patch for one WEC's parameters
+without rebuilding the object or diffing it.
+
+`customize()` then `make_patch()` expand every string leaf of a copy and walk both trees; a fleet
+does that once per (object, parameter values), thousands of times for the same object. Only the
+string leaves holding `%` can change, so the patch is the `replace` of each of those whose
+expansion differs, in the order the diff visits them (map keys sorted by `str`, list items by
+index). Anything the fast path does not vouch for byte for byte — a parameter error, an expansion
+touching the object's identity, a label holding `%` that stays as it was, an object past the
+growth budget — answers None, and the caller takes the general path, which reports it. The labels
+an expansion changed are the caller's to check (`label_ops`).
+"""
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from .params import ParamError, expand_string
+from .patchdiff import escape_pointer
+
+__all__ = ["Templates", "find_templates", "label_ops", "LABELS"]
+
+_IDENTITY = frozenset({"/apiVersion", "/kind", "/metadata/name", "/metadata/namespace"})
+LABELS = "/metadata/labels/"
+
+
+@dataclass(frozen=True, slots=True)
+class Templates:
+    """(JSON pointer, text) of every string leaf holding `%`, in the diff's order; `ok` False when
+    the body holds something the diff would treat apart (a tuple, a non-string map key)."""
+
+    leaves: tuple[tuple[str, str], ...]
+    ok: bool
+
+    def patch(self, params: Mapping[str, str], budget: int) -> list[dict[str, Any]] | None:
+        """The RFC 6902 ops `make_patch(body, expanded body)` gives, or None: take the general path."""
+        if not self.ok:
+            return None
+        ops: list[dict[str, Any]] = []
+        charged = _Charged(params, budget)
+        for pointer, text in self.leaves:
+            try:
+                new = expand_string(text, charged)
+            except (ParamError, _OverBudget):
+                return None
+            if new != text:
+                if pointer in _IDENTITY:
+                    return None
+                ops.append({"op": "replace", "path": pointer, "value": new})
+            elif pointer.startswith(LABELS):
+                return None
+        return ops
+
+
+class _OverBudget(Exception):
+    pass
+
+
+class _Charged(Mapping[str, str]):
+    """The parameters, each value handed out charged to the budget before it is put anywhere: a
+    large value put many times stops here instead of filling memory (as customizer._Recorder)."""
+
+    def __init__(self, params: Mapping[str, str], budget: int) -> None:
+        self._params, self._left = params, budget
+
+    def __getitem__(self, key: str) -> str:
+        value = self._params[key]
+        self._left -= len(value)
+        if self._left < 0:
+            raise _OverBudget
+        return value
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._params)
+
+    def __len__(self) -> int:
+        return len(self._params)
+
+
+def label_ops(ops: list[dict[str, Any]]) -> list[tuple[str, str]]:
+    """(label key, new value) of each label an expansion changed."""
+    return [(op["path"][len(LABELS):].replace("~1", "/").replace("~0", "~"), op["value"])
+            for op in ops if op["path"].startswith(LABELS)]
+
+
+def find_templates(body: dict[str, Any]) -> Templates:
+    leaves: list[tuple[str, str]] = []
+    ok = _walk(body, "", leaves)
+    return Templates(tuple(leaves), ok)
+
+
+def _walk(value: Any, path: str, out: list[tuple[str, str]]) -> bool:
+    if isinstance(value, str):
+        if "%" in value:
+            out.append((path, value))
+        return True
+    if isinstance(value, dict):
+        if not all(isinstance(k, str) for k in value):
+            return False
+        return all([_walk(value[k], f"{path}/{escape_pointer(k)}", out) for k in sorted(value)])
+    if isinstance(value, list):
+        return all([_walk(item, f"{path}/{i}", out) for i, item in enumerate(value)])
+    return not isinstance(value, tuple)
