@@ -99,7 +99,7 @@ class MailboxBuilder:
         self._bases: dict[int, Base] = {}
         self._customizers = customizers
         self._read_previous = read_previous
-        self._groups: dict[tuple[tuple[str, str], ...], tuple[dict[str, Entry], list[tuple[Base, str]]]] = {}
+        self._groups: dict[tuple[tuple[str, str], ...], _Group] = {}
         self._custom: dict[tuple[int, tuple[tuple[str, str | None], ...]], _Customized] = {}
         self._customizer_keys: dict[int, frozenset[str]] = {}
         self._how: dict[int, _How] = {}
@@ -110,13 +110,14 @@ class MailboxBuilder:
         location = _location(wec, plans)
         group_key = tuple(p.key for p in plans)
         if group_key not in self._groups:
-            self._groups[group_key] = _merge(plans, self._base)
-        entries, conflicts = self._groups[group_key]
+            merged, conflicts = _merge(plans, self._base)
+            self._groups[group_key] = _Group(merged, conflicts, tuple(
+                (rel, entry) for rel, entry in merged.items() if entry.base.customizable))
+        entries, conflicts, customizable = self._groups[group_key]
         plan = MailboxPlan(wec, location, tuple(plans), entries, group_key)
         params = location_params(location) if location is not None else {}
-        for rel, entry in entries.items():
-            if entry.base.customizable:
-                self._customize(plan, rel, entry, params)
+        for rel, entry in customizable:
+            self._customize(plan, rel, entry, params)
         for base, message in conflicts:
             self._fail(plan, Entry(base, base.data), message)
         if frozen:
@@ -242,6 +243,15 @@ class MailboxBuilder:
             plan.entries = dict(plan.entries)
             plan.shared = False
         return plan.entries
+
+
+class _Group(NamedTuple):
+    """What the WECs reached by the same placements share: the merged entries (never mutated: a
+    mailbox copies them before its first change), the conflicts, the entries to customize."""
+
+    entries: dict[str, Entry]
+    conflicts: list[tuple[Base, str]]
+    customizable: tuple[tuple[str, Entry], ...]
 
 
 class _How(NamedTuple):
