@@ -132,3 +132,34 @@ def test_a_failed_sync_takes_git_along_and_is_raised(tmp_path: Path, monkeypatch
         updates.write(pygit2.Repository(str(repo)), meanwhile=failing_sync)
     assert not alive(int(started.read_text()))
     assert git(repo, "ls-files", "-s") == before
+
+
+@pytest.mark.parametrize("pidfd", [True, False])
+def test_a_git_that_hangs_is_given_up_and_libgit2_makes_the_changes(tmp_path: Path, pidfd: bool,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """Woken by the process's pidfd where the system has one, else by Popen's own wait."""
+    repo = _fleet(tmp_path, "repo")
+    fake, started = _git_that_waits(tmp_path)
+    monkeypatch.setattr(indexupdate.shutil, "which", lambda name: str(fake))
+    monkeypatch.setattr(indexupdate, "may_fork", lambda: True)
+    monkeypatch.setattr(indexupdate, "TIMEOUT", 0.5)
+    if not pidfd:
+        monkeypatch.delattr(indexupdate.os, "pidfd_open", raising=False)
+    assert "spaces/imw1/florin.yaml" in git(repo, "ls-files")
+    updates = indexupdate.IndexUpdates()
+    updates.remove("spaces/imw1/florin.yaml")
+    updates.write(pygit2.Repository(str(repo)))
+    pid = _pid_in(started)
+    assert not alive(pid)  # killed and waited for
+    assert "spaces/imw1/florin.yaml" not in git(repo, "ls-files")  # libgit2 made the change
+
+
+def test_the_wait_gives_git_s_exit_status(tmp_path: Path) -> None:
+    for code in (0, 3):
+        process = subprocess.Popen(["sh", "-c", f"sleep 0.1; exit {code}"])
+        assert indexupdate._wait(process, 30) == code
+    process = subprocess.Popen(["sleep", "30"])
+    with pytest.raises(subprocess.TimeoutExpired):
+        indexupdate._wait(process, 0.2)
+    process.kill()
+    process.wait()

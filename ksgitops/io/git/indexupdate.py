@@ -16,6 +16,7 @@ fork and exec there) libgit2 makes the changes.
 from __future__ import annotations
 
 import os
+import select
 import shutil
 import struct
 import subprocess
@@ -131,7 +132,7 @@ def _finished(started: _Started) -> bool:
     try:
         with started.said:
             try:
-                code = started.process.wait(timeout=TIMEOUT)
+                code = _wait(started.process, TIMEOUT)
             except subprocess.TimeoutExpired:
                 started.process.kill()
                 started.process.wait()
@@ -140,6 +141,23 @@ def _finished(started: _Started) -> bool:
             return code == 0 and not started.said.read(1)
     except OSError:
         return False
+
+
+def _wait(process: subprocess.Popen[bytes], timeout: float) -> int:
+    """`process.wait(timeout)`, woken as the process ends: Popen's own polls with naps of up to
+    50 ms, ~25 ms lost on average after a git that takes a quarter of a second."""
+    try:
+        fd = os.pidfd_open(process.pid)
+    except (AttributeError, OSError):  # not Linux 5.3 or later
+        return process.wait(timeout=timeout)
+    try:
+        poller = select.poll()
+        poller.register(fd, select.POLLIN)
+        if not poller.poll(timeout * 1000):
+            raise subprocess.TimeoutExpired(process.args, timeout)
+    finally:
+        os.close(fd)
+    return process.wait()
 
 
 # --- the index file as git wrote it: what libgit2 cannot read, what it would drop ---------------------
