@@ -5,7 +5,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ksgitops.core.customize.params import ParamError, expand_leaves, expand_string, referenced_keys
+from ksgitops.core.customize.params import ParamError, expand_leaves, expand_string, referenced_keys, split_template
 
 PARAMS = {
     "env": "prod",
@@ -132,3 +132,17 @@ def test_expand_shared_equals_expand_leaves_and_shares_untouched_subtrees() -> N
     assert shared["plain"] is value["plain"]
     assert shared["tmpl"] is not value["tmpl"] and value["tmpl"]["b"][0] == "%(env)"
     assert expand_shared(value["plain"], params) is value["plain"]
+
+
+@given(st.lists(st.sampled_from(["a", "%", "%%", "%(", "%()", "%(env)", "%(x/y)", ")", "(", "%(a(b)", "100%"]),
+                max_size=6).map("".join))
+def test_a_split_template_joins_to_what_expand_string_gives(text: str) -> None:
+    params = {"env": "prod", "x/y": "%(env)"}
+    pieces = split_template(text)
+    try:
+        expected = expand_string(text, params)
+    except ParamError:
+        assert pieces is None or any(key is not None and key not in params for _, key in pieces)
+        return
+    assert pieces is not None
+    assert "".join(literal + (params[key] if key is not None else "") for literal, key in pieces) == expected

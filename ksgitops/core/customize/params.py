@@ -16,7 +16,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["ParamError", "referenced_keys", "expand_string", "expand_leaves"]
+__all__ = ["ParamError", "referenced_keys", "expand_string", "expand_leaves", "split_template"]
 
 _TOKEN = re.compile(r"%%|%\(([^()]*)\)|%\(")
 
@@ -77,6 +77,25 @@ def expand_string(text: str, params: Mapping[str, str]) -> str:
     if "%" not in text:
         return text
     return _TOKEN.sub(lambda m: _substitute(m, params), text)
+
+
+def split_template(text: str) -> tuple[tuple[str, str | None], ...] | None:
+    """`text` as (literal, key) pieces, expanded by joining each literal and the value of its key
+    (None: the piece ends there); None when a reference is malformed (expand_string says how)."""
+    pieces: list[tuple[str, str | None]] = []
+    start = 0
+    for match in _TOKEN.finditer(text):
+        key = match.group(1)
+        if match.group(0) != "%%" and not key:
+            return None
+        literal = text[start:match.start()]
+        if key is None:  # %%
+            pieces.append((literal + "%", None))
+        else:
+            pieces.append((literal, key))
+        start = match.end()
+    pieces.append((text[start:], None))
+    return tuple(pieces)
 
 
 def expand_leaves(value: Any, params: Mapping[str, str]) -> Any:

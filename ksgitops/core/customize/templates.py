@@ -16,7 +16,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from .params import ParamError, expand_string
+from .params import ParamError, expand_string, split_template
 from .patchdiff import escape_pointer
 
 __all__ = ["Templates", "find_templates", "label_ops", "LABELS"]
@@ -27,10 +27,11 @@ LABELS = "/metadata/labels/"
 
 @dataclass(frozen=True, slots=True)
 class Templates:
-    """(JSON pointer, text) of every string leaf holding `%`, in the diff's order; `ok` False when
-    the body holds something the diff would treat apart (a tuple, a non-string map key)."""
+    """(JSON pointer, text, its pieces) of every string leaf holding `%`, in the diff's order (the
+    pieces: params.split_template, None when malformed); `ok` False when the body holds something
+    the diff would treat apart (a tuple, a non-string map key)."""
 
-    leaves: tuple[tuple[str, str], ...]
+    leaves: tuple[tuple[str, str, tuple[tuple[str, str | None], ...] | None], ...]
     ok: bool
 
     def patch(self, params: Mapping[str, str], budget: int) -> list[dict[str, Any]] | None:
@@ -39,10 +40,11 @@ class Templates:
             return None
         ops: list[dict[str, Any]] = []
         charged = _Charged(params, budget)
-        for pointer, text in self.leaves:
+        for pointer, text, pieces in self.leaves:
             try:
-                new = expand_string(text, charged)
-            except (ParamError, _OverBudget):
+                new = expand_string(text, charged) if pieces is None else "".join(
+                    [literal if key is None else literal + charged[key] for literal, key in pieces])
+            except (KeyError, ParamError, _OverBudget):
                 return None
             if new != text:
                 if pointer in _IDENTITY:
@@ -85,15 +87,15 @@ def label_ops(ops: list[dict[str, Any]]) -> list[tuple[str, str]]:
 
 
 def find_templates(body: dict[str, Any]) -> Templates:
-    leaves: list[tuple[str, str]] = []
+    leaves: list[tuple[str, str, tuple[tuple[str, str | None], ...] | None]] = []
     ok = _walk(body, "", leaves)
     return Templates(tuple(leaves), ok)
 
 
-def _walk(value: Any, path: str, out: list[tuple[str, str]]) -> bool:
+def _walk(value: Any, path: str, out: list[tuple[str, str, tuple[tuple[str, str | None], ...] | None]]) -> bool:
     if isinstance(value, str):
         if "%" in value:
-            out.append((path, value))
+            out.append((path, value, split_template(value)))
         return True
     if isinstance(value, dict):
         if not all(isinstance(k, str) for k in value):
