@@ -27,7 +27,7 @@ bodies = st.fixed_dictionaries({
     "kind": st.just("ConfigMap"),
     "metadata": st.fixed_dictionaries({
         "name": st.sampled_from(["cm", "cm-%(id)"]),
-        "namespace": st.just("ns"),
+        "namespace": st.sampled_from(["ns", {"a": "%(env)"}, ["%(id)"]]),  # not a string: load refuses it
         "labels": st.dictionaries(st.sampled_from(["app", "example.com/site", "bad key"]), label_values, max_size=3),
     }),
     "data": st.dictionaries(keys, values, max_size=4),

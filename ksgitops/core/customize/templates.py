@@ -21,7 +21,8 @@ from .patchdiff import escape_pointer
 
 __all__ = ["Templates", "find_templates", "label_ops", "LABELS"]
 
-_IDENTITY = frozenset({"/apiVersion", "/kind", "/metadata/name", "/metadata/namespace"})
+_IDENTITY = ("/apiVersion", "/kind", "/metadata/name", "/metadata/namespace")
+_INSIDE_IDENTITY = tuple(f"{pointer}/" for pointer in _IDENTITY)  # a map or list there: load refuses it
 LABELS = "/metadata/labels/"
 
 
@@ -47,7 +48,7 @@ class Templates:
             except (KeyError, ParamError, _OverBudget):
                 return None
             if new != text:
-                if pointer in _IDENTITY:
+                if pointer in _IDENTITY or pointer.startswith(_INSIDE_IDENTITY):
                     return None
                 ops.append({"op": "replace", "path": pointer, "value": new})
             elif pointer.startswith(LABELS):
