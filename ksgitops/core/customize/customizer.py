@@ -32,7 +32,7 @@ from ...model import is_secret
 
 __all__ = [
     "CUSTOMIZER_ANNOTATION", "EXPAND_ANNOTATION", "CustomizeResult",
-    "wants_expansion", "find_customizer", "customize", "customizer_errors",
+    "wants_expansion", "find_customizer", "customize", "customizer_errors", "Budget", "OverBudget", "Recorder",
 ]
 
 MAX_GROWTH = 16 * 1024 * 1024  # far above what the API server stores (about 1.5 MiB an object)
@@ -58,24 +58,28 @@ class _Failure(Exception):
     """Internal: aborts customization with a ready-to-report message."""
 
 
-class _Budget:
-    """What one customization may still add to its object (MAX_GROWTH bytes in all)."""
+class OverBudget(_Failure):
+    """A customization would grow its object past its budget."""
 
-    def __init__(self) -> None:
-        self.left = MAX_GROWTH
+
+class Budget:
+    """What one customization may still add to its object (MAX_GROWTH bytes unless told)."""
+
+    def __init__(self, size: int = MAX_GROWTH) -> None:
+        self.size = self.left = size
 
     def spend(self, size: int, what: str) -> None:
         self.left -= size
         if self.left < 0:
-            raise _Failure(f"{what}: the customized object would grow by more than {MAX_GROWTH // 2 ** 20} MiB "
-                           "(a value put too many times); the API server stores objects of about 1.5 MiB at most")
+            raise OverBudget(f"{what}: the customized object would grow by more than {self.size // 2 ** 20} MiB "
+                             "(a value put too many times); the API server stores objects of about 1.5 MiB at most")
 
 
-class _Recorder(Mapping[str, str]):
+class Recorder(Mapping[str, str]):
     """A read-only view of the parameters that remembers every key successfully looked up and
     charges every value it hands out to the budget."""
 
-    def __init__(self, params: Mapping[str, str], budget: _Budget) -> None:
+    def __init__(self, params: Mapping[str, str], budget: Budget) -> None:
         self._params = params
         self.used: dict[str, str] = {}
         self.budget = budget
@@ -185,7 +189,7 @@ def _param_failure(exc: ParamError, secret: bool) -> str:
     return str(exc)
 
 
-def _replace(body: Any, item: Any, where: str, expand: bool, params: _Recorder, secret: bool) -> str | None:
+def _replace(body: Any, item: Any, where: str, expand: bool, params: Recorder, secret: bool) -> str | None:
     """Apply one replacement {path, value} to `body` in place; a warning when it selects nothing."""
     if not isinstance(item, dict) or not isinstance(item.get("path"), str):
         raise _Failure(f"{where}: must be a map with a string 'path'")
@@ -206,7 +210,7 @@ def _replace(body: Any, item: Any, where: str, expand: bool, params: _Recorder, 
     return None if count else f"{where}: the path selects nothing in the object, so it changes nothing"
 
 
-def _apply_op(body: Any, op: Any, where: str, expand: bool, params: _Recorder, secret: bool) -> Any:
+def _apply_op(body: Any, op: Any, where: str, expand: bool, params: Recorder, secret: bool) -> Any:
     """Apply one RFC 6902 op; returns the (possibly new) body."""
     if isinstance(op, dict):
         where = f"{where} ({op.get('op', 'no op')} {op.get('path')!r})"
@@ -247,7 +251,7 @@ def _list_field(customizer: Obj, name: str, who: str) -> list[Any]:
     return value
 
 
-def _apply_customizer(body: Any, customizer: Obj, params: _Recorder, warnings: list[str], secret: bool) -> Any:
+def _apply_customizer(body: Any, customizer: Obj, params: Recorder, warnings: list[str], secret: bool) -> Any:
     """Apply the Customizer's replacements then its jsonPatch; returns the new body."""
     who = f"Customizer {customizer.namespace}/{customizer.name}"
     expand = wants_expansion(customizer.annotations)
@@ -286,7 +290,7 @@ def customize(base: dict[str, Any], obj_expand: bool, customizer: Obj | None,
     as read-only. On any failure the result has body None and a message naming the Customizer,
     the replacement index or jsonPatch op, and the path.
     """
-    recorder = _Recorder(params, _Budget())
+    recorder = Recorder(params, Budget())
     warnings: list[str] = []
     try:
         if obj_expand:

@@ -8,18 +8,19 @@ expansion differs, in the order the diff visits them (map keys sorted by `str`, 
 index). Anything the fast path does not vouch for byte for byte — a parameter error, an expansion
 touching the object's identity, a label holding `%` that stays as it was, an object past the
 growth budget — answers None, and the caller takes the general path, which reports it. The labels
-an expansion changed are the caller's to check (`label_ops`).
+an expansion changed are the caller's to check (`label_values`).
 """
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from .customizer import Budget, OverBudget, Recorder
 from .params import ParamError, expand_string, split_template
 from .patchdiff import escape_pointer
 
-__all__ = ["Templates", "find_templates", "label_ops", "LABELS"]
+__all__ = ["Templates", "find_templates", "label_values", "LABELS"]
 
 _IDENTITY = ("/apiVersion", "/kind", "/metadata/name", "/metadata/namespace")
 _INSIDE_IDENTITY = tuple(f"{pointer}/" for pointer in _IDENTITY)  # a map or list there: load refuses it
@@ -40,12 +41,12 @@ class Templates:
         if not self.ok:
             return None
         ops: list[dict[str, Any]] = []
-        charged = _Charged(params, budget)
+        charged = Recorder(params, Budget(budget))  # a large value put many times stops early
         for pointer, text, pieces in self.leaves:
             try:
                 new = expand_string(text, charged) if pieces is None else "".join(
                     [literal if key is None else literal + charged[key] for literal, key in pieces])
-            except (KeyError, ParamError, _OverBudget):
+            except (KeyError, ParamError, OverBudget):
                 return None
             if new != text:
                 if pointer in _IDENTITY or pointer.startswith(_INSIDE_IDENTITY):
@@ -56,35 +57,9 @@ class Templates:
         return ops
 
 
-class _OverBudget(Exception):
-    pass
-
-
-class _Charged(Mapping[str, str]):
-    """The parameters, each value handed out charged to the budget before it is put anywhere: a
-    large value put many times stops here instead of filling memory (as customizer._Recorder)."""
-
-    def __init__(self, params: Mapping[str, str], budget: int) -> None:
-        self._params, self._left = params, budget
-
-    def __getitem__(self, key: str) -> str:
-        value = self._params[key]
-        self._left -= len(value)
-        if self._left < 0:
-            raise _OverBudget
-        return value
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._params)
-
-    def __len__(self) -> int:
-        return len(self._params)
-
-
-def label_ops(ops: list[dict[str, Any]]) -> list[tuple[str, str]]:
-    """(label key, new value) of each label an expansion changed."""
-    return [(op["path"][len(LABELS):].replace("~1", "/").replace("~0", "~"), op["value"])
-            for op in ops if op["path"].startswith(LABELS)]
+def label_values(ops: list[dict[str, Any]]) -> list[str]:
+    """The new value of each label an expansion changed."""
+    return [op["value"] for op in ops if op["path"].startswith(LABELS)]
 
 
 def find_templates(body: dict[str, Any]) -> Templates:

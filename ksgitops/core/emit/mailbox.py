@@ -16,7 +16,7 @@ from ..place.base import Base, implied_namespace, make_base
 from ..customize.customizer import MAX_GROWTH, customize, find_customizer, wants_expansion
 from ..customize.params import referenced_keys
 from ..customize.patchdiff import make_patch
-from ..customize.templates import Templates, find_templates, label_ops
+from ..customize.templates import Templates, find_templates, label_values
 from ..place.records import Recorded, RecordedPlacement
 from ..load.selectors import label_key_error, label_value_error
 from ..serialize import canonical_json, dump_json, load_yaml
@@ -278,7 +278,7 @@ def _patch(base: Base, customizer: Obj | None, params: Mapping[str, str],
     subset = {k: params[k] for k in needed if k in params}
     if templates is not None:
         ops = templates.patch(subset, MAX_GROWTH)
-        if ops is not None and not any(label_value_error(value) for _, value in label_ops(ops)):
+        if ops is not None and not any(label_value_error(value) for value in label_values(ops)):
             return _Customized(dump_json(ops) if ops else None, None)
     result = customize(base.body, base.expand, customizer, subset)
     if result.error or result.body is None:
