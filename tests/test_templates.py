@@ -74,3 +74,5 @@ def test_what_the_fast_path_does_not_vouch_for_goes_to_the_general_path() -> Non
     assert find_templates(body).patch({}, 1 << 20) is not None  # changed: "%(env)", the caller checks it
     body = {"metadata": {"name": "cm", "labels": {"a": "100%"}}}
     assert find_templates(body).patch({}, 1 << 20) is None  # a label holding % left as it was
+    assert find_templates({"data": {1: "%(id)"}}) is None  # a key the diff orders by str()
+    assert find_templates({"data": ("%(id)",)}) is None  # a tuple the diff compares whole

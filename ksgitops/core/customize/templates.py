@@ -30,16 +30,12 @@ LABELS = "/metadata/labels/"
 @dataclass(frozen=True, slots=True)
 class Templates:
     """(JSON pointer, text, its pieces) of every string leaf holding `%`, in the diff's order (the
-    pieces: params.split_template, None when malformed); `ok` False when the body holds something
-    the diff would treat apart (a tuple, a non-string map key)."""
+    pieces: params.split_template, None when malformed)."""
 
     leaves: tuple[tuple[str, str, tuple[tuple[str, str | None], ...] | None], ...]
-    ok: bool
 
     def patch(self, params: Mapping[str, str], budget: int) -> list[dict[str, Any]] | None:
         """The RFC 6902 ops `make_patch(body, expanded body)` gives, or None: take the general path."""
-        if not self.ok:
-            return None
         ops: list[dict[str, Any]] = []
         charged = Recorder(params, Budget(budget))  # a large value put many times stops early
         for pointer, text, pieces in self.leaves:
@@ -62,10 +58,11 @@ def label_values(ops: list[dict[str, Any]]) -> list[str]:
     return [op["value"] for op in ops if op["path"].startswith(LABELS)]
 
 
-def find_templates(body: dict[str, Any]) -> Templates:
+def find_templates(body: dict[str, Any]) -> Templates | None:
+    """The object's templates; None when it holds something the diff treats apart (a tuple, a map
+    key that is no string): the general path serves it."""
     leaves: list[tuple[str, str, tuple[tuple[str, str | None], ...] | None]] = []
-    ok = _walk(body, "", leaves)
-    return Templates(tuple(leaves), ok)
+    return Templates(tuple(leaves)) if _walk(body, "", leaves) else None
 
 
 def _walk(value: Any, path: str, out: list[tuple[str, str, tuple[tuple[str, str | None], ...] | None]]) -> bool:
