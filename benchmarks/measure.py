@@ -11,6 +11,7 @@ import shlex
 import shutil
 import subprocess
 import sys
+import sysconfig
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
@@ -79,12 +80,36 @@ def ksgitops_command(spec: str | None) -> tuple[list[str], dict[str, str]]:
     env["PYTHONUNBUFFERED"] = "1"
     if spec:
         return shlex.split(spec), env
-    exe = shutil.which("ksgitops")
+    exe = console_script()
     if exe:
         return [exe], env
     # not installed: run the package from this checkout
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(PROJECT), env.get("PYTHONPATH")]))
     return [sys.executable, "-m", "ksgitops"], env
+
+
+def console_script() -> str | None:
+    """ksgitops' console script as pip installed it, which is what a user of a virtual environment
+    or pipx runs: the one beside this interpreter's, else the first on PATH whose first line starts
+    Python. A version manager's shim found first on PATH is passed over: pyenv's is a bash script
+    that runs `pyenv exec` (0.08-0.13 s here), and every figure would measure the manager."""
+    beside = Path(sysconfig.get_path("scripts")) / "ksgitops"
+    found = [str(beside)] if beside.is_file() else []
+    found += [str(Path(d) / "ksgitops") for d in os.environ.get("PATH", "").split(os.pathsep) if d]
+    for path in found:
+        if os.access(path, os.X_OK) and Path(path).is_file() and _shebang_python(path):
+            return path
+    return None
+
+
+def _shebang_python(path: str) -> str | None:
+    try:
+        with open(path, "rb") as f:
+            first = f.readline().decode("utf-8", "replace")
+    except OSError:
+        return None
+    words = first[2:].split() if first.startswith("#!") else []
+    return words[0] if words and Path(words[0]).name.startswith("python") else None
 
 
 def ensure_bytecode(ks: list[str], env: dict[str, str]) -> str:
@@ -105,13 +130,7 @@ def python_of(ks: list[str]) -> str:
     """The interpreter that runs ksgitops: ks itself, a console script's shebang, else ours."""
     if Path(ks[0]).name.startswith("python"):
         return ks[0]
-    try:
-        with open(ks[0], "rb") as f:
-            first = f.readline().decode("utf-8", "replace")
-    except OSError:
-        return sys.executable
-    words = first[2:].split() if first.startswith("#!") else []
-    return words[0] if words and Path(words[0]).name.startswith("python") else sys.executable
+    return _shebang_python(ks[0]) or sys.executable
 
 
 # ------------------------------------------------------------------------------------------- git

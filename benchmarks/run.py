@@ -89,8 +89,9 @@ def arguments(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--kustomize-sample", type=int, default=20, metavar="N",
                     help="overlays to build with kubectl kustomize (default 20)")
-    ap.add_argument("--ksgitops", metavar="CMD", help="command that runs ksgitops (default: `ksgitops` on PATH, "
-                                                      "else `python -m ksgitops` from this checkout)")
+    ap.add_argument("--ksgitops", metavar="CMD", help="command that runs ksgitops (default: the `ksgitops` console script "
+                                                      "beside this interpreter's or on PATH, passing over a version "
+                                                      "manager's shim; else `python -m ksgitops` from this checkout)")
     ap.add_argument("--timeout", type=float, default=3600, help="per-command timeout, seconds")
     ap.add_argument("--workdir", help="where the temporary repos go (default: $TMPDIR)")
     ap.add_argument("--keep", action="store_true", help="keep the generated repos and logs")

@@ -171,3 +171,22 @@ def test_rows_at_a_target_size_show_yardsticks_and_verdicts() -> None:
     assert table.targets_missed([res])
     res.steps["worktree.full"].seconds, res.steps["checkout.full"].seconds = 1.0, 2.0
     assert not table.targets_missed([res])
+
+
+def test_a_version_managers_shim_on_path_is_passed_over(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    shims, bin_dir = tmp_path / "shims", tmp_path / "bin"
+    shims.mkdir()
+    bin_dir.mkdir()
+    shim, script = shims / "ksgitops", bin_dir / "ksgitops"
+    shim.write_text('#!/usr/bin/env bash\nexec pyenv exec ksgitops "$@"\n')
+    script.write_text(f"#!{sys.executable}\nfrom ksgitops.cli.entry import main\nmain()\n")
+    for path in (shim, script):
+        path.chmod(0o755)
+    monkeypatch.setattr(measure.sysconfig, "get_path", lambda name: str(tmp_path / "none"))
+    monkeypatch.setenv("PATH", os.pathsep.join([str(shims), str(bin_dir)]))
+    assert measure.console_script() == str(script)
+    assert measure.python_of([str(script)]) == sys.executable
+    monkeypatch.setenv("PATH", str(shims))
+    assert measure.console_script() is None  # then the harness runs `python -m ksgitops` from the checkout
+    monkeypatch.setattr(measure.sysconfig, "get_path", lambda name: str(bin_dir))
+    assert measure.console_script() == str(script)  # beside the interpreter comes first

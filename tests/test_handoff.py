@@ -277,6 +277,17 @@ def test_a_bare_repository_s_monitor_watches_nothing_and_runs_its_commands(tmp_p
         both("reconcile", "{}", "--commit")
         both("wecs", "{}", "-o", "json")
         assert served(mine) == 3
+        for command in (["fetch", "-q", str(mine), "main"], ["reset", "-q", "--hard", "FETCH_HEAD"]):
+            subprocess.run(["git", "-C", str(src), *command], check=True)
+        path.write_text(path.read_text().replace("env: staging", "env: prod", 1))
+        subprocess.run(["git", "-C", str(src), "commit", "-qam", "prod"], check=True)
+        subprocess.run(["git", "-C", str(src), "push", "-q", str(mine), "main"], check=True)
+        assert ks("reconcile", str(mine), "--commit", cwd=tmp_path, handed=True).returncode == 0
+        # the worker keeps the cache and the run record after its answer; a reader waits for them
+        record = cache.DiskCache.for_git_dir(str(mine)).record
+        head = subprocess.run(["git", "-C", str(mine), "rev-parse", "main"], capture_output=True, text=True,
+                              check=True).stdout.strip()
+        assert record is not None and record.tip == head
     finally:
         os.kill(pid, signal.SIGKILL)
 

@@ -217,3 +217,29 @@ def test_affected_in_a_commit_message_counts_the_wecs_whose_mailbox_changed(exam
     commit_all(example_git, "only the special WEC's workload")
     assert isinstance(reconcile(example_git), app.ReconcileOutcome)
     assert git(example_git, "log", "-1", "--format=%s") == "reconcile: 1 affected"
+
+
+@pytest.mark.parametrize("alter", ["none", "drop", "extra", "change-mailbox", "change-config"])
+def test_the_proof_compares_part_by_part_as_the_whole_fingerprint(example_git: Path, alter: str) -> None:
+    import dataclasses
+    import pygit2
+    from ksgitops.io.git import runrecord
+    from ksgitops.io.git.cache import DiskCache
+    from ksgitops.io.git.repo import TreeIndex
+    reconcile(example_git)
+    record = DiskCache.for_git_dir(str(example_git / ".git")).record
+    repo = pygit2.Repository(str(example_git))
+    index = TreeIndex(repo, repo.head.peel(pygit2.Commit).tree)
+    printed = dict(record.fingerprint)
+    mailbox_part = next(p for p in printed if p.endswith("/kustomization.yaml"))
+    if alter == "drop":
+        printed.pop(mailbox_part)
+    elif alter == "extra":
+        printed["spaces/gone/space.yaml"] = ""
+    elif alter == "change-mailbox":
+        printed[mailbox_part] = "100644:" + "0" * 40
+    elif alter == "change-config":
+        printed["ksgitops.yaml"] = "100644:" + "0" * 40
+    altered = dataclasses.replace(record, fingerprint=printed, mailboxes=dict.fromkeys(record.mailboxes, "?"))  # looked up
+    whole = runrecord.fingerprint(index, record.mailboxes) == printed
+    assert runrecord.proves_unchanged(altered, index) == whole == (alter == "none")

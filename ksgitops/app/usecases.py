@@ -17,6 +17,7 @@ from ..core.results import PlannedResult, RecordedResult
 from ..core.readout.wecs import find_wec, wec_display_names, wec_rows
 from ..core.tree import REUSE, FileTree, same_files
 from ..io.fs import plan as plans, proof
+from ..io.fs.afterwards import later
 from ..io.fs.statcache import WorkTreeRecord
 from ..io.fs.tree import WorkTreeSnapshot, check_mailbox_tops
 from ..io.fs.worktree import write_generated
@@ -208,9 +209,13 @@ def reconcile_commit(path: Path, source: str, progress: Progress | None = None,
         return config.commit_message(str(src.commit.id), affected, frozen=result.frozen.trailer())  # type: ignore[attr-defined]
 
     committed = commit_on_branch(src, result.generated, config, message)
-    new = git.TreeIndex(src.repo, src.repo[committed.tree])  # type: ignore[arg-type, index]
-    cache.save(clean_mailboxes(result, new))
-    cache.save_record(runrecord.record_of(new, result, tip[0], committed.commit or tip[1], record))
+
+    def keep_memos() -> None:  # for the next run only: a command handed to the monitor answers first
+        new = git.TreeIndex(src.repo, src.repo[committed.tree])  # type: ignore[arg-type, index]
+        cache.save(clean_mailboxes(result, new))
+        cache.save_record(runrecord.record_of(new, result, tip[0], committed.commit or tip[1], record))
+
+    later(cache.path.parent if cache.path is not None else None, keep_memos)
     return ReconcileOutcome(result, list(committed.roots), committed.commit)
 
 

@@ -25,7 +25,7 @@ from typing import Any, Callable
 
 from ...core.load.schemas import schema_dir
 from ..git import cache
-from . import handoff
+from . import afterwards, handoff
 
 Runner = Callable[[list[str]], None]  # runs a command line as `ksgitops` would (may raise SystemExit)
 
@@ -275,6 +275,7 @@ def _work(conn: socket.socket, request: dict[str, Any], fds: list[int], run: Run
     _end_with_the_asker(conn)
     _become(request, fds)
     handoff_link.conn = conn
+    afterwards.defer()
     code = _run(run, request["argv"])
     atexit._run_exitfuncs()
     for stream in (sys.stdout, sys.stderr):
@@ -282,7 +283,11 @@ def _work(conn: socket.socket, request: dict[str, Any], fds: list[int], run: Run
             stream.flush()
         except (OSError, ValueError):
             pass
-    conn.sendall(json.dumps({"exit": code}).encode() + b"\n")
+    signal.signal(signal.SIGIO, signal.SIG_IGN)  # the asker ends once answered: the memos are kept all the same
+    try:
+        conn.sendall(json.dumps({"exit": code}).encode() + b"\n")
+    finally:
+        afterwards.finish()
     return code
 
 

@@ -24,6 +24,7 @@ from typing import Any, Iterator, MutableMapping
 
 from ... import __version__
 from ...core.load.schemas import schema_dir, schema_names
+from ..fs.afterwards import LOCK_FILE, settled
 from ..fs.paths import STATE_DIR, check_path, write_file
 
 def code_fingerprint() -> str:
@@ -101,6 +102,8 @@ class DiskCache:
         """Parse results and memos by content; read from disk on first use (a run proven
         unchanged by its record never reads them)."""
         if self._content is None:
+            if self.path is not None:
+                settled(self.path.parent)
             data = _read(self.path) if self.path is not None else {}
             self._generation = str(data.get("generation") or "")
             merged: dict[Any, Any] = {}
@@ -148,6 +151,8 @@ class DiskCache:
 
     def _recorded(self, name: str) -> Any:
         if name not in self._records:
+            if self.path is not None:
+                settled(self.path.parent)
             self._records[name] = _read(self.path.with_name(name)).get("record") if self.path is not None else None
         return self._records[name]
 
@@ -161,7 +166,7 @@ class DiskCache:
     @classmethod
     def for_git_dir(cls, git_dir: str) -> "DiskCache":
         """The repository's cache (a link on the way is a LinkError: never read or written through)."""
-        for name in ("cache.pickle", *(shard_name(i) for i in range(SHARDS)), RECORD_FILE, PLACED_FILE):
+        for name in ("cache.pickle", *(shard_name(i) for i in range(SHARDS)), RECORD_FILE, PLACED_FILE, LOCK_FILE):
             check_path(Path(git_dir), f"{STATE_DIR}/{name}", shown=str(git_dir).rstrip("/"))
         return cls(Path(git_dir) / STATE_DIR / "cache.pickle")
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Iterator
 
 from ...names import MAILBOX_PARTS
 from ...core.load.snapshot import CONFIG_FILE, GENERATED_DIR
@@ -38,19 +38,29 @@ def fingerprint(index: Any, mailboxes: dict[str, str] | set[str] | list[str],
                 known: RunRecord | None = None) -> dict[str, str]:
     """The fingerprint of the tree behind `index` (io.git.TreeIndex), reading `mailboxes` as
     mailboxes; a mailbox whose tree id `known` recorded takes the recorded ids."""
-    found = {CONFIG_FILE: _entry(index, CONFIG_FILE)}
+    found: dict[str, str] = {}
+    for part in _parts(index, mailboxes, known):
+        found.update(part)
+    return found
+
+
+def _parts(index: Any, mailboxes: dict[str, str] | set[str] | list[str],
+           known: RunRecord | None) -> Iterator[dict[str, str]]:
+    """The fingerprint in parts, the inputs a person edits (the configuration, the source spaces)
+    before the mailboxes: a proof that fails usually fails early."""
+    yield {CONFIG_FILE: _entry(index, CONFIG_FILE)}
     spaces = index.get("spaces")
     if spaces is None or spaces.type_str != "tree":
-        return found
-    for entry in index.listing("spaces"):
-        name, path = str(entry.name), f"spaces/{entry.name}"
+        return
+    listing = index.listing("spaces")
+    for entry in listing:
         if entry.type_str != "tree":
-            found[path] = f"{entry.filemode:o}:{entry.id}"
-        elif name in mailboxes:
-            found.update(_mailbox(index, path, str(entry.id), known))
-        else:
-            found.update(_source_space(index, path))
-    return found
+            yield {f"spaces/{entry.name}": f"{entry.filemode:o}:{entry.id}"}
+        elif str(entry.name) not in mailboxes:
+            yield _source_space(index, f"spaces/{entry.name}")
+    for entry in listing:
+        if entry.type_str == "tree" and str(entry.name) in mailboxes:
+            yield _mailbox(index, f"spaces/{entry.name}", str(entry.id), known)
 
 
 def _mailbox(index: Any, path: str, tree_id: str, known: RunRecord | None) -> dict[str, str]:
@@ -102,8 +112,17 @@ def placed_record(index: Any, result: Any) -> RunRecord:
 
 
 def proves_unchanged(record: RunRecord | None, index: Any) -> bool:
-    """True when reconciling the tree behind `index` would change nothing (see the module)."""
-    return record is not None and fingerprint(index, record.mailboxes, record) == record.fingerprint
+    """True when reconciling the tree behind `index` would change nothing (see the module): its
+    fingerprint is the recorded one, compared part by part up to the first difference."""
+    if record is None:
+        return False
+    expected, compared = record.fingerprint, 0
+    for part in _parts(index, record.mailboxes, record):
+        for path, value in part.items():
+            if expected.get(path) != value:
+                return False
+            compared += 1
+    return compared == len(expected)
 
 
 __all__ = ["RunRecord", "fingerprint", "record_of", "placed_record", "proves_unchanged", "MAILBOX_PARTS"]
