@@ -66,13 +66,18 @@ class Obj:
     origin: Origin = field(compare=False)
     key: str = field(default="", compare=False)  # content key of the file it came from (git blob id)
 
+    # read tens of thousands of times per run: each property reads the body itself (no property
+    # calls another), and only a value that is not a string yet goes through str()
+
     @property
     def api_version(self) -> str:
-        return str(self.body.get("apiVersion", ""))
+        value = self.body.get("apiVersion", "")
+        return value if type(value) is str else str(value)
 
     @property
     def group(self) -> str:
-        return split_api_version(self.api_version)[0]
+        value = self.body.get("apiVersion", "")
+        return (value if type(value) is str else str(value)).rpartition("/")[0]
 
     @property
     def version(self) -> str:
@@ -80,7 +85,8 @@ class Obj:
 
     @property
     def kind(self) -> str:
-        return str(self.body.get("kind", ""))
+        value = self.body.get("kind", "")
+        return value if type(value) is str else str(value)
 
     @property
     def metadata(self) -> dict[str, Any]:
@@ -89,11 +95,15 @@ class Obj:
 
     @property
     def name(self) -> str:
-        return str(self.metadata.get("name", ""))
+        md = self.body.get("metadata")
+        value = md.get("name", "") if isinstance(md, dict) else ""
+        return value if type(value) is str else str(value)
 
     @property
     def namespace(self) -> str:
-        return str(self.metadata.get("namespace", "") or "")
+        md = self.body.get("metadata")
+        value = (md.get("namespace", "") or "") if isinstance(md, dict) else ""
+        return value if type(value) is str else str(value)
 
     @property
     def labels(self) -> dict[str, str]:

@@ -102,12 +102,13 @@ def _build(wecs: dict[str, Wec], placements: dict[str, list[PlacementPlan]], spa
     that do not depend on what a mailbox holds now (frozen parts do)."""
     mailboxes: dict[str, MailboxPlan] = {}
     digests: dict[str, str] = {}
+    prefix = digest_prefix(kinds)
     for done, (mb, wec) in enumerate(wecs.items(), 1):
         if frozen.keeps_whole(mb):
             continue  # REUSE, whatever the caller says
         reaching = _reaching(placements, mb)
         kept = frozen.reaching(mb)
-        digest = FROZEN_DIGEST if kept else mailbox_digest(wec, reaching, space_digests, kinds)
+        digest = FROZEN_DIGEST if kept else mailbox_digest(wec, reaching, space_digests, prefix)
         if not kept:
             digests[mb] = digest
         if reuse is None or not reuse(mb, digest):
@@ -209,12 +210,17 @@ def _placement_warnings(placement: Obj, placed: tuple[Any, ...], reach: dict[str
     return found
 
 
+def digest_prefix(kinds: KindTable) -> bytes:
+    """What every mailbox's digest depends on: the output's shape, the code, the kinds."""
+    return f"{OUTPUT_FORMAT}\0{__version__}\0{kinds.digest()}\0".encode()
+
+
 def mailbox_digest(wec: Wec, reaching: list[PlacementPlan], space_digests: dict[str, str],
-                   kinds: KindTable) -> str:
+                   prefix: bytes) -> str:
     """Everything a mailbox's content depends on (but its previous copies, which matter only
-    after an error): equal digests mean equal mailboxes, so a caller may reuse the old one."""
-    digest = hashlib.blake2b(digest_size=20)
-    digest.update(f"{OUTPUT_FORMAT}\0{__version__}\0{kinds.digest()}\0".encode())
+    after an error), after `digest_prefix`: equal digests mean equal mailboxes, so a caller may
+    reuse the old one."""
+    digest = hashlib.blake2b(prefix, digest_size=20)
     for obj in (wec.sync_target, *wec.locations):
         digest.update(canonical_json(obj.body))
     for plan in reaching:

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import copy
+import functools
 import re
 from typing import Any
 
@@ -45,6 +46,7 @@ _PLAIN = re.compile(r"[a-z]([-a-z0-9.]*[a-z0-9])?")
 _YAML_WORDS = frozenset({"y", "n", "yes", "no", "on", "off", "true", "false", "null"})
 
 
+@functools.lru_cache(maxsize=1 << 16)  # a fleet's names, each written in several SinglePlacementSlices
 def yaml_str(text: str) -> str:
     """A YAML scalar that always reads back as exactly `text` (for hand-built templates).
     Names starting with a letter stay plain unless YAML 1.1 would read them as a bool or null."""

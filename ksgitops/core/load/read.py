@@ -20,6 +20,7 @@ from .snapshot import CONFIG_FILE, Snapshot, SourceFile, folder_key
 NOT_UTF8_FIX = "rename it (Kubernetes, YAML and git tools spell names in UTF-8)"
 FINDINGS_OF = "schema-findings-of"  # parse cache: a file blob -> the schema-findings keys of its documents
 MAILBOX_OF = "mailbox-space-of"  # parse cache: (space, folder key) -> its mailbox Space (body, line, blob) or ()
+OBJECTS_OF = "objects-of"  # parse cache: (a file blob, space, path) -> its objects, made once
 LAST_READ = "last-read-of"  # parse cache: a path -> the blob its multi-document file was last read from
 
 ParseCache = MutableMapping[Any, Any]  # parse results by blob id, plus other memos keyed by tuples
@@ -168,7 +169,7 @@ def _load_space(space: str, files: list[SourceFile], cache: ParseCache, problems
     return [seen[ref] for ref in sorted(seen, key=ref_order)]
 
 
-def _objects(space: str, source: SourceFile, cache: ParseCache, problems: list[Problem]) -> list[Obj]:
+def _objects(space: str, source: SourceFile, cache: ParseCache, problems: list[Problem]) -> tuple[Obj, ...]:
     parsed = cache.get(source.key)
     if parsed is None:
         memo = FindingsMemo(cache)
@@ -190,7 +191,11 @@ def _objects(space: str, source: SourceFile, cache: ParseCache, problems: list[P
         if parsed.problems and parsed.problems[0].origin.path != source.path:
             parsed = read_source(source.path, source.read(), FindingsMemo(cache))  # same bytes elsewhere: re-anchor
     problems.extend(parsed.problems)
-    return [Obj(space, body, Origin(source.path, line), source.key) for line, body in parsed.docs]
+    key = (OBJECTS_OF, source.key, space, source.path)  # anchored on the blob: kept in its shard
+    objs = cache.get(key)
+    if objs is None:
+        objs = cache[key] = tuple(Obj(space, body, Origin(source.path, line), source.key) for line, body in parsed.docs)
+    return objs  # type: ignore[no-any-return]
 
 
 def _has_identity(obj: Obj, problems: list[Problem]) -> bool:
