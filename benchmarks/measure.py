@@ -102,13 +102,22 @@ def console_script() -> str | None:
     return None
 
 
+PIP_SH_LAUNCHER = "'''exec' "  # pip's second line when the interpreter's path is too long for #!
+
+
 def _shebang_python(path: str) -> str | None:
+    """The Python a script starts: `#!/path/python`, `#!/usr/bin/env python3`, or pip's launcher
+    for a long interpreter path (`#!/bin/sh`, then the interpreter quoted after PIP_SH_LAUNCHER)."""
     try:
         with open(path, "rb") as f:
-            first = f.readline().decode("utf-8", "replace")
+            first, second = (f.readline().decode("utf-8", "replace") for _ in range(2))
     except OSError:
         return None
     words = first[2:].split() if first.startswith("#!") else []
+    if len(words) > 1 and Path(words[0]).name == "env":
+        words = [shutil.which(words[1]) or words[1]]
+    elif words and Path(words[0]).name == "sh" and second.startswith(PIP_SH_LAUNCHER):
+        words = shlex.split(second[len(PIP_SH_LAUNCHER):])[:1]
     return words[0] if words and Path(words[0]).name.startswith("python") else None
 
 

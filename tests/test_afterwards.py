@@ -1,7 +1,9 @@
 """Memos kept after the answer (io/fs/afterwards.py): now in a command's own process; after the
-answer in a monitor's worker, under a lock that a reader in another process waits for."""
+answer in a monitor's worker, under a lock taken just before the answer, that a reader in
+another process waits for."""
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import time
@@ -28,6 +30,11 @@ def _no_queue_left() -> Iterator[None]:
     afterwards.finish()  # a failing test leaves no lock held nor work queued for the next
 
 
+def read_in_another_process(state: Path) -> str:
+    return subprocess.run([sys.executable, "-c", READER, str(state)], capture_output=True, text=True,
+                          timeout=60).stdout
+
+
 def test_without_a_worker_work_is_done_at_once(tmp_path: Path) -> None:
     done: list[int] = []
     afterwards.later(tmp_path / "state", lambda: done.append(1))
@@ -35,25 +42,40 @@ def test_without_a_worker_work_is_done_at_once(tmp_path: Path) -> None:
     assert not (tmp_path / "state").exists()  # nothing to lock
 
 
-def test_a_worker_answers_first_and_a_reader_waits_for_the_memos(tmp_path: Path) -> None:
+def test_until_the_answer_nothing_is_held_and_then_a_reader_waits_for_the_memos(tmp_path: Path) -> None:
     state = tmp_path / "state"
+    state.mkdir()
     afterwards.defer()
     afterwards.later(state, lambda: (state / "memo").write_text("kept"))
-    assert not (state / "memo").exists()
+    assert read_in_another_process(state) == "waiting\nmissing\n"  # the memos as they were: no wait
+    afterwards.hold()  # just before the answer
     reader = subprocess.Popen([sys.executable, "-c", READER, str(state)], stdout=subprocess.PIPE, text=True)
     try:
         assert reader.stdout is not None and reader.stdout.readline() == "waiting\n"
         time.sleep(0.3)
         assert reader.poll() is None  # still waiting for the lock
         afterwards.finish()
-        out, _ = reader.communicate(timeout=30)
+        out, _ = reader.communicate(timeout=60)
     finally:
         reader.kill()
     assert out == "kept\n"
 
 
+def test_the_worker_s_own_read_does_its_queued_work_first_in_order(tmp_path: Path) -> None:
+    state, other, done = tmp_path / "state", tmp_path / "other", []
+    afterwards.defer()
+    afterwards.later(state, lambda: done.append("first"))
+    afterwards.later(other, lambda: done.append("other"))
+    afterwards.later(state, lambda: done.append("second"))
+    afterwards.settled(state)
+    assert done == ["first", "second"]
+    afterwards.finish()
+    assert done == ["first", "second", "other"]
+
+
 def test_a_failing_memo_costs_the_others_nothing_and_lets_readers_in(tmp_path: Path) -> None:
     state, done = tmp_path / "state", []
+    state.mkdir()
 
     def fails() -> None:
         raise OSError("disk full")
@@ -61,23 +83,29 @@ def test_a_failing_memo_costs_the_others_nothing_and_lets_readers_in(tmp_path: P
     afterwards.defer()
     afterwards.later(state, fails)
     afterwards.later(state, lambda: done.append("second"))
-    afterwards.settled(state)  # its own lock: no wait in the process that holds it
+    afterwards.hold()
     afterwards.finish()
     assert done == ["second"]
-    reader = subprocess.run([sys.executable, "-c", READER, str(state)], capture_output=True, text=True, timeout=30)
-    assert reader.stdout == "waiting\nmissing\n"
+    assert read_in_another_process(state) == "waiting\nmissing\n"
 
 
-def test_no_lock_to_take_means_the_work_is_done_at_once(tmp_path: Path) -> None:
-    blocked = tmp_path / "file"
-    blocked.write_text("not a folder")
+@pytest.mark.parametrize("in_the_way", ["no folder", "a link", "a fifo", "a folder"])
+def test_no_lock_to_take_means_the_work_is_done_before_the_answer(tmp_path: Path, in_the_way: str) -> None:
+    state = tmp_path / "state"
+    if in_the_way != "no folder":
+        state.mkdir()
+    lock = state / afterwards.LOCK_FILE
+    if in_the_way == "a link":
+        lock.symlink_to(tmp_path / "outside")
+    elif in_the_way == "a fifo":
+        os.mkfifo(lock)
+    elif in_the_way == "a folder":
+        lock.mkdir()
     done: list[int] = []
     afterwards.defer()
-    afterwards.later(blocked, lambda: done.append(1))
+    afterwards.later(state, lambda: done.append(1))
+    afterwards.hold()
     assert done == [1]
-    link = tmp_path / "link"
-    link.symlink_to(tmp_path / "elsewhere")
-    (tmp_path / "elsewhere").mkdir()
-    (link / afterwards.LOCK_FILE).symlink_to(tmp_path / "outside")  # a link where the lock goes: not followed
-    afterwards.later(link, lambda: done.append(2))
-    assert done == [1, 2] and not (tmp_path / "outside").exists()
+    assert not (tmp_path / "outside").exists()
+    if in_the_way != "no folder":
+        assert read_in_another_process(state) == "waiting\nmissing\n"  # a reader does not hang on it either

@@ -190,3 +190,15 @@ def test_a_version_managers_shim_on_path_is_passed_over(tmp_path: Path, monkeypa
     assert measure.console_script() is None  # then the harness runs `python -m ksgitops` from the checkout
     monkeypatch.setattr(measure.sysconfig, "get_path", lambda name: str(bin_dir))
     assert measure.console_script() == str(script)  # beside the interpreter comes first
+
+
+@pytest.mark.parametrize("launcher", ["direct", "env", "pip-sh"])
+def test_the_python_of_a_console_script(tmp_path: Path, launcher: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    python = Path(sys.executable)
+    monkeypatch.setenv("PATH", os.pathsep.join([str(python.parent), os.environ.get("PATH", "")]))
+    first = {"direct": f"#!{python}\n", "env": f"#!/usr/bin/env {python.name}\n",
+             "pip-sh": f'#!/bin/sh\n{measure.PIP_SH_LAUNCHER}"{python}" "$0" "$@"\n'}[launcher]
+    script = tmp_path / "ksgitops"
+    script.write_text(first + "import sys\n")
+    script.chmod(0o755)
+    assert Path(measure.python_of([str(script)])).resolve() == python.resolve()

@@ -350,3 +350,70 @@ def test_ctrl_z_stops_the_worker_with_its_asker(twins: tuple[Path, Path], orphan
         with contextlib.suppress(OSError, NameError):
             os.kill(worker, signal.SIGCONT)  # never left stopped, whatever failed
     assert proc.wait(timeout=120) == 0
+
+
+SLOW_RECORD = '''
+import os, time
+if os.environ.get("KSGITOPS_TEST_SLOW_RECORD"):
+    import ksgitops.io.git.cache as cache
+    write = cache._write
+    def slow(path, data):
+        if str(path).endswith("reconciled.pickle"):
+            time.sleep(float(os.environ["KSGITOPS_TEST_SLOW_RECORD"]))
+        return write(path, data)
+    cache._write = slow
+'''
+
+
+def test_a_handed_reconcile_answers_before_its_memos_are_kept_and_a_reader_waits_for_them(tmp_path: Path) -> None:
+    """The worker lets go of the asker's streams before keeping the memos (a pipe's reader sees its
+    end at the answer) and holds the state folder's lock until they are kept."""
+    src = git_init(copy_example_sources(tmp_path / "src"))
+    bare = tmp_path / "bare.git"
+    subprocess.run(["git", "clone", "-q", "--bare", str(src), str(bare)], check=True)
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text(SLOW_RECORD)  # loaded by the monitor (and by the askers: the same path)
+    env = {"PYTHONPATH": os.pathsep.join(filter(None, [str(site), os.environ.get("PYTHONPATH")])),
+           "KSGITOPS_TEST_SLOW_RECORD": "4"}
+    started = ks("monitor", "start", str(bare), "-o", "json", env=env)
+    assert started.returncode == 0, started.stderr
+    pid = int(json.loads(started.stdout)["pid"])
+    try:
+        assert ks("reconcile", str(bare), "--commit", env=env).returncode == 0
+        cache.DiskCache.for_git_dir(str(bare)).record  # noqa: B018 - waits for the first run's memos
+        path = src / "spaces/wmw-c/httpd.yaml"
+        for command in (["fetch", "-q", str(bare), "main"], ["reset", "-q", "--hard", "FETCH_HEAD"]):
+            subprocess.run(["git", "-C", str(src), *command], check=True)
+        path.write_text(path.read_text().replace("<!DOCTYPE html>", "<!DOCTYPE html>\n    <!-- edited -->", 1))
+        subprocess.run(["git", "-C", str(src), "commit", "-qam", "edited"], check=True)
+        subprocess.run(["git", "-C", str(src), "push", "-q", str(bare), "main"], check=True)
+        served_before = served(bare)
+        done = ks("reconcile", str(bare), "--commit", env=env)  # its output through pipes, read to their end
+        assert done.returncode == 0 and "committed" in done.stdout, done.stderr
+        assert served(bare) == served_before + 1
+        head = subprocess.run(["git", "-C", str(bare), "rev-parse", "main"], capture_output=True, text=True,
+                              check=True).stdout.strip()
+        record_file = bare / paths.STATE_DIR / cache.RECORD_FILE
+        assert pickle.loads(record_file.read_bytes())["record"].tip != head  # answered, the record not yet kept
+        record = cache.DiskCache.for_git_dir(str(bare)).record  # waits for the worker's lock
+        assert record is not None and record.tip == head
+    finally:
+        os.kill(pid, signal.SIGKILL)
+
+
+def test_the_monitor_s_warm_read_never_follows_a_link_nor_waits_on_a_fifo(tmp_path: Path) -> None:
+    outside = tmp_path / "outside.pickle"
+    outside.write_bytes(pickle.dumps({"n": "outside"}))
+    state = tmp_path / "state"
+    state.mkdir()
+    (state / "plain.pickle").write_bytes(pickle.dumps({"n": 1}))
+    (state / "link.pickle").symlink_to(outside)
+    os.mkfifo(state / "fifo.pickle")
+    try:
+        assert cache.warm(state)  # returns: the FIFO is not opened
+        assert set(cache._warm) == {str(state / "plain.pickle")}
+        with pytest.raises(OSError):
+            cache.unpickle(state / "fifo.pickle")  # a run's own read does not wait on it either
+    finally:
+        cache._warm.clear()

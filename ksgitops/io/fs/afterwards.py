@@ -4,36 +4,32 @@ A command handed to the monitor answers first (its output, then its exit code) a
 after, in the worker the monitor forked, as git leaves `gc --auto` until a command is done: they
 only save the next run time, and the asker waits for nothing that its command's result needs.
 
-The next run reads no memo half-kept: from the moment work is left for later until it is done,
-the worker holds the state folder's `memos.lock` (flock), and a reader of the memos waits for it
-(`settled`). A killed worker's lock goes with it, and each memo file is replaced whole."""
+The next run reads no memo half-kept: from just before the answer until the work is done, the
+worker holds the state folder's `memos.lock` (flock; `hold`), and a reader of the memos waits for
+it (`settled`). Until the answer nothing is held (a push after the commit, its retries, a stopped
+asker keep no one waiting); a reader meanwhile reads the memos as they were, which are true. The
+worker's own reads of a state folder do its queued work first, in order. A killed worker's lock
+goes with it, and each memo file is replaced whole."""
 from __future__ import annotations
 
 import fcntl
 import os
+import stat
 from pathlib import Path
 from typing import Callable
 
 LOCK_FILE = "memos.lock"
 
-_queue: list[Callable[[], None]] | None = None  # None: work is done at once
-_held: dict[str, int] = {}  # state folder -> the descriptor holding its lock, while work waits
+_queue: list[tuple[str, Callable[[], None]]] | None = None  # None: work is done at once
+_held: list[int] = []  # the locks taken by `hold`
 
 
 def later(state: Path | None, work: Callable[[], None]) -> None:
     """Do `work`, which writes memos into the state folder `state`: now, or after the answer."""
     if _queue is None or state is None:
         work()
-        return
-    key = os.path.realpath(state)
-    if key not in _held:
-        fd = _open_lock(Path(key), create=True)
-        if fd is None:  # no lock to hold: do it now rather than let a reader see it half-done
-            work()
-            return
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        _held[key] = fd
-    _queue.append(work)
+    else:
+        _queue.append((os.path.realpath(state), work))
 
 
 def defer() -> None:
@@ -42,28 +38,37 @@ def defer() -> None:
     _queue = []
 
 
+def hold() -> None:
+    """Take the lock of every state folder with work queued (just before the answer). A folder
+    whose lock cannot be taken has its work done now, before the answer, as in its own process."""
+    for state in dict.fromkeys(state for state, _ in _queue or []):
+        fd = _open_lock(state, create=True)
+        if fd is None:
+            _do(state)
+            continue
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        _held.append(fd)
+
+
 def finish() -> None:
     """Do the work left for later, then let readers in. A failure costs only time next run."""
     global _queue
-    queue, _queue = _queue or [], None
     try:
-        for work in queue:
-            try:
-                work()
-            except Exception:  # noqa: BLE001 - memos: the next run computes what is missing
-                pass
+        _do(None)
     finally:
-        for fd in _held.values():
+        _queue = None
+        for fd in _held:
             os.close(fd)
         _held.clear()
 
 
 def settled(state: Path) -> None:
-    """Wait until no other process has memos of `state` left to write."""
+    """Before reading the memos of `state`: this process's queued work for it done, and no other
+    process's left to do."""
     key = os.path.realpath(state)
-    if key in _held:
-        return  # this process's own: it writes them after its answer
-    fd = _open_lock(Path(key), create=False)
+    if _queue:
+        _do(key)
+    fd = _open_lock(key, create=False)
     if fd is None:
         return
     try:
@@ -72,11 +77,28 @@ def settled(state: Path) -> None:
         os.close(fd)
 
 
-def _open_lock(state: Path, create: bool) -> int | None:
-    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | (os.O_CREAT if create else 0)
+def _do(state: str | None) -> None:
+    """The queued work of `state` (None: all of it), in the order it came."""
+    if not _queue:
+        return
+    mine = [item for item in _queue if state is None or item[0] == state]
+    _queue[:] = [item for item in _queue if item not in mine]
+    for _, work in mine:
+        try:
+            work()
+        except Exception:  # noqa: BLE001 - memos: the next run computes what is missing
+            pass
+
+
+def _open_lock(state: str, create: bool) -> int | None:
+    """The lock file's descriptor, or None: no state folder or lock file yet, a link, anything but
+    a plain file (a FIFO would block the open), a full or read-only disk."""
+    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC | (os.O_CREAT if create else 0)
     try:
-        if create:
-            state.mkdir(parents=True, exist_ok=True)
-        return os.open(state / LOCK_FILE, flags, 0o644)
-    except OSError:  # none yet, a link, a full or read-only disk: nothing to hold or to wait for
+        fd = os.open(os.path.join(state, LOCK_FILE), flags, 0o644)
+    except OSError:
         return None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        return None
+    return fd

@@ -3,18 +3,18 @@
 
 The monitor forks only when the asker would run the code the monitor holds (the same interpreter
 and package files unchanged since the monitor loaded them); it does not wait for the worker, which
-talks to the asker itself, so a worker may ask the monitor what changed like any command.
+talks to the asker itself, so a worker may ask the monitor what changed like any command (what
+makes the monitor fit to: handoff_fit.py). Once it has answered, the worker keeps the run's memos
+(afterwards.py), holding nothing of the asker's.
 """
 from __future__ import annotations
 
 import atexit
 import fcntl
 import gc
-import hashlib
 import io
 import json
 import os
-import resource
 import select
 import signal
 import socket
@@ -23,9 +23,9 @@ import time
 import traceback
 from typing import Any, Callable
 
-from ...core.load.schemas import schema_dir
 from ..git import cache
 from . import afterwards, handoff
+from .handoff_fit import contents_of, credentials, package_stamp, stamp_of
 
 Runner = Callable[[list[str]], None]  # runs a command line as `ksgitops` would (may raise SystemExit)
 
@@ -111,73 +111,6 @@ def _well_formed(request: dict[str, Any]) -> bool:
 def _encoding(entry: Any) -> bool:
     return entry is None or (isinstance(entry, list) and len(entry) == 2
                              and all(isinstance(x, (str, type(None))) for x in entry))
-
-
-def credentials(pid: str) -> list[Any] | None:
-    """What a process may do beyond its uid: groups, capabilities, seccomp, namespaces, cgroup, root,
-    resource limits, OOM score, LSM label, priority and CPU affinity (None: not readable). A worker
-    runs with the monitor's, so the asker's must be the same."""
-    try:
-        with open(f"/proc/{pid}/status") as f:
-            status = [line for line in f.read().splitlines()
-                      if line.split(":")[0] in ("Uid", "Gid", "Groups", "CapInh", "CapPrm", "CapEff", "CapBnd",
-                                                "CapAmb", "NoNewPrivs", "Seccomp", "Seccomp_filters")]
-        spaces = sorted((name, os.readlink(f"/proc/{pid}/ns/{name}")) for name in os.listdir(f"/proc/{pid}/ns"))
-        with open(f"/proc/{pid}/cgroup") as f:
-            cgroup = f.read()
-        root = os.stat(f"/proc/{pid}/root")
-        with open(f"/proc/{pid}/oom_score_adj") as f:
-            oom = f.read()
-        label = _read_or_none(f"/proc/{pid}/attr/current")  # the LSM's (AppArmor, SELinux) confinement
-        number = os.getpid() if pid == "self" else int(pid)
-        limits = [resource.prlimit(number, getattr(resource, name))
-                  for name in sorted(n for n in dir(resource) if n.startswith("RLIMIT_"))]
-        return [status, spaces, cgroup, [root.st_dev, root.st_ino], limits, oom, label,
-                os.getpriority(os.PRIO_PROCESS, number), sorted(os.sched_getaffinity(number))]
-    except (OSError, ValueError):
-        return None
-
-
-def contents_of(paths: list[str]) -> list[bytes | None]:
-    """A digest of each file's bytes (None where it is gone)."""
-    found: list[bytes | None] = []
-    for path in paths:
-        try:
-            with open(path, "rb") as f:
-                found.append(hashlib.file_digest(f, "blake2b").digest())
-        except OSError:
-            found.append(None)
-    return found
-
-
-def _read_or_none(path: str) -> str | None:
-    try:
-        with open(path, "rb") as f:
-            return f.read().decode("utf-8", "replace")
-    except OSError:
-        return None
-
-
-def stamp_of(paths: list[str]) -> list[Any]:
-    """Size, mtime and inode of each file (None where it is gone)."""
-    stamp: list[Any] = []
-    for path in paths:
-        try:
-            st = os.stat(path)
-            stamp.append([st.st_size, st.st_mtime_ns, st.st_ino])
-        except OSError:
-            stamp.append(None)
-    return stamp
-
-
-def package_stamp() -> list[Any]:
-    """Every file of the package and its schemas, with its stamp: an edit or an upgrade changes it."""
-    paths = []
-    for base in (handoff.PACKAGE, str(schema_dir())):
-        for top, folders, files in os.walk(base):
-            folders[:] = sorted(f for f in folders if f != "__pycache__")
-            paths += [os.path.join(top, name) for name in sorted(files) if not name.endswith((".pyc", ".pyo"))]
-    return [[path, stamp] for path, stamp in zip(paths, stamp_of(paths))]
 
 
 def start(conn: socket.socket, request: dict[str, Any], fds: list[int], warm: Warm, peer: int) -> int | None:
@@ -283,12 +216,26 @@ def _work(conn: socket.socket, request: dict[str, Any], fds: list[int], run: Run
             stream.flush()
         except (OSError, ValueError):
             pass
-    signal.signal(signal.SIGIO, signal.SIG_IGN)  # the asker ends once answered: the memos are kept all the same
+    _let_go_of_the_asker()
     try:
+        afterwards.hold()
         conn.sendall(json.dumps({"exit": code}).encode() + b"\n")
     finally:
         afterwards.finish()
     return code
+
+
+def _let_go_of_the_asker() -> None:
+    """Before the answer: nothing of the asker's is kept while the memos are (io/fs/afterwards.py):
+    its streams (a pipe's reader would wait for them), its working folder, its signals (it may be
+    stopped or interrupted once answered: the memos are kept all the same)."""
+    for sig in (signal.SIGIO, signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT):
+        signal.signal(sig, signal.SIG_IGN)
+    null = os.open(os.devnull, os.O_RDWR)
+    for fd in (0, 1, 2):
+        os.dup2(null, fd)
+    os.close(null)
+    os.chdir("/")
 
 
 def _end_with_the_asker(conn: socket.socket) -> None:

@@ -18,6 +18,7 @@ import gc
 import hashlib
 import os
 import pickle
+import stat
 import zlib
 from pathlib import Path
 from typing import Any, Iterator, MutableMapping
@@ -267,16 +268,12 @@ def unpickle(path: Path | str) -> Any:
     """A pickle of our own, read with the cyclic GC paused; in a monitor's worker, taken from what
     the monitor read (`warm`) when the file's bytes are the same (a fork's copy: the caller may
     change it)."""
-    if _warm:
-        with open(path, "rb") as f:
-            data = f.read()
-        held = _warm.get(os.fspath(path))
-        if held is not None and held[1] == hashlib.blake2b(data, digest_size=16).digest():
-            return held[2]
-        with gc_paused():
-            return pickle.loads(data)  # noqa: S301 - our own file inside .git, never from a remote
-    with gc_paused(), open(path, "rb") as f:
-        return pickle.load(f)  # noqa: S301 - our own file inside .git, never from a remote
+    data = _plain_file_bytes(os.fspath(path))
+    held = _warm.get(os.fspath(path))
+    if held is not None and held[1] == hashlib.blake2b(data, digest_size=16).digest():
+        return held[2]
+    with gc_paused():
+        return pickle.loads(data)  # noqa: S301 - our own file inside .git, never from a remote
 
 
 _warm: dict[str, tuple[tuple[int, ...], bytes, Any]] = {}  # path: (its stat stamp, digest, what it holds)
@@ -296,8 +293,7 @@ def warm(folder: Path | str) -> bool:
             before = _stamp(path)
             if before is None or (path in _warm and _warm[path][0] == before):
                 continue
-            with open(path, "rb") as f:
-                data = f.read()
+            data = _plain_file_bytes(path)
             with gc_paused():
                 value = pickle.loads(data)  # noqa: S301 - our own file inside .git, never from a remote
         except Exception:  # noqa: BLE001 - an unreadable file is just not held
@@ -311,11 +307,22 @@ def warm(folder: Path | str) -> bool:
 
 
 def _stamp(path: str) -> tuple[int, ...] | None:
+    """A plain file's stamp (None: gone, or anything else, which the monitor never opens)."""
     try:
-        st = os.stat(path)
+        st = os.lstat(path)
     except OSError:
         return None
-    return st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns
+    return (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns) if stat.S_ISREG(st.st_mode) else None
+
+
+def _plain_file_bytes(path: str) -> bytes:
+    """The bytes of a plain file, never through a link nor waiting on a FIFO (the monitor reads
+    the state folder unasked: nothing there may make it hang)."""
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    with open(fd, "rb") as f:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(f"{path}: not a plain file")
+        return f.read()
 
 
 def _read(path: Path | None) -> dict[str, Any]:
