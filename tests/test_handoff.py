@@ -365,9 +365,12 @@ if os.environ.get("KSGITOPS_TEST_SLOW_RECORD"):
 '''
 
 
-def test_a_handed_reconcile_answers_before_its_memos_are_kept_and_a_reader_waits_for_them(tmp_path: Path) -> None:
-    """The worker lets go of the asker's streams before keeping the memos (a pipe's reader sees its
-    end at the answer) and holds the state folder's lock until they are kept."""
+@pytest.mark.parametrize("handed", [True, False], ids=["handed", "own process"])
+def test_reconcile_commit_answers_before_its_memos_are_kept_and_a_reader_waits_for_them(tmp_path: Path,
+                                                                                       handed: bool) -> None:
+    """The worker (handed) or a child (in its own process) keeps the memos once the command has
+    answered: a pipe's reader sees its end at the answer, and the state folder's lock is held until
+    they are kept."""
     src = git_init(copy_example_sources(tmp_path / "src"))
     bare = tmp_path / "bare.git"
     subprocess.run(["git", "clone", "-q", "--bare", str(src), str(bare)], check=True)
@@ -389,9 +392,9 @@ def test_a_handed_reconcile_answers_before_its_memos_are_kept_and_a_reader_waits
         subprocess.run(["git", "-C", str(src), "commit", "-qam", "edited"], check=True)
         subprocess.run(["git", "-C", str(src), "push", "-q", str(bare), "main"], check=True)
         served_before = served(bare)
-        done = ks("reconcile", str(bare), "--commit", env=env)  # its output through pipes, read to their end
+        done = ks("reconcile", str(bare), "--commit", env=env, handed=handed)  # its output through pipes, to their end
         assert done.returncode == 0 and "committed" in done.stdout, done.stderr
-        assert served(bare) == served_before + 1
+        assert served(bare) == served_before + handed
         head = subprocess.run(["git", "-C", str(bare), "rev-parse", "main"], capture_output=True, text=True,
                               check=True).stdout.strip()
         record_file = bare / paths.STATE_DIR / cache.RECORD_FILE

@@ -22,6 +22,7 @@ from .base import KsGroup, color_enabled, complete_wecs, confined_json, drop_std
 from .fleet import FLEET_COMMANDS
 from .monitor import monitor_cmd
 from .output import ProgressBars, print_paged, style_diff, wec_table
+from ..io.fs import afterwards
 from ..io.fs.locate import Need, locate
 from ..model import KsgitopsError, Origin, Problem, counted
 
@@ -108,6 +109,11 @@ def validate(repo: Path | None, output: str, strict: bool) -> None:
 @output_option("text", "json")
 def reconcile_cmd(repo: Path | None, source: str | None, do_commit: bool, do_push: bool, remote: str, output: str) -> None:
     """Write the generated files (mailboxes, SinglePlacementSlices); --commit/--push commit them."""
+    with afterwards.answered_first():  # the cache and the run record kept once the command has answered
+        _reconcile(repo, source, do_commit, do_push, remote, output)
+
+
+def _reconcile(repo: Path | None, source: str | None, do_commit: bool, do_push: bool, remote: str, output: str) -> None:
     do_commit = do_commit or do_push
     source = source or ("HEAD" if do_commit else app.WORKTREE)
     root = locate(repo, Need.GIT if do_commit else Need.WORKTREE)

@@ -17,7 +17,9 @@ def main() -> None:
     code = hand_off(sys.argv[1:])
     if code is not None:
         sys.exit(code)
+    from ..io.fs import afterwards
     from .commands import main as run_here
+    afterwards.as_program()
     run_here()
 
 

@@ -4,6 +4,9 @@ A command handed to the monitor answers first (its output, then its exit code) a
 after, in the worker the monitor forked, as git leaves `gc --auto` until a command is done: they
 only save the next run time, and the asker waits for nothing that its command's result needs.
 
+Run as the program, `reconcile --commit` does the same with a child it forks once it has
+answered (`answered_first`): the process the caller waits for ends, the child keeps the memos.
+
 The next run reads no memo half-kept: from just before the answer until the work is done, the
 worker holds the state folder's `memos.lock` (flock; `hold`), and a reader of the memos waits for
 it (`settled`). Until the answer nothing is held (a push after the commit, its retries, a stopped
@@ -14,14 +17,73 @@ from __future__ import annotations
 
 import fcntl
 import os
+import signal
 import stat
+import sys
+import threading
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterator
 
 LOCK_FILE = "memos.lock"
 
 _queue: list[tuple[str, Callable[[], None]]] | None = None  # None: work is done at once
 _held: list[int] = []  # the locks taken by `hold`
+_program = False  # this process is the program (cli/entry.py), not a library's caller nor a test's
+
+
+def as_program() -> None:
+    global _program
+    _program = True
+
+
+@contextmanager
+def answered_first() -> Iterator[None]:
+    """Around a command that leaves memos for later (`reconcile --commit`), in the program's own
+    process: once the command has answered (its output written: its exit code follows), a forked
+    child keeps them while this process ends. Elsewhere (a test, a monitor's worker, which defers
+    already) nothing changes."""
+    if not _program or _queue is not None:
+        yield
+        return
+    defer()
+    try:
+        yield
+    finally:
+        _leave_to_a_child()
+
+
+def _leave_to_a_child() -> None:
+    global _queue
+    for stream in (sys.stdout, sys.stderr):  # written once, here: a child's copy of a buffer is never flushed
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    if not _queue or threading.active_count() > 1:  # no fork beside a thread
+        finish()
+        return
+    hold()
+    try:
+        pid = os.fork()
+    except OSError:
+        finish()
+        return
+    if pid == 0:
+        try:
+            for sig in (signal.SIGINT, signal.SIGHUP, signal.SIGQUIT, signal.SIGTSTP, signal.SIGPIPE):
+                signal.signal(sig, signal.SIG_IGN)  # the terminal's: the command is over for its user
+            null = os.open(os.devnull, os.O_RDWR)
+            for fd in (0, 1, 2):
+                os.dup2(null, fd)  # a pipe's reader sees its end when this process ends
+            os.chdir("/")
+            finish()
+        finally:
+            os._exit(0)
+    _queue = None  # the child does the work and holds the locks (an flock is the open file's, shared by the fork)
+    for fd in _held:
+        os.close(fd)
+    _held.clear()
 
 
 def later(state: Path | None, work: Callable[[], None]) -> None:
