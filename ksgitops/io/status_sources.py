@@ -26,6 +26,7 @@ from ..core.status.syncreport import REVISION_FILES, REVISION_FOLDERS, revision_
 from .git.cache import code_fingerprint, gc_paused
 from .fs.tree import walk_files
 from .fs.paths import STATE_DIR, check_path
+from .git.blobread import PackedFirst
 from .git.repo import TreeIndex, blob_keys, tree_at
 
 PARTS = ("objects", "patches", "reported")
@@ -35,6 +36,7 @@ class GitStatusSource:
     def __init__(self, repo: pygit2.Repository, index: TreeIndex) -> None:
         self.repo = repo
         self.index = index
+        self._blobs = PackedFirst(repo)
 
     def mailbox_key(self, mailbox: str) -> str:
         """The mailbox's tree id: one lookup in `spaces/`, where the ids of its parts would read
@@ -62,10 +64,7 @@ class GitStatusSource:
         return listing
 
     def blob(self, key: str) -> bytes:
-        kind, data = self.repo.odb.read(key)  # a third cheaper than repo[key].data (166k reports)
-        if kind != pygit2.GIT_OBJECT_BLOB:
-            raise KeyError(f"{key} is not a blob")
-        return bytes(data)
+        return self._blobs.blob(key)
 
 
 class WorkTreeStatusSource:
