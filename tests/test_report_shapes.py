@@ -208,3 +208,13 @@ def test_status_with_report_shapes_is_status_without(example: Any, monkeypatch: 
             whole = summarize(result, source, None)
         assert outputs(shaped) == outputs(whole) and shaped.combined == whole.combined, f"step {step}"
 
+
+def test_placement_infos_are_made_once_per_set_of_placements(example: Any) -> None:
+    from ksgitops.app import usecases as app
+    from ksgitops.core.status.summary import _contexts, _infos
+    result = app.compute(app.open_source(example, app.WORKTREE))
+    contexts = _contexts(result, {})
+    for mb in result.wecs:
+        assert contexts.infos(mb) == _infos(contexts.reaching(mb)) != {}
+        assert contexts.infos(mb) is contexts.infos(mb)
+    assert contexts.infos("no-such-mailbox") == {}

@@ -111,7 +111,7 @@ def _summarize(result: Any, source: StatusSource, memo: StatusMemo, limit: int, 
             todo.append(Todo(mb, key, names[mb], memo.detail_bytes(mb, old) if old is not None else None))
     held = memo.objects
     changes: Changes = {}
-    for done in spread(todo, lambda unit: recompute(unit, _infos(contexts.reaching(unit.mailbox)), run, held,
+    for done in spread(todo, lambda unit: recompute(unit, contexts.infos(unit.mailbox), run, held,
                                                     broken_limit)):
         merge_changes(changes, done.mailbox, done.changes)
         memo.mailboxes[done.mailbox] = done.memo
@@ -177,9 +177,19 @@ class _Contexts:
     def __init__(self, plans: list[_PlanView], objects: dict[tuple[str, str], ObjectContext]) -> None:
         self.plans = plans
         self.objects = objects
+        self._infos: dict[tuple[int, ...], dict[str, Info]] = {}
 
     def reaching(self, mailbox: str) -> list[_PlanView]:
         return [p for p in self.plans if mailbox in p.mailboxes]
+
+    def infos(self, mailbox: str) -> dict[str, Info]:
+        """`_infos` of the placements reaching `mailbox`, once per set of placements (a fleet's
+        mailboxes share a few); not to be changed by the caller."""
+        reaching = tuple(i for i, p in enumerate(self.plans) if mailbox in p.mailboxes)
+        found = self._infos.get(reaching)
+        if found is None:
+            found = self._infos[reaching] = _infos([self.plans[i] for i in reaching])
+        return found
 
     def placed(self) -> int:
         """Placed workload objects: those with a CombinedStatus, and those frozen WDSes keep."""
