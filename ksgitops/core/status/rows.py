@@ -15,6 +15,7 @@ import jsonpatch
 import orjson
 
 from ...model import Origin, Problem
+from ..customize.patchapply import patched, tree_shaped
 from .combined import strip_secret
 from .health import assess, reads_spec
 from .reported import Checked, ReportReader, load_report
@@ -67,6 +68,7 @@ class Run:
         self._docs: dict[str, dict[str, Any]] = {}
         self._tuples: dict[tuple[str, ...], tuple[str, ...]] = {}
         self._judged: dict[tuple[str, str], dict[str, Any]] = {}
+        self._shaped: dict[str, bool] = {}  # object sent -> tree_shaped (patched may apply its patches)
         self._reader = ReportReader()
         self._shapes: dict[str, int] = {}  # report key -> its shape (ReportReader), for those in _docs
         self._verdicts: dict[tuple[str, str, int], tuple[str, str, int | None]] = {}
@@ -76,11 +78,19 @@ class Run:
         found = self._sent.get((data, patch))
         if found is None:
             if patch:
-                body = jsonpatch.apply_patch(plain_copy(self.sent(data, "")), orjson.loads(self.source.blob(patch)),
-                                             in_place=True)  # jsonpatch's own copy is copy.deepcopy
+                base, ops = self.sent(data, ""), orjson.loads(self.source.blob(patch))
+                body = patched(base, ops) if self._tree_shaped(data, base) else None
+                if body is None:  # jsonpatch's own copy is copy.deepcopy
+                    body = jsonpatch.apply_patch(plain_copy(base), ops, in_place=True)
             else:
                 body = load_yaml(self.source.blob(data))
             found = self._sent[(data, patch)] = strip_secret(body)
+        return found
+
+    def _tree_shaped(self, data: str, base: dict[str, Any]) -> bool:
+        found = self._shaped.get(data)
+        if found is None:
+            found = self._shaped[data] = tree_shaped(base)
         return found
 
     def shared(self, placements: tuple[str, ...]) -> tuple[str, ...]:
@@ -195,11 +205,12 @@ def last_report(detail: Detail) -> str | None:
 
 
 def _reports(listing: MailboxListing, old: Detail | None, run: Run
-             ) -> tuple[dict[str, tuple[str, str | None, str | None]], list[Problem], dict[str, tuple[str, str]]]:
-    """Each report file checked once per content (memo by key); rel -> (name, key) of the valid ones."""
+             ) -> tuple[dict[str, tuple[str, str | None, str | None]], list[Problem], dict[str, tuple[str, str, str | None]]]:
+    """Each report file checked once per content (memo by key); rel -> (name, key, reportedAt) of
+    the valid ones."""
     reports: dict[str, tuple[str, str | None, str | None]] = {}
     problems: list[Problem] = []
-    by_rel: dict[str, tuple[str, str]] = {}
+    by_rel: dict[str, tuple[str, str, str | None]] = {}
     for name in sorted(n for n in listing.reports if n != SYNC_FILE):
         path, key = listing.reports[name]
         before = _known_report(old, name) if old is not None else None
@@ -217,15 +228,14 @@ def _reports(listing: MailboxListing, old: Detail | None, run: Run
             reports[name] = (key, None, None)
             continue
         reports[name] = (key, rel, at)
-        by_rel[rel] = (name, key)
+        by_rel[rel] = (name, key, at)
     return reports, problems, by_rel
 
 
 def _row(inputs: tuple[Any, ...], run: Run) -> Row:
     data, patch, report, (wds, placements, singleton, _text), error, drift = inputs
     health, message, generation = run.judgement(data, patch, report[1] if report is not None else "")
-    doc = run.doc(report[1]) if report is not None else None
-    at = intern(str(doc["reportedAt"])) if doc else None
+    at = intern(report[2]) if report is not None and report[2] is not None else None  # a valid report's time
     # interned: rows of one object (or one WEC) then share their strings, in memory and in the memo
     return Row(intern(wds), health, message, at, generation, run.shared(placements),
                singleton, intern(data), intern(patch), report[1] if report else "", error, drift)
