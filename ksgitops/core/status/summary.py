@@ -36,7 +36,7 @@ from ..serialize import dump_yaml, load_yaml
 from ..emit.problems import ParsedProblems, entry, parse_problems, problems_root
 from ..load.snapshot import GENERATED_DIR
 from .markdown import MailboxSummary, markdown, total_counts
-from .memo import MEMO_FORMAT, MemoLost as _MemoLost, ObjectMemo, StatusMemo, encode as _encode
+from .memo import MEMO_FORMAT, MemoLost as _MemoLost, ObjectMemo, StatusMemo, encode_rows
 from .memory import MemorySource, with_reports
 from .recompute import Changes, Spread, Todo, in_sequence, merge_changes, noted_changes, recompute
 from .rows import Detail, Info, Row, Run
@@ -315,7 +315,7 @@ def _combine(result: Any, contexts: _Contexts, memo: StatusMemo, changes: Change
     def combine(unit: tuple[tuple[str, str], str, dict[str, Row]]) -> tuple[bytes, bytes, list[Problem]]:
         found: list[Problem] = []
         status = combined_status(contexts.objects[unit[0]], sorted(unit[2].items()), names, run, limit, found)
-        return dump_yaml(status), _encode(unit[2]), found
+        return dump_yaml(status), encode_rows(unit[2]), found
     for (key, context_key, _), (status, encoded, found) in zip(todo, spread(todo, combine)):
         combined[key] = status
         memo.objects[key] = ObjectMemo(context_key, status, encoded)
