@@ -204,7 +204,7 @@ def test_status_with_report_shapes_is_status_without(example: Any, monkeypatch: 
         source = MemorySource(with_reports(result.generated, _json_reports(rng, step)))
         shaped = summarize(result, source, memo)
         with monkeypatch.context() as patched:
-            patched.setattr(reported, "_masked", lambda data: None)
+            patched.setattr(reported, "_masked", lambda data, times: None)
             whole = summarize(result, source, None)
         assert outputs(shaped) == outputs(whole) and shaped.combined == whole.combined, f"step {step}"
 
@@ -218,3 +218,4 @@ def test_placement_infos_are_made_once_per_set_of_placements(example: Any) -> No
         assert contexts.infos(mb) == _infos(contexts.reaching(mb)) != {}
         assert contexts.infos(mb) is contexts.infos(mb)
     assert contexts.infos("no-such-mailbox") == {}
+

@@ -77,11 +77,17 @@ class ReportReader:
 
     def __init__(self, most: int = 4096) -> None:
         self._shapes: dict[tuple[str, bytes], tuple[str, dict[str, Any], int]] = {}
+        self._times: dict[bytes, str] = {}
         self._most = most
         self._made = 0
 
+    def _masked(self, data: bytes) -> tuple[bytes, str] | None:
+        if len(self._times) >= self._most:
+            self._times.clear()
+        return _masked(data, self._times)
+
     def read(self, name: str, path: str, data: bytes) -> Checked | list[Problem]:
-        masked = _masked(data)
+        masked = self._masked(data)
         if masked is not None:
             known = self._shapes.get((name, masked[0]))
             if known is not None:
@@ -105,17 +111,24 @@ _AT_FIELD = b'"reportedAt": "'
 _PLAIN_TIME = re.compile(rb"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]{1,9})?(Z|[+-][0-9]{2}:[0-9]{2})")
 
 
-def _masked(data: bytes) -> tuple[bytes, str] | None:
+def _masked(data: bytes, times: dict[bytes, str]) -> tuple[bytes, str] | None:
     """(the bytes without the reportedAt value, that value) when ReportReader may tell a report's
-    shape from its bytes; None when it may not."""
+    shape from its bytes; None when it may not. `times`: values seen valid (an agent reports many
+    objects at one time), bounded by the caller."""
     start = data.find(_AT_FIELD)
     if start < 0 or data[:1] != b"{" or b"\\" in data or data.count(_AT_KEY) != 1:
         return None
     begin = start + len(_AT_FIELD)
     end = data.find(b'"', begin)
-    if end < 0 or _PLAIN_TIME.fullmatch(data, begin, end) is None:
+    if end < 0:
         return None
-    return data[:begin] + data[end:], data[begin:end].decode("ascii")
+    value = data[begin:end]
+    time = times.get(value)
+    if time is None:
+        if _PLAIN_TIME.fullmatch(value) is None:
+            return None
+        time = times[value] = value.decode("ascii")
+    return data[:begin] + data[end:], time
 
 
 def dump_report(doc: dict[str, Any]) -> bytes:
