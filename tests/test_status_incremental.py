@@ -404,10 +404,12 @@ def test_a_wds_frozen_then_mended_gets_the_combined_status_a_run_without_memo_gi
     assert status.read_bytes() == fresh
 
 
-@pytest.mark.parametrize("damage", ["deleted", "garbage"])
+@pytest.mark.parametrize("damage", ["deleted", "garbage", "shape"])
 @pytest.mark.parametrize("lost", ["s:", "o:", "d:", "r:"])
 def test_a_memo_missing_an_entry_gives_what_a_run_without_memo_gives(tmp_path: Path, lost: str, damage: str) -> None:
-    """An entry deleted from the store, or one that no longer unpickles, costs only time."""
+    """An entry deleted from the store, or one that no longer unpickles or holds something else,
+    costs only time."""
+    import pickle
     import sqlite3
 
     from conftest import run_cli_subprocess
@@ -419,8 +421,10 @@ def test_a_memo_missing_an_entry_gives_what_a_run_without_memo_gives(tmp_path: P
         (name,) = db.execute("SELECT name FROM memo WHERE name LIKE ? ORDER BY name LIMIT 1", (f"{lost}%",)).fetchone()
         if damage == "deleted":
             db.execute("DELETE FROM memo WHERE name = ?", (name,))
-        else:
+        elif damage == "garbage":
             db.execute("UPDATE memo SET value = ? WHERE name = ?", (b"\x80\x05garbage", name))
+        else:  # a pickle, but not of what the entry holds
+            db.execute("UPDATE memo SET value = ? WHERE name = ?", (pickle.dumps({"x": (1,)}), name))
     report = next((example_git / "spaces").glob("*-mb-*/reported/**/*.yaml"))
     report.write_text(report.read_text().replace("reportedAt:", "reportedAt: \"2030-01-01T00:00:00Z\"\nold:", 1))
     assert run_cli_subprocess("status", str(example_git)).returncode in (0, 2)

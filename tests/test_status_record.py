@@ -163,3 +163,24 @@ def test_a_kind_table_pickles_its_own_kinds_only() -> None:
     assert copy.entries() == table.entries() and copy.digest() == table.digest()
     assert copy.lookup("example.org", "Widget") == KindInfo("widgets", True)
     assert len(pickle.dumps(table)) < len(pickle.dumps(table._table))
+
+
+@pytest.mark.parametrize("where", ["commit", "worktree"])
+def test_the_summary_is_made_with_the_cyclic_gc_paused_and_resumed_after(reconciled: Path, monkeypatch,
+                                                                         where: str) -> None:
+    import gc
+
+    from ksgitops.core.status import summary
+    seen: list[bool] = []
+    real = summary.summarize
+
+    def noting(*args: Any, **kwargs: Any) -> Any:
+        seen.append(gc.isenabled())
+        return real(*args, **kwargs)
+    monkeypatch.setattr(summary, "summarize", noting)
+    assert gc.isenabled()
+    if where == "commit":
+        status_room.status_commit(reconciled)
+    else:
+        status_room.status_worktree(reconciled)
+    assert seen == [False] and gc.isenabled()

@@ -10,6 +10,7 @@ collector sees them, and a Secret's reported status (Secrets have none) is never
 from __future__ import annotations
 
 import hashlib
+import heapq
 from dataclasses import dataclass, field
 from typing import Any, Protocol, Sequence
 
@@ -92,13 +93,14 @@ def combined_status(context: ObjectContext, rows: Sequence[tuple[str, RowLike]],
     metadata = {"name": obj.name}
     if obj.namespace:
         identity["namespace"] = metadata["namespace"] = obj.namespace
-    ordered = sorted(rows, key=lambda r: (-rank_of(r[1].health), names.get(r[0], r[0]), r[0]))
+    # sorted(...)[:limit], without sorting the rows of a thousand WECs
+    shown = heapq.nsmallest(max(limit, 0), rows, key=lambda r: (-rank_of(r[1].health), names.get(r[0], r[0]), r[0]))
     status: dict[str, Any] = {
         "apiVersion": API_VERSION, "kind": "CombinedStatus", "metadata": metadata, "object": identity,
         "placements": sorted(context.placements), "executingCount": len(rows),
         "reportedCount": sum(1 for _, r in rows if r.report),
         "health": counts(r.health for _, r in rows),
-        "wecs": [_wec_item(mb, names.get(mb, mb), r) for mb, r in ordered[:max(limit, 0)]],
+        "wecs": [_wec_item(mb, names.get(mb, mb), r) for mb, r in shown],
     }
     _sync_facts(status, context, rows, names, limit)
     if len(rows) == 1 and rows[0][1].report and rows[0][1].singleton:
@@ -120,11 +122,14 @@ def _sync_facts(status: dict[str, Any], context: ObjectContext, rows: Sequence[t
     """`problems`: the object's reconcile errors and its apply errors per WEC; `drifted`: the WECs
     where the agent found it changed. Each at most `limit` long, with its full count."""
     problems = [{"source": "reconcile", **_problem_item(p)} for p in sorted(context.problems)]
-    problems += [{"source": "sync", "wec": names.get(mb, mb), "mailbox": mb, "message": r.apply_error}
-                 for mb, r in sorted(rows, key=lambda r: names.get(r[0], r[0])) if r.apply_error]
-    drifted = [{"wec": names.get(mb, mb), "mailbox": mb, "change": r.drift.change, "fields": list(r.drift.fields),
-                "detectedAt": r.drift.detected_at}
-               for mb, r in sorted(rows, key=lambda r: names.get(r[0], r[0])) if r.drift is not None]
+    def by_wec(item: tuple[str, Any]) -> str:
+        return names.get(item[0], item[0])
+    # only the rows that say something are sorted (a stable sort: the order of all rows sorted)
+    errors = sorted(((mb, r.apply_error) for mb, r in rows if r.apply_error), key=by_wec)
+    problems += [{"source": "sync", "wec": names.get(mb, mb), "mailbox": mb, "message": error} for mb, error in errors]
+    drifts = sorted(((mb, r.drift) for mb, r in rows if r.drift is not None), key=by_wec)
+    drifted = [{"wec": names.get(mb, mb), "mailbox": mb, "change": d.change, "fields": list(d.fields),
+                "detectedAt": d.detected_at} for mb, d in drifts]
     if problems:
         status["problemCount"], status["problems"] = len(problems), problems[:max(limit, 0)]
     if drifted:

@@ -77,8 +77,9 @@ class MailboxSummary:
         if sync is not None:
             summary.sync = sync
         tally: dict[tuple[str, str], list[int]] = {}
+        healthy_value = Health.HEALTHY.value  # an enum's value is a property: read once, not per row
         for rel, row in rows.items():
-            healthy = row.health == Health.HEALTHY.value
+            healthy = row.health == healthy_value
             for placement in row.placements:
                 item = tally.setdefault((row.wds, placement), [0, 0])
                 item[0] += healthy

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence, TypeVar
 
 from .markdown import MailboxSummary
-from .memo import MailboxMemo, decoded, detail_name, encode
+from .memo import MailboxMemo, decode_detail, detail_name, encode_detail
 from .rows import Detail, Info, Row, Run, last_report, rows_of_mailbox
 from .sync import SyncSummary
 
@@ -52,11 +52,11 @@ def recompute(todo: Todo, infos: dict[str, Info], run: Run, held: Mapping[tuple[
     """`infos`: what the placements reaching the mailbox place there; `held`: the objects the memo
     holds rows for (see `noted_changes`)."""
     mb = todo.mailbox
-    before: Detail | None = decoded(todo.before, detail_name(mb)) if todo.before is not None else None
+    before = decode_detail(todo.before, detail_name(mb)) if todo.before is not None else None
     detail, problems, report = rows_of_mailbox(mb, before, infos, run)
     sync = SyncSummary.of(report, run.source.revision(mb), broken_limit)
     summary = MailboxSummary.of(mb, todo.wec, detail.rows, infos, last_report(detail), broken_limit, sync)
-    return Recomputed(mb, MailboxMemo(todo.key, summary, problems, encode(detail)),
+    return Recomputed(mb, MailboxMemo(todo.key, summary, problems, encode_detail(detail)),
                       noted_changes(before, detail, held))
 
 

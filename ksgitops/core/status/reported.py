@@ -10,7 +10,7 @@ file is skipped: a broken report must never stop the summary of the others. Pure
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, NamedTuple
 
 import orjson
 
@@ -25,25 +25,110 @@ REPORT_SUFFIXES = (".yaml", ".yml", ".json")
 
 def parse_report(name: str, path: str, data: bytes) -> tuple[str, Origin, dict[str, Any]] | list[Problem]:
     """One report file: (rel, origin, document), or the warnings that say why it is skipped."""
+    return _checked(name, path, data)[0]
+
+
+def _checked(name: str, path: str, data: bytes
+             ) -> tuple[tuple[str, Origin, dict[str, Any]] | list[Problem], bool]:
+    """parse_report's answer, and whether it came the plain way: JSON read by orjson, valid
+    without the schema's help (so the answer follows from the bytes alone, ReportReader)."""
     rel, error = _rel(name)
     if error:
-        return [_warn(Origin(path), error)]
-    parsed = _parse(path, data)
+        return [_warn(Origin(path), error)], False
+    plain = plain_json(data)
+    parsed = ParsedFile(((1, plain),), ()) if plain is not None else _parse_further(path, data)
     if parsed.problems:
-        return [_warn(p.origin, p.message) for p in parsed.problems]
+        return [_warn(p.origin, p.message) for p in parsed.problems], False
     if len(parsed.docs) != 1:
         line = parsed.docs[1][0] if parsed.docs else 0
         return [_warn(Origin(path, line), f"reported state: a report file holds exactly one "
-                                          f"document, found {len(parsed.docs)}")]
+                                          f"document, found {len(parsed.docs)}")], False
     line, doc = parsed.docs[0]
     origin = Origin(path, line)
-    found = [] if _plainly_valid(doc) else validate_reported(doc, origin)
+    plainly = _plainly_valid(doc)
+    found = [] if plainly else validate_reported(doc, origin)
     if not found:
         mismatch = _identity_mismatch(rel, doc)
         found = [Problem(origin, f"reported state: {mismatch}")] if mismatch else []
     if found:
-        return [_warn(p.origin, p.message) for p in found]
-    return rel, origin, doc
+        return [_warn(p.origin, p.message) for p in found], False
+    return (rel, origin, doc), plain is not None and plainly
+
+
+class Checked(NamedTuple):
+    """A valid report: the object it reports on (`rel`), its document, and its shape: reports of
+    one shape (>= 0) differ in `reportedAt` only; -1: a shape of its own."""
+
+    rel: str
+    doc: dict[str, Any]
+    shape: int
+
+
+class ReportReader:
+    """parse_report, once per shape: a WEC's agent reports an object as every other WEC's does,
+    but at another time (166k reports of a fleet held 249 shapes), so a report whose bytes equal
+    an earlier valid one's but for the `reportedAt` value is that report at another time.
+
+    The bytes say it without parsing when the report is JSON without a backslash (no escapes, so
+    the one `"reportedAt"` in it is the top-level key, its value the text between the quotes)
+    and both values are times `_plainly_valid` accepts with no long digit runs (so plain_json
+    reads both alike). Shapes kept are bounded (`most`): a fleet whose reports all differ costs
+    a lookup per report, not their documents held."""
+
+    def __init__(self, most: int = 4096) -> None:
+        self._shapes: dict[tuple[str, bytes], tuple[str, dict[str, Any], int]] = {}
+        self._times: dict[bytes, str] = {}
+        self._most = most
+        self._made = 0
+
+    def _masked(self, data: bytes) -> tuple[bytes, str] | None:
+        if len(self._times) >= self._most:
+            self._times.clear()
+        return _masked(data, self._times)
+
+    def read(self, name: str, path: str, data: bytes) -> Checked | list[Problem]:
+        masked = self._masked(data)
+        if masked is not None:
+            known = self._shapes.get((name, masked[0]))
+            if known is not None:
+                return Checked(known[0], {**known[1], "reportedAt": masked[1]}, known[2])
+        found, plain = _checked(name, path, data)
+        if isinstance(found, list):
+            return found
+        rel, _, doc = found
+        if masked is None or not plain:
+            return Checked(rel, doc, -1)
+        if len(self._shapes) >= self._most:
+            self._shapes.clear()
+        shape = self._made
+        self._made += 1
+        self._shapes[(name, masked[0])] = (rel, doc, shape)
+        return Checked(rel, doc, shape)
+
+
+_AT_KEY = b'"reportedAt"'
+_AT_FIELD = b'"reportedAt": "'
+_PLAIN_TIME = re.compile(rb"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]{1,9})?(Z|[+-][0-9]{2}:[0-9]{2})")
+
+
+def _masked(data: bytes, times: dict[bytes, str]) -> tuple[bytes, str] | None:
+    """(the bytes without the reportedAt value, that value) when ReportReader may tell a report's
+    shape from its bytes; None when it may not. `times`: values seen valid (an agent reports many
+    objects at one time), bounded by the caller."""
+    start = data.find(_AT_FIELD)
+    if start < 0 or data[:1] != b"{" or b"\\" in data or data.count(_AT_KEY) != 1:
+        return None
+    begin = start + len(_AT_FIELD)
+    end = data.find(b'"', begin)
+    if end < 0:
+        return None
+    value = data[begin:end]
+    time = times.get(value)
+    if time is None:
+        if _PLAIN_TIME.fullmatch(value) is None:
+            return None
+        time = times[value] = value.decode("ascii")
+    return data[:begin] + data[end:], time
 
 
 def dump_report(doc: dict[str, Any]) -> bytes:
@@ -66,8 +151,11 @@ def read_document(data: bytes) -> dict[str, Any] | None:
 def _parse(path: str, data: bytes) -> ParsedFile:
     """JSON first when the text looks like it (the transports' format), else YAML."""
     plain = plain_json(data)
-    if plain is not None:
-        return ParsedFile(((1, plain),), ())
+    return ParsedFile(((1, plain),), ()) if plain is not None else _parse_further(path, data)
+
+
+def _parse_further(path: str, data: bytes) -> ParsedFile:
+    """_parse for what plain_json could not read."""
     if data[:1] == b"{":
         parsed = parse_json(path, data)
         if not parsed.problems:
@@ -128,4 +216,4 @@ def _warn(origin: Origin, message: str) -> Problem:
     return Problem(origin, message, "warning")
 
 
-__all__ = ["parse_report", "dump_report", "load_report", "read_document"]
+__all__ = ["parse_report", "dump_report", "load_report", "read_document", "Checked", "ReportReader"]

@@ -15,9 +15,10 @@ import jsonpatch
 import orjson
 
 from ...model import Origin, Problem
+from ..customize.patchapply import patched, tree_shaped
 from .combined import strip_secret
 from .health import assess, reads_spec
-from .reported import load_report, parse_report
+from .reported import Checked, ReportReader, load_report
 from ..serialize import load_yaml, plain_copy
 from .markdown import time_key
 from .source import MailboxListing, StatusSource
@@ -54,6 +55,10 @@ class Detail:
     sync: tuple[str, SyncReport | list[Problem]] | None = None  # the sync report's key, read once per content
 
 
+_OWN_SHAPE, _NO_REPORT = -1, -2  # Run.judgement's shapes besides ReportReader's
+_MOST_VERDICTS = 65536
+
+
 class Run:
     """Per-run memos of parsed content (by content key): sent objects and report documents."""
 
@@ -63,17 +68,29 @@ class Run:
         self._docs: dict[str, dict[str, Any]] = {}
         self._tuples: dict[tuple[str, ...], tuple[str, ...]] = {}
         self._judged: dict[tuple[str, str], dict[str, Any]] = {}
+        self._shaped: dict[str, bool] = {}  # object sent -> tree_shaped (patched may apply its patches)
+        self._reader = ReportReader()
+        self._shapes: dict[str, int] = {}  # report key -> its shape (ReportReader), for those in _docs
+        self._verdicts: dict[tuple[str, str, int], tuple[str, str, int | None]] = {}
 
     def sent(self, data: str, patch: str) -> dict[str, Any]:
         """The object as the WEC receives it (base + patch), a Secret's data removed."""
         found = self._sent.get((data, patch))
         if found is None:
             if patch:
-                body = jsonpatch.apply_patch(plain_copy(self.sent(data, "")), orjson.loads(self.source.blob(patch)),
-                                             in_place=True)  # jsonpatch's own copy is copy.deepcopy
+                base, ops = self.sent(data, ""), orjson.loads(self.source.blob(patch))
+                body = patched(base, ops) if self._tree_shaped(data, base) else None
+                if body is None:  # jsonpatch's own copy is copy.deepcopy
+                    body = jsonpatch.apply_patch(plain_copy(base), ops, in_place=True)
             else:
                 body = load_yaml(self.source.blob(data))
             found = self._sent[(data, patch)] = strip_secret(body)
+        return found
+
+    def _tree_shaped(self, data: str, base: dict[str, Any]) -> bool:
+        found = self._shaped.get(data)
+        if found is None:
+            found = self._shaped[data] = tree_shaped(base)
         return found
 
     def shared(self, placements: tuple[str, ...]) -> tuple[str, ...]:
@@ -88,16 +105,39 @@ class Run:
             found = self._judged[(data, patch)] = self.sent(data, patch) if patch and reads_spec(base) else base
         return found
 
-    def report(self, name: str, path: str, key: str) -> tuple[str, Origin, dict[str, Any]] | list[Problem]:
+    def report(self, name: str, path: str, key: str) -> Checked | list[Problem]:
         """A report file checked (parse_report); valid documents are kept for `doc`."""
-        found = parse_report(name, path, self.source.blob(key))
-        if isinstance(found, tuple):
-            self._docs[key] = found[2]
+        found = self._reader.read(name, path, self.source.blob(key))
+        if isinstance(found, Checked):
+            self._docs[key] = found.doc
+            self._shapes[key] = found.shape
         return found
 
     def forget_documents(self) -> None:
         """Drop the report documents kept so far (`doc` reads one again when asked)."""
         self._docs.clear()
+        self._shapes.clear()
+
+    def judgement(self, data: str, patch: str, report: str) -> tuple[str, str, int | None]:
+        """(health, message, reported generation) of the object sent (`data`, `patch`) by its
+        report (a key; "": none), once per report shape: a verdict reads the report's object
+        and status, which its shape fixes (the time is not read)."""
+        shape = self._shapes.get(report, _OWN_SHAPE) if report else _NO_REPORT
+        memo_key = (data, patch, shape)
+        if shape != _OWN_SHAPE:
+            found = self._verdicts.get(memo_key)
+            if found is not None:
+                return found
+        doc = self.doc(report) if report else None
+        verdict = assess(self.judged(data, patch), doc, None)
+        identity = doc.get("object", {}) if doc else {}
+        generation = identity.get("generation") if isinstance(identity.get("generation"), int) else None
+        found = (verdict.health.value, intern(verdict.message), generation)
+        if shape != _OWN_SHAPE:
+            if len(self._verdicts) >= _MOST_VERDICTS:
+                self._verdicts.clear()
+            self._verdicts[memo_key] = found
+        return found
 
     def doc(self, key: str) -> dict[str, Any]:
         """The document of a report checked valid (in this run or an earlier one)."""
@@ -165,11 +205,12 @@ def last_report(detail: Detail) -> str | None:
 
 
 def _reports(listing: MailboxListing, old: Detail | None, run: Run
-             ) -> tuple[dict[str, tuple[str, str | None, str | None]], list[Problem], dict[str, tuple[str, str]]]:
-    """Each report file checked once per content (memo by key); rel -> (name, key) of the valid ones."""
+             ) -> tuple[dict[str, tuple[str, str | None, str | None]], list[Problem], dict[str, tuple[str, str, str | None]]]:
+    """Each report file checked once per content (memo by key); rel -> (name, key, reportedAt) of
+    the valid ones."""
     reports: dict[str, tuple[str, str | None, str | None]] = {}
     problems: list[Problem] = []
-    by_rel: dict[str, tuple[str, str]] = {}
+    by_rel: dict[str, tuple[str, str, str | None]] = {}
     for name in sorted(n for n in listing.reports if n != SYNC_FILE):
         path, key = listing.reports[name]
         before = _known_report(old, name) if old is not None else None
@@ -181,25 +222,22 @@ def _reports(listing: MailboxListing, old: Detail | None, run: Run
                 problems.extend(found)
                 reports[name] = (key, None, None)
                 continue
-            rel, at = found[0], str(found[2]["reportedAt"])
+            rel, at = found.rel, str(found.doc["reportedAt"])
         if rel in by_rel:  # e.g. name.yaml and name.json: keep the first (sorted), report the other
             problems.append(Problem(Origin(path), f"reported state: a second report for {rel}, skipped", "warning"))
             reports[name] = (key, None, None)
             continue
         reports[name] = (key, rel, at)
-        by_rel[rel] = (name, key)
+        by_rel[rel] = (name, key, at)
     return reports, problems, by_rel
 
 
 def _row(inputs: tuple[Any, ...], run: Run) -> Row:
     data, patch, report, (wds, placements, singleton, _text), error, drift = inputs
-    doc = run.doc(report[1]) if report is not None else None
-    verdict = assess(run.judged(data, patch), doc, None)
-    identity = doc.get("object", {}) if doc else {}
-    generation = identity.get("generation") if isinstance(identity.get("generation"), int) else None
-    at = intern(str(doc["reportedAt"])) if doc else None
+    health, message, generation = run.judgement(data, patch, report[1] if report is not None else "")
+    at = intern(report[2]) if report is not None and report[2] is not None else None  # a valid report's time
     # interned: rows of one object (or one WEC) then share their strings, in memory and in the memo
-    return Row(intern(wds), verdict.health.value, intern(verdict.message), at, generation, run.shared(placements),
+    return Row(intern(wds), health, message, at, generation, run.shared(placements),
                singleton, intern(data), intern(patch), report[1] if report else "", error, drift)
 
 

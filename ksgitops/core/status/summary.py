@@ -36,7 +36,7 @@ from ..serialize import dump_yaml, load_yaml
 from ..emit.problems import ParsedProblems, entry, parse_problems, problems_root
 from ..load.snapshot import GENERATED_DIR
 from .markdown import MailboxSummary, markdown, total_counts
-from .memo import MEMO_FORMAT, MemoLost as _MemoLost, ObjectMemo, StatusMemo, encode as _encode
+from .memo import MEMO_FORMAT, MemoLost as _MemoLost, ObjectMemo, StatusMemo, encode_rows
 from .memory import MemorySource, with_reports
 from .recompute import Changes, Spread, Todo, in_sequence, merge_changes, noted_changes, recompute
 from .rows import Detail, Info, Row, Run
@@ -111,7 +111,7 @@ def _summarize(result: Any, source: StatusSource, memo: StatusMemo, limit: int, 
             todo.append(Todo(mb, key, names[mb], memo.detail_bytes(mb, old) if old is not None else None))
     held = memo.objects
     changes: Changes = {}
-    for done in spread(todo, lambda unit: recompute(unit, _infos(contexts.reaching(unit.mailbox)), run, held,
+    for done in spread(todo, lambda unit: recompute(unit, contexts.infos(unit.mailbox), run, held,
                                                     broken_limit)):
         merge_changes(changes, done.mailbox, done.changes)
         memo.mailboxes[done.mailbox] = done.memo
@@ -177,9 +177,19 @@ class _Contexts:
     def __init__(self, plans: list[_PlanView], objects: dict[tuple[str, str], ObjectContext]) -> None:
         self.plans = plans
         self.objects = objects
+        self._infos: dict[tuple[int, ...], dict[str, Info]] = {}
 
     def reaching(self, mailbox: str) -> list[_PlanView]:
         return [p for p in self.plans if mailbox in p.mailboxes]
+
+    def infos(self, mailbox: str) -> dict[str, Info]:
+        """`_infos` of the placements reaching `mailbox`, once per set of placements (a fleet's
+        mailboxes share a few); not to be changed by the caller."""
+        reaching = tuple(i for i, p in enumerate(self.plans) if mailbox in p.mailboxes)
+        found = self._infos.get(reaching)
+        if found is None:
+            found = self._infos[reaching] = _infos([self.plans[i] for i in reaching])
+        return found
 
     def placed(self) -> int:
         """Placed workload objects: those with a CombinedStatus, and those frozen WDSes keep."""
@@ -305,7 +315,7 @@ def _combine(result: Any, contexts: _Contexts, memo: StatusMemo, changes: Change
     def combine(unit: tuple[tuple[str, str], str, dict[str, Row]]) -> tuple[bytes, bytes, list[Problem]]:
         found: list[Problem] = []
         status = combined_status(contexts.objects[unit[0]], sorted(unit[2].items()), names, run, limit, found)
-        return dump_yaml(status), _encode(unit[2]), found
+        return dump_yaml(status), encode_rows(unit[2]), found
     for (key, context_key, _), (status, encoded, found) in zip(todo, spread(todo, combine)):
         combined[key] = status
         memo.objects[key] = ObjectMemo(context_key, status, encoded)

