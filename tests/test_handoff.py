@@ -392,7 +392,7 @@ def test_reconcile_commit_answers_before_its_memos_are_kept_and_a_reader_waits_f
         subprocess.run(["git", "-C", str(src), "commit", "-qam", "edited"], check=True)
         subprocess.run(["git", "-C", str(src), "push", "-q", str(bare), "main"], check=True)
         served_before = served(bare)
-        done = ks("reconcile", str(bare), "--commit", env=env, handed=handed)  # its output through pipes, to their end
+        done = ks("reconcile", ".", "--commit", env=env, handed=handed, cwd=bare)  # its output through pipes, to their end
         assert done.returncode == 0 and "committed" in done.stdout, done.stderr
         assert served(bare) == served_before + handed
         head = subprocess.run(["git", "-C", str(bare), "rev-parse", "main"], capture_output=True, text=True,

@@ -76,7 +76,6 @@ def _leave_to_a_child() -> None:
             null = os.open(os.devnull, os.O_RDWR)
             for fd in (0, 1, 2):
                 os.dup2(null, fd)  # a pipe's reader sees its end when this process ends
-            os.chdir("/")
             finish()
         finally:
             os._exit(0)
