@@ -71,11 +71,7 @@ def _leave_to_a_child() -> None:
         return
     if pid == 0:
         try:
-            for sig in (signal.SIGINT, signal.SIGHUP, signal.SIGQUIT, signal.SIGTSTP, signal.SIGPIPE):
-                signal.signal(sig, signal.SIG_IGN)  # the terminal's: the command is over for its user
-            null = os.open(os.devnull, os.O_RDWR)
-            for fd in (0, 1, 2):
-                os.dup2(null, fd)  # a pipe's reader sees its end when this process ends
+            let_go()
             finish()
         finally:
             os._exit(0)
@@ -83,6 +79,19 @@ def _leave_to_a_child() -> None:
     for fd in _held:
         os.close(fd)
     _held.clear()
+
+
+def let_go(*also: signal.Signals) -> None:
+    """Once the command has answered, in the process keeping its memos: the terminal's signals
+    (and `also`) ignored, the command being over for its user, and the standard streams on
+    /dev/null, so that a pipe's reader sees its end at the answer. The working folder stays: the
+    memos' paths may be relative to it."""
+    for sig in (signal.SIGINT, signal.SIGHUP, signal.SIGQUIT, signal.SIGTSTP, signal.SIGPIPE, *also):
+        signal.signal(sig, signal.SIG_IGN)
+    null = os.open(os.devnull, os.O_RDWR)
+    for fd in (0, 1, 2):
+        os.dup2(null, fd)
+    os.close(null)
 
 
 def later(state: Path | None, work: Callable[[], None]) -> None:

@@ -216,26 +216,13 @@ def _work(conn: socket.socket, request: dict[str, Any], fds: list[int], run: Run
             stream.flush()
         except (OSError, ValueError):
             pass
-    _let_go_of_the_asker()
+    afterwards.let_go(signal.SIGIO, signal.SIGTERM)  # SIGIO: the asker ends once answered
     try:
         afterwards.hold()
         conn.sendall(json.dumps({"exit": code}).encode() + b"\n")
     finally:
         afterwards.finish()
     return code
-
-
-def _let_go_of_the_asker() -> None:
-    """Before the answer: the asker's streams are let go while the memos are kept (a pipe's reader
-    would wait for them; io/fs/afterwards.py), and its signals (it may be stopped or interrupted
-    once answered: the memos are kept all the same). Its working folder stays: the memos' paths
-    may be relative to it."""
-    for sig in (signal.SIGIO, signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT):
-        signal.signal(sig, signal.SIG_IGN)
-    null = os.open(os.devnull, os.O_RDWR)
-    for fd in (0, 1, 2):
-        os.dup2(null, fd)
-    os.close(null)
 
 
 def _end_with_the_asker(conn: socket.socket) -> None:
