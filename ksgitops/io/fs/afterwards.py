@@ -18,12 +18,13 @@ from __future__ import annotations
 import fcntl
 import os
 import signal
-import stat
 import sys
 import threading
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Callable, Iterator
+
+from .paths import open_plain
 
 LOCK_FILE = "memos.lock"
 
@@ -163,12 +164,7 @@ def _do(state: str | None) -> None:
 def _open_lock(state: str, create: bool) -> int | None:
     """The lock file's descriptor, or None: no state folder or lock file yet, a link, anything but
     a plain file (a FIFO would block the open), a full or read-only disk."""
-    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC | (os.O_CREAT if create else 0)
     try:
-        fd = os.open(os.path.join(state, LOCK_FILE), flags, 0o644)
+        return open_plain(os.path.join(state, LOCK_FILE), create)
     except OSError:
         return None
-    if not stat.S_ISREG(os.fstat(fd).st_mode):
-        os.close(fd)
-        return None
-    return fd

@@ -61,6 +61,17 @@ def has_other_names(path: str) -> bool:
     return stat.S_ISREG(st.st_mode) and st.st_nlink > 1
 
 
+def open_plain(path: str, create: bool = False) -> int:
+    """A descriptor (read-only) of the plain file `path`, made empty when `create`d: never through
+    a link, never waiting on a FIFO (OSError for either, or for anything but a plain file)."""
+    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC | (os.O_CREAT if create else 0)
+    fd = os.open(path, flags, 0o644)
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise OSError(f"{path}: not a plain file")
+    return fd
+
+
 def write_file(target: Path, data: bytes) -> None:
     """Replace one file atomically: written beside it, then renamed over it. A kill leaves the old
     file (and at worst the sibling `.NAME.ksgitops-tmp`, overwritten by the next write)."""

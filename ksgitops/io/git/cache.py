@@ -26,7 +26,7 @@ from typing import Any, Iterator, MutableMapping
 from ... import __version__
 from ...core.load.schemas import schema_dir, schema_names
 from ..fs.afterwards import LOCK_FILE, settled
-from ..fs.paths import STATE_DIR, check_path, write_file
+from ..fs.paths import STATE_DIR, check_path, open_plain, write_file
 
 def code_fingerprint() -> str:
     """A digest of ksgitops' own source and schema files: a cache or memo pickled by other code
@@ -318,10 +318,7 @@ def _stamp(path: str) -> tuple[int, ...] | None:
 def _plain_file_bytes(path: str) -> bytes:
     """The bytes of a plain file, never through a link nor waiting on a FIFO (the monitor reads
     the state folder unasked: nothing there may make it hang)."""
-    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
-    with open(fd, "rb") as f:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise OSError(f"{path}: not a plain file")
+    with open(open_plain(path), "rb") as f:
         return f.read()
 
 
