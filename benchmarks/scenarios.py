@@ -12,6 +12,7 @@ Step keys are "<mode>.<step>"; `--rows` groups pick which steps run (prerequisit
 from __future__ import annotations
 
 import argparse
+import fcntl
 import json
 import os
 import shutil
@@ -94,7 +95,8 @@ class ModeRun:
                 env: dict[str, str] | None = None) -> Step:
         """Time one command; by default it runs beside the repo, not in it: with `python -m`, the
         git directory's own `ksgitops/` folder (a bare repo's cache) would shadow the package."""
-        log(f"{self.label}: {name} ...")
+        waited = memos_kept(self.repo)
+        log(f"{self.label}: {name} ..." + (f" (the last command's memos kept {waited:.2f}s later)" if waited > 0.01 else ""))
         run = timed(argv, cwd=cwd or self.base, env={**self.env, **(env or {})}, log_dir=self.logs, label=name,
                     timeout=self.args.timeout)
         step = Step(run.seconds, run.max_rss, run.exit_code == expect_exit and not run.timed_out)
@@ -152,6 +154,20 @@ class ModeRun:
         if not self.args.keep:
             shutil.rmtree(self.base, ignore_errors=True)
             settle(self.label)
+
+
+def memos_kept(repo: Path) -> float:
+    """Wait until the last command's memos are written (a command answers first and keeps its memos
+    after, in a child holding the state folder's memos.lock, io/fs/afterwards.py): each figure is
+    then its own command's, as for a user whose commands are not a few milliseconds apart."""
+    for git_dir in (repo, repo / ".git"):
+        lock = git_dir / "ksgitops-state" / "memos.lock"
+        if lock.is_file():
+            started = time.perf_counter()
+            with open(lock, "rb") as f:
+                fcntl.flock(f, fcntl.LOCK_SH)
+            return time.perf_counter() - started
+    return 0.0
 
 
 def settle(label: str) -> None:
