@@ -14,6 +14,7 @@ from ..io.fs.worktree import write_generated
 from ..io.git import foldin, repo as git, runrecord
 from ..io.git.branch import git_dir
 from ..io.git.cache import DiskCache, gc_paused
+from ..io.fs.afterwards import later
 from ..io.git.foldin import report_refs
 from ..model import Progress, counted
 from .sources import WORKTREE, Source, commit_on_branch, compute, open_branch, open_source
@@ -109,7 +110,7 @@ def status_commit(path: Path, source: str = "HEAD", memo: Any = None, cache: Any
     memo_file = ss.memo_path(repo.path, "git") if memo is None else None  # type: ignore[attr-defined]
     memo = ss.load_memo(memo_file) if memo is None else memo
     result, output = summarize_commit(src, cache, memo)
-    cache.save_content()
+    later(_state_of(cache), cache.save_content)
     base = src.snapshot.index  # type: ignore[attr-defined]
     generated = {**output.generated, STATUS_MD: output.markdown}
     config = result.config
@@ -135,14 +136,21 @@ def summarize_commit(src: Source, cache: Any, memo: Any) -> tuple[PlacedResult, 
 def placed_commit(src: Source, cache: Any) -> PlacedResult:
     """Where and what over a commit (placements_only), from the record of the last status run
     when the commit's reconcile inputs are those it recorded (runrecord.py's fingerprint: reports
-    and status files are not among them); else computed, and recorded for the next run."""
+    and status files are not among them); else computed, and recorded for the next run (once the
+    command has answered, as the memos)."""
     base = src.snapshot.index  # type: ignore[attr-defined]
     known = cache.placed
     if runrecord.proves_unchanged(known, base) and isinstance(known.result, PlacedResult):
-        return known.result
-    record = runrecord.placed_record(base, placements_only(src, cache.content))
-    cache.save_placed(record)
-    return record.result  # type: ignore[return-value]
+        return known.result  # type: ignore[no-any-return]
+    result = placements_only(src, cache.content)
+    placed, mailboxes = PlacedResult.of(result), sorted(result.loaded.mailboxes)
+    later(_state_of(cache), lambda: cache.save_placed(runrecord.placed_record(base, placed, mailboxes)))
+    return placed
+
+
+def _state_of(cache: Any) -> Path | None:
+    """The state folder of a DiskCache (None: one kept in memory only)."""
+    return cache.path.parent if cache.path is not None else None
 
 
 def source_of(commit: Any) -> str:

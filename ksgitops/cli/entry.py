@@ -20,7 +20,7 @@ def main() -> None:
     from ..io.fs import afterwards
     from .commands import main as run_here
     afterwards.as_program()
-    run_here()
+    afterwards.leave(afterwards.exit_code(run_here))
 
 
 def run(args: list[str]) -> None:

@@ -12,6 +12,7 @@ import click
 from ..lazy import lazy_module
 from .. import __version__
 from ..app.shutdown import Abandoned, Shutdown
+from ..io.fs import afterwards
 from ..io.fs.locate import Need, locate
 from ..model import counted
 from .base import KsCommand, confined_json, dump, exit_if_confined, output_option, print_frozen, print_problems, problem_json
@@ -37,6 +38,11 @@ def status_cmd(repo: Path | None, do_commit: bool, source: str, do_push: bool, r
 
     When 128 or more mailboxes changed, the work is shared with forked processes, one per CPU this
     process may run on (at most 8; `taskset` gives it fewer); the output is the same bytes."""
+    with afterwards.answered_first():  # the status memo kept once the command has answered
+        _status(repo, do_commit, source, do_push, remote, output)
+
+
+def _status(repo: Path | None, do_commit: bool, source: str, do_push: bool, remote: str, output: str) -> None:
     root = locate(repo, Need.GIT if do_commit or do_push else Need.WORKTREE)
     if do_push:
         from ..app import publish as publishing  # a use case of its own, loaded when asked for (see `run`)

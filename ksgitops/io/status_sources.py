@@ -25,6 +25,7 @@ from ..core.tree import put
 from ..core.status.syncreport import REVISION_FILES, REVISION_FOLDERS, revision_of
 from .git.cache import code_fingerprint, gc_paused
 from .fs.tree import walk_files
+from .fs.afterwards import later, settled
 from .fs.paths import STATE_DIR, check_path
 from .git.blobread import PackedFirst
 from .git.repo import TreeIndex, blob_keys, tree_at
@@ -142,12 +143,14 @@ def load_memo(path: Path | None) -> StatusMemo:
     transaction, so what is read is one consistent memo even beside another process saving one.
     In a monitor's worker the small part is the monitor's (`warm_memos`) when the index read is
     the very one the monitor read (each save writes a new generation into it)."""
+    if path is not None:
+        settled(path.parent)  # a run that answered may still be writing its memo
     store = _MemoStore.open(path) if path is not None else None
     if store is None or path is None:
         return StatusMemo()
     memo = StatusMemo()
     try:
-        data = store.get(_INDEX)
+        data = store.index = store.get(_INDEX)
         held = _warm.get(os.fspath(path)) if data is not None else None
         if held is not None and held.index == data:
             memo.problems, memo.mailboxes, memo.objects = dict(held.problems), dict(held.mailboxes), dict(held.objects)
@@ -228,29 +231,39 @@ def warm_memos(state: str) -> bool:
 
 
 def save_memo(path: Path | None, memo: StatusMemo) -> None:
-    """Write what changed: the small part, and the rows of the mailboxes and objects recomputed."""
+    """Write what changed: the small part, and the rows of the mailboxes and objects recomputed.
+    A command run as the program writes it once it has answered (afterwards.py), in a store of
+    its own: a connection never crosses a fork. Nothing is written when another run saved a memo
+    since this one was read (its read is newer, or as new)."""
     store = _STORES.pop(id(memo), None)
+    loaded, index = (store.loaded, store.index) if store is not None else ({}, _UNREAD)
+    if store is not None:
+        store.close()
     if path is None or not memo.changed:
-        if store is not None:
-            store.close()
         return
     memo.changed = False
+    later(path.parent, lambda: _write_memo(path, memo, loaded, index))
+
+
+def _write_memo(path: Path, memo: StatusMemo, loaded: dict[str, Any], index: bytes | None | object) -> None:
+    store = _MemoStore.open(path, write=True)
+    if store is None:
+        return
     try:
-        store = store or _MemoStore.open(path)
-        if store is None:
-            return
-        store.save(memo)
+        if index is _UNREAD or store.get(_INDEX) == index:
+            store.loaded = loaded
+            store.save(memo)
     except (OSError, sqlite3.Error):
         pass  # a memo that cannot be written only costs time next run
     finally:
-        if store is not None:
-            store.close()
+        store.close()
 
 
 _INDEX = "index"
 _SUMMARY = "s:"  # + mailbox: its key, summary and problems
 _OBJECT = "o:"  # + object: its context key and CombinedStatus file
 _STORES: dict[int, "_MemoStore"] = {}  # a loaded memo's open read transaction, until it is saved
+_UNREAD = object()  # save_memo: no store was read (nothing to compare with)
 
 
 def _object_name(key: tuple[str, str]) -> str:
@@ -266,18 +279,22 @@ class _MemoStore:
     def __init__(self, conn: sqlite3.Connection) -> None:
         self.conn = conn
         self.loaded: dict[str, Any] = {}  # entry name -> the MailboxMemo or ObjectMemo read from it
+        self.index: bytes | None = None  # the index entry read (load_memo)
 
     @classmethod
-    def open(cls, path: Path) -> "_MemoStore | None":
+    def open(cls, path: Path, write: bool = False) -> "_MemoStore | None":
+        """The store in a transaction: a read snapshot, or (`write`) the database's write lock."""
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             conn = sqlite3.connect(str(path), isolation_level=None, timeout=10)
             conn.execute("PRAGMA synchronous=NORMAL")
             conn.execute("CREATE TABLE IF NOT EXISTS memo (name TEXT PRIMARY KEY, value BLOB NOT NULL)")
-            conn.execute("BEGIN")
+            conn.execute("BEGIN IMMEDIATE" if write else "BEGIN")
             conn.execute("SELECT 1 FROM memo LIMIT 1").fetchall()  # the read snapshot starts here
             return cls(conn)
-        except (OSError, sqlite3.Error):
+        except (OSError, sqlite3.Error) as e:
+            if write and isinstance(e, sqlite3.OperationalError):
+                return None  # locked past the timeout: the other writer's memo stays
             try:
                 path.unlink(missing_ok=True)  # unreadable (not a database, corrupt): start anew
             except OSError:
@@ -324,7 +341,7 @@ class _MemoStore:
             self.conn.executemany("INSERT OR REPLACE INTO memo VALUES (?, ?)", writes)
             self.conn.execute("COMMIT")
         except sqlite3.Error:
-            self.conn.execute("ROLLBACK")  # another run saved since this one read: keep theirs
+            self.conn.execute("ROLLBACK")
 
     def close(self) -> None:
         try:

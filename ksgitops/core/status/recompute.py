@@ -46,6 +46,18 @@ class Recomputed:
     memo: MailboxMemo
     changes: Noted
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickled with its rows as plain tuples: a forked child sends a fleet's rows to its
+        parent, and a NamedTuple costs a call into Python per row each way (twice the time)."""
+        return _recomputed, (self.mailbox, self.memo, [(key, tuple(row) if row is not None else None)
+                                                       for key, row in self.changes])
+
+
+def _recomputed(mailbox: str, memo: MailboxMemo, changes: list[tuple[tuple[str, str], tuple[Any, ...] | None]]
+                ) -> Recomputed:
+    make = tuple.__new__
+    return Recomputed(mailbox, memo, [(key, make(Row, row) if row is not None else None) for key, row in changes])
+
 
 def recompute(todo: Todo, infos: dict[str, Info], run: Run, held: Mapping[tuple[str, str], Any],
               broken_limit: int) -> Recomputed:

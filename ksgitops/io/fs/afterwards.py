@@ -4,8 +4,9 @@ A command handed to the monitor answers first (its output, then its exit code) a
 after, in the worker the monitor forked, as git leaves `gc --auto` until a command is done: they
 only save the next run time, and the asker waits for nothing that its command's result needs.
 
-Run as the program, `reconcile --commit` does the same with a child it forks once it has
-answered (`answered_first`): the process the caller waits for ends, the child keeps the memos.
+Run as the program, `reconcile --commit` and `status` do the same with a child they fork once
+they have answered (`answered_first`): the process the caller waits for ends, the child keeps the
+memos. The program itself ends without freeing its objects one by one (`leave`).
 
 The next run reads no memo half-kept: from just before the answer until the work is done, the
 worker holds the state folder's `memos.lock` (flock; `hold`), and a reader of the memos waits for
@@ -15,11 +16,13 @@ worker's own reads of a state folder do its queued work first, in order. A kille
 goes with it, and each memo file is replaced whole."""
 from __future__ import annotations
 
+import atexit
 import fcntl
 import os
 import signal
 import sys
 import threading
+import traceback
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Callable, Iterator
@@ -80,6 +83,47 @@ def _leave_to_a_child() -> None:
     for fd in _held:
         os.close(fd)
     _held.clear()
+
+
+def exit_code(run: Callable[[], None], catch_all: bool = False) -> int:
+    """The exit code of `run` (a command, which may raise SystemExit) as the interpreter would
+    give it; with `catch_all`, an uncaught error is shown as the interpreter shows one."""
+    try:
+        run()
+    except SystemExit as e:
+        if e.code is None:
+            return 0
+        if isinstance(e.code, int):
+            return e.code
+        print(e.code, file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        if not catch_all:
+            raise
+        traceback.print_exc()
+        return 130
+    except BaseException:  # noqa: BLE001 - an uncaught error, shown as the interpreter shows one
+        if not catch_all:
+            raise
+        traceback.print_exc()
+        return 1
+    return 0
+
+
+def leave(code: int) -> None:
+    """End the program with `code` once its command is over: the exit handlers run and the streams
+    are written out, but the objects of a large run are not freed one by one (0.2 s after a status
+    of 166k reports), which the system does at once. Beside another thread, the plain exit."""
+    if threading.active_count() > 1:
+        sys.exit(code)
+    atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            if stream is not None:
+                stream.flush()
+        except (OSError, ValueError):
+            pass
+    os._exit(code)
 
 
 def let_go(*also: signal.Signals) -> None:

@@ -20,7 +20,6 @@ import signal
 import socket
 import sys
 import time
-import traceback
 from typing import Any, Callable
 
 from ..git import cache
@@ -209,7 +208,7 @@ def _work(conn: socket.socket, request: dict[str, Any], fds: list[int], run: Run
     _become(request, fds)
     handoff_link.conn = conn
     afterwards.defer()
-    code = _run(run, request["argv"])
+    code = afterwards.exit_code(lambda: run(request["argv"][1:]), catch_all=True)
     atexit._run_exitfuncs()
     for stream in (sys.stdout, sys.stderr):
         try:
@@ -284,26 +283,6 @@ def _stream(fd: int, encoding: list[str] | None, unbuffered: bool) -> io.TextIOW
     line_buffering = buffered_stdio and (fd == 2 or raw.isatty())
     return io.TextIOWrapper(stream, encoding=name, errors=errors, newline="\n", line_buffering=line_buffering,
                             write_through=not buffered_stdio)
-
-
-def _run(run: Runner, argv: list[str]) -> int:
-    """The exit code of the command, as the interpreter would give it."""
-    try:
-        run(argv[1:])
-    except SystemExit as e:
-        if e.code is None:
-            return 0
-        if isinstance(e.code, int):
-            return e.code
-        print(e.code, file=sys.stderr)
-        return 1
-    except KeyboardInterrupt:
-        traceback.print_exc()
-        return 130
-    except BaseException:  # noqa: BLE001 - an uncaught error, shown as the interpreter shows one
-        traceback.print_exc()
-        return 1
-    return 0
 
 
 class _Link:

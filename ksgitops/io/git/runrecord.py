@@ -103,12 +103,12 @@ def record_of(index: Any, result: Any, ref: str = "", tip: str = "",
                      sorted(set(result.loaded.mailboxes) | owned), ref, tip)
 
 
-def placed_record(index: Any, result: Any) -> RunRecord:
-    """The record of where and what (core.pipeline.PlacedResult of `result`, a Result computed
-    with every mailbox read as it stands) over the tree behind `index`: a later tree with the same
-    fingerprint gives the same placements, whatever its mailboxes' reports say."""
-    boxes = {mb: index.entry_id(f"spaces/{mb}") for mb in sorted(result.loaded.mailboxes)}
-    return RunRecord(fingerprint(index, boxes), boxes, PlacedResult.of(result), sorted(boxes))
+def placed_record(index: Any, placed: PlacedResult, mailboxes: list[str]) -> RunRecord:
+    """The record of where and what (`placed`, from a Result computed with every mailbox read as it
+    stands; `mailboxes`: that Result's mailbox spaces) over the tree behind `index`: a later tree
+    with the same fingerprint gives the same placements, whatever its mailboxes' reports say."""
+    boxes = {mb: index.entry_id(f"spaces/{mb}") for mb in sorted(mailboxes)}
+    return RunRecord(fingerprint(index, boxes), boxes, placed, sorted(boxes))
 
 
 def proves_unchanged(record: RunRecord | None, index: Any) -> bool:
