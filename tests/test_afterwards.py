@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Iterator
@@ -109,3 +110,38 @@ def test_no_lock_to_take_means_the_work_is_done_before_the_answer(tmp_path: Path
     assert not (tmp_path / "outside").exists()
     if in_the_way != "no folder":
         assert read_in_another_process(state) == "waiting\nmissing\n"  # a reader does not hang on it either
+
+
+HOLDER = """
+import fcntl, sys
+with open(sys.argv[1], "ab") as f:
+    fcntl.flock(f, fcntl.LOCK_EX)
+    print("held", flush=True)
+    sys.stdin.readline()  # until told (or killed)
+"""
+
+
+def test_a_lock_another_run_holds_is_waited_for_after_the_answer_not_before(tmp_path: Path) -> None:
+    """Another run's memos being kept: `hold` (just before the answer) returns at once, and the
+    work waits for that run in `finish` (after the answer), then holds the lock itself."""
+    state = tmp_path / "state"
+    state.mkdir()
+    other = subprocess.Popen([sys.executable, "-c", HOLDER, str(state / afterwards.LOCK_FILE)],
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert other.stdout is not None and other.stdout.readline() == "held\n"
+        afterwards.defer()
+        afterwards.later(state, lambda: (state / "memo").write_text("kept"))
+        holding = threading.Thread(target=afterwards.hold)
+        holding.start()
+        holding.join(30)
+        assert not holding.is_alive(), "hold() waited for the other run"  # the answer does not wait
+        assert not (state / "memo").exists()
+        assert other.stdin is not None
+        other.stdin.write("\n")  # the other run's memos are kept: it lets go
+        other.stdin.flush()
+        afterwards.finish()  # waits for it, then does the work
+        assert (state / "memo").read_text() == "kept"
+    finally:
+        other.kill()
+        other.wait(timeout=60)

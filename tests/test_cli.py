@@ -576,3 +576,8 @@ def test_a_command_started_with_stdout_closed_ends_without_a_traceback(example: 
     done = subprocess.run([sys.executable, "-m", "ksgitops", "diff", str(example)], stderr=subprocess.PIPE,
                           text=True, timeout=120, preexec_fn=lambda: os.close(1))  # its pager asks stdout first
     assert "error" not in done.stderr and done.returncode == 1, done.stderr
+    for command in (["reconcile"], ["status"]):  # commands that keep memos once they have answered
+        done = subprocess.run([sys.executable, "-m", "ksgitops", *command, str(example)], stderr=subprocess.PIPE,
+                              text=True, timeout=120, preexec_fn=lambda: os.close(1))
+        assert "Traceback" not in done.stderr and "internal error" not in done.stderr and done.returncode == 0, \
+            (command, done.stderr)

@@ -11,6 +11,7 @@ import signal
 import sqlite3
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +37,17 @@ if os.environ.get("KSGITOPS_TEST_SLOW_MEMO"):
         time.sleep(float(os.environ["KSGITOPS_TEST_SLOW_MEMO"]))
         return write(*args)
     ss._write_memo = slow
+if os.environ.get("KSGITOPS_TEST_HOLD_COMMIT"):
+    from pathlib import Path
+    import ksgitops.app.status as status
+    commit = status.commit_on_branch
+    def held(*args, **kwargs):
+        flags = Path(os.environ["KSGITOPS_TEST_HOLD_COMMIT"])
+        (flags / "loaded").touch()
+        while not (flags / "go").exists():
+            time.sleep(0.05)
+        return commit(*args, **kwargs)
+    status.commit_on_branch = held
 '''
 
 
@@ -91,6 +103,42 @@ def test_status_commit_answers_before_its_memo_is_kept_and_a_reader_waits_for_it
 @pytest.fixture
 def result(example: Path) -> Any:
     return app.compute(app.open_source(example, app.WORKTREE))
+
+
+def test_a_run_that_fails_after_reading_the_memo_holds_back_no_other_run_s_memo(tmp_path: Path) -> None:
+    """B reads the memo, then fails to commit (A committed first); A's memo is being kept meanwhile.
+    B's read ends with its run, and B does not wait for A's lock before ending: A's memo is kept."""
+    src = git_init(copy_example_sources(tmp_path / "src"))
+    bare = tmp_path / "bare.git"
+    subprocess.run(["git", "clone", "-q", "--bare", str(src), str(bare)], check=True)
+    site, flags = tmp_path / "site", tmp_path / "flags"
+    site.mkdir()
+    flags.mkdir()
+    (site / "sitecustomize.py").write_text(SLOW_MEMO)
+    pythonpath = os.pathsep.join(filter(None, [str(site), os.environ.get("PYTHONPATH")]))
+    assert ks("reconcile", str(bare), "--commit", handed=False).returncode == 0
+    cache.DiskCache.for_git_dir(str(bare)).record  # noqa: B018 - waits for the reconcile's memos
+    slow_b = subprocess.Popen([sys.executable, "-m", "ksgitops", "status", str(bare), "--commit"], text=True,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              env={**os.environ, "PYTHONPATH": pythonpath, "KSGITOPS_TEST_HOLD_COMMIT": str(flags),
+                                   "KSGITOPS_HANDOFF": "0"})
+    try:
+        deadline = time.monotonic() + 120
+        while not (flags / "loaded").exists() and slow_b.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert (flags / "loaded").exists(), slow_b.communicate()
+        first_a = ks("status", str(bare), "--commit", handed=False,
+                     env={"PYTHONPATH": pythonpath, "KSGITOPS_TEST_SLOW_MEMO": "3"})
+        assert first_a.returncode == 0 and "committed" in first_a.stdout, first_a.stderr
+        (flags / "go").touch()
+        _, err = slow_b.communicate(timeout=120)
+        assert slow_b.returncode == 3, err  # the branch moved under it
+    finally:
+        slow_b.kill()
+    path = bare / paths.STATE_DIR / ss.memo_name("git")
+    memo = ss.load_memo(path)  # waits for A's child
+    ss.save_memo(path, memo)
+    assert memo.mailboxes and _index_written(path)
 
 
 def test_a_memo_saved_since_this_run_read_its_own_is_kept(result: Any, tmp_path: Path,

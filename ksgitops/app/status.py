@@ -53,10 +53,13 @@ def status_worktree(path: Path) -> StatusOutcome:
     result = placements_only(src)
     memo_file = ss.memo_path(git_dir(path), "worktree")
     memo = ss.load_memo(memo_file)
-    with gc_paused():  # see summarize_commit
-        output = summarize(result, ss.WorkTreeStatusSource(path), memo, result.config.status_limit, spread=spread)
-    changed = write_generated(path, {**output.generated, STATUS_MD: output.markdown})
-    ss.save_memo(memo_file, memo)
+    try:
+        with gc_paused():  # see summarize_commit
+            output = summarize(result, ss.WorkTreeStatusSource(path), memo, result.config.status_limit, spread=spread)
+        changed = write_generated(path, {**output.generated, STATUS_MD: output.markdown})
+        ss.save_memo(memo_file, memo)
+    finally:
+        ss.release_memo(memo)  # see status_commit
     return StatusOutcome(result, output, changed, sorted(set(result.problems + output.problems)))
 
 
@@ -108,15 +111,20 @@ def status_commit(path: Path, source: str = "HEAD", memo: Any = None, cache: Any
         src = open_branch(path, source)  # the branch moved
     repo, commit = src.repo, src.commit
     memo_file = ss.memo_path(repo.path, "git") if memo is None else None  # type: ignore[attr-defined]
+    result = placed_commit(src, cache)  # reads the cache (waiting for memos being kept) before the memo's read begins
     memo = ss.load_memo(memo_file) if memo is None else memo
-    result, output = summarize_commit(src, cache, memo)
-    later(_state_of(cache), cache.save_content)
-    base = src.snapshot.index  # type: ignore[attr-defined]
-    generated = {**output.generated, STATUS_MD: output.markdown}
-    config = result.config
-    committed = commit_on_branch(src, generated, config, config.commit_message(source_of(commit), subject=STATUS_SUBJECT))
-    new = git.TreeIndex(repo, repo[committed.tree])  # type: ignore[arg-type, index]
-    ss.save_memo(memo_file, memo)
+    try:
+        output = summarize_placed(src, result, memo)
+        later(_state_of(cache), cache.save_content)
+        base = src.snapshot.index  # type: ignore[attr-defined]
+        generated = {**output.generated, STATUS_MD: output.markdown}
+        config = result.config
+        committed = commit_on_branch(src, generated, config, config.commit_message(source_of(commit), subject=STATUS_SUBJECT))
+        new = git.TreeIndex(repo, repo[committed.tree])  # type: ignore[arg-type, index]
+        ss.save_memo(memo_file, memo)
+    finally:
+        # the memo's read ends on every path: a memo being kept by another run's child waits for it
+        ss.release_memo(memo)
     return StatusOutcome(result, output, git.changed_roots(base, new, list(generated)),
                          sorted(set(result.problems + output.problems + folded.problems)), committed.commit,
                          folded)
@@ -125,12 +133,17 @@ def status_commit(path: Path, source: str = "HEAD", memo: Any = None, cache: Any
 def summarize_commit(src: Source, cache: Any, memo: Any) -> tuple[PlacedResult, Any]:
     """The placements and the status summary (core.status.StatusOutput) of a commit's mailboxes;
     `cache` a DiskCache."""
+    result = placed_commit(src, cache)
+    return result, summarize_placed(src, result, memo)
+
+
+def summarize_placed(src: Source, result: PlacedResult, memo: Any) -> Any:
+    """The status summary (core.status.StatusOutput) of a commit's mailboxes, given its placements."""
     from ..core.status.summary import summarize  # see status_worktree
     from ..io import status_sources as ss
-    result = placed_commit(src, cache)
     source = ss.GitStatusSource(src.repo, src.snapshot.index)  # type: ignore[arg-type, attr-defined]
     with gc_paused():  # a fleet's rows are many objects and no cycles: collections only cost time (6%)
-        return result, summarize(result, source, memo, result.config.status_limit, spread=spread)
+        return summarize(result, source, memo, result.config.status_limit, spread=spread)
 
 
 def placed_commit(src: Source, cache: Any) -> PlacedResult:

@@ -245,7 +245,17 @@ def save_memo(path: Path | None, memo: StatusMemo) -> None:
     later(path.parent, lambda: _write_memo(path, memo, loaded, index))
 
 
+def release_memo(memo: StatusMemo) -> None:
+    """End the read of a loaded memo that was not saved (a run that failed): an open read would
+    hold back the commit of a memo another run keeps."""
+    store = _STORES.pop(id(memo), None)
+    if store is not None:
+        store.close()
+
+
 def _write_memo(path: Path, memo: StatusMemo, loaded: dict[str, Any], index: bytes | None | object) -> None:
+    if not path.parent.is_dir():
+        return  # the state folder went (the repository was removed once the command answered)
     store = _MemoStore.open(path, write=True)
     if store is None:
         return

@@ -10,7 +10,7 @@ memos. The program itself ends without freeing its objects one by one (`leave`).
 
 The next run reads no memo half-kept: from just before the answer until the work is done, the
 worker holds the state folder's `memos.lock` (flock; `hold`), and a reader of the memos waits for
-it (`settled`). Until the answer nothing is held (a push after the commit, its retries, a stopped
+it (`settled`); a lock another run's memos hold then is waited for after the answer, never before. Until the answer nothing is held (a push after the commit, its retries, a stopped
 asker keep no one waiting); a reader meanwhile reads the memos as they were, which are true. The
 worker's own reads of a state folder do its queued work first, in order. A killed worker's lock
 goes with it, and each memo file is replaced whole."""
@@ -33,6 +33,7 @@ LOCK_FILE = "memos.lock"
 
 _queue: list[tuple[str, Callable[[], None]]] | None = None  # None: work is done at once
 _held: list[int] = []  # the locks taken by `hold`
+_waiting: list[int] = []  # the locks `hold` found taken: `finish` waits for them
 _program = False  # this process is the program (cli/entry.py), not a library's caller nor a test's
 
 
@@ -59,11 +60,7 @@ def answered_first() -> Iterator[None]:
 
 def _leave_to_a_child() -> None:
     global _queue
-    for stream in (sys.stdout, sys.stderr):  # written once, here: a child's copy of a buffer is never flushed
-        try:
-            stream.flush()
-        except (OSError, ValueError):
-            pass
+    _flush_streams()  # written once, here: a child's copy of a buffer is never flushed
     if not _queue or threading.active_count() > 1:  # no fork beside a thread
         finish()
         return
@@ -80,9 +77,10 @@ def _leave_to_a_child() -> None:
         finally:
             os._exit(0)
     _queue = None  # the child does the work and holds the locks (an flock is the open file's, shared by the fork)
-    for fd in _held:
+    for fd in _held + _waiting:
         os.close(fd)
     _held.clear()
+    _waiting.clear()
 
 
 def exit_code(run: Callable[[], None], catch_all: bool = False) -> int:
@@ -117,13 +115,17 @@ def leave(code: int) -> None:
     if threading.active_count() > 1:
         sys.exit(code)
     atexit._run_exitfuncs()
+    _flush_streams()
+    os._exit(code)
+
+
+def _flush_streams() -> None:
     for stream in (sys.stdout, sys.stderr):
         try:
-            if stream is not None:
+            if stream is not None:  # started with it closed
                 stream.flush()
         except (OSError, ValueError):
             pass
-    os._exit(code)
 
 
 def let_go(*also: signal.Signals) -> None:
@@ -155,26 +157,34 @@ def defer() -> None:
 
 def hold() -> None:
     """Take the lock of every state folder with work queued (just before the answer). A folder
-    whose lock cannot be taken has its work done now, before the answer, as in its own process."""
+    whose lock cannot be taken has its work done now, before the answer, as in its own process.
+    A lock another run's memos hold is waited for after the answer (`finish`): the answer never
+    waits for another run, and a reader meanwhile reads memos that are true."""
     for state in dict.fromkeys(state for state, _ in _queue or []):
         fd = _open_lock(state, create=True)
         if fd is None:
             _do(state)
             continue
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        _held.append(fd)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            _held.append(fd)
+        except BlockingIOError:
+            _waiting.append(fd)
 
 
 def finish() -> None:
     """Do the work left for later, then let readers in. A failure costs only time next run."""
     global _queue
     try:
+        for fd in _waiting:
+            fcntl.flock(fd, fcntl.LOCK_EX)
         _do(None)
     finally:
         _queue = None
-        for fd in _held:
+        for fd in _held + _waiting:
             os.close(fd)
         _held.clear()
+        _waiting.clear()
 
 
 def settled(state: Path) -> None:
