@@ -158,10 +158,10 @@ def rows_of_mailbox(mb: str, old: Detail | None, infos: dict[str, Info], run: Ru
     problems += found
     errors, drift = object_facts(report)
     rows: dict[str, Row] = {}
-    for rel in sorted(set(listing.objects) & set(infos)):
-        now = (listing.objects[rel], listing.patches.get(rel, ""), by_rel.get(rel), infos[rel],
-               errors.get(rel, ""), drift.get(rel))
-        before = old.rows.get(rel) if old is not None else None
+    objects, patches, before_rows = listing.objects, listing.patches, old.rows if old is not None else {}
+    for rel in sorted(objects.keys() & infos.keys()):
+        now = (objects[rel], patches.get(rel, ""), by_rel.get(rel), infos[rel], errors.get(rel, ""), drift.get(rel))
+        before = before_rows.get(rel)
         rows[rel] = before if before is not None and _same_inputs(before, now) else _row(now, run)
     run.forget_documents()  # streaming: a mailbox's reports are not held once its rows are judged
     # a valid report that a row records is not kept twice (see _known_report)
@@ -236,9 +236,13 @@ def _row(inputs: tuple[Any, ...], run: Run) -> Row:
     data, patch, report, (wds, placements, singleton, _text), error, drift = inputs
     health, message, generation = run.judgement(data, patch, report[1] if report is not None else "")
     at = intern(report[2]) if report is not None and report[2] is not None else None  # a valid report's time
-    # interned: rows of one object (or one WEC) then share their strings, in memory and in the memo
-    return Row(intern(wds), health, message, at, generation, run.shared(placements),
-               singleton, intern(data), intern(patch), report[1] if report else "", error, drift)
+    # interned: rows of one object (or one WEC) then share their strings, in memory and in the memo;
+    # made as the tuple it is (a NamedTuple's own constructor is a call into Python per row)
+    return _make_row(Row, (intern(wds), health, message, at, generation, run.shared(placements), singleton,
+                           intern(data), intern(patch), report[1] if report else "", error, drift))
+
+
+_make_row = tuple.__new__
 
 
 __all__ = ["Row", "Info", "Detail", "Run", "rows_of_mailbox", "last_report"]

@@ -273,6 +273,8 @@ def _rows_kept(memo: StatusMemo, contexts: _Contexts, context: ObjectContext, de
     did not recompute (`noted_changes` gave those of the others), from their details (`details`:
     those decoded this run)."""
     found: dict[str, Row] = {}
+    if memo.mailboxes.keys() <= fresh:  # every mailbox's rows were recomputed (a first run): none kept
+        return found
     for plan in contexts.plans:
         if plan.wds != context.wds or plan.name not in context.placements:
             continue

@@ -14,7 +14,7 @@ from typing import Callable, Iterator, Sequence, TypeVar
 T = TypeVar("T")
 R = TypeVar("R")
 MOST_WORKERS = 8
-CHUNKS_PER_WORKER = 16
+CHUNKS_PER_WORKER = 64  # the last chunk is what a process may wait for at the end: a short one
 
 
 def may_fork() -> bool:
