@@ -10,7 +10,8 @@ memos. The program itself ends without freeing its objects one by one (`leave`).
 
 The next run reads no memo half-kept: from just before the answer until the work is done, the
 worker holds the state folder's `memos.lock` (flock; `hold`), and a reader of the memos waits for
-it (`settled`); a lock another run's memos hold then is waited for after the answer, never before. Until the answer nothing is held (a push after the commit, its retries, a stopped
+it (`settled`); a lock another run's memos hold then is waited for after the answer, never
+before. Until the answer nothing is held (a push after the commit, its retries, a stopped
 asker keep no one waiting); a reader meanwhile reads the memos as they were, which are true. The
 worker's own reads of a state folder do its queued work first, in order. A killed worker's lock
 goes with it, and each memo file is replaced whole."""
@@ -60,7 +61,7 @@ def answered_first() -> Iterator[None]:
 
 def _leave_to_a_child() -> None:
     global _queue
-    _flush_streams()  # written once, here: a child's copy of a buffer is never flushed
+    flush_streams()  # written once, here: a child's copy of a buffer is never flushed
     if not _queue or threading.active_count() > 1:  # no fork beside a thread
         finish()
         return
@@ -77,10 +78,7 @@ def _leave_to_a_child() -> None:
         finally:
             os._exit(0)
     _queue = None  # the child does the work and holds the locks (an flock is the open file's, shared by the fork)
-    for fd in _held + _waiting:
-        os.close(fd)
-    _held.clear()
-    _waiting.clear()
+    _close_locks()
 
 
 def exit_code(run: Callable[[], None], catch_all: bool = False) -> int:
@@ -115,11 +113,12 @@ def leave(code: int) -> None:
     if threading.active_count() > 1:
         sys.exit(code)
     atexit._run_exitfuncs()
-    _flush_streams()
+    flush_streams()
     os._exit(code)
 
 
-def _flush_streams() -> None:
+def flush_streams() -> None:
+    """stdout and stderr written out, as the interpreter does when it ends (a failure ignored)."""
     for stream in (sys.stdout, sys.stderr):
         try:
             if stream is not None:  # started with it closed
@@ -181,10 +180,14 @@ def finish() -> None:
         _do(None)
     finally:
         _queue = None
-        for fd in _held + _waiting:
-            os.close(fd)
-        _held.clear()
-        _waiting.clear()
+        _close_locks()
+
+
+def _close_locks() -> None:
+    for fd in _held + _waiting:
+        os.close(fd)
+    _held.clear()
+    _waiting.clear()
 
 
 def settled(state: Path) -> None:

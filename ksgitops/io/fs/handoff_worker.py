@@ -210,11 +210,7 @@ def _work(conn: socket.socket, request: dict[str, Any], fds: list[int], run: Run
     afterwards.defer()
     code = afterwards.exit_code(lambda: run(request["argv"][1:]), catch_all=True)
     atexit._run_exitfuncs()
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            stream.flush()
-        except (OSError, ValueError):
-            pass
+    afterwards.flush_streams()
     afterwards.let_go(signal.SIGIO, signal.SIGTERM)  # SIGIO: the asker ends once answered
     try:
         afterwards.hold()
