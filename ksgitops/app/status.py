@@ -115,7 +115,7 @@ def status_commit(path: Path, source: str = "HEAD", memo: Any = None, cache: Any
     memo = ss.load_memo(memo_file) if memo is None else memo
     try:
         output = summarize_placed(src, result, memo)
-        later(_state_of(cache), cache.save_content)
+        later(cache.state, cache.save_content)
         base = src.snapshot.index  # type: ignore[attr-defined]
         generated = {**output.generated, STATUS_MD: output.markdown}
         config = result.config
@@ -157,13 +157,8 @@ def placed_commit(src: Source, cache: Any) -> PlacedResult:
         return known.result  # type: ignore[no-any-return]
     result = placements_only(src, cache.content)
     placed, mailboxes = PlacedResult.of(result), sorted(result.loaded.mailboxes)
-    later(_state_of(cache), lambda: cache.save_placed(runrecord.placed_record(base, placed, mailboxes)))
+    later(cache.state, lambda: cache.save_placed(runrecord.placed_record(base, placed, mailboxes)))
     return placed
-
-
-def _state_of(cache: Any) -> Path | None:
-    """The state folder of a DiskCache (None: one kept in memory only)."""
-    return cache.path.parent if cache.path is not None else None
 
 
 def source_of(commit: Any) -> str:

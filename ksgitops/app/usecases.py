@@ -215,7 +215,7 @@ def reconcile_commit(path: Path, source: str, progress: Progress | None = None,
         cache.save(clean_mailboxes(result, new))
         cache.save_record(runrecord.record_of(new, result, tip[0], committed.commit or tip[1], record))
 
-    later(cache.path.parent if cache.path is not None else None, keep_memos)
+    later(cache.state, keep_memos)
     return ReconcileOutcome(result, list(committed.roots), committed.commit)
 
 

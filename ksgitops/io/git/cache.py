@@ -164,6 +164,11 @@ class DiskCache:
             if self.path is not None:
                 _write(self.path.with_name(name), {"format": f"{FORMAT}-{code_fingerprint()}", "record": record})
 
+    @property
+    def state(self) -> Path | None:
+        """The state folder its files are in (None: a cache kept in memory only)."""
+        return self.path.parent if self.path is not None else None
+
     @classmethod
     def for_git_dir(cls, git_dir: str) -> "DiskCache":
         """The repository's cache (a link on the way is a LinkError: never read or written through)."""
