@@ -244,6 +244,23 @@ def test_a_worker_takes_a_pickle_from_memory_only_when_its_bytes_are_the_same(tm
     assert cache._warm == {}
 
 
+def test_a_worker_finds_what_the_monitor_holds_however_it_names_the_folder(tmp_path: Path,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """`reconcile . --commit` inside a bare repository names its state folder relative to its
+    working folder, a link may name it otherwise again: the monitor's copy is found all the same."""
+    monkeypatch.setattr(cache, "_warm", {})
+    state = tmp_path / "repo.git" / "ksgitops-state"
+    state.mkdir(parents=True)
+    (state / "cache.pickle").write_bytes(pickle.dumps({"n": 1}))
+    (tmp_path / "link.git").symlink_to(tmp_path / "repo.git")
+    assert cache.warm(tmp_path / "link.git" / "ksgitops-state")
+    held = cache.unpickle(state / "cache.pickle")
+    monkeypatch.chdir(tmp_path / "repo.git")
+    assert cache.unpickle(Path("ksgitops-state/cache.pickle")) is held
+    monkeypatch.chdir(tmp_path)
+    assert cache.unpickle(Path("link.git/ksgitops-state/cache.pickle")) is held
+
+
 def test_a_bare_repository_s_monitor_watches_nothing_and_runs_its_commands(tmp_path: Path) -> None:
     src = git_init(copy_example_sources(tmp_path / "src"))
     mine, other = tmp_path / "mine.git", tmp_path / "other.git"

@@ -33,6 +33,20 @@ def test_a_memo_under_a_path_that_is_not_utf8_is_held(odd: Path, monkeypatch: py
     assert os.fspath(path) in ss._warm
 
 
+def test_a_worker_finds_the_held_memo_under_a_relative_name(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from ksgitops.io import status_sources as ss
+    monkeypatch.setattr(ss, "_warm", {})
+    path = tmp_path / "status-git.sqlite"
+    memo = ss.load_memo(path)
+    memo.changed = True
+    memo.problems = {"p": ["held"]}
+    ss.save_memo(path, memo)
+    assert ss.warm_memos(str(tmp_path))
+    monkeypatch.setattr(ss, "_read_small", lambda *a: pytest.fail("read again: the held copy was not found"))
+    monkeypatch.chdir(tmp_path)
+    assert ss.load_memo(Path("status-git.sqlite")).problems == {"p": ["held"]}
+
+
 def test_the_monitor_survives_a_repository_path_that_is_not_utf8(odd: Path) -> None:
     repo = git_init(copy_example_sources(odd / "repo"))
     assert run_cli_subprocess("status", str(repo)).returncode == 0  # writes status-worktree.sqlite

@@ -23,7 +23,7 @@ from ..core.status.memo import MailboxMemo, ObjectMemo, StatusMemo, detail_name,
 from ..core.status.source import MailboxListing
 from ..core.tree import put
 from ..core.status.syncreport import REVISION_FILES, REVISION_FOLDERS, revision_of
-from .git.cache import code_fingerprint, gc_paused
+from .git.cache import code_fingerprint, gc_paused, held_key
 from .fs.tree import walk_files
 from .fs.afterwards import later, settled
 from .fs.paths import STATE_DIR, check_path
@@ -151,7 +151,7 @@ def load_memo(path: Path | None) -> StatusMemo:
     memo = StatusMemo()
     try:
         data = store.index = store.get(_INDEX)
-        held = _warm.get(os.fspath(path)) if data is not None else None
+        held = _warm.get(held_key(path)) if data is not None and _warm else None
         if held is not None and held.index == data:
             memo.problems, memo.mailboxes, memo.objects = dict(held.problems), dict(held.mailboxes), dict(held.objects)
             store.loaded = dict(held.loaded)
@@ -204,7 +204,7 @@ def warm_memos(state: str) -> bool:
     since last asked, for the workers a monitor forks next. True when any was read."""
     read = False
     for kind in MEMO_KINDS:
-        path = os.path.join(state, memo_name(kind))
+        path = os.path.join(held_key(state), memo_name(kind))
         held = _warm.get(path)
         try:
             if not os.path.isfile(path) or os.path.islink(path):

@@ -274,20 +274,27 @@ def unpickle(path: Path | str) -> Any:
     the monitor read (`warm`) when the file's bytes are the same (a fork's copy: the caller may
     change it)."""
     data = _plain_file_bytes(os.fspath(path))
-    held = _warm.get(os.fspath(path))
+    held = _warm.get(held_key(path)) if _warm else None
     if held is not None and held[1] == hashlib.blake2b(data, digest_size=16).digest():
         return held[2]
     with gc_paused():
         return pickle.loads(data)  # noqa: S301 - our own file inside .git, never from a remote
 
 
-_warm: dict[str, tuple[tuple[int, ...], bytes, Any]] = {}  # path: (its stat stamp, digest, what it holds)
+_warm: dict[str, tuple[tuple[int, ...], bytes, Any]] = {}  # held_key: (its stat stamp, digest, what it holds)
+
+
+def held_key(path: Path | str) -> str:
+    """How the monitor and its workers name a file they share: its resolved path (a command run
+    as `reconcile .` inside a bare repository names its state folder relative to its working folder)."""
+    return os.path.realpath(path)
 
 
 def warm(folder: Path | str) -> bool:
     """Read the pickles of `folder` that changed since last asked, for the workers a monitor forks
     next (they check the bytes: a stamp only says when to read again). True when any was read."""
     read = False
+    folder = held_key(folder)
     try:
         names = sorted(n for n in os.listdir(folder) if n.endswith(".pickle"))
     except OSError:
