@@ -47,7 +47,7 @@ RUN --mount=type=bind,from=builder,source=/wheels,target=/wheels \
  && find /opt/ksgitops -name __pycache__ -prune -exec rm -rf {} + \
  && /opt/ksgitops/bin/python -m compileall -q "$site/ksgitops" \
  && export PATH="/opt/ksgitops/bin:$PATH" PYTHONDONTWRITEBYTECODE= \
- && ksgitops --version && ksgitops init /tmp/fleet > /dev/null && ksgitops validate /tmp/fleet \
+ && dumb-init --version && ksgitops --version && ksgitops init /tmp/fleet > /dev/null && ksgitops validate /tmp/fleet \
  && ksgitops reconcile /tmp/fleet && ksgitops diff /tmp/fleet && ksgitops status /tmp/fleet \
  && ksgitops wecs /tmp/fleet && ksgitops render florin /tmp/fleet > /dev/null \
  && ksgitops explain florin ConfigMap/commonstuff/httpd-htdocs /tmp/fleet > /dev/null \
@@ -86,5 +86,8 @@ USER 10001:10001
 EXPOSE 8080
 HEALTHCHECK --interval=30s --timeout=5s --start-period=60s --retries=3 \
     CMD ["python3", "-c", "import os, urllib.request; urllib.request.urlopen('http://127.0.0.1:' + os.environ.get('KSGITOPS_PORT', '8080') + '/healthz', timeout=4)"]
-ENTRYPOINT ["ksgitops"]
+# dumb-init is PID 1: it passes signals on to ksgitops and reaps the processes a command run in
+# the container (`docker exec ... ksgitops status --commit`) leaves to it: the child that keeps
+# that command's memos after its answer is adopted by PID 1 when the command ends.
+ENTRYPOINT ["dumb-init", "--", "ksgitops"]
 CMD ["run", "--repo", "/data/repo"]

@@ -99,7 +99,7 @@ def test_dockerfile_structure() -> None:
     assert ("WORKDIR", "/data") in final and ("EXPOSE", "8080") in final
     [health] = [args for ins, args in final if ins == "HEALTHCHECK"]
     assert "/healthz" in health and "curl" not in health and "wget" not in health
-    assert ("ENTRYPOINT", '["ksgitops"]') in final
+    assert ("ENTRYPOINT", '["dumb-init", "--", "ksgitops"]') in final, "an init as PID 1 (tests/test_pid_one.py)"
     [cmd] = [json.loads(args) for ins, args in final if ins == "CMD"]
     assert cmd[0] == "run"
     assert any("pip wheel" in args and "requirements.lock" in args for ins, args in parsed if ins == "RUN"), \
@@ -256,6 +256,7 @@ def test_the_image_runs_ksgitops(image: dict[str, Any]) -> None:
     with container(IMAGE) as c:
         assert in_container(c, "ksgitops", "--version").stdout.strip() == f"ksgitops, version {__version__}"
         assert in_container(c, "id", "-u").stdout.strip() == "10001"
+        assert in_container(c, "dumb-init", "--version").stderr.strip().startswith("dumb-init v")
         smoke = in_container(c, "sh", "-c", "ksgitops init /tmp/fleet >/dev/null && ksgitops validate /tmp/fleet"
                                             " && python3 -c 'import pygit2; print(pygit2.LIBGIT2_VERSION)'")
         assert "valid: 2 WECs" in smoke.stdout
@@ -297,7 +298,7 @@ def test_the_image_holds_what_the_lock_says(image: dict[str, Any]) -> None:
 def test_the_image_config(image: dict[str, Any]) -> None:
     config = image["Config"]
     assert config["User"].split(":")[0] == "10001"
-    assert config["Entrypoint"] == ["ksgitops"] and config["Cmd"][0] == "run"
+    assert config["Entrypoint"] == ["dumb-init", "--", "ksgitops"] and config["Cmd"][0] == "run"
     assert config["WorkingDir"] == "/data" and "8080/tcp" in config["ExposedPorts"]
     names = [e.split("=", 1)[0] for e in config.get("Env", [])]
     assert not [n for n in names if SECRETISH.search(n)], names
