@@ -172,6 +172,33 @@ def test_a_memo_saved_since_this_run_read_its_own_is_kept(result: Any, tmp_path:
     assert saved_key() == mine.mailboxes[FLORIN].key
 
 
+def test_a_reader_that_waits_out_another_s_lock_leaves_the_memo_in_place(result: Any, tmp_path: Path,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """A reader locked out past the busy timeout (another process commits, or holds the file's
+    exclusive lock) reads no memo and removes nothing: only a damaged memo is started anew."""
+    monkeypatch.setattr(ss, "_warm", {})
+    monkeypatch.setattr(ss, "BUSY_TIMEOUT", 0.2)
+    path = tmp_path / "status-git.sqlite"
+    memo = ss.load_memo(path)
+    summarize(result, MemorySource(result.generated), memo)
+    ss.save_memo(path, memo)
+    saved = path.read_bytes()
+    other = sqlite3.connect(path, isolation_level=None)
+    other.execute("BEGIN EXCLUSIVE")
+    try:
+        assert not ss.load_memo(path).mailboxes  # locked out: no memo this run
+    finally:
+        other.rollback()
+        other.close()
+    assert path.read_bytes() == saved
+    again = ss.load_memo(path)
+    assert set(again.mailboxes) == set(memo.mailboxes)
+    ss.release_memo(again)
+    path.write_bytes(b"not a database, " * 100)
+    ss.release_memo(ss.load_memo(path))
+    assert not path.exists() or path.read_bytes() != b"not a database, " * 100  # damaged: started anew
+
+
 def test_a_recomputed_mailbox_crosses_a_pipe_with_its_rows_whole() -> None:
     row = Row("wmw-c", "Healthy", "", "2026-01-01T00:00:00Z", 3, ("p",), False, "data", "patch", "report", "", None)
     done = Recomputed("mb", None, [(("wmw-c", "apps/deployments/ns/a"), row), (("wmw-c", "core/configmaps/ns/b"), None)])  # type: ignore[arg-type]

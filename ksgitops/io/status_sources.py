@@ -280,6 +280,16 @@ def _object_name(key: tuple[str, str]) -> str:
     return f"{_OBJECT}{key[0]}:{key[1]}"
 
 
+BUSY_TIMEOUT = 10.0  # seconds a store waits for another process's lock on the memo
+_BUSY_CODES = (5, 6)  # SQLITE_BUSY, SQLITE_LOCKED
+
+
+def _busy(error: Exception) -> bool:
+    """The memo is locked by another process (a reader waited out a commit, a writer a read)."""
+    return isinstance(error, sqlite3.OperationalError) and \
+        (getattr(error, "sqlite_errorcode", None) in _BUSY_CODES or "locked" in str(error))
+
+
 class _MemoStore:
     """A SQLite table of pickles: the index, one entry per mailbox (its summary) and per object
     (its CombinedStatus), and the rows of each. A status run reads the small entries and the rows
@@ -296,15 +306,15 @@ class _MemoStore:
         """The store in a transaction: a read snapshot, or (`write`) the database's write lock."""
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
-            conn = sqlite3.connect(str(path), isolation_level=None, timeout=10)
+            conn = sqlite3.connect(str(path), isolation_level=None, timeout=BUSY_TIMEOUT)
             conn.execute("PRAGMA synchronous=NORMAL")
             conn.execute("CREATE TABLE IF NOT EXISTS memo (name TEXT PRIMARY KEY, value BLOB NOT NULL)")
             conn.execute("BEGIN IMMEDIATE" if write else "BEGIN")
             conn.execute("SELECT 1 FROM memo LIMIT 1").fetchall()  # the read snapshot starts here
             return cls(conn)
         except (OSError, sqlite3.Error) as e:
-            if write and isinstance(e, sqlite3.OperationalError):
-                return None  # locked past the timeout: the other writer's memo stays
+            if _busy(e) or (write and isinstance(e, sqlite3.OperationalError)):
+                return None  # locked past the timeout: another process's, which stays
             try:
                 path.unlink(missing_ok=True)  # unreadable (not a database, corrupt): start anew
             except OSError:
