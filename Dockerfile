@@ -27,7 +27,8 @@ RUN python3 -m venv /opt/build \
 
 # --- rootfs: the base with ksgitops installed, then cut down to what a runtime needs ---------------
 FROM ${BASE_IMAGE} AS rootfs
-# Installed offline from the builder's wheels: a dependency missing from the lock fails the build.
+# Installed offline from the builder's wheels, with the `container` extra (dumb-init, PID 1): a
+# dependency missing from the lock fails the build.
 # Removed after: pip and setuptools; kubernetes/aio, the asyncio twin of the Kubernetes client
 # (66 MB; ksgitops uses the synchronous client) and aiohttp with its helpers, which only it uses;
 # the test suites some packages ship. Byte code: all of ksgitops, and of its dependencies what the
@@ -37,7 +38,7 @@ RUN --mount=type=bind,from=builder,source=/wheels,target=/wheels \
     --mount=type=bind,from=builder,source=/src/requirements.lock,target=/requirements.lock \
     python3 -m venv /opt/ksgitops \
  && /opt/ksgitops/bin/pip install --no-cache-dir --disable-pip-version-check --no-compile --no-index \
-        --find-links /wheels --constraint /requirements.lock ksgitops \
+        --find-links /wheels --constraint /requirements.lock "ksgitops[container]" \
  && cp /requirements.lock /opt/ksgitops/requirements.lock \
  && /opt/ksgitops/bin/pip uninstall --yes --disable-pip-version-check aiohttp aiohttp-retry aiohappyeyeballs \
         aiosignal frozenlist multidict propcache yarl setuptools \
@@ -86,8 +87,10 @@ USER 10001:10001
 EXPOSE 8080
 HEALTHCHECK --interval=30s --timeout=5s --start-period=60s --retries=3 \
     CMD ["python3", "-c", "import os, urllib.request; urllib.request.urlopen('http://127.0.0.1:' + os.environ.get('KSGITOPS_PORT', '8080') + '/healthz', timeout=4)"]
-# dumb-init is PID 1: it passes signals on to ksgitops and reaps the processes a command run in
-# the container (`docker exec ... ksgitops status --commit`) leaves to it: the child that keeps
-# that command's memos after its answer is adopted by PID 1 when the command ends.
-ENTRYPOINT ["dumb-init", "--", "ksgitops"]
+# dumb-init is PID 1: it reaps the processes a command run in the container (`docker exec ...
+# ksgitops status --commit`) leaves to it (the child that keeps that command's memos after its
+# answer is adopted by PID 1 when the command ends), and passes signals on to ksgitops alone
+# (--single-child), as when ksgitops was PID 1: its own children (git, the workers a status run
+# spreads over) are not stopped under it.
+ENTRYPOINT ["dumb-init", "--single-child", "--", "ksgitops"]
 CMD ["run", "--repo", "/data/repo"]

@@ -1,4 +1,5 @@
-"""requirements.lock: the runtime dependencies of pyproject.toml, transitively, pinned to the
+"""requirements.lock: the runtime dependencies of pyproject.toml and of its `container` extra,
+transitively, pinned to the
 versions installed here (those the test suite runs against). The container image installs exactly
 these (Dockerfile), and tests/test_dockerfile.py checks the lock against pyproject.toml and the image.
 
@@ -16,13 +17,14 @@ from packaging.utils import canonicalize_name
 
 ROOT = Path(__file__).resolve().parents[1]
 LOCK = ROOT / "requirements.lock"
-HEADER = ("# The runtime dependencies of pyproject.toml, transitively, pinned: what the container image installs.\n"
+HEADER = ("# The runtime dependencies of pyproject.toml (and its `container` extra), transitively, pinned: what the\n"
+          "# container image installs.\n"
           "# Made by `python tests/lockfile.py` from the environment the tests ran in; do not edit by hand.\n")
 
 
 def project_requirements() -> list[Requirement]:
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
-    return [Requirement(r) for r in project["dependencies"]]
+    return [Requirement(r) for r in project["dependencies"] + project["optional-dependencies"]["container"]]
 
 
 def requirements_of(name: str) -> list[Requirement]:

@@ -1,11 +1,12 @@
-"""The container's PID 1 (Dockerfile ENTRYPOINT `dumb-init -- ksgitops`).
+"""The container's PID 1: the Dockerfile's ENTRYPOINT (dumb-init), run as the image runs it.
 
 A command run in a container (`docker exec`, `kubectl exec`) that keeps memos after its answer,
 as `reconcile --commit` does, ends while its child writes them: the child is adopted by the PID
 namespace's init. `ksgitops run` as PID 1 never reaps it (a zombie per command, each holding a
-process slot); dumb-init does. Checked in a PID namespace of our own (`unshare`, which needs root)
-with `ksgitops run` serving in it, the command entered into it with `nsenter` as `docker exec`
-does; skipped where namespaces cannot be made.
+process slot); dumb-init does. The container's own command keeps its memos before it ends (a
+child would die with the container), and a stop signal reaches ksgitops alone, as when it was
+PID 1. Checked in PID namespaces of our own (`unshare`, which needs root), a command entered into
+one with `nsenter` as `docker exec` does; skipped where namespaces cannot be made.
 """
 from __future__ import annotations
 
@@ -22,15 +23,19 @@ from typing import Callable, Iterator
 import pytest
 
 from conftest import copy_example_sources, git_init
+from test_dockerfile import entrypoint
 
 KSGITOPS = [sys.executable, "-m", "ksgitops"]
 
 
-def _dumb_init() -> str:
+def image_init() -> list[str]:
+    """The image's ENTRYPOINT up to `ksgitops`, with this machine's dumb-init (the test extra's)."""
+    *init, program = entrypoint()
+    assert init and init[0] == "dumb-init" and program == "ksgitops", entrypoint()
     found = shutil.which("dumb-init") or str(Path(sys.executable).parent / "dumb-init")
     if not os.access(found, os.X_OK):
-        pytest.fail("dumb-init is not installed: it is a dependency of ksgitops on Linux (pyproject.toml)")
-    return found
+        pytest.fail("dumb-init is not installed: pip install -e '.[test]' (pyproject.toml)")
+    return [found, *init[1:]]
 
 
 @pytest.fixture(scope="module")
@@ -57,12 +62,8 @@ def pid_namespace(argv: list[str], env: dict[str, str]) -> Iterator[int]:
         assert children, "unshare started no process"
         yield int(children[0])
     finally:
-        outer.send_signal(signal.SIGTERM)  # --kill-child: PID 1 goes with it, and the namespace
-        try:
-            outer.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            outer.kill()
-            outer.wait()
+        outer.kill()  # --kill-child: PID 1 goes with it, and the namespace with PID 1
+        outer.wait()
 
 
 def zombies_of(pid: int) -> list[int]:
@@ -112,7 +113,7 @@ def served(tmp_path: Path) -> tuple[list[str], Path, dict[str, str]]:
 def test_dumb_init_reaps_the_child_a_command_leaves(namespaces: None,
                                                    served: tuple[list[str], Path, dict[str, str]]) -> None:
     run, worked, env = served
-    with pid_namespace([_dumb_init(), "--", *run], env) as init:
+    with pid_namespace([*image_init(), *run], env) as init:
         for _ in range(3):
             _exec_a_committing_command(init, worked, env)
         assert _wait_for(lambda: not zombies_of(init), 10), f"zombies left under PID 1: {zombies_of(init)}"
@@ -131,3 +132,48 @@ def test_ksgitops_run_as_pid_one_would_leave_it_a_zombie(namespaces: None,
             if left:
                 break
         assert left, "no adopted child was left unreaped by `ksgitops run` as PID 1"
+
+
+def test_the_container_s_own_command_keeps_its_memos(namespaces: None, tmp_path: Path) -> None:
+    """`docker run IMAGE reconcile REPO --commit`: the container ends with the command, so the
+    command keeps its memos itself (the next run in the same volume reuses them)."""
+    repo = git_init(copy_example_sources(tmp_path / "repo"))
+    done = subprocess.run(["unshare", "--pid", "--fork", "--kill-child", "--", *image_init(), *KSGITOPS,
+                           "reconcile", str(repo), "--commit"], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    kept = sorted(p.name for p in (repo / ".git" / "ksgitops-state").iterdir())
+    assert "reconciled.pickle" in kept and "cache.pickle" in kept, kept
+
+
+STOPPED = '''
+import signal, subprocess, sys, time
+mine, childs, ready = sys.argv[1:4]
+child = subprocess.Popen([sys.executable, "-c", CHILD, childs, ready])
+def stop(*_):
+    open(mine, "w").close()
+    time.sleep(1.0)  # a signal sent to the whole group would reach the child meanwhile
+    child.kill()
+    child.wait()
+    sys.exit(0)
+signal.signal(signal.SIGTERM, stop)
+time.sleep(60)
+'''
+CHILD = '''
+import signal, sys, time
+signal.signal(signal.SIGTERM, lambda *_: (open(sys.argv[1], "w").close(), sys.exit(0)))
+open(sys.argv[2], "w").close()
+time.sleep(60)
+'''
+
+
+def test_a_stop_signal_reaches_ksgitops_alone(namespaces: None, tmp_path: Path) -> None:
+    """`docker stop` signals PID 1: ksgitops gets it, its children (git, the workers of a status
+    run) do not, as when ksgitops was PID 1; it ends them itself when it is done."""
+    mine, childs, ready = tmp_path / "mine", tmp_path / "child", tmp_path / "ready"
+    program = [sys.executable, "-c", f"CHILD = {CHILD!r}\n{STOPPED}", str(mine), str(childs), str(ready)]
+    with pid_namespace([*image_init(), *program], dict(os.environ)) as init:
+        assert _wait_for(ready.exists, 30), "the child never started"
+        os.kill(init, signal.SIGTERM)
+        assert _wait_for(mine.exists, 30), "the program was not told to stop"
+        assert _wait_for(lambda: not Path(f"/proc/{init}").exists(), 30), "PID 1 did not end with the program"
+    assert not childs.exists(), "the stop signal reached the program's child too"

@@ -195,8 +195,11 @@ def test_a_reader_that_waits_out_another_s_lock_leaves_the_memo_in_place(result:
     assert set(again.mailboxes) == set(memo.mailboxes)
     ss.release_memo(again)
     path.write_bytes(b"not a database, " * 100)
+    journal = path.with_name(path.name + "-journal")
+    journal.write_bytes(b"a journal of another file")
     ss.release_memo(ss.load_memo(path))
     assert not path.exists() or path.read_bytes() != b"not a database, " * 100  # damaged: started anew
+    assert not journal.exists()  # never played back into the new memo
 
 
 def test_a_recomputed_mailbox_crosses_a_pipe_with_its_rows_whole() -> None:

@@ -315,10 +315,11 @@ class _MemoStore:
         except (OSError, sqlite3.Error) as e:
             if _busy(e) or (write and isinstance(e, sqlite3.OperationalError)):
                 return None  # locked past the timeout: another process's, which stays
-            try:
-                path.unlink(missing_ok=True)  # unreadable (not a database, corrupt): start anew
-            except OSError:
-                pass
+            for damaged in (path, path.with_name(path.name + "-journal")):  # a journal left is not the new file's
+                try:
+                    damaged.unlink(missing_ok=True)  # unreadable (not a database, corrupt): start anew
+                except OSError:
+                    pass
             return None
 
     def named(self, prefix: str) -> list[tuple[str, bytes]]:

@@ -6,7 +6,9 @@ only save the next run time, and the asker waits for nothing that its command's 
 
 Run as the program, `reconcile --commit` and `status` do the same with a child they fork once
 they have answered (`answered_first`): the process the caller waits for ends, the child keeps the
-memos. The program itself ends without freeing its objects one by one (`leave`).
+memos (not when the process is its PID namespace's init or init's child, as a container's command
+is: the child would die with the container; it keeps them itself before it ends). The program
+itself ends without freeing its objects one by one (`leave`).
 
 The next run reads no memo half-kept: from just before the answer until the work is done, the
 worker holds the state folder's `memos.lock` (flock; `hold`), and a reader of the memos waits for
@@ -59,10 +61,17 @@ def answered_first() -> Iterator[None]:
         _leave_to_a_child()
 
 
+def _last_of_its_kind() -> bool:
+    """This process is the init of its PID namespace, or init's child (a container's command under
+    dumb-init, a systemd service): when it ends, what it leaves behind is killed with the
+    container (or the unit's cgroup), so a child would never keep the memos."""
+    return os.getpid() == 1 or os.getppid() == 1
+
+
 def _leave_to_a_child() -> None:
     global _queue
     flush_streams()  # written once, here: a child's copy of a buffer is never flushed
-    if not _queue or threading.active_count() > 1:  # no fork beside a thread
+    if not _queue or threading.active_count() > 1 or _last_of_its_kind():  # no fork beside a thread
         finish()
         return
     hold()
