@@ -120,10 +120,10 @@ def reconcile_worktree(path: Path, progress: Progress | None = None,
         previous = src.snapshot if source == WORKTREE else WorkTreeSnapshot(path)
         disk = worktree_cache(path)
         result = pipeline.reconcile(src.snapshot, previous, disk.content, progress, reuse_recorded(record))
-        disk.save_content()
+        later(disk.state, disk.save_content)
     changed = write_generated(path, result.generated, record, regenerable=True, progress=progress)
-    keep_record(record, src, result)
     plans.forget(record)
+    later(record.state, lambda: keep_record(record, src, result))  # the files are written: the record saves time
     return ReconcileOutcome(result, changed)
 
 
@@ -272,7 +272,7 @@ def plan_diff(path: Path, against: str | None,
         else:
             disk = worktree_cache(path)
             new = pipeline.reconcile(old_src.snapshot, old_src.snapshot, disk.content, progress, reuse_recorded(record))
-            disk.save_content()
+            later(disk.state, disk.save_content)
     wec_names = wec_display_names(new)
     changed = False
     wecs = []
@@ -295,9 +295,13 @@ def plan_diff(path: Path, against: str | None,
                 wecs.append(diffs.WecDiff(wec_names.get(mailbox) or _old_wec_name(old_tree, mailbox), mailbox,
                                           diffs.changes_diff(mailbox, changes), changes))
     if record is not None:
-        keep_record(record, old_src, new, inputs=False)
-        if planned is None:
-            plans.keep(record, old_src.snapshot, new)  # for the reconcile that follows
+        kept_record, snapshot = record, old_src.snapshot
+
+        def keep_memos() -> None:  # a diff answers first: its record and plan only save the next run time
+            keep_record(kept_record, old_src, new, inputs=False)
+            if planned is None:
+                plans.keep(kept_record, snapshot, new)  # for the reconcile that follows
+        later(record.state, keep_memos)
     wecs.sort(key=lambda w: w.wec)
     return new, diffs.DiffResult(changed, wecs, frozen_units(new))
 

@@ -154,6 +154,11 @@ def diff(repo: Path | None, against: str | None, output: str) -> None:
     """Dry run: per-WEC diffs of what reconcile would change (through $PAGER on a terminal;
     KUBECTL_EXTERNAL_DIFF runs another diff program, as kubectl diff does). With a monitor
     running, the reconcile that follows while nothing changed applies this diff's plan."""
+    with afterwards.answered_first():  # the work tree's record, its plan and the cache kept once it has answered
+        _diff(repo, against, output)
+
+
+def _diff(repo: Path | None, against: str | None, output: str) -> None:
     root = locate(repo)
     with ProgressBars(output) as progress:
         result, planned = app.plan_diff(root, against, progress)

@@ -1,10 +1,11 @@
 """Work a command may leave until it has answered: the memos a run keeps for the next one (the
-local cache, the run record; io/git/cache.py). A command run in its own process does it at once.
+local cache, the run record; io/git/cache.py; in a work tree its stat record and a diff's plan,
+io/fs/statcache.py, io/fs/plan.py). A command run in its own process does it at once.
 A command handed to the monitor answers first (its output, then its exit code) and keeps them
 after, in the worker the monitor forked, as git leaves `gc --auto` until a command is done: they
 only save the next run time, and the asker waits for nothing that its command's result needs.
 
-Run as the program, `reconcile --commit` and `status` do the same with a child they fork once
+Run as the program, `reconcile` (every form), `diff` and `status` do the same with a child they fork once
 they have answered (`answered_first`): the process the caller waits for ends, the child keeps the
 memos (not when the process is its PID namespace's init or init's child, as a container's command
 is: the child would die with the container; it keeps them itself before it ends). The program
@@ -47,7 +48,7 @@ def as_program() -> None:
 
 @contextmanager
 def answered_first() -> Iterator[None]:
-    """Around a command that leaves memos for later (`reconcile --commit`), in the program's own
+    """Around a command that leaves memos for later (`reconcile`, `diff`, `status`), in the program's own
     process: once the command has answered (its output written: its exit code follows), a forked
     child keeps them while this process ends. Elsewhere (a test, a monitor's worker, which defers
     already) nothing changes."""

@@ -39,6 +39,7 @@ from typing import Any, Iterable, NamedTuple
 
 from ..git.cache import code_fingerprint, unpickle
 from .forked import in_child as _in_child, may_fork as _may_fork
+from .afterwards import settled
 from .paths import STATE_DIR, check_path, write_file
 from .shapes import Shape, content_digest, shape_of
 
@@ -183,6 +184,7 @@ class WorkTreeRecord:
             return cls(None)  # the probe would read another file system's clock
         identity = (os.path.realpath(work_tree), top.st_dev, top.st_ino)
         record = cls(path, identity)
+        settled(path.parent)  # the last command may still be keeping it (afterwards.py)
         try:
             data = unpickle(path)
             if data.get("format") == f"{FORMAT}-{code_fingerprint()}-{sys.version}" and data["identity"] == identity:
@@ -191,6 +193,11 @@ class WorkTreeRecord:
         except Exception:  # noqa: BLE001 - any unreadable record is just absent
             pass
         return record
+
+    @property
+    def state(self) -> Path | None:
+        """The state folder it is kept in (None: nothing is kept)."""
+        return self.path.parent if self.path is not None else None
 
     def follow(self, git_dir: str) -> None:
         """Ask the work tree's monitor what changed since the record's token, before anything is looked at."""
