@@ -4,10 +4,12 @@ the program, and the next command waits for them: the reconcile that follows a d
 its plan, and leaves what a twin without any of this leaves."""
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import signal
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -72,3 +74,49 @@ def test_a_diff_answers_before_its_plan_is_kept_and_the_reconcile_after_it_takes
         assert kept.stat().st_mtime_ns != before_stamp
     finally:
         os.kill(pid, signal.SIGKILL)
+
+
+def _held(lock: Path) -> bool:
+    """Another process holds the state folder's memos.lock."""
+    try:
+        fd = os.open(lock, os.O_RDONLY)
+    except FileNotFoundError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        return False
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)
+
+
+def test_a_plan_made_ahead_is_kept_by_the_worker_the_monitor_stops(tmp_path: Path) -> None:
+    """The monitor's plan-ahead worker keeps its plan itself, after its diff: a stopped monitor stops
+    it, and nothing is written once the monitor is gone (no process of its own left behind)."""
+    watched = _twin_repos(tmp_path)[0]
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text(SLOW_RECORD)
+    env = {"PYTHONPATH": os.pathsep.join(filter(None, [str(site), os.environ.get("PYTHONPATH")])),
+           "KSGITOPS_TEST_SLOW_RECORD": "4"}
+    started = ks("monitor", "start", str(watched), "-o", "json", env=env)
+    assert started.returncode == 0, started.stderr
+    pid = int(json.loads(started.stdout)["pid"])
+    state = watched / ".git" / paths.STATE_DIR
+    try:
+        app.reconcile_worktree(watched)
+        _label(watched, 3)
+        deadline = time.monotonic() + 60
+        while not _held(state / "memos.lock") and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert _held(state / "memos.lock"), "no plan was made ahead"
+        stopped = ks("monitor", "stop", str(watched))
+        assert stopped.returncode == 0, stopped.stderr
+    finally:
+        if os.path.exists(f"/proc/{pid}"):
+            os.kill(pid, signal.SIGKILL)
+    time.sleep(0.5)
+    assert not _held(state / "memos.lock"), "a process of the stopped monitor still keeps its memos"
+    time.sleep(4.5)
+    assert not _plan_file(watched).exists()  # stopped before it was kept: nothing written after

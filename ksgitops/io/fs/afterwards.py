@@ -1,6 +1,6 @@
 """Work a command may leave until it has answered: the memos a run keeps for the next one (the
 local cache, the run record; io/git/cache.py; in a work tree its stat record and a diff's plan,
-io/fs/statcache.py, io/fs/plan.py). A command run in its own process does it at once.
+io/fs/statcache.py, io/fs/plan.py). Called by a library or a test, a command does it at once.
 A command handed to the monitor answers first (its output, then its exit code) and keeps them
 after, in the worker the monitor forked, as git leaves `gc --auto` until a command is done: they
 only save the next run time, and the asker waits for nothing that its command's result needs.

@@ -163,7 +163,12 @@ def plan_ahead(warm: Warm, root: str) -> None:
         _close_others(set())
         os.nice(10)
         os.chdir(root)
-        warm.run(["diff", "-o", "json", root])
+        afterwards.defer()  # its memos kept here, after its diff, where `stop_ahead` still reaches them
+        try:
+            warm.run(["diff", "-o", "json", root])
+        finally:
+            afterwards.hold()
+            afterwards.finish()
     except BaseException:  # noqa: BLE001 - its exit says nothing: the plan is kept or it is not
         pass
     finally:
