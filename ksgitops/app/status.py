@@ -54,7 +54,7 @@ def status_worktree(path: Path) -> StatusOutcome:
     memo_file = ss.memo_path(git_dir(path), "worktree")
     memo = ss.load_memo(memo_file)
     try:
-        with gc_paused():  # see summarize_commit
+        with gc_paused():  # see summarize_placed
             output = summarize(result, ss.WorkTreeStatusSource(path), memo, result.config.status_limit, spread=spread)
         changed = write_generated(path, {**output.generated, STATUS_MD: output.markdown})
         ss.save_memo(memo_file, memo)

@@ -295,12 +295,10 @@ def plan_diff(path: Path, against: str | None,
                 wecs.append(diffs.WecDiff(wec_names.get(mailbox) or _old_wec_name(old_tree, mailbox), mailbox,
                                           diffs.changes_diff(mailbox, changes), changes))
     if record is not None:
-        kept_record, snapshot = record, old_src.snapshot
-
         def keep_memos() -> None:  # a diff answers first: its record and plan only save the next run time
-            keep_record(kept_record, old_src, new, inputs=False)
+            keep_record(record, old_src, new, inputs=False)
             if planned is None:
-                plans.keep(kept_record, snapshot, new)  # for the reconcile that follows
+                plans.keep(record, old_src.snapshot, new)  # for the reconcile that follows
         later(record.state, keep_memos)
     wecs.sort(key=lambda w: w.wec)
     return new, diffs.DiffResult(changed, wecs, frozen_units(new))
