@@ -145,3 +145,69 @@ def test_a_lock_another_run_holds_is_waited_for_after_the_answer_not_before(tmp_
     finally:
         other.kill()
         other.wait(timeout=60)
+
+
+PROBE = """
+import fcntl, sys
+with open(sys.argv[1], "ab") as f:
+    try:
+        fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        print("free")
+    except BlockingIOError:
+        print("held")
+"""
+
+
+def lock_seen_from_another_process(state: Path) -> str:
+    return subprocess.run([sys.executable, "-c", PROBE, str(state / afterwards.LOCK_FILE)], capture_output=True,
+                          text=True, timeout=60).stdout.strip()
+
+
+def test_work_done_at_once_holds_the_lock_a_reader_waits_for(tmp_path: Path) -> None:
+    """`render`, `validate`, a library's call: no worker, yet the memos are kept as a worker keeps them."""
+    state = tmp_path / "state"
+    state.mkdir()
+    seen: list[str] = []
+    afterwards.later(state, lambda: seen.append(lock_seen_from_another_process(state)))
+    assert seen == ["held"]
+    assert lock_seen_from_another_process(state) == "free"  # let go after
+
+
+def test_work_done_at_once_beside_another_run_keeping_its_memos_is_not_done(tmp_path: Path) -> None:
+    """Its answer waits for no other run, and it writes nothing over the memos being kept."""
+    state = tmp_path / "state"
+    state.mkdir()
+    other = subprocess.Popen([sys.executable, "-c", HOLDER, str(state / afterwards.LOCK_FILE)],
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert other.stdout is not None and other.stdout.readline() == "held\n"
+        done: list[int] = []
+        started = time.monotonic()
+        afterwards.later(state, lambda: done.append(1))
+        assert done == [] and time.monotonic() - started < 5
+    finally:
+        other.kill()
+        other.wait(timeout=60)
+    afterwards.later(state, lambda: done.append(2))
+    assert done == [2]
+
+
+def test_the_program_keeping_its_memos_itself_holds_the_lock(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Beside another thread (or as a container's command) the program forks no child: it keeps
+    its memos before it ends, under the lock as the child would."""
+    state = tmp_path / "state"
+    state.mkdir()
+    monkeypatch.setattr(afterwards, "_program", True)
+    stop = threading.Event()
+    beside = threading.Thread(target=stop.wait, daemon=True)
+    beside.start()
+    seen: list[str] = []
+    try:
+        with afterwards.answered_first():
+            afterwards.later(state, lambda: seen.append(lock_seen_from_another_process(state)))
+            assert seen == []  # after the answer
+    finally:
+        stop.set()
+        beside.join(30)
+    assert seen == ["held"]
+    assert lock_seen_from_another_process(state) == "free"

@@ -118,8 +118,9 @@ def test_the_git_directory_of_a_work_tree_is_refused(tmp_path: Path) -> None:
 
 # --- signals -----------------------------------------------------------------------------------------
 
-def run_until_signalled(url: str, workdir: Path, signals: int, after: str = "clone") -> tuple[int, str, list[dict]]:
-    """`ksgitops run` on `url` (polling every 60 s), sent `signals` SIGTERMs once it logged `after`
+def run_until_signalled(url: str, workdir: Path, signals: int, after: str = "clone",
+                        sig: signal.Signals = signal.SIGTERM) -> tuple[int, str, list[dict]]:
+    """`ksgitops run` on `url` (polling every 60 s), sent `signals` times `sig` once it logged `after`
     (its clone is ready: the first cycle is under way): (exit code, stderr, the JSON log events)."""
     proc = start("--repo", url, "--interval", "60", "--workdir", str(workdir))
     try:
@@ -127,7 +128,7 @@ def run_until_signalled(url: str, workdir: Path, signals: int, after: str = "clo
         for i in range(signals):
             if i:
                 time.sleep(0.2)  # two signals at once would be one (the kernel does not queue them)
-            proc.send_signal(signal.SIGTERM)
+            proc.send_signal(sig)
         _, err = proc.communicate(timeout=60)
     finally:
         if proc.poll() is None:
@@ -135,10 +136,12 @@ def run_until_signalled(url: str, workdir: Path, signals: int, after: str = "clo
     return proc.returncode, err, seen + [json.loads(line) for line in err.splitlines() if line.startswith("{")]
 
 
-def test_sigterm_finishes_the_cycle_under_way_then_exits_0(git_daemon: GitDaemon, tmp_path: Path) -> None:  # noqa: F811
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP])  # SIGHUP: a closed session, `docker kill -s HUP`
+def test_sigterm_finishes_the_cycle_under_way_then_exits_0(sig: signal.Signals, git_daemon: GitDaemon,  # noqa: F811
+                                                           tmp_path: Path) -> None:
     bare = served_example(git_daemon, tmp_path)
     seed = remote_head(bare)
-    code, err, logged = run_until_signalled(git_daemon.url("fleet.git"), tmp_path / "work", 1)
+    code, err, logged = run_until_signalled(git_daemon.url("fleet.git"), tmp_path / "work", 1, sig=sig)
     assert code == 0, err
     cycle = [e for e in logged if e.get("event") in ("cycle", "cycle-failed")]
     assert [(e["action"], e["pushed"]) for e in cycle] == [("reconciled", True)], err  # finished, and no other
@@ -218,6 +221,22 @@ def test_computation_stops_at_once_on_the_second_signal(shutdown: Shutdown) -> N
         with shutdown.computing():  # nothing more is computed
             reached.append(-1)
     assert reached[-1] != -1
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT, signal.SIGHUP])
+def test_each_stop_signal_asks_then_abandons_and_its_handler_goes_after(sig: signal.Signals) -> None:
+    """`installed()`, as `run` and `sync` use it: the first signal asks, the second abandons;
+    afterwards the handlers before it are back."""
+    before = {s: signal.getsignal(s) for s in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)}
+    guard = Shutdown()
+    with guard.installed():
+        os.kill(os.getpid(), sig)
+        time.sleep(0.01)
+        assert guard.requested.is_set() and not guard.abandoned
+        os.kill(os.getpid(), sig)
+        time.sleep(0.01)
+        assert guard.abandoned
+    assert {s: signal.getsignal(s) for s in before} == before
 
 
 def test_python_m_ksgitops_works_with_the_current_directory_in_a_git_directory(example_git: Path, tmp_path: Path) -> None:

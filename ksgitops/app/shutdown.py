@@ -4,7 +4,7 @@ A *write step* changes durable state and must happen whole: writing a commit's o
 its branch, a push, a fetch (it moves refs), a write into a work tree, a cache or memo file. What
 lies between write steps is computation, which can be thrown away at any moment.
 
-- The first SIGTERM or SIGINT asks to stop: the cycle under way finishes (its commit is made and
+- The first SIGTERM, SIGINT or SIGHUP asks to stop: the cycle under way finishes (its commit is made and
   pushed), no other cycle starts, and every wait (the poll interval, a backoff) ends at once.
 - A second one abandons the cycle: a write step under way still finishes, no other write step
   starts, and computation under way stops at once (`Abandoned` is raised inside it).
@@ -22,6 +22,11 @@ from types import FrameType
 from typing import Iterator
 
 
+# SIGHUP too: a closed terminal or session (`nohup`-less, tmux killed) and `docker kill -s HUP`
+# (dumb-init, PID 1 of the image, passes it on) would otherwise end the program wherever it is
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+
+
 class Abandoned(BaseException):
     """Unwinds an abandoned cycle (a BaseException, so no `except Exception` swallows it)."""
 
@@ -33,10 +38,10 @@ class Shutdown:
         self._computing = 0
 
     def install(self) -> None:
-        """Handle SIGTERM and SIGINT in this (the main) thread. System calls a signal interrupts
+        """Handle STOP_SIGNALS in this (the main) thread. System calls a signal interrupts
         are restarted (SA_RESTART): libgit2 does not retry an interrupted socket read, so without
         it a signal would make a fetch or push under way fail."""
-        for sig in (signal.SIGTERM, signal.SIGINT):
+        for sig in STOP_SIGNALS:
             signal.signal(sig, self.on_signal)
             signal.siginterrupt(sig, False)
 
@@ -44,7 +49,7 @@ class Shutdown:
     def installed(self) -> Iterator[None]:
         """`install()` for the length of a `with` block; the previous handlers come back after it
         (a command run in-process, by a test or an embedding program, leaves no handler behind)."""
-        previous = {sig: signal.getsignal(sig) for sig in (signal.SIGTERM, signal.SIGINT)}
+        previous = {sig: signal.getsignal(sig) for sig in STOP_SIGNALS}
         self.install()
         try:
             yield

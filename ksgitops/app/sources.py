@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, Callable, MutableMapping
 
 from ..core.load.snapshot import Snapshot
 from ..io.fs import worktree
+from ..io.fs.afterwards import later
 from ..io.fs.tree import WorkTreeSnapshot, check_layout
 from ..io.git import branch, checkout, repo as git
 from ..io.git.branch import git_dir
@@ -68,7 +69,7 @@ def compute(src: Source, cache: MutableMapping[Any, Any] | None = None,
     if cache is None and src.repo is None:
         disk = worktree_cache(src.path)
         result = pipeline.reconcile(src.snapshot, src.snapshot, disk.content, progress, reuse)
-        disk.save_content()
+        later(disk.state, disk.save_content)
         return result
     return pipeline.reconcile(src.snapshot, src.snapshot, cache, progress, reuse)
 

@@ -321,7 +321,7 @@ def compute_for_wec(path: Path, name: str, progress: Progress | None = None) -> 
     from .status import placements_only
     mailbox = find_wec(placements_only(src, disk.content, progress), name)
     result = compute(src, disk.content, reuse=lambda mb, digest: mb != mailbox)
-    disk.save_content()
+    later(disk.state, disk.save_content)
     return result, mailbox
 
 

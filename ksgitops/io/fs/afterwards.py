@@ -1,6 +1,8 @@
 """Work a command may leave until it has answered: the memos a run keeps for the next one (the
 local cache, the run record; io/git/cache.py; in a work tree its stat record and a diff's plan,
-io/fs/statcache.py, io/fs/plan.py). Called by a library or a test, a command does it at once.
+io/fs/statcache.py, io/fs/plan.py). Called by a library or a test (or as `render`, `explain`,
+`validate`), a command does it at once, under the lock below; while another run keeps its memos it
+keeps none.
 A command handed to the monitor answers first (its output, then its exit code) and keeps them
 after, in the worker the monitor forked, as git leaves `gc --auto` until a command is done: they
 only save the next run time, and the asker waits for nothing that its command's result needs.
@@ -73,6 +75,7 @@ def _leave_to_a_child() -> None:
     global _queue
     flush_streams()  # written once, here: a child's copy of a buffer is never flushed
     if not _queue or threading.active_count() > 1 or _last_of_its_kind():  # no fork beside a thread
+        hold()  # kept here, as a child would: under the lock
         finish()
         return
     hold()
@@ -151,11 +154,33 @@ def let_go(*also: signal.Signals) -> None:
 
 
 def later(state: Path | None, work: Callable[[], None]) -> None:
-    """Do `work`, which writes memos into the state folder `state`: now, or after the answer."""
-    if _queue is None or state is None:
+    """Do `work`, which writes memos into the state folder `state`: now (under the folder's lock,
+    as a reader of them expects), or after the answer."""
+    if state is None:
         work()
+    elif _queue is None:
+        _locked(os.path.realpath(state), work)
     else:
         _queue.append((os.path.realpath(state), work))
+
+
+def _locked(state: str, work: Callable[[], None]) -> None:
+    """`work` holding the lock of `state` (without one when there is no lock to take: see
+    _open_lock). While another run keeps its memos there, this run's are not kept: its answer
+    (`render`, `validate`, a library's call) waits for no other run, the other's memos are as
+    true, and the next run recomputes what is missing."""
+    fd = _open_lock(state, create=True)
+    if fd is None:
+        work()
+        return
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return
+        work()
+    finally:
+        os.close(fd)
 
 
 def defer() -> None:
