@@ -211,3 +211,30 @@ def test_the_program_keeping_its_memos_itself_holds_the_lock(tmp_path: Path, mon
         beside.join(30)
     assert seen == ["held"]
     assert lock_seen_from_another_process(state) == "free"
+
+
+def test_the_program_keeping_its_memos_itself_waits_for_no_other_run(tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """Another run keeps its memos in the folder: this one's exit code is not held back; it keeps none."""
+    state = tmp_path / "state"
+    state.mkdir()
+    monkeypatch.setattr(afterwards, "_program", True)
+    monkeypatch.setattr(afterwards, "_last_of_its_kind", lambda: True)  # a container's command
+    other = subprocess.Popen([sys.executable, "-c", HOLDER, str(state / afterwards.LOCK_FILE)],
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    done: list[int] = []
+    watchdog = threading.Timer(10, other.kill)  # code that waits for the other run ends after 10 s, not never
+    watchdog.start()
+    try:
+        assert other.stdout is not None and other.stdout.readline() == "held\n"
+        started = time.monotonic()
+        with afterwards.answered_first():
+            afterwards.later(state, lambda: done.append(1))
+        assert time.monotonic() - started < 5 and done == []
+    finally:
+        watchdog.cancel()
+        other.kill()
+        other.wait(timeout=60)
+    with afterwards.answered_first():
+        afterwards.later(state, lambda: done.append(2))
+    assert done == [2]

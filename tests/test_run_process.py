@@ -11,6 +11,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Iterator
 
 import pytest
 
@@ -27,10 +28,12 @@ def run(*args: str, env: dict[str, str] | None = None, timeout: float = 120) -> 
                           timeout=timeout, env={**os.environ, **(env or {})})
 
 
-def start(*args: str) -> subprocess.Popen[str]:
+def start(*args: str, hangup: object = signal.SIG_DFL) -> subprocess.Popen[str]:
+    """`ksgitops run` with SIGHUP as `hangup` (default: the default action, whatever this test run ignores)."""
     return subprocess.Popen([sys.executable, "-m", "ksgitops", "run", "--log-format", "json", "--port", "0", *args],
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-                            env=dict(os.environ, PYTHONUNBUFFERED="1"))
+                            env=dict(os.environ, PYTHONUNBUFFERED="1"),
+                            preexec_fn=lambda: signal.signal(signal.SIGHUP, hangup))  # noqa: PLW1509
 
 
 def wait_for_event(proc: subprocess.Popen[str], event: str, timeout: float = 60) -> list[dict]:
@@ -223,8 +226,17 @@ def test_computation_stops_at_once_on_the_second_signal(shutdown: Shutdown) -> N
     assert reached[-1] != -1
 
 
+@pytest.fixture
+def hangup_default() -> Iterator[None]:
+    """SIGHUP with its default action, as a session's process has it (the suite may run under nohup)."""
+    old = signal.signal(signal.SIGHUP, signal.SIG_DFL)
+    yield
+    signal.signal(signal.SIGHUP, old)
+
+
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT, signal.SIGHUP])
-def test_each_stop_signal_asks_then_abandons_and_its_handler_goes_after(sig: signal.Signals) -> None:
+def test_each_stop_signal_asks_then_abandons_and_its_handler_goes_after(sig: signal.Signals,
+                                                                          hangup_default: None) -> None:
     """`installed()`, as `run` and `sync` use it: the first signal asks, the second abandons;
     afterwards the handlers before it are back."""
     before = {s: signal.getsignal(s) for s in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)}
@@ -237,6 +249,34 @@ def test_each_stop_signal_asks_then_abandons_and_its_handler_goes_after(sig: sig
         time.sleep(0.01)
         assert guard.abandoned
     assert {s: signal.getsignal(s) for s in before} == before
+
+
+def test_under_nohup_sighup_stays_ignored(hangup_default: None) -> None:
+    signal.signal(signal.SIGHUP, signal.SIG_IGN)
+    guard = Shutdown()
+    with guard.installed():
+        assert signal.getsignal(signal.SIGHUP) == signal.SIG_IGN
+        os.kill(os.getpid(), signal.SIGHUP)
+        time.sleep(0.01)
+        assert not guard.requested.is_set()
+    assert signal.getsignal(signal.SIGHUP) == signal.SIG_IGN
+
+
+def test_run_started_under_nohup_outlives_a_hangup(git_daemon: GitDaemon, tmp_path: Path) -> None:  # noqa: F811
+    served_example(git_daemon, tmp_path)
+    proc = start("--repo", git_daemon.url("fleet.git"), "--interval", "60", "--workdir", str(tmp_path / "work"),
+                 hangup=signal.SIG_IGN)
+    try:
+        wait_for_event(proc, "cycle")
+        proc.send_signal(signal.SIGHUP)
+        time.sleep(1)
+        assert proc.poll() is None  # still running
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0, err
 
 
 def test_python_m_ksgitops_works_with_the_current_directory_in_a_git_directory(example_git: Path, tmp_path: Path) -> None:

@@ -4,7 +4,7 @@ A *write step* changes durable state and must happen whole: writing a commit's o
 its branch, a push, a fetch (it moves refs), a write into a work tree, a cache or memo file. What
 lies between write steps is computation, which can be thrown away at any moment.
 
-- The first SIGTERM, SIGINT or SIGHUP asks to stop: the cycle under way finishes (its commit is made and
+- The first SIGTERM, SIGINT or SIGHUP (unless ignored, as under `nohup`) asks to stop: the cycle under way finishes (its commit is made and
   pushed), no other cycle starts, and every wait (the poll interval, a backoff) ends at once.
 - A second one abandons the cycle: a write step under way still finishes, no other write step
   starts, and computation under way stops at once (`Abandoned` is raised inside it).
@@ -22,8 +22,9 @@ from types import FrameType
 from typing import Iterator
 
 
-# SIGHUP too: a closed terminal or session (`nohup`-less, tmux killed) and `docker kill -s HUP`
-# (dumb-init, PID 1 of the image, passes it on) would otherwise end the program wherever it is
+# SIGHUP too: a closed terminal or session and `docker kill -s HUP` (dumb-init, PID 1 of the image,
+# passes it on) would otherwise end the program wherever it is; but not when it is ignored as
+# the program starts (`nohup`): the user asked it to outlive the session
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 
 
@@ -42,6 +43,8 @@ class Shutdown:
         are restarted (SA_RESTART): libgit2 does not retry an interrupted socket read, so without
         it a signal would make a fetch or push under way fail."""
         for sig in STOP_SIGNALS:
+            if sig == signal.SIGHUP and signal.getsignal(sig) == signal.SIG_IGN:
+                continue
             signal.signal(sig, self.on_signal)
             signal.siginterrupt(sig, False)
 

@@ -75,8 +75,7 @@ def _leave_to_a_child() -> None:
     global _queue
     flush_streams()  # written once, here: a child's copy of a buffer is never flushed
     if not _queue or threading.active_count() > 1 or _last_of_its_kind():  # no fork beside a thread
-        hold()  # kept here, as a child would: under the lock
-        finish()
+        _keep_here()
         return
     hold()
     try:
@@ -92,6 +91,18 @@ def _leave_to_a_child() -> None:
             os._exit(0)
     _queue = None  # the child does the work and holds the locks (an flock is the open file's, shared by the fork)
     _close_locks()
+
+
+def _keep_here() -> None:
+    """The queued work done by this process before it ends, each state folder's under its lock
+    (as a child would keep it); a folder whose lock another run holds is left, as `later` leaves
+    it: the exit code waits for no other run."""
+    global _queue
+    try:
+        for state in dict.fromkeys(state for state, _ in _queue or []):
+            _locked(state, lambda: _do(state))  # noqa: B023 - called at once
+    finally:
+        _queue = None
 
 
 def exit_code(run: Callable[[], None], catch_all: bool = False) -> int:
