@@ -121,15 +121,21 @@ with open(sys.argv[1], "ab") as f:
 """
 
 
+def another_run_holding(state: Path) -> subprocess.Popen[str]:
+    """A process holding the lock of `state` (as a run keeping its memos) until told or killed."""
+    other = subprocess.Popen([sys.executable, "-c", HOLDER, str(state / afterwards.LOCK_FILE)],
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    assert other.stdout is not None and other.stdout.readline() == "held\n"
+    return other
+
+
 def test_a_lock_another_run_holds_is_waited_for_after_the_answer_not_before(tmp_path: Path) -> None:
     """Another run's memos being kept: `hold` (just before the answer) returns at once, and the
     work waits for that run in `finish` (after the answer), then holds the lock itself."""
     state = tmp_path / "state"
     state.mkdir()
-    other = subprocess.Popen([sys.executable, "-c", HOLDER, str(state / afterwards.LOCK_FILE)],
-                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    other = another_run_holding(state)
     try:
-        assert other.stdout is not None and other.stdout.readline() == "held\n"
         afterwards.defer()
         afterwards.later(state, lambda: (state / "memo").write_text("kept"))
         holding = threading.Thread(target=afterwards.hold)
@@ -177,11 +183,9 @@ def test_work_done_at_once_beside_another_run_keeping_its_memos_is_not_done(tmp_
     """Its answer waits for no other run, and it writes nothing over the memos being kept."""
     state = tmp_path / "state"
     state.mkdir()
-    other = subprocess.Popen([sys.executable, "-c", HOLDER, str(state / afterwards.LOCK_FILE)],
-                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    other = another_run_holding(state)
+    done: list[int] = []
     try:
-        assert other.stdout is not None and other.stdout.readline() == "held\n"
-        done: list[int] = []
         started = time.monotonic()
         afterwards.later(state, lambda: done.append(1))
         assert done == [] and time.monotonic() - started < 5
@@ -220,13 +224,11 @@ def test_the_program_keeping_its_memos_itself_waits_for_no_other_run(tmp_path: P
     state.mkdir()
     monkeypatch.setattr(afterwards, "_program", True)
     monkeypatch.setattr(afterwards, "_last_of_its_kind", lambda: True)  # a container's command
-    other = subprocess.Popen([sys.executable, "-c", HOLDER, str(state / afterwards.LOCK_FILE)],
-                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    other = another_run_holding(state)
     done: list[int] = []
     watchdog = threading.Timer(10, other.kill)  # code that waits for the other run ends after 10 s, not never
     watchdog.start()
     try:
-        assert other.stdout is not None and other.stdout.readline() == "held\n"
         started = time.monotonic()
         with afterwards.answered_first():
             afterwards.later(state, lambda: done.append(1))
