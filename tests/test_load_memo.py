@@ -29,13 +29,15 @@ def test_a_space_read_again_takes_its_checked_objects_from_the_memo(tmp_path: Pa
                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
     _write(tmp_path, {"a.yaml": CM.format("b") + "---\n" + "apiVersion: v1\nkind: ConfigMap\nmetadata: {}\n"
                       + "---\n" + CM.format("a"),
-                      "b.yaml": CM.format("a") + "---\n" + CM.format("c")})
+                      "b.yaml": CM.format("a") + "---\n" + CM.format("c") + "---\n"
+                      + "apiVersion: v1\nkind: ConfigMap\nmetadata: {namespace: ns}\n"})
     cache: dict = {}  # type: ignore[type-arg]
     first = _shown(read.load(WorkTreeSnapshot(tmp_path), cache))
     assert first == (["ConfigMap ns/a@spaces/wds/a.yaml:11", "ConfigMap ns/b@spaces/wds/a.yaml:1",
                       "ConfigMap ns/c@spaces/wds/b.yaml:7"],
-                     ["spaces/wds/a.yaml:7: missing metadata.name",
-                      "spaces/wds/b.yaml:1: ConfigMap ns/a is defined twice: here and at spaces/wds/a.yaml:11"])
+                     ["spaces/wds/a.yaml:7: missing metadata.name",  # in the order of the files' documents
+                      "spaces/wds/b.yaml:1: ConfigMap ns/a is defined twice: here and at spaces/wds/a.yaml:11",
+                      "spaces/wds/b.yaml:13: missing metadata.name"])
     checked: list[object] = []
     has_identity = read._has_identity
     monkeypatch.setattr(read, "_has_identity", lambda obj, problems: checked.append(obj) or has_identity(obj, problems))

@@ -21,7 +21,7 @@ NOT_UTF8_FIX = "rename it (Kubernetes, YAML and git tools spell names in UTF-8)"
 FINDINGS_OF = "schema-findings-of"  # parse cache: a file blob -> the schema-findings keys of its documents
 MAILBOX_OF = "mailbox-space-of"  # parse cache: (space, folder key) -> its mailbox Space (body, line, blob) or ()
 OBJECTS_OF = "objects-of"  # parse cache: (a file blob, space, path) -> its objects, made once
-IDENTIFIED = "identified-of"  # parse cache: (a file blob, space, path) -> its objects with an identity, and why not
+IDENTIFIED = "identified-of"  # parse cache: (a file blob, space, path) -> its objects, each with its identity or why none
 LAST_READ = "last-read-of"  # parse cache: a path -> the blob its multi-document file was last read from
 
 ParseCache = MutableMapping[Any, Any]  # parse results by blob id, plus other memos keyed by tuples
@@ -158,7 +158,10 @@ def _mailbox_space(snapshot: Snapshot, space: str, cache: ParseCache) -> Obj | N
 def _load_space(space: str, files: list[SourceFile], cache: ParseCache, problems: list[Problem]) -> list[Obj]:
     seen: dict[tuple[str, str, str, str], Obj] = {}  # by ref_order: an ObjRef's fields, hashed and sorted in C
     for source in files:
-        for obj, order in _identified(space, source, cache, problems):
+        for obj, order, missing in _identified(space, source, cache, problems):
+            if order is None:
+                problems.extend(missing)
+                continue
             first = seen.get(order)
             if first is not None:
                 problems.append(Problem(obj.origin, f"{ObjRef(*order)} is defined twice: here and at {first.origin}"))
@@ -168,18 +171,19 @@ def _load_space(space: str, files: list[SourceFile], cache: ParseCache, problems
 
 
 def _identified(space: str, source: SourceFile, cache: ParseCache, problems: list[Problem]
-                ) -> tuple[tuple[Obj, tuple[str, str, str, str]], ...]:
-    """The file's objects that have an identity, each with its ref's order, and the problems of
-    those that have none: made once per blob (a fleet's inventory is thousands of objects)."""
+                ) -> tuple[tuple[Obj, tuple[str, str, str, str] | None, tuple[Problem, ...]], ...]:
+    """Each of the file's objects with its ref's order, or None and why it has no identity: made
+    once per blob (a fleet's inventory is thousands of objects), in the file's order."""
     objs = _objects(space, source, cache, problems)
     key = (IDENTIFIED, source.key, space, source.path)
     found = cache.get(key)
     if found is None:
-        missing: list[Problem] = []
-        found = cache[key] = (tuple((obj, ref_order(obj.ref)) for obj in objs if _has_identity(obj, missing)),
-                              tuple(missing))
-    problems.extend(found[1])
-    return found[0]  # type: ignore[no-any-return]
+        made = []
+        for obj in objs:
+            missing: list[Problem] = []
+            made.append((obj, ref_order(obj.ref), ()) if _has_identity(obj, missing) else (obj, None, tuple(missing)))
+        found = cache[key] = tuple(made)
+    return found  # type: ignore[no-any-return]
 
 
 def _objects(space: str, source: SourceFile, cache: ParseCache, problems: list[Problem]) -> tuple[Obj, ...]:
