@@ -4,8 +4,9 @@ A *write step* changes durable state and must happen whole: writing a commit's o
 its branch, a push, a fetch (it moves refs), a write into a work tree, a cache or memo file. What
 lies between write steps is computation, which can be thrown away at any moment.
 
-- The first SIGTERM, SIGINT or SIGHUP (unless ignored, as under `nohup`) asks to stop: the cycle under way finishes (its commit is made and
-  pushed), no other cycle starts, and every wait (the poll interval, a backoff) ends at once.
+- The first SIGTERM, SIGINT or SIGHUP (unless ignored, as under `nohup`) asks to stop: the cycle
+  under way finishes (its commit is made and pushed), no other cycle starts, and every wait (the
+  poll interval, a backoff) ends at once.
 - A second one abandons the cycle: a write step under way still finishes, no other write step
   starts, and computation under way stops at once (`Abandoned` is raised inside it).
 
