@@ -21,7 +21,7 @@ NOT_UTF8_FIX = "rename it (Kubernetes, YAML and git tools spell names in UTF-8)"
 FINDINGS_OF = "schema-findings-of"  # parse cache: a file blob -> the schema-findings keys of its documents
 MAILBOX_OF = "mailbox-space-of"  # parse cache: (space, folder key) -> its mailbox Space (body, line, blob) or ()
 OBJECTS_OF = "objects-of"  # parse cache: (a file blob, space, path) -> its objects, made once
-IDENTIFIED = "identified-of"  # parse cache: (a file blob, space, path) -> its objects, each with its identity or why none
+IDENTIFIED = "identified-of"  # parse cache: (a file blob, space, path) -> each object with its identity, or why none
 LAST_READ = "last-read-of"  # parse cache: a path -> the blob its multi-document file was last read from
 
 ParseCache = MutableMapping[Any, Any]  # parse results by blob id, plus other memos keyed by tuples
