@@ -6,7 +6,8 @@
 A bare clone of a generated fleet is reconciled once; then, again and again, one Location's label
 changes (a commit made with git plumbing, as run.py's bare rows make it) and the same process
 reconciles it with one long-lived cache, as a monitor's worker or `ksgitops run` would: what is
-left is the pipeline and the commit, without start-up, imports or reading the cache from disk.
+left is the pipeline and the commit, without start-up, imports or reading the cache from disk
+(with the command line's garbage-collector thresholds).
 Each stage's time is summed over its calls in one run; the medians over the changes after the
 first are printed, largest first (a stage nested in another is counted in both). The stages are
 the pipeline's own functions, wrapped here by name: one renamed in the code is reported missing.
@@ -16,6 +17,7 @@ from __future__ import annotations
 import argparse
 import collections
 import functools
+import gc
 import statistics
 import sys
 import tempfile
@@ -29,6 +31,7 @@ import fleet  # noqa: E402
 from measure import commit_to_bare, git, init_repo  # noqa: E402
 
 from ksgitops.app import usecases  # noqa: E402
+from ksgitops.cli.commands import GC_THRESHOLD  # noqa: E402
 from ksgitops.core import pipeline  # noqa: E402
 from ksgitops.core.emit import mailbox  # noqa: E402
 from ksgitops.core.place import where  # noqa: E402
@@ -69,6 +72,7 @@ def main() -> int:
     parser.add_argument("--objects", type=int, default=200)
     parser.add_argument("--changes", type=int, default=12)
     args = parser.parse_args()
+    gc.set_threshold(*GC_THRESHOLD)  # as the command line runs
     spent: dict[str, float] = collections.defaultdict(float)
     missing = [label for owner, name, label in STAGES if not timed(spent, owner, name, label)]
     with tempfile.TemporaryDirectory(prefix="ksgitops-stages-") as tmp:

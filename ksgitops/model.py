@@ -5,8 +5,11 @@ they were given (they deep-copy before customizing).
 """
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Literal
+
+import orjson
 
 Severity = Literal["error", "warning"]
 
@@ -65,6 +68,7 @@ class Obj:
     body: dict[str, Any] = field(compare=False, hash=False)
     origin: Origin = field(compare=False)
     key: str = field(default="", compare=False)  # content key of the file it came from (git blob id)
+    digest: bytes = field(default=b"", compare=False, repr=False)  # of the body: object_digest (below)
 
     # read tens of thousands of times per run: each property reads the body itself (no property
     # calls another), and only a value that is not a string yet goes through str()
@@ -125,7 +129,27 @@ class Obj:
         return ObjRef(self.group, self.kind, self.namespace, self.name)
 
     def __reduce__(self) -> tuple[Any, ...]:  # as Origin's: records keep thousands (a fleet's inventory)
-        return Obj, (self.space, self.body, self.origin, self.key)
+        return Obj, (self.space, self.body, self.origin, self.key, self.digest)
+
+
+def body_digest(body: Any) -> bytes:
+    """A digest of a body's content: its canonical JSON (or its repr, for a key JSON has no
+    spelling for, such as YAML's `1:`)."""
+    try:
+        data = orjson.dumps(body, option=orjson.OPT_SORT_KEYS)  # as core/serialize.py canonical_json
+    except TypeError:
+        data = b"repr\0" + repr(body).encode("utf-8", "backslashreplace")
+    return hashlib.blake2b(data, digest_size=16).digest()
+
+
+def object_digest(obj: Obj) -> bytes:
+    """`body_digest` of an object, made once: load makes it as it reads a file, and the parse
+    cache keeps it with the object, so a run that reads no new file computes none."""
+    found = obj.digest
+    if not found:
+        found = body_digest(obj.body)
+        object.__setattr__(obj, "digest", found)  # a memo of the (never changed) body: not a new value
+    return found
 
 
 FEW_WECS = 5  # WECs named when one problem concerns many (the rest are counted)

@@ -30,7 +30,8 @@ from .serialize import canonical_json
 from .tree import REUSE, Generated
 from .load.validate import validate, with_default_namespaces
 from .place.what import Placed, namespace_labels, placement_spec, select
-from .place.where import Candidates, Wec, destinations, inventory, wec_names
+from .place.carried import WecKey, WhereMemo, wec_prints
+from .place.where import Wec, inventory, wec_names
 from .results import Judged
 
 OUTPUT_FORMAT = 1  # bump when generated files change shape: invalidates every reuse digest
@@ -79,12 +80,14 @@ def reconcile(snapshot: Snapshot, previous: Previous = NO_PREVIOUS,
     if isolation.broken:
         wecs = inventory(isolation.valid)  # placements reach WECs through inventory objects without errors
         isolation.frozen.settle(wecs)
-    memo = _PlanMemo(cache, loaded.digests, wecs, kinds, isolation.key)
-    placements = {wds: _plan_placements(objs, kinds, wecs, problems, memo.for_space(wds))
+    prints = wec_prints(wecs)
+    memo = _PlanMemo(cache, loaded.digests, wecs, kinds, prints, isolation.key)
+    placements = {wds: _plan_placements(objs, kinds, problems, memo.for_space(wds))
                   for wds, objs in spaces.items()
                   if wds not in isolation.broken and any(_is_placement(o) for o in objs)}
     builder = MailboxBuilder(kinds, _customizers(spaces), previous.read, cache)
-    mailboxes, digests = _build(wecs, placements, loaded.digests, kinds, builder, isolation.frozen, reuse, progress)
+    mailboxes, digests = _build(wecs, prints, placements, loaded.digests, kinds, builder, isolation.frozen, reuse,
+                                progress)
     generated = _generated(loaded, config.skip_spaces, placements, mailboxes, wecs, isolation, memo)
     generated.update({root: tree for root, tree in space_out.generated.items()
                       if root.split("/")[1] not in isolation.broken})  # space step: discovered Spaces
@@ -95,8 +98,8 @@ def reconcile(snapshot: Snapshot, previous: Previous = NO_PREVIOUS,
                   digests, space_out.plan, isolation.frozen)
 
 
-def _build(wecs: dict[str, Wec], placements: dict[str, list[PlacementPlan]], space_digests: dict[str, str],
-           kinds: KindTable, builder: MailboxBuilder, frozen: Frozen, reuse: Callable[[str, str], bool] | None,
+def _build(wecs: dict[str, Wec], prints: dict[WecKey, bytes], placements: dict[str, list[PlacementPlan]],
+           space_digests: dict[str, str], kinds: KindTable, builder: MailboxBuilder, frozen: Frozen, reuse: Callable[[str, str], bool] | None,
            progress: Progress | None) -> tuple[dict[str, MailboxPlan], dict[str, str]]:
     """The MailboxPlan of every WEC the caller does not reuse, and the input digests of those
     that do not depend on what a mailbox holds now (frozen parts do)."""
@@ -108,7 +111,7 @@ def _build(wecs: dict[str, Wec], placements: dict[str, list[PlacementPlan]], spa
             continue  # REUSE, whatever the caller says
         reaching = _reaching(placements, mb)
         kept = frozen.reaching(mb)
-        digest = FROZEN_DIGEST if kept else mailbox_digest(wec, reaching, space_digests, prefix)
+        digest = FROZEN_DIGEST if kept else mailbox_digest(prints[(wec.space, wec.name)], reaching, space_digests, prefix)
         if not kept:
             digests[mb] = digest
         if reuse is None or not reuse(mb, digest):
@@ -141,27 +144,21 @@ class _PlanMemo:
     which the digest and the kinds fix)."""
 
     def __init__(self, cache: ParseCache | None, digests: dict[str, str], wecs: dict[str, Wec],
-                 kinds: KindTable, left_out: str = "") -> None:
+                 kinds: KindTable, prints: dict[WecKey, bytes], left_out: str = "") -> None:
         self.cache = cache if cache is not None else {}
         self.digests = digests
-        self.inventory = repr(sorted((s, digests.get(s)) for s in {w.space for w in wecs.values()})) + left_out
+        inventory = repr(sorted((s, digests.get(s)) for s in {w.space for w in wecs.values()})) + left_out
+        self.where = WhereMemo(self.cache, wecs, inventory, prints)
         self.kinds_table = kinds
         self.kinds = kinds.digest()
         self.space = ""
-        self._candidates: Candidates | None = None  # made on the first miss
 
     def for_space(self, space: str) -> "_PlanMemo":
         self.space = space
         return self
 
-    def destinations(self, spec: dict[str, Any], wecs: dict[str, Wec]) -> tuple[Any, ...]:
-        key = ("where", canonical_json(spec.get("locationSelectors") or []), self.inventory)
-        found = self.cache.get(key)
-        if found is None:
-            if self._candidates is None:
-                self._candidates = Candidates(wecs)
-            found = self.cache[key] = tuple(destinations(spec, wecs, self._candidates))
-        return found  # type: ignore[no-any-return]
+    def destinations(self, spec: dict[str, Any]) -> tuple[Any, ...]:
+        return self.where.destinations(spec, canonical_json(spec.get("locationSelectors") or []))
 
     def select(self, name: str, spec: dict[str, Any], workload: list[Obj], ns_labels: Any,
                kinds: KindTable) -> tuple[Any, ...]:
@@ -183,15 +180,14 @@ class _PlanMemo:
         return found  # type: ignore[no-any-return]
 
 
-def _plan_placements(objs: list[Obj], kinds: KindTable, wecs: dict[str, Wec],
-                     warnings: list[Problem], memo: _PlanMemo) -> list[PlacementPlan]:
+def _plan_placements(objs: list[Obj], kinds: KindTable, warnings: list[Problem], memo: _PlanMemo) -> list[PlacementPlan]:
     workload = [o for o in objs if not is_control(o)]
     ns_labels = namespace_labels(workload)
     plans = []
     for placement in (o for o in objs if _is_placement(o)):
         spec = placement_spec(placement)
         placed = memo.select(placement.name, spec, workload, ns_labels, kinds)
-        dests = memo.destinations(spec, wecs)
+        dests = memo.destinations(spec)
         reach: dict[str, str] = {}
         for dest in dests:
             reach.setdefault(dest.mailbox, dest.location_name)
@@ -215,14 +211,14 @@ def digest_prefix(kinds: KindTable) -> bytes:
     return f"{OUTPUT_FORMAT}\0{__version__}\0{kinds.digest()}\0".encode()
 
 
-def mailbox_digest(wec: Wec, reaching: list[PlacementPlan], space_digests: dict[str, str],
+def mailbox_digest(wec_print: bytes, reaching: list[PlacementPlan], space_digests: dict[str, str],
                    prefix: bytes) -> str:
     """Everything a mailbox's content depends on (but its previous copies, which matter only
-    after an error), after `digest_prefix`: equal digests mean equal mailboxes, so a caller may
+    after an error), after `digest_prefix`: the WEC's inventory objects (`wec_prints`), the
+    placements reaching it and their spaces. Equal digests mean equal mailboxes, so a caller may
     reuse the old one."""
     digest = hashlib.blake2b(prefix, digest_size=20)
-    for obj in (wec.sync_target, *wec.locations):
-        digest.update(canonical_json(obj.body))
+    digest.update(wec_print)
     for plan in reaching:
         digest.update(f"\0{plan.obj.space}\0{plan.obj.name}\0{space_digests.get(plan.obj.space)}".encode())
     return digest.hexdigest()

@@ -9,6 +9,7 @@ from typing import Any
 import orjson
 import yaml
 
+
 # YAML 1.2 readers (kustomize, go-yaml) take plain `1e3`, `0o17` or `.5` as numbers where PyYAML's
 # YAML 1.1 rules see strings: teach the dumper those patterns so such strings get quoted.
 YAML12_FLOAT = re.compile(r"^[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?$")

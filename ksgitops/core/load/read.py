@@ -9,7 +9,7 @@ import hashlib
 from dataclasses import dataclass, field
 from typing import Any, MutableMapping
 
-from ...model import Obj, ObjRef, Origin, Problem, Progress, ref_order
+from ...model import Obj, ObjRef, Origin, Problem, Progress, body_digest, ref_order
 from ...names import dns1123_label_error, not_utf8
 from .convert import FindingsMemo, read_source
 from .documents import read_by_document
@@ -211,7 +211,8 @@ def _objects(space: str, source: SourceFile, cache: ParseCache, problems: list[P
     key = (OBJECTS_OF, source.key, space, source.path)  # anchored on the blob: kept in its shard
     objs = cache.get(key)
     if objs is None:
-        objs = cache[key] = tuple(Obj(space, body, Origin(source.path, line), source.key) for line, body in parsed.docs)
+        objs = cache[key] = tuple(Obj(space, body, Origin(source.path, line), source.key, body_digest(body))
+                                   for line, body in parsed.docs)
     return objs  # type: ignore[no-any-return]
 
 

@@ -155,7 +155,7 @@ class Candidates:
 
     def __init__(self, wecs: dict[str, Wec]) -> None:
         self.pairs = sorted(((loc.labels, Destination(wec.space, loc.name, wec.name, wec.uid))
-                             for wec in wecs.values() for loc in wec.locations), key=lambda pair: _in_order(pair[1]))
+                             for wec in wecs.values() for loc in wec.locations), key=lambda pair: in_order(pair[1]))
         self.by_label: dict[tuple[Any, Any], list[int]] = {}
         self.unindexed: list[int] = []  # a label value YAML made unhashable: a candidate of every selector
         for at, (labels, _) in enumerate(self.pairs):
@@ -182,7 +182,7 @@ class Candidates:
         return [self.pairs[at] for at in sorted(found)]
 
 
-def _in_order(dest: Destination) -> tuple[str, str, str, str]:
+def in_order(dest: Destination) -> tuple[str, str, str, str]:
     """Destination's own order (its fields in turn), compared as one tuple: 4x faster than
     the dataclass's __lt__ over a fleet's thousand destinations."""
     return (dest.cluster, dest.location_name, dest.sync_target_name, dest.sync_target_uid)
