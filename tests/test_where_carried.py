@@ -110,3 +110,60 @@ def test_an_object_s_digest_is_kept_with_it_and_follows_its_content() -> None:
     assert pickle.loads(pickle.dumps(obj)).digest == digest
     assert object_digest(_obj("Location", "l", {"tier": "silver"})) != digest
     assert object_digest(Obj("s", {1: "a"}, Origin("f"))) != object_digest(Obj("s", {"1": "a"}, Origin("f")))
+
+
+def _st(name: str, labels: dict[str, str]) -> Obj:
+    return _obj("SyncTarget", name, labels)
+
+
+def _location(name: str, selector: object) -> Obj:
+    obj = _obj("Location", name)
+    obj.body["spec"] = {"instanceSelector": selector}
+    return obj
+
+
+_instance_selector = st.one_of(st.none(), st.builds(lambda labels: {"matchLabels": labels}, _labels),
+                               st.just({"matchExpressions": [{"key": "tier", "operator": "Exists"}]}))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(_labels, min_size=1, max_size=6), st.lists(_instance_selector, min_size=1, max_size=6),
+       st.lists(st.tuples(st.booleans(), st.integers(0, 5), _labels, _instance_selector), max_size=3))
+def test_selections_kept_by_content_give_the_inventory_a_fresh_look_gives(
+        targets: list[dict[str, str]], selectors: list[object],
+        edits: list[tuple[bool, int, dict[str, str], object]]) -> None:
+    from ksgitops.core.place.where import inventory
+    objs = [_st(f"st-{i}", labels) for i, labels in enumerate(targets)] + \
+        [_location(f"loc-{i}", sel) for i, sel in enumerate(selectors)]
+    def shown(wecs: dict[str, Wec]) -> dict[str, tuple[object, ...]]:  # Obj compares by space alone
+        return {mb: (w.sync_target.body, [loc.body for loc in w.locations]) for mb, w in wecs.items()}
+    memo: dict[object, object] = {}
+    assert shown(inventory({"inv": objs}, memo)) == shown(inventory({"inv": objs}))
+    for edit_target, at, labels, selector in edits:  # one object changed at a time, as runs go
+        if edit_target:
+            at %= len(targets)
+            objs = [_st(f"st-{at}", labels) if o.name == f"st-{at}" else o for o in objs]
+        else:
+            at %= len(selectors)
+            objs = [_location(f"loc-{at}", selector) if o.name == f"loc-{at}" else o for o in objs]
+        memo = pickle.loads(pickle.dumps(memo))
+        assert shown(inventory({"inv": objs}, memo)) == shown(inventory({"inv": objs}))
+
+
+def test_a_location_unchanged_among_unchanged_sync_targets_is_not_matched_again(monkeypatch: object) -> None:
+    from ksgitops.core.place import where
+    objs = [_st(f"st-{i}", {"id": str(i)}) for i in range(20)] + \
+        [_location(f"loc-{i}", {"matchLabels": {"id": str(i)}}) for i in range(20)]
+    memo: dict[object, object] = {}
+    where.inventory({"inv": objs}, memo)
+    objs[25] = _location("loc-5", {"matchLabels": {"id": "6"}})
+    looked: list[str] = []
+    real = where._selected_by
+
+    def counting(location: Obj, *rest: object) -> object:
+        looked.append(location.name)
+        return real(location, *rest)  # type: ignore[arg-type]
+    monkeypatch.setattr(where, "_selected_by", counting)  # type: ignore[attr-defined]
+    wecs = where.inventory({"inv": objs}, memo)
+    assert looked == ["loc-5"]
+    assert [loc.name for loc in wecs["inv-mb-st-6"].locations] == ["loc-5", "loc-6"]

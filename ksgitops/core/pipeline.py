@@ -71,14 +71,14 @@ def reconcile(snapshot: Snapshot, previous: Previous = NO_PREVIOUS,
     kinds = _kind_table(spaces, config)
     spaces, defaulted = with_default_namespaces(spaces, kinds)
     checked = defaulted + validate(spaces, kinds, cache)
-    wecs = inventory(spaces)
+    wecs = inventory(spaces, cache)
     # -- space step (core/place/spaces.py): discovery, unknown providers
     space_out = space_step(snapshot, loaded, spaces, wecs, config.skip_spaces)
     problems = loaded.problems + checked + space_out.problems
     # -- end space step
     isolation = isolate(spaces, loaded.mailboxes, problems, previous)
     if isolation.broken:
-        wecs = inventory(isolation.valid)  # placements reach WECs through inventory objects without errors
+        wecs = inventory(isolation.valid, cache)  # placements reach WECs through inventory objects without errors
         isolation.frozen.settle(wecs)
     prints = wec_prints(wecs)
     memo = _PlanMemo(cache, loaded.digests, wecs, kinds, prints, isolation.key)
@@ -99,17 +99,19 @@ def reconcile(snapshot: Snapshot, previous: Previous = NO_PREVIOUS,
 
 
 def _build(wecs: dict[str, Wec], prints: dict[WecKey, bytes], placements: dict[str, list[PlacementPlan]],
-           space_digests: dict[str, str], kinds: KindTable, builder: MailboxBuilder, frozen: Frozen, reuse: Callable[[str, str], bool] | None,
+           space_digests: dict[str, str], kinds: KindTable, builder: MailboxBuilder, frozen: Frozen,
+           reuse: Callable[[str, str], bool] | None,
            progress: Progress | None) -> tuple[dict[str, MailboxPlan], dict[str, str]]:
     """The MailboxPlan of every WEC the caller does not reuse, and the input digests of those
     that do not depend on what a mailbox holds now (frozen parts do)."""
     mailboxes: dict[str, MailboxPlan] = {}
     digests: dict[str, str] = {}
     prefix = digest_prefix(kinds)
+    reaching_each = _reaching(placements)
     for done, (mb, wec) in enumerate(wecs.items(), 1):
         if frozen.keeps_whole(mb):
             continue  # REUSE, whatever the caller says
-        reaching = _reaching(placements, mb)
+        reaching = reaching_each.get(mb, [])
         kept = frozen.reaching(mb)
         digest = FROZEN_DIGEST if kept else mailbox_digest(prints[(wec.space, wec.name)], reaching, space_digests, prefix)
         if not kept:
@@ -230,8 +232,14 @@ def _customizers(spaces: dict[str, list[Obj]]) -> dict[str, dict[tuple[str, str]
             for space, objs in spaces.items()}
 
 
-def _reaching(placements: dict[str, list[PlacementPlan]], mailbox: str) -> list[PlacementPlan]:
-    return [p for wds in sorted(placements) for p in placements[wds] if mailbox in p.mailboxes]
+def _reaching(placements: dict[str, list[PlacementPlan]]) -> dict[str, list[PlacementPlan]]:
+    """The placements reaching each mailbox, in order (by space, then as planned)."""
+    found: dict[str, list[PlacementPlan]] = {}
+    for wds in sorted(placements):
+        for plan in placements[wds]:
+            for mailbox in plan.mailboxes:
+                found.setdefault(mailbox, []).append(plan)
+    return found
 
 
 def _generated(loaded: Loaded, skipped: tuple[str, ...], placements: dict[str, list[PlacementPlan]],

@@ -14,17 +14,15 @@ selectors and clauses KubeStellar's CRDs accept but that match nothing or everyt
 from __future__ import annotations
 
 import difflib
-import hashlib
 from dataclasses import replace
 from typing import Any, Iterable, MutableMapping
 
 from ...kinds import CONTROL_GROUPS, CONTROL_KINDS, KindTable, api_version_error, crd_kind, is_control, name_error
-from ...model import Obj, ObjRef, Problem, ref_order
+from ...model import Obj, ObjRef, Problem, object_digest, ref_order
 from ...names import dns1123_label_error
 from .clauses import clause_warnings, selector_warnings
 from .schemas import GENERATED_SCHEMAS, SCHEMA_FILES
 from ..customize.customizer import customizer_errors, wants_expansion
-from ..serialize import canonical_json
 from .selectors import label_key_error, label_value_error
 from ...names import mailbox_name
 
@@ -36,31 +34,25 @@ def validate(spaces: dict[str, list[Obj]], kinds: KindTable,
              memo: MutableMapping[Any, Any] | None = None) -> list[Problem]:
     """All problems (errors and warnings) of the loaded spaces, in a stable order.
 
-    Per-object checks depend only on the object and the kind table, so they are memoized by
-    (file content key, line, kind table) when the caller passes a memo (a persistent cache)."""
+    Per-object checks depend only on the object, where it is and the kind table, so they are
+    memoized by (content digest, origin, namespace, kind table) when the caller passes a memo (a
+    persistent cache): the objects of a file that changed are mostly found there."""
     memo = {} if memo is None else memo
     kinds_digest = kinds.digest()
     problems: list[Problem] = []
     for objs in spaces.values():
         for obj in objs:
-            key = ("validate", obj.key, obj.origin, obj.namespace, kinds_digest) if obj.key else None
-            found = memo.get(key) if key else None
+            # the digest as text: a persistent cache spreads such keys over its shards by that text
+            key = ("validate-object", object_digest(obj).hex(), obj.origin, obj.namespace, kinds_digest)
+            found = memo.get(key)
             if found is None:
-                # a file that changed mostly holds objects that did not: find them by content
-                content = ("validate-object", _content(obj), obj.origin, obj.namespace, kinds_digest)
-                found = memo.get(content)
-                if found is None:
-                    found = memo[content] = tuple(_object_problems(obj, kinds))
-                if key:
-                    memo[key] = found
+                found = memo[key] = tuple(_object_problems(obj, kinds))
             problems.extend(found)
     problems = _one_per_unknown_kind(problems)
     problems.extend(_mailbox_problems(spaces))
     return sorted(set(problems))
 
 
-def _content(obj: Obj) -> str:
-    return hashlib.blake2b(canonical_json(obj.body), digest_size=20).hexdigest()
 
 
 def _object_problems(obj: Obj, kinds: KindTable) -> Iterable[Problem]:

@@ -9,9 +9,9 @@ import functools
 import hashlib
 import uuid
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping
+from typing import Any, Iterable, Mapping, MutableMapping
 
-from ...model import Obj
+from ...model import Obj, object_digest
 from ...names import mailbox_name
 from ..load.selectors import matcher, matches
 
@@ -96,20 +96,45 @@ def _of_kind(objs: Iterable[Obj], kind: str) -> list[Obj]:
     return [o for o in objs if o.kind == kind and o.group == "edge.kubestellar.io"]
 
 
-def inventory(spaces: dict[str, list[Obj]]) -> dict[str, Wec]:
-    """Every SyncTarget of every space as a Wec, by mailbox name."""
+def inventory(spaces: dict[str, list[Obj]], memo: MutableMapping[Any, Any] | None = None) -> dict[str, Wec]:
+    """Every SyncTarget of every space as a Wec, by mailbox name. `memo` keeps which SyncTargets
+    each Location selects, by the Location's content and all the space's SyncTargets'."""
     wecs: dict[str, Wec] = {}
-    for objs in spaces.values():
+    for space, objs in spaces.items():
         targets = _of_kind(objs, "SyncTarget")
+        locations = _of_kind(objs, "Location")
         selected: dict[str, list[Obj]] = {st.name: [] for st in targets}
-        index = _label_index(targets)
-        for loc in _of_kind(objs, "Location"):
-            for st in _selected_by(loc, targets, index):
-                selected[st.name].append(loc)
+        for loc, names in zip(locations, _selections(space, targets, locations, memo)):
+            for name in names:
+                selected[name].append(loc)
         for st in targets:
             wec = Wec(st, tuple(selected[st.name]))
             wecs[wec.mailbox] = wec
     return dict(sorted(wecs.items()))
+
+
+def _selections(space: str, targets: list[Obj], locations: list[Obj],
+                memo: MutableMapping[Any, Any] | None) -> list[tuple[str, ...]]:
+    """The names of the SyncTargets each Location selects, in turn."""
+    if memo is None:
+        every = _label_index(targets)
+        return [tuple(st.name for st in _selected_by(loc, targets, every)) for loc in locations]
+    them = hashlib.blake2b(b"".join(object_digest(st) for st in targets), digest_size=16).digest()
+    key = ("selects", space, them)
+    known = memo.get(key) or {}
+    index: dict[tuple[str, str], list[Obj]] | None = None
+    found: dict[bytes, tuple[str, ...]] = {}
+    out = []
+    for loc in locations:
+        digest = object_digest(loc)
+        names = known.get(digest)
+        if names is None:
+            index = _label_index(targets) if index is None else index
+            names = tuple(st.name for st in _selected_by(loc, targets, index))
+        out.append(found.setdefault(digest, names))
+    if found != known:
+        memo[key] = found
+    return out
 
 
 def _label_index(targets: list[Obj]) -> dict[tuple[str, str], list[Obj]]:

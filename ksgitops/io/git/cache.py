@@ -54,6 +54,9 @@ RECORD_FILE = "reconciled.pickle"
 PLACED_FILE = "placed.pickle"
 
 
+_ABSENT = object()
+
+
 class TouchedDict(MutableMapping[Any, Any]):
     """A dict that remembers which keys this run read or wrote."""
 
@@ -64,6 +67,13 @@ class TouchedDict(MutableMapping[Any, Any]):
 
     def __getitem__(self, key: Any) -> Any:
         value = self._data[key]
+        self.touched.add(key)
+        return value
+
+    def get(self, key: Any, default: Any = None) -> Any:  # Mapping's goes through a KeyError on a miss
+        value = self._data.get(key, _ABSENT)
+        if value is _ABSENT:
+            return default
         self.touched.add(key)
         return value
 

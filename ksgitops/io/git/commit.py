@@ -7,7 +7,7 @@ from typing import Callable
 
 from ..pygit import pygit2
 
-from ...core.tree import Generated
+from ...core.tree import REUSE, Generated
 from ...model import EnvError, GitError
 from ..fs.durable import libgit2_fsync, moving_refs, os_reason
 from . import checkout as checkouts
@@ -39,7 +39,8 @@ def commit_generated(repo: pygit2.Repository, ref_name: str, source: pygit2.Comm
         return CommitResult(None, tree, source.tree.id)
     planned, roots = None, []
     if checkout or callable(message):
-        roots = changed_roots(TreeIndex(repo, source.tree), TreeIndex(repo, tree_at(repo, tree)), list(generated))
+        rewritten = [root for root, content in generated.items() if content is not REUSE]  # REUSE: the old subtree
+        roots = changed_roots(TreeIndex(repo, source.tree), TreeIndex(repo, tree_at(repo, tree)), rewritten)
         if callable(message):
             message = message(roots)
         if checkout:
