@@ -279,6 +279,57 @@ def test_two_starts_racing_leave_one_monitor(example_git: Path) -> None:
             os.kill(pid, signal.SIGKILL)
 
 
+@pytest.mark.parametrize("by_start", [True, False])
+def test_a_start_racing_a_monitor_not_listening_yet_waits_for_it(example_git: Path, by_start: bool) -> None:
+    """The window the three racing starts above hit now and then: a monitor holds the monitor's
+    lock but does not answer yet (it walks the work tree), started by another `start` (which holds
+    the start lock meanwhile) or otherwise (`--foreground`). A start then waits for it and tells
+    of it, rather than failing with exit code 3 (its own monitor finds the lock taken)."""
+    import fcntl
+    state = example_git / ".git" / "ksgitops-state"
+    state.mkdir(parents=True, exist_ok=True)
+    pids: set[int] = set()
+    with open(state / "monitor.start.lock", "a") as starting, open(state / "monitor.lock", "a") as lock:
+        if by_start:
+            fcntl.flock(starting, fcntl.LOCK_EX)
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        late = subprocess.Popen([sys.executable, "-m", "ksgitops", "monitor", "start", str(example_git), "-o", "json"],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        _its_monitor_gave_up(example_git, late, appears=not by_start)
+        fcntl.flock(lock, fcntl.LOCK_UN)  # the other monitor, ready now (started as app/monitor.py does)
+        read, write = os.pipe()
+        first = subprocess.Popen([sys.executable, "-m", "ksgitops", "monitor", "start", str(example_git),
+                                  "--ready-fd", str(write)], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                 stderr=subprocess.DEVNULL, pass_fds=(write,), start_new_session=True)
+        os.close(write)
+        pids.add(first.pid)
+        try:
+            assert monitoring._read_all(read, 60).startswith("ready")
+        finally:
+            fcntl.flock(starting, fcntl.LOCK_UN)
+    try:
+        out, err = late.communicate(timeout=60)
+        assert late.returncode == 0, (out, err)
+        told = json.loads(out)
+        assert told["state"] == "already running" and told["pid"] == first.pid
+    finally:
+        for pid in pids | set(_monitors_of(example_git)):
+            os.kill(pid, signal.SIGKILL)
+
+
+def _its_monitor_gave_up(repo: Path, late: subprocess.Popen[str], appears: bool) -> None:
+    """Wait until the late start's own monitor came and went (when `appears`; where it waits for
+    the start lock, none comes: 3 s pass, in which an unguarded start's would have come)."""
+    deadline, seen = time.monotonic() + (60 if appears else 3), False
+    while time.monotonic() < deadline and late.poll() is None:
+        found = bool(_monitors_of(repo))
+        if seen and not found:
+            return
+        seen = seen or found
+        time.sleep(0.05)
+    assert not appears or late.poll() is not None, "the late start's monitor never gave up"
+
+
 def _monitors_of(repo: Path) -> list[int]:
     found = []
     for entry in Path("/proc").iterdir():

@@ -5,6 +5,7 @@ log beside the work tree's records (`<git dir>/ksgitops-state/monitor.log`).
 """
 from __future__ import annotations
 
+import fcntl
 import os
 import subprocess
 import sys
@@ -12,7 +13,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
-from ..io.fs.feed import identity_of, request
+from ..io.fs.feed import ANOTHER, identity_of, request
 from ..io.fs.handoff_worker import Runner, Warm
 from ..io.fs.paths import STATE_DIR
 from ..io.git.discover import git_dir
@@ -20,6 +21,8 @@ from ..model import KsgitopsError
 
 START_TIMEOUT = 300.0  # seconds the first walk of a large work tree may take
 LOG = "monitor.log"
+ANOTHER_WAIT = 60.0  # seconds another monitor holding the lock may take to answer
+STARTING = "monitor.start.lock"  # held by a `start` from its check that none runs until its monitor answers
 
 
 def state_of(root: Path) -> tuple[str, Path]:
@@ -44,8 +47,22 @@ def start(root: Path, plan_ahead: bool = True) -> tuple[dict[str, Any], bool]:
     running = status(root)
     if running is not None:
         return running, False
-    where, log = state_of(root)
+    _, log = state_of(root)
     log.parent.mkdir(parents=True, exist_ok=True)
+    # One start at a time: another one's monitor may hold its lock but not answer yet (walking the
+    # work tree), and this one's would then fail for that lock with no monitor to show for it.
+    starting = os.open(log.parent / STARTING, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    try:
+        fcntl.flock(starting, fcntl.LOCK_EX)  # released when this start ends, or at once should it die
+        return _start(root, log, plan_ahead)
+    finally:
+        os.close(starting)
+
+
+def _start(root: Path, log: Path, plan_ahead: bool) -> tuple[dict[str, Any], bool]:
+    running = status(root)  # the start this one waited for started it
+    if running is not None:
+        return running, False
     read, write = os.pipe()
     with open(log, "ab") as out:
         argv = [sys.executable, "-m", "ksgitops", "monitor", "start", str(root), "--ready-fd", str(write)]
@@ -57,8 +74,8 @@ def start(root: Path, plan_ahead: bool = True) -> tuple[dict[str, Any], bool]:
     if not told.startswith("ready"):
         if child.poll() is None:
             child.terminate()
-        running = status(root)
-        if running is not None:  # another start won the race
+        running = status(root) if ANOTHER not in told else _answer_of_another(root)
+        if running is not None:  # another start won the race, or a monitor started otherwise answers now
             return running, False
         raise KsgitopsError(f"{root}: the monitor did not start: {told.removeprefix('error: ') or 'no answer'} "
                             f"(its log: {log})", exit_code=3)
@@ -66,6 +83,17 @@ def start(root: Path, plan_ahead: bool = True) -> tuple[dict[str, Any], bool]:
     if running is None:
         raise KsgitopsError(f"{root}: the monitor started but does not answer (its log: {log})", exit_code=3)
     return running, True
+
+
+def _answer_of_another(root: Path) -> dict[str, Any] | None:
+    """The status of the monitor holding the lock: one started otherwise than by `start` (a service
+    manager's `monitor start --foreground`) may still be walking the work tree."""
+    deadline = time.monotonic() + ANOTHER_WAIT
+    while True:
+        running = status(root)
+        if running is not None or time.monotonic() > deadline:
+            return running
+        time.sleep(0.1)
 
 
 def stop(root: Path) -> bool:

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from . import handoff_worker
-from .feed import FORMAT, address, identity_of
+from .feed import ANOTHER, FORMAT, address, identity_of
 from .handoff import FDS, peer_pid
 from .handoff_worker import Warm
 from .paths import STATE_DIR
@@ -225,7 +225,7 @@ def _only_one(path: Path) -> int:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
         os.close(fd)
-        raise OSError("another monitor watches this work tree") from None
+        raise OSError(ANOTHER) from None
     return fd
 
 
