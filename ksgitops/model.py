@@ -69,9 +69,15 @@ class Obj:
     origin: Origin = field(compare=False)
     key: str = field(default="", compare=False)  # content key of the file it came from (git blob id)
     digest: bytes = field(default=b"", compare=False, repr=False)  # of the body: object_digest (below)
+    # kind, group, name and namespace, read tens of thousands of times per run: each made from the
+    # body on first use (a loaded body is never changed) and kept
+    _kind: str | None = field(default=None, init=False, compare=False, repr=False)
+    _group: str | None = field(default=None, init=False, compare=False, repr=False)
+    _name: str | None = field(default=None, init=False, compare=False, repr=False)
+    _namespace: str | None = field(default=None, init=False, compare=False, repr=False)
 
-    # read tens of thousands of times per run: each property reads the body itself (no property
-    # calls another), and only a value that is not a string yet goes through str()
+    # each property reads the body itself (no property calls another), and only a value that is
+    # not a string yet goes through str()
 
     @property
     def api_version(self) -> str:
@@ -80,8 +86,12 @@ class Obj:
 
     @property
     def group(self) -> str:
-        value = self.body.get("apiVersion", "")
-        return (value if type(value) is str else str(value)).rpartition("/")[0]
+        found = self._group
+        if found is None:
+            value = self.body.get("apiVersion", "")
+            found = (value if type(value) is str else str(value)).rpartition("/")[0]
+            object.__setattr__(self, "_group", found)
+        return found
 
     @property
     def version(self) -> str:
@@ -89,8 +99,12 @@ class Obj:
 
     @property
     def kind(self) -> str:
-        value = self.body.get("kind", "")
-        return value if type(value) is str else str(value)
+        found = self._kind
+        if found is None:
+            value = self.body.get("kind", "")
+            found = value if type(value) is str else str(value)
+            object.__setattr__(self, "_kind", found)
+        return found
 
     @property
     def metadata(self) -> dict[str, Any]:
@@ -99,15 +113,23 @@ class Obj:
 
     @property
     def name(self) -> str:
-        md = self.body.get("metadata")
-        value = md.get("name", "") if isinstance(md, dict) else ""
-        return value if type(value) is str else str(value)
+        found = self._name
+        if found is None:
+            md = self.body.get("metadata")
+            value = md.get("name", "") if isinstance(md, dict) else ""
+            found = value if type(value) is str else str(value)
+            object.__setattr__(self, "_name", found)
+        return found
 
     @property
     def namespace(self) -> str:
-        md = self.body.get("metadata")
-        value = (md.get("namespace", "") or "") if isinstance(md, dict) else ""
-        return value if type(value) is str else str(value)
+        found = self._namespace
+        if found is None:
+            md = self.body.get("metadata")
+            value = (md.get("namespace", "") or "") if isinstance(md, dict) else ""
+            found = value if type(value) is str else str(value)
+            object.__setattr__(self, "_namespace", found)
+        return found
 
     @property
     def labels(self) -> dict[str, str]:

@@ -13,11 +13,20 @@ from ksgitops.model import Obj, ObjRef, Origin, Problem
 
 @pytest.mark.parametrize("cls", [Origin, ObjRef, Destination, Obj, Problem, Wec])
 def test_every_field_comes_back(cls) -> None:
-    values = {f.name: (7 if f.type in ("int", int) else f"{f.name}-value") for f in dataclasses.fields(cls)}
+    given = [f for f in dataclasses.fields(cls) if f.init]  # the others are made from these (Obj's kind, name)
+    values = {f.name: (7 if f.type in ("int", int) else f"{f.name}-value") for f in given}
     original = cls(**values)
     copy = pickle.loads(pickle.dumps(original, protocol=pickle.HIGHEST_PROTOCOL))
     assert type(copy) is cls and copy == original
-    assert {f.name: getattr(copy, f.name) for f in dataclasses.fields(cls)} == values
+    assert {f.name: getattr(copy, f.name) for f in given} == values
+
+
+def test_an_object_s_kind_and_name_come_back_from_its_body() -> None:
+    obj = Obj("s", {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d", "namespace": "n"}},
+              Origin("f", 1), "k")
+    assert (obj.kind, obj.group, obj.name, obj.namespace) == ("Deployment", "apps", "d", "n")  # kept from here on
+    copy = pickle.loads(pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL))
+    assert (copy.kind, copy.group, copy.name, copy.namespace, copy.ref) == ("Deployment", "apps", "d", "n", obj.ref)
 
 
 def _wec(space: str, name: str, label: str) -> Wec:

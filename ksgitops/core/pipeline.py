@@ -108,12 +108,15 @@ def _build(wecs: dict[str, Wec], prints: dict[WecKey, bytes], placements: dict[s
     digests: dict[str, str] = {}
     prefix = digest_prefix(kinds)
     reaching_each = _reaching(placements)
+    placement_keys = {id(plan): f"\0{plan.obj.space}\0{plan.obj.name}\0{space_digests.get(plan.obj.space)}".encode()
+                      for plans in placements.values() for plan in plans}
     for done, (mb, wec) in enumerate(wecs.items(), 1):
         if frozen.keeps_whole(mb):
             continue  # REUSE, whatever the caller says
         reaching = reaching_each.get(mb, [])
         kept = frozen.reaching(mb)
-        digest = FROZEN_DIGEST if kept else mailbox_digest(prints[(wec.space, wec.name)], reaching, space_digests, prefix)
+        digest = FROZEN_DIGEST if kept else mailbox_digest(
+            prints[(wec.space, wec.name)], b"".join(placement_keys[id(plan)] for plan in reaching), prefix)
         if not kept:
             digests[mb] = digest
         if reuse is None or not reuse(mb, digest):
@@ -213,17 +216,12 @@ def digest_prefix(kinds: KindTable) -> bytes:
     return f"{OUTPUT_FORMAT}\0{__version__}\0{kinds.digest()}\0".encode()
 
 
-def mailbox_digest(wec_print: bytes, reaching: list[PlacementPlan], space_digests: dict[str, str],
-                   prefix: bytes) -> str:
+def mailbox_digest(wec_print: bytes, reaching: bytes, prefix: bytes) -> str:
     """Everything a mailbox's content depends on (but its previous copies, which matter only
-    after an error), after `digest_prefix`: the WEC's inventory objects (`wec_prints`), the
-    placements reaching it and their spaces. Equal digests mean equal mailboxes, so a caller may
-    reuse the old one."""
-    digest = hashlib.blake2b(prefix, digest_size=20)
-    digest.update(wec_print)
-    for plan in reaching:
-        digest.update(f"\0{plan.obj.space}\0{plan.obj.name}\0{space_digests.get(plan.obj.space)}".encode())
-    return digest.hexdigest()
+    after an error), after `digest_prefix`: the WEC's inventory objects (`wec_prints`) and the
+    placements reaching it, each named with its space's digest. Equal digests mean equal
+    mailboxes, so a caller may reuse the old one."""
+    return hashlib.blake2b(prefix + wec_print + reaching, digest_size=20).hexdigest()
 
 
 def _customizers(spaces: dict[str, list[Obj]]) -> dict[str, dict[tuple[str, str], Obj]]:
