@@ -6,12 +6,13 @@ from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
 
 from ...model import Obj, Origin, Problem
+from ...names import dns1123_label_error
 from ..load.read import INVENTORY_ANNOTATION, SPACE_API, Loaded
 from ..load.parse import parse_file
 from ..serialize import dump_yaml
 from ..load.snapshot import GENERATED_DIR, Snapshot
-from .spaces import (CREATE_SPACE, DEFAULT_PROVIDER, DELETE_SPACE, WRITE_OBJECT, Observed, Plan, SpaceObj, inputs_from,
-                     plan, providers_by_name, space_body)
+from .spaces import (CREATE_SPACE, DEFAULT_PROVIDER, DELETE_SPACE, WRITE_OBJECT, Observed, Plan, ProviderDesc,
+                     SpaceObj, inputs_from, plan, providers_by_name, space_body)
 from .where import Wec
 
 SPACE_DIR = "space"  # a discovered space's Space object: spaces/<space>/.ksgitops/space/space.yaml
@@ -56,11 +57,13 @@ def space_step(snapshot: Snapshot, loaded: Loaded, spaces: Mapping[str, list[Obj
     skipped = set(skipped)
     found = inputs_from(spaces)
     objects = list(found.objects)
+    steady = _steady(found.objects, found.providers, wecs, loaded.mailboxes, skipped)
     for mailbox, wec in wecs.items():
-        objects.append(SpaceObj(mailbox, "managed", DEFAULT_PROVIDER.name, "Ready",
-                                f"SyncTarget {wec.space}/{wec.name}", origin=wec.sync_target.origin))
+        if mailbox not in steady:
+            objects.append(SpaceObj(mailbox, "managed", DEFAULT_PROVIDER.name, "Ready",
+                                    f"SyncTarget {wec.space}/{wec.name}", origin=wec.sync_target.origin))
     folders = [Observed(name, "Ready", True) for name, obj in loaded.mailboxes.items()
-               if obj.annotations.get(INVENTORY_ANNOTATION) not in skipped]
+               if obj.annotations.get(INVENTORY_ANNOTATION) not in skipped and name not in steady]
     for name, objs in loaded.spaces.items():
         marked = is_managed_marker(snapshot.read(f"spaces/{name}/{MANAGED_MARKER}"), name)
         if marked or objs or snapshot.space_files(name):  # a folder holding only .ksgitops/ is gone
@@ -84,6 +87,19 @@ def space_step(snapshot: Snapshot, loaded: Loaded, spaces: Mapping[str, list[Obj
                                     f"Space {a.space}: {verb} spaces/{a.space} with `ksgitops spaces --apply` "
                                     "(reconcile creates and deletes mailbox spaces only)", "warning"))
     return SpaceStep(p, generated, sorted(set(problems)))
+
+
+def _steady(objects: list[SpaceObj], providers: list[ProviderDesc], wecs: Mapping[str, Wec],
+            mailboxes: Mapping[str, Obj], skipped: set[str]) -> set[str]:
+    """The mailboxes the plan has nothing to say about, left out of it (a fleet's thousand): a
+    SyncTarget's, whose folder is there, named by no Space object, while the git provider is
+    ksgitops' own. Each would be a managed Space of that provider, Ready, over a folder it made,
+    Ready: no action, no problem, and no other Space or folder it could meet."""
+    if any(desc.name == DEFAULT_PROVIDER.name for desc in providers):
+        return set()
+    named = {obj.name for obj in objects}
+    return {mb for mb in wecs if mb in mailboxes and mb not in named and dns1123_label_error(mb) is None
+            and mailboxes[mb].annotations.get(INVENTORY_ANNOTATION) not in skipped}
 
 
 __all__ = ["space_step", "SpaceStep", "SPACE_DIR", "MANAGED_MARKER", "is_managed_marker", "plan", "simulate", "Plan", "Action", "SpaceObj", "ProviderDesc", "Observed", "DEFAULT_PROVIDER",
