@@ -90,6 +90,9 @@ def test_an_edit_parses_only_the_documents_it_touched(monkeypatch) -> None:
     "a: 1\r---\rb: 2\r",  # libyaml's line breaks that are not \n
     "a: 1\n---\nb: 2\u2028c: 3\n",
     "a: 1\n---\n\ufeffb: 2\n",
+    "a: 1\n---\nb: 2\x85c: 3\n",
+    "a: 1\n---\n%TAG ! tag:example.com,2000:\n---\nb: 2\n",  # a directive further down
+    "a: 1\r\n---\r\nb: 2\rc: 3\r\n",  # one lone \r among \r\n
     "a: 1\n",  # one document: nothing to cut
 ])
 def test_what_could_read_differently_in_pieces_is_read_whole(text: str) -> None:

@@ -24,7 +24,7 @@ from .convert import FindingsMemo, converted, read_source
 from .parse import MAX_FILE_BYTES, ParsedFile, nesting_error, parse_yaml_documents
 
 _DOCUMENT_START = re.compile(r"^---(?=[ \t\r\n]|\Z)", re.MULTILINE)
-_NOT_CUT = re.compile(r"^%|\r(?!\n)|[\x85\u2028\u2029]|(?<=.)\ufeff", re.MULTILINE | re.DOTALL)
+_LONE_CR = re.compile(r"\r(?!\n)")
 
 Piece = tuple[tuple[tuple[int, dict[str, Any]], ...], tuple[Problem, ...], tuple[Problem, ...]]
 
@@ -61,7 +61,7 @@ def _cut(path: str, data: bytes) -> list[tuple[int, str]] | None:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
         return None
-    if _NOT_CUT.search(text) or nesting_error(text):
+    if _reads_differently_in_pieces(text) or nesting_error(text):
         return None
     offsets = [m.start() for m in _DOCUMENT_START.finditer(text) if m.start()]
     if not offsets:
@@ -73,6 +73,14 @@ def _cut(path: str, data: bytes) -> list[tuple[int, str]] | None:
         line += piece.count("\n")
         at = offset
     return pieces
+
+
+def _reads_differently_in_pieces(text: str) -> bool:
+    """A directive line, a lone `\r`, NEL or a Unicode line separator, or a byte order mark past
+    the start. Substring searches, each at memchr's speed: one regex of all of them scanned a
+    fleet's inventory file (47 KB) in 3 ms, most of the reading of a file where one Location was relabelled."""
+    return (text.startswith("%") or "\n%" in text or ("\r" in text and _LONE_CR.search(text) is not None)
+            or "\x85" in text or "\u2028" in text or "\u2029" in text or text.find("\ufeff", 1) != -1)
 
 
 def _read_piece(path: str, text: str, memo: FindingsMemo | None) -> Piece | None:
