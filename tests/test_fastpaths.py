@@ -54,3 +54,32 @@ def test_a_changed_file_checks_only_its_changed_objects(example_git: Path, monke
     cold = app.reconcile_commit(example_git, "HEAD")
     assert git(example_git, "rev-parse", "HEAD^{tree}") == warm_tree
     assert cold.problems == warm.problems
+
+
+def test_the_run_after_a_commit_reads_no_mailbox_folder_it_wrote(example_git: Path, monkeypatch) -> None:
+    """A commit remembers each mailbox it rewrote by its new tree id: the next run recognises
+    them without reading their space.yaml, and its result is the one a cold cache gives."""
+    from ksgitops.core.load import read
+    assert isinstance(app.reconcile_commit(example_git, "HEAD"), app.ReconcileOutcome)
+    relabel_florin(example_git)
+    git(example_git, "commit", "-qam", "relabel")
+    read_here: list[str] = []
+    original = read._mailbox_space
+
+    def reading(snapshot, space, cache):  # type: ignore[no-untyped-def]
+        read_here.append(space)
+        return original(snapshot, space, cache)
+
+    monkeypatch.setattr(read, "_mailbox_space", reading)
+    warm = app.reconcile_commit(example_git, "HEAD")
+    assert isinstance(warm, app.ReconcileOutcome) and warm.result.loaded.mailboxes
+    # the one source space whose folder the user changed; then, after the commit, the mailbox it rewrote
+    assert read_here == ["imw1", "imw1-mb-florin"]
+    warm_tree = git(example_git, "rev-parse", "HEAD^{tree}")
+    monkeypatch.setattr(read, "_mailbox_space", original)
+    for name in ("cache.pickle", "reconciled.pickle"):
+        (example_git / ".git/ksgitops-state" / name).unlink()
+    git(example_git, "reset", "-q", "--hard", "HEAD~1")
+    cold = app.reconcile_commit(example_git, "HEAD")
+    assert git(example_git, "rev-parse", "HEAD^{tree}") == warm_tree
+    assert sorted(cold.result.loaded.mailboxes) == sorted(warm.result.loaded.mailboxes)

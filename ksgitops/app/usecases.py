@@ -211,7 +211,9 @@ def reconcile_commit(path: Path, source: str, progress: Progress | None = None,
     committed = commit_on_branch(src, result.generated, config, message)
 
     def keep_memos() -> None:  # for the next run only: a command handed to the monitor answers first
-        new = git.TreeIndex(src.repo, src.repo[committed.tree])  # type: ignore[arg-type, index]
+        written = git.TreeSnapshot(src.repo, src.repo[committed.tree])  # type: ignore[arg-type, index]
+        new = written.index
+        remember_mailbox_spaces(written, committed.roots, cache.content)
         cache.save(clean_mailboxes(result, new))
         cache.save_record(runrecord.record_of(new, result, tip[0], committed.commit or tip[1], record))
 
@@ -229,6 +231,16 @@ def reconcile_reusing(src: Source, cache: Any, progress: Progress | None = None)
         return cached is not None and cached == (digest, base.entry_id(f"spaces/{mailbox}"))
 
     return compute(src, cache.content, progress, reuse)
+
+
+def remember_mailbox_spaces(written: Any, roots: tuple[str, ...], content: Any) -> None:
+    """Each space whose folder the commit rewrote (a mailbox, or a source space holding generated
+    files) told mailbox from source now, as the next run's load would, by its new tree id: after
+    a change that rewrote the fleet, that run reads no mailbox folder."""
+    from ..core.load.read import mailbox_space  # after the answer: YAML's modules with it
+
+    for space in dict.fromkeys(root.split("/")[1] for root in roots if root.startswith("spaces/")):
+        mailbox_space(written, space, content)
 
 
 def clean_mailboxes(result: Result, tree: Any) -> dict[str, tuple[str, str]]:
