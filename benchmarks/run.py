@@ -37,6 +37,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from filesystem import PROBE, discard, remove_discarded  # noqa: E402
 from measure import ensure_bytecode, ksgitops_command, log, python_of, timed  # noqa: E402
 from scenarios import GROUPS, SizeResult, Step, bench_size  # noqa: E402
 from table import FLOORS, report, targets_missed  # noqa: E402
@@ -112,11 +113,13 @@ def sizes_of(args: argparse.Namespace) -> list[tuple[int, int]]:
 
 def measure_floors(ks: list[str], env: dict[str, str], args: argparse.Namespace, logs: Path) -> dict[str, Step]:
     python = python_of(ks)
-    commands = {"floor.python": [python, "-c", "pass"], "floor.import": [python, "-c", "import ksgitops.cli.commands"]}
+    commands = {"floor.python": lambda i: [python, "-c", "pass"],
+                "floor.import": lambda i: [python, "-c", "import ksgitops.cli.commands"],
+                "floor.files": lambda i: [python, "-c", PROBE, str(logs / f"probe-{i}")]}
     floors = {}
     for key, _ in FLOORS:
-        runs = [timed(commands[key], cwd=Path.cwd(), env=env, log_dir=logs, label=f"{key}-{i}", timeout=args.timeout)
-                for i in range(FLOOR_RUNS)]
+        runs = [timed(commands[key](i), cwd=Path.cwd(), env=env, log_dir=logs, label=f"{key}-{i}",
+                      timeout=args.timeout) for i in range(FLOOR_RUNS)]
         good = [r for r in runs if r.ok]
         floors[key] = Step(statistics.median(r.seconds for r in good) if good else None,
                            int(statistics.median(r.max_rss for r in good)) if good else None,
@@ -162,14 +165,17 @@ def main(argv: list[str] | None = None) -> int:
     ks, env = ksgitops_command(args.ksgitops)
     bytecode = ensure_bytecode(ks, env)
     logs = Path(tempfile.mkdtemp(prefix="ksgitops-bench-floors-", dir=args.workdir))
-    floors = measure_floors(ks, env, args, logs) if "floor" in rows else {}
-    shutil.rmtree(logs, ignore_errors=True)
+    discard(logs)
     results: list[SizeResult] = []
-    for fleet_name in args.fleet:
-        fleet = importlib.import_module(FLEETS[fleet_name])
-        for wecs, objects in sizes_of(args):
-            if groups:
-                results.append(bench_size(fleet_name, fleet, wecs, objects, groups, args, ks, env))
+    try:
+        floors = measure_floors(ks, env, args, logs) if "floor" in rows else {}
+        for fleet_name in args.fleet:
+            fleet = importlib.import_module(FLEETS[fleet_name])
+            for wecs, objects in sizes_of(args):
+                if groups:
+                    results.append(bench_size(fleet_name, fleet, wecs, objects, groups, args, ks, env))
+    finally:
+        remove_discarded()
     seconds = time.perf_counter() - clock
     print(report(results, floors, header(args, ks, env, started, seconds, rows, bytecode)), end="")
     for res in results if args.keep else []:

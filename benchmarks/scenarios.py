@@ -12,7 +12,6 @@ Step keys are "<mode>.<step>"; `--rows` groups pick which steps run (prerequisit
 from __future__ import annotations
 
 import argparse
-import fcntl
 import json
 import os
 import shutil
@@ -25,6 +24,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Callable
 
+from filesystem import discard, memos_kept, settle
 from measure import (MiB, commit_paths, commit_to_bare, generated_files, git, head, head_tree, init_repo, log,
                      report_tool, sample_evenly, stamp_changes, stamps, subtree, timed, worktree_tree)
 
@@ -152,31 +152,7 @@ class ModeRun:
 
     def close(self) -> None:
         if not self.args.keep:
-            shutil.rmtree(self.base, ignore_errors=True)
-            settle(self.label)
-
-
-def memos_kept(repo: Path) -> float:
-    """Wait until the last command's memos are written (a command answers first and keeps its memos
-    after, in a child holding the state folder's memos.lock, io/fs/afterwards.py): each figure is
-    then its own command's, as for a user whose commands are not a few milliseconds apart."""
-    for git_dir in (repo, repo / ".git"):
-        lock = git_dir / "ksgitops-state" / "memos.lock"
-        if lock.is_file():
-            started = time.perf_counter()
-            with open(lock, "rb") as f:
-                fcntl.flock(f, fcntl.LOCK_SH)
-            return time.perf_counter() - started
-    return 0.0
-
-
-def settle(label: str) -> None:
-    """Every dirty page and pending deletion written out before the next figure is taken: on a
-    slow disk the 200,000 files one mode removed (or the fleet just written) would otherwise be
-    flushed during the next mode's full run, and that run, not the anchor beside it, would pay."""
-    started = time.perf_counter()
-    os.sync()
-    log(f"{label}: the disk settled in {time.perf_counter() - started:.1f}s (sync)")
+            discard(self.base)
 
 
 # ------------------------------------------------------------------------------------------ modes
@@ -270,8 +246,7 @@ def _git_checkout_anchor(m: ModeRun) -> None:
         m.check(not dirty and head_tree(fresh) == head_tree(m.repo),
                 "git_checkout: the fresh work tree equals the reconciled commit",
                 "git_checkout: the fresh work tree differs from the reconciled commit", step)
-    shutil.rmtree(fresh, ignore_errors=True)
-    settle(m.label)
+    discard(fresh)
 
 
 def run_worktree(m: ModeRun, groups: set[str]) -> None:

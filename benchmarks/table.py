@@ -4,6 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from measure import GiB, MiB
+from filesystem import PROBE_FILES
 from scenarios import SizeResult, Step
 
 # Every measurement, in the order the report shows them: (step key, what runs).
@@ -55,6 +56,7 @@ ROWS: tuple[tuple[str, str], ...] = (
 FLOORS: tuple[tuple[str, str], ...] = (
     ("floor.python", "`python -c pass`"),
     ("floor.import", "`python -c \"import ksgitops.cli.commands\"`"),
+    ("floor.files", f"`python -c PROBE`: {PROBE_FILES:,} files of 600 bytes, ten to a folder, created (the file system's pace)"),
 )
 COUNTED = {"full": ("mailboxes", "mailboxes"), "render": ("render_objects", "objects"),
            "status": ("reports", "reports"), "foldin": ("report_refs", "refs")}
@@ -218,7 +220,7 @@ def floors_rows(floors: dict[str, Step]) -> list[list[str]]:
 def report(results: list[SizeResult], floors: dict[str, Step], header: list[str]) -> str:
     lines = [*header, ""]
     if floors:
-        lines += ["### Floors: the interpreter's start-up (median of 5)", "",
+        lines += ["### Floors: the interpreter's start-up, the file system's pace (median of 5)", "",
                   table(["command", "wall time", "peak RSS"], floors_rows(floors)), ""]
     lines += ["### Every row", "",
               table(["size (WECs × objects), fleet", "measurement", "wall time", "peak RSS",

@@ -15,6 +15,7 @@ import pytest
 from conftest import ROOT
 
 sys.path.insert(0, str(ROOT / "benchmarks"))
+import filesystem  # noqa: E402
 import measure  # noqa: E402
 import plot  # noqa: E402
 import scenarios  # noqa: E402
@@ -56,6 +57,24 @@ def test_every_row_runs_and_every_check_holds(tmp_path: Path) -> None:
     assert sorted(os.listdir(tmp_path)) == ["figures.json"]  # the temporary repos are gone
     assert "### Every row" in done.stdout and "one Location label changed in the work tree" in done.stdout
     assert plot.series(figures["results"])["worktree.noop"] == [(3, res["steps"]["worktree.noop"]["seconds"])]
+
+
+def test_folders_go_when_the_run_ends_not_between_figures(tmp_path: Path) -> None:
+    """A removed fleet slows the next one's file creation (filesystem.py): removal waits."""
+    folder = tmp_path / "mode"
+    folder.mkdir()
+    (folder / "file").write_text("x")
+    filesystem.discard(folder)
+    assert (folder / "file").exists()
+    filesystem.remove_discarded()
+    assert not folder.exists()
+
+
+def test_the_file_system_probe_creates_what_it_says(tmp_path: Path) -> None:
+    subprocess.run([sys.executable, "-c", filesystem.PROBE, str(tmp_path / "probe")], check=True, timeout=300)
+    made = [name for _, _, names in os.walk(tmp_path / "probe") for name in names]
+    assert len(made) == filesystem.PROBE_FILES
+    assert (tmp_path / "probe/d0/f0.yaml").stat().st_size == 600
 
 
 def test_a_ksgitops_that_does_nothing_fails_the_checks(tmp_path: Path) -> None:
