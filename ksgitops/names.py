@@ -139,7 +139,6 @@ _MAILBOX_DIGEST = 10  # hex digits
 
 
 @functools.lru_cache(maxsize=1 << 16)  # asked for per WEC and per destination, many times a run
-@functools.lru_cache(maxsize=1 << 16)  # asked for each WEC by several stages of every run
 def mailbox_name(inventory_space: str, sync_target: str) -> str:
     """The mailbox space of a SyncTarget: `<space>-mb-<name>` when that is a DNS-1123 label (so
     mailboxes that existed keep their name), else derived: the SyncTarget name lowercased with
