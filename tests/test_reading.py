@@ -172,3 +172,33 @@ def test_a_json_file_with_a_byte_order_mark_reads_as_kubectl_reads_it() -> None:
 def test_a_value_that_is_no_json_is_named_at_its_field_and_line(text: str, said: str) -> None:
     parsed = parse_file("x.yaml", (CM + "metadata: {name: a}\n" + text).encode())
     assert len(parsed.problems) == 1 and str(parsed.problems[0]).startswith(said), parsed.problems
+
+
+# --- the same bytes as JSON and as YAML -----------------------------------------------------------
+
+TWO_READINGS = ('{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a", "namespace": "n"}, '
+                '"data": {"k": "v"}, "n": 0.1e1, "s": "\\ud83d\\ude00"}\n')
+
+
+@pytest.mark.parametrize("first", ["wds-json", "wds-yaml"])
+def test_the_same_bytes_read_as_json_and_as_yaml_each_their_way(tree: Callable[[dict[str, str]], Path],
+                                                                  first: str) -> None:
+    """Blob ids key the parse cache; a file's parser is part of its key: one cache read the
+    .json copy and the .yaml copy each as when read alone, in either order (JSON reads `0.1e1`
+    as a number and the escaped surrogate pair as one character; YAML reads text, then refuses)."""
+    from ksgitops.core.load.read import load
+    from ksgitops.io.fs.tree import WorkTreeSnapshot
+    assert parse_file("a.json", TWO_READINGS.encode()).docs[0][1]["n"] == 1.0
+    files = {"wds-json": "spaces/wds-json/cm.json", "wds-yaml": "spaces/wds-yaml/cm.yaml"}
+    alone = {}
+    for space, path in files.items():
+        loaded = load(WorkTreeSnapshot(tree({path: TWO_READINGS})))
+        alone[space] = ([o.body for o in loaded.spaces.get(space, [])], [str(p) for p in loaded.problems])
+    assert alone["wds-json"][0] and not alone["wds-json"][1]
+    assert not alone["wds-yaml"][0] and alone["wds-yaml"][1]
+    cache: dict[Any, Any] = {}
+    load(WorkTreeSnapshot(tree({files[first]: TWO_READINGS})), cache)  # one is read first, then both
+    both = load(WorkTreeSnapshot(tree({p: TWO_READINGS for p in files.values()})), cache)
+    for space, path in files.items():
+        mine = [str(p) for p in both.problems if p.origin.path == path]
+        assert ([o.body for o in both.spaces.get(space, [])], mine) == alone[space], space

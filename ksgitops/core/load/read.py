@@ -186,25 +186,32 @@ def _identified(space: str, source: SourceFile, cache: ParseCache, problems: lis
     return found  # type: ignore[no-any-return]
 
 
+def parse_key(source: SourceFile) -> str:
+    """The parse cache's key of a file: its blob id, marked for JSON (the same bytes may read
+    differently as JSON and as YAML: `0.1e1` is a number in one and text in the other)."""
+    return f"{source.key}:json" if source.path.endswith(".json") else source.key
+
+
 def _objects(space: str, source: SourceFile, cache: ParseCache, problems: list[Problem]) -> tuple[Obj, ...]:
-    parsed = cache.get(source.key)
+    parsed_as = parse_key(source)
+    parsed = cache.get(parsed_as)
     if parsed is None:
         memo = FindingsMemo(cache)
         last = cache.get((LAST_READ, source.path))
         before = cache.get(last) if last is not None else None
-        parsed = cache[source.key] = read_by_document(source.path, source.read(), memo,
-                                                      before if isinstance(before, ParsedFile) else None)
+        parsed = cache[parsed_as] = read_by_document(source.path, source.read(), memo,
+                                                     before if isinstance(before, ParsedFile) else None)
         used = dict.fromkeys(memo.used)
         if parsed.pieces and last is not None:  # the documents taken from `before` were checked with these
             used.update((key, None) for key in cache.get((FINDINGS_OF, last), ()) if cache.get(key) is not None)
-        cache[(FINDINGS_OF, source.key)] = tuple(used)
+        cache[(FINDINGS_OF, parsed_as)] = tuple(used)
         if parsed.pieces:
-            cache[(LAST_READ, source.path)] = source.key
+            cache[(LAST_READ, source.path)] = parsed_as
     else:
-        for key in cache.get((FINDINGS_OF, source.key), ()):  # kept for the next edit of this file
+        for key in cache.get((FINDINGS_OF, parsed_as), ()):  # kept for the next edit of this file
             cache.get(key)
-        if parsed.pieces and cache.get((LAST_READ, source.path)) != source.key:
-            cache[(LAST_READ, source.path)] = source.key
+        if parsed.pieces and cache.get((LAST_READ, source.path)) != parsed_as:
+            cache[(LAST_READ, source.path)] = parsed_as
         if parsed.problems and parsed.problems[0].origin.path != source.path:
             parsed = read_source(source.path, source.read(), FindingsMemo(cache))  # same bytes elsewhere: re-anchor
     problems.extend(parsed.problems)
