@@ -247,6 +247,7 @@ def _git_checkout_anchor(m: ModeRun) -> None:
                 "git_checkout: the fresh work tree equals the reconciled commit",
                 "git_checkout: the fresh work tree differs from the reconciled commit", step)
     discard(fresh)
+    settle(m.label)  # its 200,000 files written out: the next row's sync is not theirs
 
 
 def run_worktree(m: ModeRun, groups: set[str]) -> None:
