@@ -94,3 +94,39 @@ def test_a_group_shared_repository_stays_readable_by_the_group(example: Path) ->
         if mode & need != need:
             unreadable.append(f"{path.relative_to(gitdir)} {stat.filemode(mode)}")
     assert not unreadable, unreadable
+
+
+@pytest.mark.parametrize("at_most", [None, 0])
+def test_a_small_checkout_fsyncs_what_it_wrote_not_the_file_system(example_git: Path, monkeypatch, at_most) -> None:
+    """A file-by-file checkout makes each file it wrote durable, and each folder on the way to a
+    name it made or removed, before the journal goes; a whole file system's sync would also wait
+    for every other dirty page on it. Past FSYNC_AT_MOST of them it syncs the file system."""
+    from ksgitops.app import usecases as app
+    from ksgitops.io.git import checkout
+    from test_incremental import relabel_florin
+    assert app.reconcile_commit(example_git, "HEAD").commit
+    relabel_florin(example_git)
+    git(example_git, "commit", "-qam", "relabel")
+    if at_most is not None:
+        monkeypatch.setattr(checkout, "FSYNC_AT_MOST", at_most)
+    calls: dict[str, list[Path]] = {"sync_filesystem": [], "fsync_file": [], "fsync_dir": []}
+    for name in calls:
+        original = getattr(checkout, name)
+        monkeypatch.setattr(checkout, name, lambda path, _o=original, _n=name: (calls[_n].append(Path(path)), _o(path)))
+    before = git(example_git, "rev-parse", "HEAD")
+    assert app.reconcile_commit(example_git, "HEAD").commit
+    changed = git(example_git, "diff", "--name-only", "--no-renames", before, "HEAD").split()
+    assert changed and not (example_git / ".git/ksgitops-state/checkout.json").exists()
+    assert git(example_git, "status", "--porcelain", "--untracked-files=no") == ""
+    if at_most == 0:
+        assert calls["sync_filesystem"] == [example_git] and not calls["fsync_file"]
+        return
+    assert calls["sync_filesystem"] == []
+    gone = {p for p in changed if not (example_git / p).exists()}
+    assert sorted(calls["fsync_file"]) == sorted(example_git / p for p in changed if p not in gone)
+    folders = set(calls["fsync_dir"])
+    for path in changed:
+        folder = (example_git / path).parent
+        while not folder.is_dir():
+            folder = folder.parent
+        assert folder in folders and example_git in folders, path

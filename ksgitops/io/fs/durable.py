@@ -59,6 +59,15 @@ def fsync_dir(path: Path | str) -> None:
         os.close(fd)
 
 
+def fsync_file(path: Path | str) -> None:
+    """Make a file's data and inode durable (its name: fsync_dir of its folder)."""
+    fd = os.open(str(path), os.O_RDONLY | os.O_NOFOLLOW)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
 def write_durably(path: Path, data: bytes) -> None:
     """Replace one small file atomically and durably: a sibling written and fsynced, renamed over
     `path`, then the folder fsynced. For journals and other files whose loss matters."""

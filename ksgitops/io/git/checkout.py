@@ -29,7 +29,7 @@ from ..pygit import pygit2
 
 from ...core.tree import KEEP, FileTree, Generated
 from ...model import EnvError, KsgitopsError
-from ..fs.durable import exclusive, os_reason, sync_filesystem, write_durably
+from ..fs.durable import exclusive, fsync_dir, fsync_file, os_reason, sync_filesystem, write_durably
 from ..fs.paths import STATE_DIR, check_path, write_file
 from ..fs.rootplan import plan_root
 from ..fs.worktree import write_generated
@@ -125,9 +125,9 @@ def apply(repo: pygit2.Repository, planned: Plan, generated: Generated | None = 
     from `generated` when given (they are in memory already), else from the new tree."""
     workdir = Path(repo.workdir)
     if not any(s.op in (TREE, REMOVE) for s in planned.steps):  # file by file: indexupdate.py
-        updates = IndexUpdates()
-        _apply_files(repo, planned, updates, workdir)
-        updates.write(repo, meanwhile=lambda: sync_filesystem(workdir))  # files on disk before the journal goes
+        updates, written = IndexUpdates(), Written(workdir)
+        _apply_files(repo, planned, updates, workdir, written)
+        updates.write(repo, meanwhile=written.make_durable)  # files on disk before the journal goes
         journal_path(repo).unlink(missing_ok=True)
         return
     index = repo.index
@@ -152,22 +152,67 @@ def apply(repo: pygit2.Repository, planned: Plan, generated: Generated | None = 
     journal_path(repo).unlink(missing_ok=True)
 
 
-def _apply_files(repo: pygit2.Repository, planned: Plan, entries: Any, workdir: Path) -> None:
+FSYNC_AT_MOST = 256  # files and folders a file-by-file checkout fsyncs one by one; more: the file system synced
+
+
+class Written:
+    """What a file-by-file checkout changed on disk, made durable before the journal goes: each
+    file written and each folder on the way to a name made or removed, fsynced one by one (a sync
+    of the whole file system would also wait for every other dirty page on it, a fresh clone's
+    included); past FSYNC_AT_MOST of them, the file system synced."""
+
+    def __init__(self, workdir: Path) -> None:
+        self.workdir = workdir
+        self.files: list[Path] = []
+        self.folders: set[Path] = set()
+
+    def file(self, path: Path) -> None:
+        self.files.append(path)
+        self.name(path)
+
+    def name(self, path: Path) -> None:
+        """A name made or removed at `path`: its folder and the folders up to the work tree."""
+        folder = path.parent
+        while folder not in self.folders and folder.is_relative_to(self.workdir):
+            self.folders.add(folder)
+            folder = folder.parent
+
+    def make_durable(self) -> None:
+        if len(self.files) + len(self.folders) > FSYNC_AT_MOST:
+            sync_filesystem(self.workdir)
+            return
+        for path in self.files:
+            fsync_file(path)
+        for folder in sorted(self.folders, key=lambda f: -len(f.parts)):  # a folder before its parent
+            if folder.is_dir():  # not one pruned as it emptied
+                fsync_dir(folder)
+
+
+def _apply_files(repo: pygit2.Repository, planned: Plan, entries: Any, workdir: Path,
+                 written: Written | None = None) -> None:
     """The steps that go file by file (a file, a file gone, a root's changed files), with their
-    index changes made in `entries` (an Index, IndexUpdates, or _Unindexed)."""
+    index changes made in `entries` (an Index, IndexUpdates, or _Unindexed) and what they wrote
+    noted in `written`."""
     made: set[Path] = set()
+    written = written or Written(workdir)
     for step in planned.steps:
         if step.op == FILE:
             entry = _entry(repo, planned.new, step.root)
             (workdir / step.root).parent.mkdir(parents=True, exist_ok=True)  # problems.yaml: .ksgitops/ may be new
             write_file(workdir / step.root, _blob(repo, entry.id))
+            written.file(workdir / step.root)
             entries.add(pygit2.IndexEntry(step.root, entry.id, entry.filemode))
         elif step.op == DELETE_FILE:
             (workdir / step.root).unlink(missing_ok=True)
+            written.name(workdir / step.root)
             _unindex(entries, step.root)
         elif step.op not in (TREE, REMOVE):  # DELTA
             for path, delta in _deltas(repo, planned, step.root):
                 _apply_delta(repo, entries, workdir, path, delta, made, step.root)
+                if delta.status == pygit2.GIT_DELTA_DELETED:
+                    written.name(workdir / path)
+                else:
+                    written.file(workdir / path)
 
 
 BULK = 32  # whole roots from which the index is read from the new tree rather than entry by entry
