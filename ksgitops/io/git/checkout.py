@@ -9,8 +9,10 @@ and only then does the work tree follow:
   change), each file replaced atomically;
 - a root that appears or goes is written whole through worktree.py's transaction (kept folders
   such as `reported/` carried over);
-- then the index (written atomically and fsynced: by `git update-index` when only files changed and
-  a git program is there, else by libgit2; indexupdate.py); the journal is removed last.
+- what was written made durable (`Written`: few files, each fsynced with the folders on its way;
+  else the file system synced), then the index (written atomically and fsynced: by `git
+  update-index` when only files changed and a git program is there, else by libgit2;
+  indexupdate.py); the journal is removed last.
 
 So a failed commit leaves the work tree untouched, and a kill or failure after the branch moved
 leaves every file old or new plus the journal: the next command on the repository finishes the
