@@ -52,16 +52,16 @@ def sync_filesystem(path: Path | str) -> None:
 
 def fsync_dir(path: Path | str) -> None:
     """Make a folder's entries (names created, renamed or removed in it) durable."""
-    fd = os.open(str(path), os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+    _fsync(path, os.O_RDONLY | os.O_DIRECTORY)
 
 
 def fsync_file(path: Path | str) -> None:
     """Make a file's data and inode durable (its name: fsync_dir of its folder)."""
-    fd = os.open(str(path), os.O_RDONLY | os.O_NOFOLLOW)
+    _fsync(path, os.O_RDONLY | os.O_NOFOLLOW)
+
+
+def _fsync(path: Path | str, flags: int) -> None:
+    fd = os.open(str(path), flags)
     try:
         os.fsync(fd)
     finally:
