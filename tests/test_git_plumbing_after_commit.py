@@ -130,3 +130,33 @@ def test_a_small_checkout_fsyncs_what_it_wrote_not_the_file_system(example_git: 
         while not folder.is_dir():
             folder = folder.parent
         assert folder in folders and example_git in folders, path
+
+
+def test_a_file_written_then_removed_in_one_checkout_is_recovered(tmp_path: Path, monkeypatch) -> None:
+    """A journal whose steps write a file and then remove it (no run writes one; a damaged one
+    may): what fsyncs it finds gone, the file system synced instead, and the journal goes."""
+    import json
+    from ksgitops.io.fs.paths import STATE_DIR
+    from ksgitops.io.git import checkout
+    from ksgitops.io.pygit import pygit2
+    repo = tmp_path / "r"
+    repo.mkdir()
+    git(repo, "init", "-q", "-b", "main")
+    (repo / "x").write_text("1\n")
+    git(repo, "add", "x")
+    git(repo, "commit", "-qm", "a")
+    old = git(repo, "rev-parse", "HEAD^{tree}")
+    (repo / "x").write_text("2\n")
+    git(repo, "commit", "-qam", "b")
+    new, commit = git(repo, "rev-parse", "HEAD^{tree}"), git(repo, "rev-parse", "HEAD")
+    journal = repo / ".git" / STATE_DIR / "checkout.json"
+    journal.parent.mkdir(parents=True)
+    journal.write_text(json.dumps({"format": checkout.FORMAT, "ref": "refs/heads/main", "commit": commit, "old": old,
+                                   "new": new, "steps": [{"root": "x", "op": "file", "markers": []},
+                                                         {"root": "x", "op": "delete-file", "markers": []}]}))
+    synced: list[Path] = []
+    original = checkout.sync_filesystem
+    monkeypatch.setattr(checkout, "sync_filesystem", lambda path: (synced.append(Path(path)), original(path)))
+    assert checkout.recover(pygit2.Repository(str(repo)))
+    assert not journal.exists() and not (repo / "x").exists()
+    assert synced == [repo]

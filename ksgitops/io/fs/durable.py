@@ -57,7 +57,7 @@ def fsync_dir(path: Path | str) -> None:
 
 def fsync_file(path: Path | str) -> None:
     """Make a file's data and inode durable (its name: fsync_dir of its folder)."""
-    _fsync(path, os.O_RDONLY | os.O_NOFOLLOW)
+    _fsync(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)  # a FIFO put there meanwhile never blocks
 
 
 def _fsync(path: Path | str, flags: int) -> None:

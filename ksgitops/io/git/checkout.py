@@ -31,7 +31,8 @@ from ..pygit import pygit2
 
 from ...core.tree import KEEP, FileTree, Generated
 from ...model import EnvError, KsgitopsError
-from ..fs.durable import exclusive, fsync_dir, fsync_file, os_reason, sync_filesystem, write_durably
+from ..fs.durable import (exclusive, fsync_dir, fsync_file, libgit2_fsync, os_reason, sync_filesystem,
+                          write_durably)
 from ..fs.paths import STATE_DIR, check_path, write_file
 from ..fs.rootplan import plan_root
 from ..fs.worktree import write_generated
@@ -130,6 +131,7 @@ def apply(repo: pygit2.Repository, planned: Plan, generated: Generated | None = 
         updates, written = IndexUpdates(), Written(workdir)
         _apply_files(repo, planned, updates, workdir, written)
         updates.write(repo, meanwhile=written.make_durable)  # files on disk before the journal goes
+        fsync_dir(repo.path)  # git fsyncs the index it writes; its rename into place is the folder's
         journal_path(repo).unlink(missing_ok=True)
         return
     index = repo.index
@@ -180,14 +182,19 @@ class Written:
             folder = folder.parent
 
     def make_durable(self) -> None:
+        """Anything unexpected on the way (a file a later step removed, one its mode will not
+        let this process open): the file system synced, as before."""
         if len(self.files) + len(self.folders) > FSYNC_AT_MOST:
             sync_filesystem(self.workdir)
             return
-        for path in self.files:
-            fsync_file(path)
-        for folder in sorted(self.folders, key=lambda f: -len(f.parts)):  # a folder before its parent
-            if folder.is_dir():  # not one pruned as it emptied
-                fsync_dir(folder)
+        try:
+            for path in self.files:
+                fsync_file(path)
+            for folder in sorted(self.folders, key=lambda f: -len(f.parts)):  # a folder before its parent
+                if folder.is_dir():  # not one pruned as it emptied
+                    fsync_dir(folder)
+        except OSError:
+            sync_filesystem(self.workdir)
 
 
 def _apply_files(repo: pygit2.Repository, planned: Plan, entries: Any, workdir: Path,
@@ -356,7 +363,8 @@ def _recover(repo: pygit2.Repository) -> bool:
     planned = Plan(data["old"], data["new"], [Step(s["root"], s["op"], list(s["markers"])) for s in data["steps"]])
     _refuse_links(repo, planned)
     try:
-        apply(repo, planned)
+        with libgit2_fsync():  # the index, when libgit2 writes it, on disk before the journal goes
+            apply(repo, planned)
     except OSError as e:
         raise EnvError(str(e.filename or repo.workdir), f"{os_reason(e)} while finishing an interrupted checkout "
                                                         f"of {data['commit'][:12]} (run again)") from None
