@@ -256,11 +256,12 @@ def container(image_name: str) -> Iterator[str]:
 def in_container(name: str, *command: str, env: dict[str, str] | None = None,
                  check: bool = True) -> subprocess.CompletedProcess[str]:
     envs = [a for k, v in (env or {}).items() for a in ("--env", f"{k}={v}")]
-    done = _run("buildah", "run", "--isolation", "chroot", *envs, name, "--", *command, check=check)
+    argv = ["buildah", "run", "--isolation", "chroot", *envs, name, "--", *command]
+    done = _run(*argv, check=check)
     if done.returncode == 0 and not done.stdout and not done.stderr:
         # on a loaded machine `buildah run` now and then loses all a command printed (`id -u`
         # answered nothing twice in a day): asked again, a silent command stays silent
-        done = _run("buildah", "run", "--isolation", "chroot", *envs, name, "--", *command, check=check)
+        done = _run(*argv, check=check)
     return done
 
 
