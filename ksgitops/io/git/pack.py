@@ -13,6 +13,8 @@ import struct
 import zlib
 from pathlib import Path
 
+from zlib_ng.zlib_ng import compress as _compress
+
 from ...core.status.gitobjects import TREE_MODE, object_id, tree_content  # noqa: F401 - re-exported (repo.py, tests)
 
 from ..fs.durable import fsync_dir
@@ -65,12 +67,11 @@ def write_pack(objects_dir: Path, objects: dict[bytes, tuple[bytes, bytes]]) -> 
 
 
 def _deflate(content: bytes) -> bytes:
-    """One object's zlib stream, with a 4 KiB window and small tables: a fleet's objects are a few
-    hundred bytes, for which zlib.compress spends more setting up its 256 KiB state than
-    compressing (0.44 s instead of 0.59 s for 50,000 objects; the same sizes). Any valid zlib
-    stream is a valid pack entry."""
-    deflater = zlib.compressobj(1, zlib.DEFLATED, 12, 5)
-    return deflater.compress(content) + deflater.flush()
+    """One object's zlib stream, by zlib-ng at level 1 with a 4 KiB window: a fleet's objects are
+    a few hundred bytes each, for which the system zlib spends ~15 us a call (0.32 s for the 21,600
+    objects of a full reconcile at 1,000 WECs) and zlib-ng 0.12 s, for a pack 6 % larger. Any
+    valid zlib stream is a valid pack entry; git inflates it like its own."""
+    return _compress(content, 1, 12)
 
 
 def _index(ids: list[bytes], crcs: list[int], offsets: list[int], pack_sha: bytes) -> bytes:
