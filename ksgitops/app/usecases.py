@@ -27,7 +27,8 @@ from ..io.git.refs import bare_git_dir, branch_tip
 from ..io.git.cache import DiskCache
 from ..lazy import lazy_module
 from ..model import KsgitopsError, Progress
-from .sources import WORKTREE, Source, commit_on_branch, compute, open_branch, open_source, worktree_cache
+from .sources import (WORKTREE, Source, commit_on_branch, compute, open_branch, open_source, parse_ahead,
+                      worktree_cache)
 # the use cases' face: the command line calls app.<use case>, wherever in app/ it is written; the
 # status room (and YAML with it) loads when one of its names is first asked for
 _STATUS_FACE = ("FoldOutcome", "STATUS_SUBJECT", "StatusOutcome", "fold_in", "fold_subject", "placements_only",
@@ -119,7 +120,8 @@ def reconcile_worktree(path: Path, progress: Progress | None = None,
     else:
         previous = src.snapshot if source == WORKTREE else WorkTreeSnapshot(path)
         disk = worktree_cache(path)
-        result = pipeline.reconcile(src.snapshot, previous, disk.content, progress, reuse_recorded(record))
+        result = pipeline.reconcile(src.snapshot, previous, disk.content, progress, reuse_recorded(record),
+                                     parse_ahead)
         later(disk.state, disk.save_content)
     changed = write_generated(path, result.generated, record, regenerable=True, progress=progress)
     plans.forget(record)
@@ -283,7 +285,8 @@ def plan_diff(path: Path, against: str | None,
             new = planned.result
         else:
             disk = worktree_cache(path)
-            new = pipeline.reconcile(old_src.snapshot, old_src.snapshot, disk.content, progress, reuse_recorded(record))
+            new = pipeline.reconcile(old_src.snapshot, old_src.snapshot, disk.content, progress,
+                                   reuse_recorded(record), parse_ahead)
             later(disk.state, disk.save_content)
     wec_names = wec_display_names(new)
     changed = False

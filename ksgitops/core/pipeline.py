@@ -18,7 +18,7 @@ from ..names import file_stem
 from .emit.files import Emitter, sps_yaml
 from .load.read import INVENTORY_ANNOTATION
 from .place.isolation import FROZEN_DIGEST, Frozen, Isolation, isolate
-from .load.read import Loaded, ParseCache, load
+from .load.read import Loaded, ParseAhead, ParseCache, load
 from .emit.mailbox import MailboxBuilder, MailboxPlan, PlacementPlan
 from .emit.problems import problem_files
 from .place.records import RECORDS_DIR, SPS_DIR, record_file, record_yaml
@@ -60,11 +60,12 @@ class Result(Judged):
 
 def reconcile(snapshot: Snapshot, previous: Previous = NO_PREVIOUS,
               cache: ParseCache | None = None, progress: Progress | None = None,
-              reuse: Callable[[str, str], bool] | None = None) -> Result:
+              reuse: Callable[[str, str], bool] | None = None, ahead: ParseAhead | None = None) -> Result:
     """Compute every generated file. `cache` memoizes parsing and per-object checks by content;
     `reuse(mailbox, digest)` lets the caller keep a mailbox it knows is up to date (REUSE);
-    `progress` hears the loading and then the WECs computed."""
-    loaded = load(snapshot, cache, progress)
+    `progress` hears the loading and then the WECs computed; `ahead` may parse files first
+    (`load`)."""
+    loaded = load(snapshot, cache, progress, ahead)
     config, problems = parse_repo_config(loaded.config)
     _raise_if_errors([p for p in loaded.problems + problems if not p.origin.path.startswith("spaces/")])
     spaces = {s: objs for s, objs in loaded.spaces.items() if s not in config.skip_spaces}

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass, field
-from typing import Any, MutableMapping
+from typing import Any, Callable, Iterator, MutableMapping
 
 from ...model import Obj, ObjRef, Origin, Problem, Progress, body_digest, ref_order
 from ...names import dns1123_label_error, not_utf8
@@ -25,6 +25,7 @@ IDENTIFIED = "identified-of"  # parse cache: (a file blob, space, path) -> each 
 LAST_READ = "last-read-of"  # parse cache: a path -> the blob its multi-document file was last read from
 
 ParseCache = MutableMapping[Any, Any]  # parse results by blob id, plus other memos keyed by tuples
+ParseAhead = Callable[[ParseCache, list[tuple[str, SourceFile]]], None]
 
 
 @dataclass
@@ -40,11 +41,69 @@ class Loaded:
     skipped: list[str] = field(default_factory=list)
 
 
-def load(snapshot: Snapshot, cache: ParseCache | None = None, progress: Progress | None = None) -> Loaded:
+def load(snapshot: Snapshot, cache: ParseCache | None = None, progress: Progress | None = None,
+         ahead: ParseAhead | None = None) -> Loaded:
     """Read the snapshot; fatal problems are collected, never raised. `progress` hears
-    ("loading", files read, files to read) after each space."""
+    ("loading", files read, files to read) after each space. `ahead(cache, files)` is first
+    given each (space, file) to read whose parse the cache lacks, to store `parsed_entries` of
+    them as it likes (parsed in other processes)."""
     cache = {} if cache is None else cache
     loaded = Loaded()
+    sources = _sources(snapshot, cache, loaded)
+    if ahead is not None:
+        ahead(cache, [(space, source) for space, files in sources for source in files
+                      if parse_key(source) not in cache])
+    total, done = sum(len(files) for _, files in sources), 0
+    for space, files in sources:
+        loaded.digests[space] = _digest(files)
+        loaded.spaces[space] = _load_space(space, files, cache, loaded.problems)
+        done += len(files)
+        if progress is not None:
+            progress("loading", done, total)
+    return loaded
+
+
+def parsed_entries(space: str, source: SourceFile, cache: ParseCache) -> dict[Any, Any]:
+    """The entries `load` adds to `cache` for one file of a space (its parse, its objects and
+    their identities, its documents' schema findings), returned instead of added: plain data a
+    forked process may make for the caller to store."""
+    overlay = _Overlay(cache)
+    _identified(space, source, overlay, [])
+    return overlay.added
+
+
+class _Overlay(MutableMapping[Any, Any]):
+    """Reads `base` and what was added; adds to `added` only."""
+
+    def __init__(self, base: ParseCache) -> None:
+        self.base = base
+        self.added: dict[Any, Any] = {}
+
+    def __getitem__(self, key: Any) -> Any:
+        return self.added[key] if key in self.added else self.base[key]
+
+    def get(self, key: Any, default: Any = None) -> Any:
+        return self.added[key] if key in self.added else self.base.get(key, default)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self.added or key in self.base
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        self.added[key] = value
+
+    def __delitem__(self, key: Any) -> None:
+        raise TypeError("parsing ahead removes nothing from the cache")
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter({**dict.fromkeys(self.base), **self.added})
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
+
+
+def _sources(snapshot: Snapshot, cache: ParseCache, loaded: Loaded) -> list[tuple[str, list[SourceFile]]]:
+    """The files of each space to read as input, in order; the repository's config, the skipped
+    and mailbox spaces and the names refused go into `loaded`."""
     config_file = snapshot.file(CONFIG_FILE)
     if config_file is not None:
         objs = _objects("", config_file, cache, loaded.problems)
@@ -67,14 +126,7 @@ def load(snapshot: Snapshot, cache: ParseCache | None = None, progress: Progress
             loaded.mailboxes[space] = mailbox
             continue
         sources.append((space, _named_in_utf8(snapshot.space_files(space), loaded.problems)))
-    total, done = sum(len(files) for _, files in sources), 0
-    for space, files in sources:
-        loaded.digests[space] = _digest(files)
-        loaded.spaces[space] = _load_space(space, files, cache, loaded.problems)
-        done += len(files)
-        if progress is not None:
-            progress("loading", done, total)
-    return loaded
+    return sources
 
 
 def _named_in_utf8(files: list[SourceFile], problems: list[Problem]) -> list[SourceFile]:
