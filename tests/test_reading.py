@@ -202,3 +202,19 @@ def test_the_same_bytes_read_as_json_and_as_yaml_each_their_way(tree: Callable[[
     for space, path in files.items():
         mine = [str(p) for p in both.problems if p.origin.path == path]
         assert ([o.body for o in both.spaces.get(space, [])], mine) == alone[space], space
+
+
+def test_a_deep_document_with_an_alias_reads_alike_however_deep_the_callers_stack() -> None:
+    """Aliases are checked by a walk with its own stack: a document nested 485 deep (below the
+    parser's limit) and holding an anchor gets the same problem from a shallow caller and from
+    one already deep in its stack (a forked parser's, a monitor worker's)."""
+    import sys
+    text = ("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: deep\n  labels: &l {a: b}\n"
+            "data:\n  x: " + "[" * 485 + "]" * 485 + "\n").encode()
+
+    def deeper(frames: int) -> Any:
+        return parse_file("deep.yaml", text) if frames == 0 else deeper(frames - 1)
+    shallow = parse_file("deep.yaml", text)
+    assert [str(p) for p in shallow.problems] == [str(p) for p in deeper(sys.getrecursionlimit() // 2).problems]
+    [problem] = shallow.problems
+    assert problem.origin.line == 7 and problem.message.endswith("document nesting is deeper than 100 levels")

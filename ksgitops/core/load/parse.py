@@ -349,44 +349,38 @@ def parse_yaml_documents(path: str, text: str, may_alias: bool = True) -> Parsed
 
 
 def _alias_error(root: yaml.Node) -> str | None:
-    """Reject recursive aliases and documents whose aliases expand past MAX_EXPANDED_NODES."""
-    sizes: dict[int, int] = {}
-    active: set[int] = set()
-
-    def size(node: yaml.Node) -> int:
-        key = id(node)
-        if key in sizes:
-            return sizes[key]
-        if key in active:
-            raise _Recursive
-        active.add(key)
-        total = 1
-        if isinstance(node, yaml.SequenceNode):
-            total += sum(size(child) for child in node.value)
-        elif isinstance(node, yaml.MappingNode):
-            total += sum(size(k) + size(v) for k, v in node.value)
-        active.discard(key)
-        sizes[key] = total
-        if total > MAX_EXPANDED_NODES:
-            raise _TooLarge
-        return total
-
-    try:
-        size(root)
-    except _Recursive:
-        return "recursive YAML alias"
-    except _TooLarge:
-        return f"YAML aliases expand to more than {MAX_EXPANDED_NODES} nodes (alias bomb)"
-    except RecursionError:
-        return "YAML nesting is too deep"
+    """Reject recursive aliases and documents whose aliases expand past MAX_EXPANDED_NODES. A walk
+    with its own stack: the answer never depends on how deep the caller's stack already is."""
+    sizes: dict[int, int] = {}  # a node's size, aliases expanded, once known
+    active = {id(root)}  # the nodes on the walk's path
+    stack: list[list[Any]] = [[root, iter(_children(root)), 1]]  # node, children left, size so far
+    while stack:
+        frame = stack[-1]
+        for child in frame[1]:
+            key = id(child)
+            if key in sizes:
+                frame[2] += sizes[key]
+                continue
+            if key in active:
+                return "recursive YAML alias"
+            active.add(key)
+            stack.append([child, iter(_children(child)), 1])
+            break
+        else:
+            stack.pop()
+            node, _, total = frame
+            active.discard(id(node))
+            sizes[id(node)] = total
+            if total > MAX_EXPANDED_NODES:
+                return f"YAML aliases expand to more than {MAX_EXPANDED_NODES} nodes (alias bomb)"
+            if stack:
+                stack[-1][2] += total
     return None
 
 
-class _Recursive(Exception):
-    pass
-
-
-class _TooLarge(Exception):
-    pass
-
-
+def _children(node: yaml.Node) -> list[yaml.Node]:
+    if isinstance(node, yaml.SequenceNode):
+        return list(node.value)
+    if isinstance(node, yaml.MappingNode):
+        return [part for pair in node.value for part in pair]
+    return []
