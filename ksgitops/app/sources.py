@@ -80,13 +80,25 @@ AHEAD_LEAST = 32  # files per process: fewer are parsed in order, sooner than a 
 def parse_ahead(cache: MutableMapping[Any, Any], files: list[tuple[str, Any]]) -> None:
     """The pipeline's `ahead`: the files a run must parse, when they are many (a cold cache, a
     first run), parsed in this process and forked children at once (io/fs/forked.py), each
-    file's entries then stored in the cache, where the pipeline finds them as a warm run does."""
+    file's entries then applied to the cache in order, where the pipeline finds them as a warm
+    run does. A file whose parse fails here is left to the pipeline, which fails on it in its
+    order, as without this."""
     if len(files) < 2 * AHEAD_LEAST:
         return
     from ..core.load.read import parsed_entries
     from ..io.fs.forked import spread
-    for entries in spread(files, lambda item: parsed_entries(item[0], item[1], cache), AHEAD_LEAST):
-        cache.update(entries)
+
+    def parsed(item: tuple[str, Any]) -> tuple[dict[Any, Any], list[Any]] | None:
+        try:
+            return parsed_entries(item[0], item[1], cache)
+        except Exception:  # the same error again, in the pipeline's order
+            return None
+    for entries in spread(files, parsed, AHEAD_LEAST):
+        if entries is not None:
+            added, read = entries
+            cache.update(added)
+            for key in read:
+                cache.get(key)  # used: a cache that keeps what a run used keeps it
 
 
 def worktree_cache(path: Path) -> Any:

@@ -45,14 +45,13 @@ def load(snapshot: Snapshot, cache: ParseCache | None = None, progress: Progress
          ahead: ParseAhead | None = None) -> Loaded:
     """Read the snapshot; fatal problems are collected, never raised. `progress` hears
     ("loading", files read, files to read) after each space. `ahead(cache, files)` is first
-    given each (space, file) to read whose parse the cache lacks, to store `parsed_entries` of
-    them as it likes (parsed in other processes)."""
+    given the (space, file) pairs to read whose parse the cache lacks (the first file of each
+    content), to store their `parsed_entries` as it likes (made in other processes)."""
     cache = {} if cache is None else cache
     loaded = Loaded()
     sources = _sources(snapshot, cache, loaded)
     if ahead is not None:
-        ahead(cache, [(space, source) for space, files in sources for source in files
-                      if parse_key(source) not in cache])
+        ahead(cache, _to_parse(sources, cache))
     total, done = sum(len(files) for _, files in sources), 0
     for space, files in sources:
         loaded.digests[space] = _digest(files)
@@ -63,27 +62,49 @@ def load(snapshot: Snapshot, cache: ParseCache | None = None, progress: Progress
     return loaded
 
 
-def parsed_entries(space: str, source: SourceFile, cache: ParseCache) -> dict[Any, Any]:
-    """The entries `load` adds to `cache` for one file of a space (its parse, its objects and
-    their identities, its documents' schema findings), returned instead of added: plain data a
-    forked process may make for the caller to store."""
+def _to_parse(sources: list[tuple[str, list[SourceFile]]], cache: ParseCache) -> list[tuple[str, SourceFile]]:
+    wanted: dict[str, tuple[str, SourceFile]] = {}
+    for space, files in sources:
+        for source in files:
+            key = parse_key(source)
+            if key not in wanted and key not in cache:
+                wanted[key] = (space, source)
+    return list(wanted.values())
+
+
+def parsed_entries(space: str, source: SourceFile, cache: ParseCache) -> tuple[dict[Any, Any], list[Any]]:
+    """What `load` does to `cache` for one file of a space, undone: the entries it adds (its
+    parse, its objects and their identities, its documents' schema findings) and the keys of
+    those it reads (a cache that keeps what was used keeps them), returned instead: plain data
+    a forked process may make for the caller to apply."""
     overlay = _Overlay(cache)
     _identified(space, source, overlay, [])
-    return overlay.added
+    return overlay.added, list(overlay.read)
 
 
 class _Overlay(MutableMapping[Any, Any]):
-    """Reads `base` and what was added; adds to `added` only."""
+    """Reads `base` and what was added; adds to `added` only, notes in `read` the keys of `base` read."""
 
     def __init__(self, base: ParseCache) -> None:
         self.base = base
         self.added: dict[Any, Any] = {}
+        self.read: dict[Any, None] = {}
 
     def __getitem__(self, key: Any) -> Any:
-        return self.added[key] if key in self.added else self.base[key]
+        if key in self.added:
+            return self.added[key]
+        value = self.base[key]
+        self.read[key] = None
+        return value
 
     def get(self, key: Any, default: Any = None) -> Any:
-        return self.added[key] if key in self.added else self.base.get(key, default)
+        if key in self.added:
+            return self.added[key]
+        value = self.base.get(key, _MISSING)
+        if value is _MISSING:
+            return default
+        self.read[key] = None
+        return value
 
     def __contains__(self, key: object) -> bool:
         return key in self.added or key in self.base
@@ -99,6 +120,9 @@ class _Overlay(MutableMapping[Any, Any]):
 
     def __len__(self) -> int:
         return sum(1 for _ in self)
+
+
+_MISSING = object()
 
 
 def _sources(snapshot: Snapshot, cache: ParseCache, loaded: Loaded) -> list[tuple[str, list[SourceFile]]]:
