@@ -36,6 +36,13 @@ for i in range({PROBE_FILES} // 10):
         os.close(fd)
 """
 
+# writes MEMORY_MIB MiB the process never touched before: the pace at which this machine gives a
+# process (and the page cache: a file's first page) memory it has not used
+MEMORY_MIB = 256
+MEMORY = f"""
+block = b"x" * ({MEMORY_MIB} << 20)
+"""
+
 
 def discard(path: Path) -> None:
     """Remove `path` when the run ends (remove_discarded), not now: see the module's docstring."""

@@ -37,7 +37,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from filesystem import PROBE, discard, remove_discarded  # noqa: E402
+from filesystem import MEMORY, PROBE, discard, remove_discarded  # noqa: E402
 from measure import ensure_bytecode, ksgitops_command, log, python_of, timed  # noqa: E402
 from scenarios import GROUPS, SizeResult, Step, bench_size  # noqa: E402
 from table import FLOORS, report, targets_missed  # noqa: E402
@@ -115,7 +115,8 @@ def measure_floors(ks: list[str], env: dict[str, str], args: argparse.Namespace,
     python = python_of(ks)
     commands = {"floor.python": lambda i: [python, "-c", "pass"],
                 "floor.import": lambda i: [python, "-c", "import ksgitops.cli.commands"],
-                "floor.files": lambda i: [python, "-c", PROBE, str(logs / f"probe-{i}")]}
+                "floor.files": lambda i: [python, "-c", PROBE, str(logs / f"probe-{i}")],
+                "floor.memory": lambda i: [python, "-c", MEMORY]}
     floors = {}
     for key, _ in FLOORS:
         runs = [timed(commands[key](i), cwd=Path.cwd(), env=env, log_dir=logs, label=f"{key}-{i}",

@@ -4,7 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from measure import GiB, MiB
-from filesystem import PROBE_FILES
+from filesystem import MEMORY_MIB, PROBE_FILES
 from scenarios import SizeResult, Step
 
 # Every measurement, in the order the report shows them: (step key, what runs).
@@ -57,6 +57,7 @@ FLOORS: tuple[tuple[str, str], ...] = (
     ("floor.python", "`python -c pass`"),
     ("floor.import", "`python -c \"import ksgitops.cli.commands\"`"),
     ("floor.files", f"`python -c PROBE`: {PROBE_FILES:,} files of 600 bytes, ten to a folder, created (the file system's pace)"),
+    ("floor.memory", f"`python -c MEMORY`: {MEMORY_MIB} MiB of memory written for the first time (the pace of fresh pages)"),
 )
 COUNTED = {"full": ("mailboxes", "mailboxes"), "render": ("render_objects", "objects"),
            "status": ("reports", "reports"), "foldin": ("report_refs", "refs")}
