@@ -70,7 +70,6 @@ def test_a_run_parses_ahead_in_forked_children_and_computes_what_one_process_doe
     for i in range(3 * sources.AHEAD_LEAST):
         (example / "spaces" / "wmw-c" / f"ahead-{i:03d}.yaml").write_text(_cm(f"ahead-{i:03d}", f"\n  i: '{i}'"))
     whole = pipeline.reconcile(WorkTreeSnapshot(example), WorkTreeSnapshot(example), {})
-    by_pid: dict[str, int] = {}
     made = read.parsed_entries
 
     def marked(space: str, source: Any, cache: read.ParseCache) -> tuple[dict[Any, Any], list[Any]]:
@@ -79,7 +78,7 @@ def test_a_run_parses_ahead_in_forked_children_and_computes_what_one_process_doe
     monkeypatch.setattr(read, "parsed_entries", marked)
     cache: dict[Any, Any] = {}
     result = app.compute(app.open_source(example, app.WORKTREE), cache)
-    by_pid = {key[1]: pid for key, pid in cache.items() if isinstance(key, tuple) and key[0] == "parsed-by"}
+    by_pid: dict[str, int] = {key[1]: pid for key, pid in cache.items() if isinstance(key, tuple) and key[0] == "parsed-by"}
     assert len(by_pid) >= 3 * sources.AHEAD_LEAST
     assert os.getpid() in by_pid.values() and len(set(by_pid.values())) > 1  # children parsed their share
     assert result.generated == whole.generated
