@@ -1,6 +1,7 @@
 """Step 2 of the work-tree write protocol (worktree.py): each changed root's new content written
 to its staging sibling, in two threads for a large batch, with the stamps of what was written
-(statcache.py) when a record is kept."""
+(statcache.py) when a record is kept, and each file's stat as written when a git index is to
+follow (io/git/indexstat.py)."""
 from __future__ import annotations
 
 import os
@@ -16,6 +17,7 @@ from .paths import LinkError, lstat_mode, write_new
 from .statcache import ABSENT, THREADS, Observed, full_stamp, lstamp, stamp_of
 
 PARALLEL = 4  # roots in a batch from which staging runs in threads
+FileStats = dict[str, os.stat_result]  # path in the work tree -> the file's stat as written
 
 
 @dataclass
@@ -37,50 +39,60 @@ def sibling(target: Path, role: str) -> Path:
     return target.with_name(f".{target.name}.ksgitops-{role}")
 
 
-def stage_all(root: Path, changes: list[Change], observe: bool) -> list[Observed | None]:
+def stage_all(root: Path, changes: list[Change], observe: bool,
+              files: FileStats | None = None) -> list[Observed | None]:
     """Step 2 for a batch: in two threads when there is much to write (the file system's calls
-    release the GIL). Every staging has ended before a failure is raised."""
+    release the GIL). Every staging has ended before a failure is raised. With `files`, each file
+    written goes in with its stat, taken before it was closed (a root's rename moves no file's)."""
     if len(changes) < PARALLEL or THREADS < 2:
-        return [_stage(root, c, observe) for c in changes]
-    failed = threading.Event()
+        staged = [_stage(root, c, observe, files is not None) for c in changes]
+    else:
+        failed = threading.Event()
 
-    def one(change: Change) -> Observed | None:
-        if failed.is_set():
-            return None
-        try:
-            return _stage(root, change, observe)
-        except BaseException:
-            failed.set()
-            raise
-    with ThreadPoolExecutor(THREADS) as pool:
-        futures = [pool.submit(one, c) for c in changes]
-    return [f.result() for f in futures]
+        def one(change: Change) -> tuple[Observed | None, list[tuple[str, os.stat_result]] | None]:
+            if failed.is_set():
+                return None, None
+            try:
+                return _stage(root, change, observe, files is not None)
+            except BaseException:
+                failed.set()
+                raise
+        with ThreadPoolExecutor(THREADS) as pool:
+            futures = [pool.submit(one, c) for c in changes]
+        staged = [f.result() for f in futures]
+    if files is not None:
+        for change, (_, stats) in zip(changes, staged):
+            files.update((f"{change.path}/{rel}", st) for rel, st in stats or ())
+    return [seen for seen, _ in staged]
 
 
-def _stage(root: Path, change: Change, observe: bool) -> Observed | None:
+def _stage(root: Path, change: Change, observe: bool,
+           stat_files: bool) -> tuple[Observed | None, list[tuple[str, os.stat_result]] | None]:
     """Write a root's new content to its staging sibling; with `observe`, the path (inside the
-    root, "" the root itself) and stamp of everything it owns, as written, in the order written."""
+    root, "" the root itself) and stamp of everything it owns, as written, in the order written;
+    with `stat_files`, each file's path inside the root and stat."""
     target = root / change.path
     staging = sibling(target, "stage")
     remove(staging)
     if change.content is None:
-        return None
+        return None, None
     target.parent.mkdir(parents=True, exist_ok=True)
     if isinstance(change.content, bytes):
         write_new(str(staging), change.content)
-        return None  # a file root's stamp changes as it is renamed in: recorded when next compared
+        return None, None  # a file root's stamp changes as it is renamed in: recorded when next compared
     os.mkdir(staging)
     # a root reused folders move into is not recorded as written: their stamps move as they are
     # renamed in, after the comparison that vouched for them (`worktree._settle` compares it again)
     seen: Observed | None = [] if observe and not change.reuse else None
-    _write_files(str(staging), change.content, seen, "", frozenset(change.reuse))
+    stats: list[tuple[str, os.stat_result]] | None = [] if stat_files else None
+    _write_files(str(staging), change.content, seen, "", frozenset(change.reuse), stats)
     if seen is not None and not any(v is KEEP for v in change.content.values()):
         seen.insert(0, ("", lstamp(str(staging))))  # no entry of its own but what the tree names
-    return seen
+    return seen, stats
 
 
 def _write_files(folder: str, tree: FileTree, seen: Observed | None, prefix: str,
-                 reused: frozenset[str] = frozenset()) -> None:
+                 reused: frozenset[str] = frozenset(), stats: list[tuple[str, os.stat_result]] | None = None) -> None:
     """The hot loop of a full reconcile into a work tree: plain os calls on str paths."""
     for name, value in tree.items():
         if isinstance(value, dict):
@@ -94,16 +106,19 @@ def _write_files(folder: str, tree: FileTree, seen: Observed | None, prefix: str
             path = f"{folder}/{name}"
             os.mkdir(path)
             if seen is None:
-                _write_files(path, value, None, f"{rel}/", reused)
+                _write_files(path, value, None, f"{rel}/", reused, stats)
                 continue
             at = len(seen)
             seen.append((rel, ABSENT))
-            _write_files(path, value, seen, f"{rel}/", reused)
+            _write_files(path, value, seen, f"{rel}/", reused, stats)
             seen[at] = (rel, full_stamp(path))  # after its last entry (its ctime too: never renamed)
         elif isinstance(value, bytes):
-            written = write_new(f"{folder}/{name}", value, seen is not None)
-            if seen is not None and written is not None:
-                seen.append((f"{prefix}{name}", stamp_of(written)))
+            written = write_new(f"{folder}/{name}", value, seen is not None or stats is not None)
+            if written is not None:
+                if seen is not None:
+                    seen.append((f"{prefix}{name}", stamp_of(written)))
+                if stats is not None:
+                    stats.append((f"{prefix}{name}", written))
 
 
 def remove(path: Path) -> None:

@@ -70,7 +70,7 @@ from .durable import exclusive, fsync_dir, os_reason, sync_filesystem, write_dur
 from .paths import check_path, lstat_mode
 from .owned import change_of, made_names, owned_root_problem, unlisted_kept
 from .rootplan import plan_root
-from .staging import Change, remove as _remove, resolve_legacy, sibling, stage_all
+from .staging import Change, FileStats, remove as _remove, resolve_legacy, sibling, stage_all
 
 JOURNAL = ".ksgitops-journal"
 FORMAT = "ksgitops-journal-2"  # 2: roots carry `reuse`; an earlier ksgitops refuses it rather than lose them
@@ -79,12 +79,13 @@ BATCH = 256  # roots per transaction: bounds the extra disk a full rewrite holds
 
 
 def write_generated(root: Path, generated: Generated, record: Any = None, regenerable: bool = False,
-                    progress: Progress | None = None) -> list[str]:
+                    progress: Progress | None = None, files: FileStats | None = None) -> list[str]:
     """Bring every owned root to its generated content; returns the roots that changed. With a
     `record` (statcache.WorkTreeRecord), a root whose content and stamps are as recorded is not
     read, and each root written or found equal is recorded. `regenerable`: what is written is
     reconcile's own output, which the next run repairs (see `_make_durable`). `progress` hears
-    ("writing", done, total): roots compared, then folders written."""
+    ("writing", done, total): roots compared, then folders written. `files` gets each file
+    written (its path in the work tree) with its stat as written (a git index follows them)."""
     root = Path(root)
     record = record if record is not None and record.enabled else None
     with exclusive(root):
@@ -111,7 +112,7 @@ def write_generated(root: Path, generated: Generated, record: Any = None, regene
         for start in range(0, len(changes), BATCH):
             if progress is not None:
                 progress("writing", len(generated) + start * len(generated) // len(changes), 2 * len(generated))
-            transact(root, changes[start:start + BATCH], record, regenerable)
+            transact(root, changes[start:start + BATCH], record, regenerable, files)
         if record is not None:
             _settle(root, [c for c in changes if c.content is not None and c.path not in record.roots], record)
         if progress is not None:
@@ -140,7 +141,8 @@ def _settle(root: Path, racy: list[Change], record: Any) -> None:
             record.verified(change.path, change.content, since)
 
 
-def transact(root: Path, changes: list[Change], record: Any = None, regenerable: bool = False) -> None:
+def transact(root: Path, changes: list[Change], record: Any = None, regenerable: bool = False,
+             files: FileStats | None = None) -> None:
     """Steps 1-7 of the protocol for one batch; on a failure, roll back and raise EnvError.
     With a `record`, what was written is recorded (its stamps taken as it was written)."""
     if not changes:
@@ -148,7 +150,7 @@ def transact(root: Path, changes: list[Change], record: Any = None, regenerable:
     journal = _Journal(root)
     try:
         journal.write("started", changes)
-        stamps = stage_all(root, changes, record is not None)
+        stamps = stage_all(root, changes, record is not None, files)
         swapped_at = record.now() if record is not None else 0
         for change in changes:
             _swap(root, change)

@@ -11,7 +11,8 @@ and only then does the work tree follow:
   such as `reported/` carried over);
 - what was written made durable (`Written`: few files, each fsynced with the folders on its way;
   else the file system synced), then the index (written atomically and fsynced: by `git
-  update-index` when only files changed and a git program is there, else by libgit2;
+  update-index` when only files changed and a git program is there, else by libgit2, each
+  entry of a file written here holding its stat as `git checkout` leaves it, indexstat.py;
   indexupdate.py); the journal is removed last.
 
 So a failed commit leaves the work tree untouched, and a kill or failure after the branch moved
@@ -36,6 +37,7 @@ from ..fs.durable import (exclusive, fsync_dir, fsync_file, libgit2_fsync, os_re
 from ..fs.paths import STATE_DIR, check_path, write_file
 from ..fs.rootplan import plan_root
 from ..fs.worktree import write_generated
+from . import indexstat
 from .discover import git_dir
 from .indexupdate import IndexUpdates, index_shape, make_readable
 from .repo import TreeIndex, blobs, read_tree, tree_at
@@ -147,11 +149,13 @@ def apply(repo: pygit2.Repository, planned: Plan, generated: Generated | None = 
                 index.remove_directory(step.root)
                 if step.op == TREE:
                     _index_tree(repo, index, planned.new, step.root)
-    _apply_files(repo, planned, entries, workdir)
-    write_generated(workdir, whole, regenerable=True)  # synced below, with the files written one by one
+    files: dict[str, os.stat_result] = {}
+    _apply_files(repo, planned, entries, workdir, files=files)
+    write_generated(workdir, whole, regenerable=True, files=files)  # synced below, with the files written one by one
     sync_filesystem(workdir)  # the files written one by one, on disk before the journal goes
     if bulk:
         index.read_tree(repo[planned.new].peel(pygit2.Tree))  # keeps the stat data of unchanged entries
+    indexstat.fill(index, files)  # as git's checkout: the next `git status` trusts them unread
     index.write()
     journal_path(repo).unlink(missing_ok=True)
 
@@ -198,10 +202,10 @@ class Written:
 
 
 def _apply_files(repo: pygit2.Repository, planned: Plan, entries: Any, workdir: Path,
-                 written: Written | None = None) -> None:
+                 written: Written | None = None, files: dict[str, os.stat_result] | None = None) -> None:
     """The steps that go file by file (a file, a file gone, a root's changed files), with their
     index changes made in `entries` (an Index, IndexUpdates, or _Unindexed) and what they wrote
-    noted in `written`."""
+    noted in `written` (and in `files`, with its stat once in place, for the index to take)."""
     made: set[Path] = set()
     written = written or Written(workdir)
     for step in planned.steps:
@@ -210,6 +214,8 @@ def _apply_files(repo: pygit2.Repository, planned: Plan, entries: Any, workdir: 
             (workdir / step.root).parent.mkdir(parents=True, exist_ok=True)  # problems.yaml: .ksgitops/ may be new
             write_file(workdir / step.root, _blob(repo, entry.id))
             written.file(workdir / step.root)
+            if files is not None:
+                files[step.root] = os.lstat(workdir / step.root)
             entries.add(pygit2.IndexEntry(step.root, entry.id, entry.filemode))
         elif step.op == DELETE_FILE:
             (workdir / step.root).unlink(missing_ok=True)
@@ -222,6 +228,8 @@ def _apply_files(repo: pygit2.Repository, planned: Plan, entries: Any, workdir: 
                     written.name(workdir / path)
                 else:
                     written.file(workdir / path)
+                    if files is not None:
+                        files[path] = os.lstat(workdir / path)
 
 
 BULK = 32  # whole roots from which the index is read from the new tree rather than entry by entry
