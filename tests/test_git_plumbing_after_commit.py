@@ -139,32 +139,55 @@ def test_run_refuses_a_folder_that_is_no_ksgitops_repository(tmp_path: Path) -> 
     assert sorted(p.name for p in folder.iterdir()) == ["notes.txt"]
 
 
-@pytest.mark.xfail(strict=True, reason="known: core.sharedRepository is not applied to what libgit2 writes")
-def test_a_group_shared_repository_stays_readable_by_the_group(example: Path) -> None:
-    """`git init --shared=group` (core.sharedRepository): git makes every object, folder, ref and
-    the index group-readable whatever the umask. Under a restrictive umask (077), the commit
-    libgit2 wrote for `reconcile --commit` was a 0400 loose object in a 0700 folder, and the
-    branch ref and index were rewritten 0600: the group's other members can no longer read the
-    branch or its tip (git answers "insufficient permission" / "bad object")."""
+def _under_umask_077(*argv: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
     import os
+    import sys
+    return subprocess.run([sys.executable, "-c", "import os, sys; os.umask(0o077); os.execvp(sys.argv[1], sys.argv[1:])",
+                           *argv], capture_output=True, text=True, timeout=120, cwd=cwd, env=dict(os.environ))
+
+
+@pytest.mark.parametrize("shared", ["group", "all", "0640"])
+def test_a_shared_repository_gets_the_permissions_git_gives(example: Path, shared: str) -> None:
+    """`git init --shared` (core.sharedRepository): git makes every object, folder, ref and the
+    index with the repository's permissions whatever the umask. Under a restrictive umask (077),
+    the commit libgit2 wrote for `reconcile --commit` was a 0400 loose object in a 0700 folder, and
+    the branch ref and index were rewritten 0600: the group's other members could no longer read
+    the branch or its tip (git answers "insufficient permission" / "bad object"). The oracle is
+    git itself, under the same umask: a loose object, a ref, the index it writes."""
     import stat
     import sys
-    git(example, "init", "-q", "-b", "main", "--shared=group")
+    git(example, "init", "-q", "-b", "main", f"--shared={shared}")
     git(example, "add", "-A")
     git(example, "commit", "-q", "-m", "sources")
-    found = subprocess.run([sys.executable, "-c", "import os, runpy, sys; os.umask(0o077); "
-                            "sys.argv = ['ksgitops', 'reconcile', sys.argv[1], '--commit']; "
-                            "runpy.run_module('ksgitops', run_name='__main__')", str(example)],
-                           capture_output=True, text=True, timeout=120, env=dict(os.environ))
-    assert found.returncode == 0, found.stderr
     gitdir = example / ".git"
-    unreadable = []
-    for path in [gitdir / "index", *(gitdir / "refs").rglob("*"), *(gitdir / "objects").rglob("*")]:
-        mode = path.stat().st_mode
-        need = stat.S_IRGRP | (stat.S_IXGRP if stat.S_ISDIR(mode) else 0)
-        if mode & need != need:
-            unreadable.append(f"{path.relative_to(gitdir)} {stat.filemode(mode)}")
-    assert not unreadable, unreadable
+
+    def made() -> dict[Path, tuple[int, int]]:
+        return {p: (p.stat().st_ino, p.stat().st_mode)
+                for p in [gitdir / "index", gitdir / "refs/heads/main", *(gitdir / "objects").rglob("*")]}
+    before = made()
+    found = _under_umask_077(sys.executable, "-m", "ksgitops", "reconcile", str(example), "--commit", cwd=example.parent)
+    assert found.returncode == 0, found.stderr
+    mine = {p: mode for p, (ino, mode) in made().items() if p not in before or before[p][0] != ino}  # made, or made anew
+    assert any(p.suffix == ".pack" for p in mine) and any(len(p.parent.name) == 2 for p in mine), sorted(mine)
+    assert _under_umask_077("git", "update-ref", "refs/heads/probe", "HEAD", cwd=example).returncode == 0
+    blob = _under_umask_077("git", "hash-object", "-w", "--stdin", cwd=example)  # an empty blob, new here
+    assert blob.returncode == 0, blob.stderr
+    assert _under_umask_077("git", "read-tree", "HEAD", cwd=example).returncode == 0  # the index, rewritten
+    oid = blob.stdout.strip()
+    loose = gitdir / "objects" / oid[:2] / oid[2:]
+    folder_mode = stat.S_IMODE((gitdir / "objects" / oid[:2]).stat().st_mode) | stat.S_ISGID
+    expected = {"ref": stat.S_IMODE((gitdir / "refs/heads/probe").stat().st_mode),
+                "object": stat.S_IMODE(loose.stat().st_mode), "index": stat.S_IMODE((gitdir / "index").stat().st_mode)}
+    wrong = []
+    for path, mode in mine.items():
+        if stat.S_ISDIR(mode):
+            want, got = folder_mode, stat.S_IMODE(mode) | stat.S_ISGID  # set-group-id: as the parent passes it on
+        else:
+            want = expected["index" if path.name == "index" else "ref" if "refs" in path.parts else "object"]
+            got = stat.S_IMODE(mode)
+        if got != want:
+            wrong.append(f"{path.relative_to(gitdir)} {oct(got)}, git: {oct(want)}")
+    assert not wrong, wrong
 
 
 @pytest.mark.parametrize("at_most", [None, 0])

@@ -18,6 +18,7 @@ from zlib_ng.zlib_ng import compress as _compress
 from ...core.status.gitobjects import TREE_MODE, object_id, tree_content  # noqa: F401 - re-exported (repo.py, tests)
 
 from ..fs.durable import fsync_dir
+from .shared import current_umask
 
 TYPE_CODES = {b"commit": 1, b"tree": 2, b"blob": 3, b"tag": 4}
 KINDS = {code: kind for kind, code in TYPE_CODES.items()}
@@ -101,7 +102,7 @@ def _write_atomically(path: Path, chunks: list[bytes]) -> None:
             f.write(chunk)
         f.flush()
         os.fsync(f.fileno())
-    os.chmod(tmp, 0o444)
+    os.chmod(tmp, 0o444 & ~current_umask())  # read-only, as git makes a pack (shared.py: a shared repository's umask)
     os.replace(tmp, path)
 
 
