@@ -113,8 +113,11 @@ class ModeRun:
     def ksgitops(self, name: str, *args: str, expect_exit: int = 0, env: dict[str, str] | None = None) -> Step:
         return self.measure(name, [*self.ks, *args], expect_exit, env=env)
 
-    def commit_step(self, name: str, expect_commit: bool, command: str = "reconcile") -> Step:
-        """A committing command; HEAD must move exactly when expected, a checkout must follow HEAD."""
+    def commit_step(self, name: str, expect_commit: bool, command: str = "reconcile",
+                    status_step: str | None = None) -> Step:
+        """A committing command; HEAD must move exactly when expected, a checkout must follow HEAD
+        (the `git status` that checks it timed as `status_step`, when named: the first after a
+        write hashes every file whose index entry holds no stat data)."""
         before = head(self.repo)
         step = self.ksgitops(name, command, str(self.repo), *([] if command == "fold-in" else ["--commit"]))
         if step.ok:
@@ -122,7 +125,7 @@ class ModeRun:
             self.check(moved == expect_commit, f"{name}: {'committed' if moved else 'no new commit'}, as expected",
                        f"{name}: {'a new commit' if moved else 'no new commit'}, expected the opposite", step)
         if step.ok and self.mode == "checkout":
-            dirty = git(self.repo, "status", "--porcelain", "--untracked-files=no", capture=True).splitlines()
+            dirty = _status_lines(self, status_step, self.repo)
             self.check(not dirty, f"{name}: work tree and index equal HEAD",
                        f"{name}: work tree differs from HEAD after --commit ({len(dirty)} paths, e.g. "
                        f"{dirty[0].strip() if dirty else ''})", step)
@@ -215,7 +218,7 @@ def _status_and_foldin(m: ModeRun, groups: set[str]) -> None:
 
 def run_checkout(m: ModeRun, groups: set[str]) -> None:
     m.prepare()
-    if not m.commit_step("full", expect_commit=True).ok:
+    if not m.commit_step("full", expect_commit=True, status_step="full_status").ok:
         m.skip(("git_checkout", "noop", "location", "workload", "render"), "full reconcile failed")
         return
     m.record_tree("full", head_tree(m.repo))
@@ -242,12 +245,20 @@ def _git_checkout_anchor(m: ModeRun) -> None:
     git(m.base, "clone", "-q", "--no-checkout", "--shared", str(m.repo), str(fresh))
     step = m.measure("git_checkout", ["git", "checkout", "-q", "main"], cwd=fresh)
     if step.ok:
-        dirty = git(fresh, "status", "--porcelain", capture=True)
+        dirty = _status_lines(m, "git_checkout_status", fresh)
         m.check(not dirty and head_tree(fresh) == head_tree(m.repo),
                 "git_checkout: the fresh work tree equals the reconciled commit",
                 "git_checkout: the fresh work tree differs from the reconciled commit", step)
     discard(fresh)
-    settle(m.label)  # its 200,000 files written out: the next row's sync is not theirs
+
+
+def _status_lines(m: ModeRun, name: str | None, repo: Path) -> list[str]:
+    """`git status --porcelain --untracked-files=no` of `repo`, timed as step `name` when given."""
+    argv = ["git", "status", "--porcelain", "--untracked-files=no"]
+    if name is None:
+        return git(repo, *argv[1:], capture=True).splitlines()
+    step = m.measure(name, argv, cwd=repo)
+    return (m.logs / f"{name}.out").read_text().splitlines() if step.ok else ["(git status failed)"]
 
 
 def run_worktree(m: ModeRun, groups: set[str]) -> None:
