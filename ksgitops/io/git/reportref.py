@@ -30,7 +30,6 @@ from ..pygit import pygit2
 from ...core.load.repoconfig import MAILBOX_TRAILER, SOURCE_TRAILER
 from ...core.tree import FileTree
 from ..fs.durable import libgit2_fsync, moving_refs
-from . import shared
 from .repo import TreeIndex, TreeSnapshot, TreeWriter, consolidate_packs, objects_dir
 from .pack import KINDS, write_pack
 from .remote import Credentials, is_url, scrub
@@ -182,7 +181,6 @@ class MailboxRepo:
         non-bare one): copy the missing objects as one pack, then move the ref if that is a fast
         forward. Returns rejection messages."""
         dest = pygit2.Repository(self.url)  # the repository itself (bare, or a work tree's .git)
-        shared.follow(dest)  # a shared repository's objects and refs, as git would make them
         theirs = dest.references.get(self.ref)
         if theirs is not None and theirs.target != local and (
                 theirs.target not in self.repo.odb or not self.repo.descendant_of(local, theirs.target)):
