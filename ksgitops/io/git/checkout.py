@@ -39,11 +39,12 @@ from ..fs.rootplan import plan_root
 from ..fs.worktree import write_generated
 from . import indexstat
 from .discover import git_dir
-from .indexupdate import IndexUpdates, index_shape, make_readable
+from .indexupdate import IndexUpdates, index_shape, make_readable, resolve_conflict
 from .repo import TreeIndex, blobs, read_tree, tree_at
 
 FORMAT = "ksgitops-checkout-1"
 FILE, DELETE_FILE, TREE, REMOVE, DELTA = "file", "delete-file", "tree", "remove", "delta"
+CONFLICT_STAGES = (1, 2, 3)
 
 
 @dataclass
@@ -146,7 +147,7 @@ def apply(repo: pygit2.Repository, planned: Plan, generated: Generated | None = 
             given = (generated or {}).get(step.root)
             whole[step.root] = given if step.op == TREE and isinstance(given, dict) else _whole(repo, planned, step)
             if not bulk:
-                index.remove_directory(step.root)
+                _unindex_root(index, step.root)
                 if step.op == TREE:
                     _index_tree(repo, index, planned.new, step.root)
     files: dict[str, os.stat_result] = {}
@@ -320,8 +321,19 @@ def _blob(repo: pygit2.Repository, oid: Any) -> bytes:
 
 
 def _unindex(index: pygit2.Index, path: str) -> None:
+    """The path's entry gone, and a conflict's stages (1-3) with it, as git's own removal drops them."""
+    if isinstance(index, pygit2.Index):
+        resolve_conflict(index, path)
     if path in index:
         index.remove(path)
+
+
+def _unindex_root(index: pygit2.Index, root: str) -> None:
+    """Every entry below `root` gone, at every stage: what ksgitops writes there replaces a
+    conflict in it (a merge's stages left beside a new stage-0 entry make an index git refuses:
+    "multiple stage entries for merged file")."""
+    for stage in (0, *CONFLICT_STAGES):
+        index.remove_directory(root, stage)
 
 
 def _prune_empty_dirs(path: Path, stop: Path) -> None:

@@ -69,7 +69,7 @@ class IndexUpdates:
             return
         index = repo.index
         for path, oid, mode in self.changes:
-            _resolve(index, path)  # as git's stage-0 entry (or its removal) replaces a conflict's stages
+            resolve_conflict(index, path)  # as git's stage-0 entry (or its removal) replaces a conflict's stages
             if oid:
                 index.add(pygit2.IndexEntry(path, pygit2.Oid(hex=oid), pygit2.enums.FileMode(mode)))
             elif path in index:
@@ -77,7 +77,7 @@ class IndexUpdates:
         index.write()
 
 
-def _resolve(index: pygit2.Index, path: str) -> None:
+def resolve_conflict(index: pygit2.Index, path: str) -> None:
     """Drop the conflict stages (1-3) of `path`, if any."""
     conflicts = index.conflicts
     if conflicts is None:
