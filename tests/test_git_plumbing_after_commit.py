@@ -71,6 +71,21 @@ def test_git_plumbing_sees_a_clean_checkout_after_a_full_commit(sources_only: Pa
                                  st.st_size), path
 
 
+def test_git_plumbing_sees_a_clean_checkout_when_the_files_were_there_already(sources_only: Path, cli) -> None:
+    """`reconcile` (the preview in the work tree), then `reconcile --commit`: the mailboxes are on
+    disk as generated, so the checkout writes none of them, and their new index entries held no
+    stat data: plumbing listed every one until something refreshed the index. A file found equal
+    gets the stat taken before it was read."""
+    repo = sources_only
+    assert cli("reconcile", str(repo)).code == 0
+    assert cli("reconcile", str(repo), "--commit").code == 0
+    assert _quiet(repo, "diff-files", "--quiet"), "git diff-files: files differ from the index"
+    entries = _index_stat(repo)
+    written = [p for p in entries if p.count("/") > 1 and "-mb-" in p.split("/")[1]]
+    assert len(written) > 10
+    assert all(entries[p][3] == (repo / p).lstat().st_size for p in written)
+
+
 def test_a_file_edited_after_the_commit_is_seen_by_git(sources_only: Path, cli) -> None:
     """Stat data says the file is as the index holds it only while it is: an edit in place that
     keeps the size is still seen, by plumbing and by `git status`."""

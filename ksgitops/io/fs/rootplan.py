@@ -10,19 +10,23 @@ from pathlib import Path
 
 from ...core.tree import KEEP, OTHERS, FileTree, has_files
 from .paths import LinkError, lstat_mode
-from .staging import Change
+from .staging import Change, FileStats
 
 EXECUTABLE = 0o111
 
 
-def plan_root(root: Path, rel: str, tree: FileTree | bytes | None) -> Change | None:
-    """What writing `tree` at `rel` takes (None: it is there already). Raises LinkError for a
-    link inside the old root, before anything is written."""
+def plan_root(root: Path, rel: str, tree: FileTree | bytes | None, files: FileStats | None = None) -> Change | None:
+    """What writing `tree` at `rel` takes (None: it is there already, and `files` gets each of its
+    files with the stat taken before it was read and found equal: a later change moves it). Raises
+    LinkError for a link inside the old root, before anything is written."""
     target = root / rel
     mode = lstat_mode(target)
     existed = mode != 0
     if isinstance(tree, bytes):
-        if stat.S_ISREG(mode) and target.read_bytes() == tree:
+        before = os.lstat(target) if stat.S_ISREG(mode) else None
+        if before is not None and target.read_bytes() == tree:
+            if files is not None:
+                files[rel] = before
             return None
         return Change(rel, tree, existed)
     if tree is None or not has_files(tree):
@@ -31,8 +35,10 @@ def plan_root(root: Path, rel: str, tree: FileTree | bytes | None) -> Change | N
         return Change(rel, None, True) if existed else None
     if not stat.S_ISDIR(mode):
         return Change(rel, tree, existed)
-    scan = _Scan(rel)
+    scan = _Scan(rel, stats=[] if files is not None else None)
     if _compare(str(target), tree, "", scan)[0]:
+        if files is not None:
+            files.update(scan.stats or ())
         return None
     return Change(rel, tree, True, scan.keep, reuse=scan.reuse)
 
@@ -42,6 +48,7 @@ class _Scan:
     rel: str
     keep: list[str] = field(default_factory=list)
     reuse: list[str] = field(default_factory=list)  # folders whose files are all as generated
+    stats: list[tuple[str, os.stat_result]] | None = None  # files found equal (path in the work tree, stat)
 
 
 def _compare(folder: str, tree: FileTree, prefix: str, scan: _Scan) -> tuple[bool, bool]:
@@ -69,10 +76,12 @@ def _compare(folder: str, tree: FileTree, prefix: str, scan: _Scan) -> tuple[boo
                 same = False
         elif not isinstance(value, bytes) or not entry.is_file(follow_symlinks=False):
             same = False
-        elif same and entry.stat(follow_symlinks=False).st_mode & EXECUTABLE:
-            same = False  # a generated file is never executable (git would see the mode)
-        elif same and Path(entry.path).read_bytes() != value:
-            same = False
+        elif same:
+            before = entry.stat(follow_symlinks=False)
+            if before.st_mode & EXECUTABLE or Path(entry.path).read_bytes() != value:
+                same = False  # (a generated file is never executable: git would see the mode)
+            elif scan.stats is not None:
+                scan.stats.append((f"{scan.rel}/{path}", before))
     for name, value in tree.items():
         if value is KEEP:
             movable = False

@@ -85,7 +85,7 @@ def write_generated(root: Path, generated: Generated, record: Any = None, regene
     read, and each root written or found equal is recorded. `regenerable`: what is written is
     reconcile's own output, which the next run repairs (see `_make_durable`). `progress` hears
     ("writing", done, total): roots compared, then folders written. `files` gets each file
-    written (its path in the work tree) with its stat as written (a git index follows them)."""
+    written, or found as generated, with its stat as written or as read (a git index follows them)."""
     root = Path(root)
     record = record if record is not None and record.enabled else None
     with exclusive(root):
@@ -104,7 +104,7 @@ def write_generated(root: Path, generated: Generated, record: Any = None, regene
                 if record.unchanged(rel, content):
                     continue
                 record.clock()  # before the comparison it vouches for
-            change = plan_root(root, rel, content)
+            change = plan_root(root, rel, content, files)
             if change is not None:
                 changes.append(change)
             elif record is not None:
