@@ -3,6 +3,7 @@ takes for a repository."""
 from __future__ import annotations
 
 import importlib.util
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -84,6 +85,34 @@ def test_git_plumbing_sees_a_clean_checkout_when_the_files_were_there_already(so
     written = [p for p in entries if p.count("/") > 1 and "-mb-" in p.split("/")[1]]
     assert len(written) > 10
     assert all(entries[p][3] == (repo / p).lstat().st_size for p in written)
+
+
+def test_a_file_changed_just_after_the_checkout_wrote_it_is_not_taken_for_clean(example_git: Path, cli,
+                                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """A file the checkout writes one by one (renamed into place) got the stat taken after the
+    rename: a write by someone else in between was recorded as the file as written, and git then
+    trusted the stat and never read the changed file. The stat is taken only while the file is
+    the one written (its inode, size and mtime as they were before it was closed)."""
+    import time
+    from ksgitops.io.git import checkout
+    assert cli("reconcile", str(example_git), "--commit").code == 0
+    target = "spaces/imw1-mb-florin/kustomization.yaml"
+    with open(example_git / target, "a") as f:
+        f.write("# hand edit\n")
+    git(example_git, "commit", "-qam", "a hand edit, which the next run undoes")
+    shutil.rmtree(example_git / "spaces/imw1-mb-guilder")  # a root written whole: the libgit2 path
+    real = checkout.write_file
+
+    def and_someone_else(path: Path, data: bytes, observe: bool = False):
+        placed = real(path, data, observe)
+        if path.name == "kustomization.yaml" and "florin" in str(path):
+            with open(path, "r+b") as f:  # the same size, written in place
+                f.write(b"X" * 8)
+            time.sleep(1.1)  # the index is written in a later second: git's own racy check cannot catch it
+        return placed
+    monkeypatch.setattr(checkout, "write_file", and_someone_else)
+    assert cli("reconcile", str(example_git), "--commit").code == 0
+    assert not _quiet(example_git, "diff-files", "--quiet", "--", target), "git takes the changed file for clean"
 
 
 def test_a_file_edited_after_the_commit_is_seen_by_git(sources_only: Path, cli) -> None:

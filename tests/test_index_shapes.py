@@ -133,28 +133,30 @@ def test_a_no_op_reconcile_leaves_a_core_autocrlf_clone_clean(example_git: Path,
     assert git(clone, "status", "--porcelain") == ""
 
 
-@pytest.mark.parametrize("gone", ["the mailbox's folder", "nothing"])
+@pytest.mark.parametrize("gone", ["the mailbox's folder", "another mailbox's folder", "nothing"])
 def test_a_conflict_in_a_generated_root_is_replaced_not_left_beside_it(example_git: Path, cli, gone: str) -> None:
     """A merge stopped on a conflict in a mailbox's file: the index holds that path at stages
-    1-3. `reconcile --commit` rewrote the mailbox (its folder gone from the work tree) through
-    libgit2, which removed stage 0 only: the new stage-0 entries sat beside the conflict's stages,
-    an index git refuses ("multiple stage entries for merged file"). ksgitops' content replaces
-    the conflict, as it does when git makes the change."""
+    1-3. `reconcile --commit` rewrote the mailbox through libgit2 (taken when any root is written
+    whole: its folder, or another mailbox's, gone from the work tree), whose additions replace
+    stage 0 only: the new stage-0 entries sat beside the conflict's stages, an index git refuses
+    ("multiple stage entries for merged file"). ksgitops' content replaces the conflict, as it
+    does when git makes the change."""
     assert cli("reconcile", str(example_git), "--commit").code == 0
-    target = "spaces/imw1-mb-florin/kustomization.yaml"
+    target, other = "spaces/imw1-mb-florin/kustomization.yaml", "spaces/imw1-mb-guilder/kustomization.yaml"
     git(example_git, "checkout", "-q", "-b", "other")
     with open(example_git / target, "a") as f:
         f.write("# other\n")
     git(example_git, "commit", "-qam", "other")
     git(example_git, "checkout", "-q", "main")
-    with open(example_git / target, "a") as f:
-        f.write("# main\n")
+    for path in (target, other):
+        with open(example_git / path, "a") as f:
+            f.write("# main\n")
     git(example_git, "commit", "-qam", "main")
     merged = subprocess.run(["git", "-C", str(example_git), "-c", "user.name=t", "-c", "user.email=t@e", "merge",
                              "other"], capture_output=True, text=True)
     assert merged.returncode != 0 and git(example_git, "ls-files", "-u"), merged.stdout
-    if gone == "the mailbox's folder":
-        shutil.rmtree(example_git / "spaces/imw1-mb-florin")
+    if gone != "nothing":
+        shutil.rmtree(example_git / ("spaces/imw1-mb-florin" if gone == "the mailbox's folder" else "spaces/imw1-mb-guilder"))
     found = cli("reconcile", str(example_git), "--commit")
     assert found.code == 0, found
     assert git(example_git, "ls-files", "-s", "--", target).split()[2] == "0"

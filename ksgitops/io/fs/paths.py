@@ -72,12 +72,22 @@ def open_plain(path: str, create: bool = False) -> int:
     return fd
 
 
-def write_file(target: Path, data: bytes) -> None:
+def write_file(target: Path, data: bytes, observe: bool = False) -> os.stat_result | None:
     """Replace one file atomically: written beside it, then renamed over it. A kill leaves the old
-    file (and at worst the sibling `.NAME.ksgitops-tmp`, overwritten by the next write)."""
+    file (and at worst the sibling `.NAME.ksgitops-tmp`, overwritten by the next write). With
+    `observe`, its stat in place (the rename moved its ctime) when it is still the file as
+    written (inode, size, mtime), else None: a write in between is never taken for this one's."""
     staging = target.with_name(f".{target.name}.ksgitops-tmp")
-    write_new(str(staging), data)
+    written = write_new(str(staging), data, observe)
     os.replace(staging, target)
+    if written is None:
+        return None
+    try:
+        now = os.lstat(target)
+    except OSError:
+        return None
+    as_written = (now.st_ino, now.st_size, now.st_mtime_ns) == (written.st_ino, written.st_size, written.st_mtime_ns)
+    return now if as_written else None
 
 
 def write_new(path: str, data: bytes, observe: bool = False) -> os.stat_result | None:

@@ -44,7 +44,6 @@ from .repo import TreeIndex, blobs, read_tree, tree_at
 
 FORMAT = "ksgitops-checkout-1"
 FILE, DELETE_FILE, TREE, REMOVE, DELTA = "file", "delete-file", "tree", "remove", "delta"
-CONFLICT_STAGES = (1, 2, 3)
 
 
 @dataclass
@@ -147,7 +146,7 @@ def apply(repo: pygit2.Repository, planned: Plan, generated: Generated | None = 
             given = (generated or {}).get(step.root)
             whole[step.root] = given if step.op == TREE and isinstance(given, dict) else _whole(repo, planned, step)
             if not bulk:
-                _unindex_root(index, step.root)
+                index.remove_directory(step.root)
                 if step.op == TREE:
                     _index_tree(repo, index, planned.new, step.root)
     files: dict[str, os.stat_result] = {}
@@ -213,24 +212,24 @@ def _apply_files(repo: pygit2.Repository, planned: Plan, entries: Any, workdir: 
         if step.op == FILE:
             entry = _entry(repo, planned.new, step.root)
             (workdir / step.root).parent.mkdir(parents=True, exist_ok=True)  # problems.yaml: .ksgitops/ may be new
-            write_file(workdir / step.root, _blob(repo, entry.id))
+            placed = write_file(workdir / step.root, _blob(repo, entry.id), files is not None)
             written.file(workdir / step.root)
-            if files is not None:
-                files[step.root] = os.lstat(workdir / step.root)
-            entries.add(pygit2.IndexEntry(step.root, entry.id, entry.filemode))
+            if files is not None and placed is not None:
+                files[step.root] = placed
+            _add(entries, pygit2.IndexEntry(step.root, entry.id, entry.filemode))
         elif step.op == DELETE_FILE:
             (workdir / step.root).unlink(missing_ok=True)
             written.name(workdir / step.root)
             _unindex(entries, step.root)
         elif step.op not in (TREE, REMOVE):  # DELTA
             for path, delta in _deltas(repo, planned, step.root):
-                _apply_delta(repo, entries, workdir, path, delta, made, step.root)
+                placed = _apply_delta(repo, entries, workdir, path, delta, made, step.root, files is not None)
                 if delta.status == pygit2.GIT_DELTA_DELETED:
                     written.name(workdir / path)
                 else:
                     written.file(workdir / path)
-                    if files is not None:
-                        files[path] = os.lstat(workdir / path)
+                    if files is not None and placed is not None:
+                        files[path] = placed
 
 
 BULK = 32  # whole roots from which the index is read from the new tree rather than entry by entry
@@ -293,23 +292,34 @@ def _deltas(repo: pygit2.Repository, planned: Plan, root: str) -> list[tuple[str
 
 
 def _apply_delta(repo: pygit2.Repository, index: pygit2.Index, workdir: Path, path: str, delta: Any,
-                 made: set[Path], root: str) -> None:
+                 made: set[Path], root: str, observe: bool = False) -> os.stat_result | None:
+    """One changed file of a root brought along; with `observe`, the stat of the file written."""
     target = workdir / path
     if delta.status == pygit2.GIT_DELTA_DELETED:
         target.unlink(missing_ok=True)
         _unindex(index, path)
         _prune_empty_dirs(target, workdir / root)
-        return
+        return None
     if target.parent not in made:
         target.parent.mkdir(parents=True, exist_ok=True)
         made.add(target.parent)
-    write_file(target, _blob(repo, delta.new_file.id))
-    index.add(pygit2.IndexEntry(path, delta.new_file.id, delta.new_file.mode))
+    placed = write_file(target, _blob(repo, delta.new_file.id), observe)
+    _add(index, pygit2.IndexEntry(path, delta.new_file.id, delta.new_file.mode))
+    return placed
 
 
 def _index_tree(repo: pygit2.Repository, index: pygit2.Index, tree_id: str, root: str) -> None:
     for path, oid, mode in blobs(repo, tree_at(repo, _entry(repo, tree_id, root).id), f"{root}/"):
-        index.add(pygit2.IndexEntry(path, oid, mode))
+        _add(index, pygit2.IndexEntry(path, oid, mode))
+
+
+def _add(entries: Any, entry: pygit2.IndexEntry) -> None:
+    """A stage-0 entry in `entries` (an Index, IndexUpdates, or _Unindexed); in libgit2's index a
+    conflict's stages (1-3) at its path go first, as git's own addition drops them (libgit2's
+    leaves them beside it: an index git refuses, "multiple stage entries for merged file")."""
+    if isinstance(entries, pygit2.Index):
+        resolve_conflict(entries, str(entry.path))
+    entries.add(entry)
 
 
 def _entry(repo: pygit2.Repository, tree_id: str, path: str) -> Any:
@@ -326,14 +336,6 @@ def _unindex(index: pygit2.Index, path: str) -> None:
         resolve_conflict(index, path)
     if path in index:
         index.remove(path)
-
-
-def _unindex_root(index: pygit2.Index, root: str) -> None:
-    """Every entry below `root` gone, at every stage: what ksgitops writes there replaces a
-    conflict in it (a merge's stages left beside a new stage-0 entry make an index git refuses:
-    "multiple stage entries for merged file")."""
-    for stage in (0, *CONFLICT_STAGES):
-        index.remove_directory(root, stage)
 
 
 def _prune_empty_dirs(path: Path, stop: Path) -> None:
