@@ -7,6 +7,7 @@ can redo (a checkout); writing generated roots crash-safely is `worktree.py`'s j
 from __future__ import annotations
 
 import os
+import struct
 import stat
 from pathlib import Path
 
@@ -70,6 +71,19 @@ def open_plain(path: str, create: bool = False) -> int:
         os.close(fd)
         raise OSError(f"{path}: not a plain file")
     return fd
+
+
+INDEX_STAT = struct.Struct("=10I")  # a git index entry's stat fields, as libgit2 holds them (io/git/indexstat.py)
+FileStats = dict[str, bytes]  # path in the work tree -> its index stat (`index_stat`), as written or as read
+
+
+def index_stat(st: os.stat_result) -> bytes:
+    """ctime s, ns; mtime s, ns; dev; ino; mode; uid; gid; size, in git's 32-bit fields, for a
+    generated file (mode 100644): 40 bytes where the stat itself holds ~500."""
+    ns_c, ns_m, mask = st.st_ctime_ns, st.st_mtime_ns, 0xFFFFFFFF
+    return INDEX_STAT.pack((ns_c // 1_000_000_000) & mask, ns_c % 1_000_000_000, (ns_m // 1_000_000_000) & mask,
+                           ns_m % 1_000_000_000, st.st_dev & mask, st.st_ino & mask, 0o100644, st.st_uid & mask,
+                           st.st_gid & mask, st.st_size & mask)
 
 
 def write_file(target: Path, data: bytes, observe: bool = False) -> os.stat_result | None:

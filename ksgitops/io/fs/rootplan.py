@@ -9,8 +9,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ...core.tree import KEEP, OTHERS, FileTree, has_files
-from .paths import LinkError, lstat_mode
-from .staging import Change, FileStats
+from .paths import FileStats, LinkError, index_stat, lstat_mode
+from .staging import Change
 
 EXECUTABLE = 0o111
 
@@ -26,7 +26,7 @@ def plan_root(root: Path, rel: str, tree: FileTree | bytes | None, files: FileSt
         before = os.lstat(target) if stat.S_ISREG(mode) else None
         if before is not None and target.read_bytes() == tree:
             if files is not None:
-                files[rel] = before
+                files[rel] = index_stat(before)
             return None
         return Change(rel, tree, existed)
     if tree is None or not has_files(tree):
@@ -48,7 +48,7 @@ class _Scan:
     rel: str
     keep: list[str] = field(default_factory=list)
     reuse: list[str] = field(default_factory=list)  # folders whose files are all as generated
-    stats: list[tuple[str, os.stat_result]] | None = None  # files found equal (path in the work tree, stat)
+    stats: list[tuple[str, bytes]] | None = None  # files found equal (path in the work tree, index stat)
 
 
 def _compare(folder: str, tree: FileTree, prefix: str, scan: _Scan) -> tuple[bool, bool]:
@@ -81,7 +81,7 @@ def _compare(folder: str, tree: FileTree, prefix: str, scan: _Scan) -> tuple[boo
             if before.st_mode & EXECUTABLE or Path(entry.path).read_bytes() != value:
                 same = False  # (a generated file is never executable: git would see the mode)
             elif scan.stats is not None:
-                scan.stats.append((f"{scan.rel}/{path}", before))
+                scan.stats.append((f"{scan.rel}/{path}", index_stat(before)))
     for name, value in tree.items():
         if value is KEEP:
             movable = False

@@ -13,11 +13,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ...core.tree import KEEP, OTHERS, FileTree, has_files
-from .paths import LinkError, lstat_mode, write_new
+from .paths import FileStats, LinkError, index_stat, lstat_mode, write_new
 from .statcache import ABSENT, THREADS, Observed, full_stamp, lstamp, stamp_of
 
 PARALLEL = 4  # roots in a batch from which staging runs in threads
-FileStats = dict[str, os.stat_result]  # path in the work tree -> the file's stat as written
 
 
 @dataclass
@@ -49,7 +48,7 @@ def stage_all(root: Path, changes: list[Change], observe: bool,
     else:
         failed = threading.Event()
 
-        def one(change: Change) -> tuple[Observed | None, list[tuple[str, os.stat_result]] | None]:
+        def one(change: Change) -> tuple[Observed | None, list[tuple[str, bytes]] | None]:
             if failed.is_set():
                 return None, None
             try:
@@ -67,7 +66,7 @@ def stage_all(root: Path, changes: list[Change], observe: bool,
 
 
 def _stage(root: Path, change: Change, observe: bool,
-           stat_files: bool) -> tuple[Observed | None, list[tuple[str, os.stat_result]] | None]:
+           stat_files: bool) -> tuple[Observed | None, list[tuple[str, bytes]] | None]:
     """Write a root's new content to its staging sibling; with `observe`, the path (inside the
     root, "" the root itself) and stamp of everything it owns, as written, in the order written;
     with `stat_files`, each file's path inside the root and stat."""
@@ -84,7 +83,7 @@ def _stage(root: Path, change: Change, observe: bool,
     # a root reused folders move into is not recorded as written: their stamps move as they are
     # renamed in, after the comparison that vouched for them (`worktree._settle` compares it again)
     seen: Observed | None = [] if observe and not change.reuse else None
-    stats: list[tuple[str, os.stat_result]] | None = [] if stat_files else None
+    stats: list[tuple[str, bytes]] | None = [] if stat_files else None
     _write_files(str(staging), change.content, seen, "", frozenset(change.reuse), stats)
     if seen is not None and not any(v is KEEP for v in change.content.values()):
         seen.insert(0, ("", lstamp(str(staging))))  # no entry of its own but what the tree names
@@ -92,7 +91,7 @@ def _stage(root: Path, change: Change, observe: bool,
 
 
 def _write_files(folder: str, tree: FileTree, seen: Observed | None, prefix: str,
-                 reused: frozenset[str] = frozenset(), stats: list[tuple[str, os.stat_result]] | None = None) -> None:
+                 reused: frozenset[str] = frozenset(), stats: list[tuple[str, bytes]] | None = None) -> None:
     """The hot loop of a full reconcile into a work tree: plain os calls on str paths."""
     for name, value in tree.items():
         if isinstance(value, dict):
@@ -118,7 +117,7 @@ def _write_files(folder: str, tree: FileTree, seen: Observed | None, prefix: str
                 if seen is not None:
                     seen.append((f"{prefix}{name}", stamp_of(written)))
                 if stats is not None:
-                    stats.append((f"{prefix}{name}", written))
+                    stats.append((f"{prefix}{name}", index_stat(written)))
 
 
 def remove(path: Path) -> None:

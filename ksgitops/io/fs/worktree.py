@@ -67,10 +67,10 @@ from typing import Any
 from ...core.tree import REUSE, Generated
 from ...model import EnvError, KsgitopsError, Progress
 from .durable import exclusive, fsync_dir, os_reason, sync_filesystem, write_durably
-from .paths import check_path, lstat_mode
+from .paths import FileStats, check_path, lstat_mode
 from .owned import change_of, made_names, owned_root_problem, unlisted_kept
 from .rootplan import plan_root
-from .staging import Change, FileStats, remove as _remove, resolve_legacy, sibling, stage_all
+from .staging import Change, remove as _remove, resolve_legacy, sibling, stage_all
 
 JOURNAL = ".ksgitops-journal"
 FORMAT = "ksgitops-journal-2"  # 2: roots carry `reuse`; an earlier ksgitops refuses it rather than lose them

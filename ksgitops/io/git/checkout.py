@@ -34,7 +34,7 @@ from ...core.tree import KEEP, FileTree, Generated
 from ...model import EnvError, KsgitopsError
 from ..fs.durable import (exclusive, fsync_dir, fsync_file, libgit2_fsync, os_reason, sync_filesystem,
                           write_durably)
-from ..fs.paths import STATE_DIR, check_path, write_file
+from ..fs.paths import STATE_DIR, FileStats, check_path, index_stat, write_file
 from ..fs.rootplan import plan_root
 from ..fs.worktree import write_generated
 from . import indexstat
@@ -149,7 +149,7 @@ def apply(repo: pygit2.Repository, planned: Plan, generated: Generated | None = 
                 index.remove_directory(step.root)
                 if step.op == TREE:
                     _index_tree(repo, index, planned.new, step.root)
-    files: dict[str, os.stat_result] = {}
+    files: FileStats = {}
     _apply_files(repo, planned, entries, workdir, files=files)
     write_generated(workdir, whole, regenerable=True, files=files)  # synced below, with the files written one by one
     sync_filesystem(workdir)  # the files written one by one, on disk before the journal goes
@@ -202,7 +202,7 @@ class Written:
 
 
 def _apply_files(repo: pygit2.Repository, planned: Plan, entries: Any, workdir: Path,
-                 written: Written | None = None, files: dict[str, os.stat_result] | None = None) -> None:
+                 written: Written | None = None, files: FileStats | None = None) -> None:
     """The steps that go file by file (a file, a file gone, a root's changed files), with their
     index changes made in `entries` (an Index, IndexUpdates, or _Unindexed) and what they wrote
     noted in `written` (and in `files`, with its stat once in place, for the index to take)."""
@@ -215,7 +215,7 @@ def _apply_files(repo: pygit2.Repository, planned: Plan, entries: Any, workdir: 
             placed = write_file(workdir / step.root, _blob(repo, entry.id), files is not None)
             written.file(workdir / step.root)
             if files is not None and placed is not None:
-                files[step.root] = placed
+                files[step.root] = index_stat(placed)
             _add(entries, pygit2.IndexEntry(step.root, entry.id, entry.filemode))
         elif step.op == DELETE_FILE:
             (workdir / step.root).unlink(missing_ok=True)
@@ -229,7 +229,7 @@ def _apply_files(repo: pygit2.Repository, planned: Plan, entries: Any, workdir: 
                 else:
                     written.file(workdir / path)
                     if files is not None and placed is not None:
-                        files[path] = placed
+                        files[path] = index_stat(placed)
 
 
 BULK = 32  # whole roots from which the index is read from the new tree rather than entry by entry

@@ -10,40 +10,37 @@ binding, another layout) leaves the zeros: git then hashes, as before.
 """
 from __future__ import annotations
 
-import os
-import struct
 from typing import Any, Iterator
 
-STAT = struct.Struct("=10I")  # ctime s, ns; mtime s, ns; dev, ino, mode, uid, gid, size: git's 32-bit fields
+from ..fs.paths import INDEX_STAT, FileStats
+
 UPTODATE = 1 << 2  # libgit2's GIT_INDEX_ENTRY_UPTODATE, kept in memory only
 STAGES = 0x3000  # the stage bits of an entry's flags
-MASK = 0xFFFFFFFF
+GENERATED = 0o100644  # the mode of every file ksgitops generates, and the one `index_stat` packs
 
 
-def fill(index: Any, files: dict[str, os.stat_result]) -> int:
-    """Set the stat data of the entries (stage 0) at `files`' paths (relative to the work tree,
-    each file's stat as it was written, which holds the entry's content); the number set."""
+def fill(index: Any, files: FileStats) -> int:
+    """Set the stat data of the entries (stage 0, mode 100644) at `files`' paths (relative to the
+    work tree, each file's `index_stat` as it was written or read, which holds the entry's
+    content); the number set."""
     binding = _binding(index)
     if binding is None or not files:
         return 0
     ffi, lib, handle = binding
     count = lib.git_index_entrycount(handle)
-    found: Iterator[tuple[Any, os.stat_result | None]]
+    found: Iterator[tuple[Any, bytes | None]]
     if len(files) * 8 < count:  # a few paths: each looked up
-        found = ((lib.git_index_get_bypath(handle, path.encode("utf-8", "surrogateescape"), 0), st)
-                 for path, st in files.items())
+        found = ((lib.git_index_get_bypath(handle, path.encode("utf-8", "surrogateescape"), 0), packed)
+                 for path, packed in files.items())
     else:  # many: every entry in order, each found by its name
         get, name = lib.git_index_get_byindex, ffi.string
         found = ((e, files.get(name(e.path).decode("utf-8", "surrogateescape")))
                  for e in (get(handle, i) for i in range(count)))
-    done, pack, null, memmove = 0, STAT.pack, ffi.NULL, ffi.memmove
-    for entry, st in found:
-        if st is None or entry == null or entry.flags & STAGES:  # a conflict's stage: not what was written
-            continue
-        ns_c, ns_m = st.st_ctime_ns, st.st_mtime_ns
-        memmove(entry, pack((ns_c // 1_000_000_000) & MASK, ns_c % 1_000_000_000, (ns_m // 1_000_000_000) & MASK,
-                            ns_m % 1_000_000_000, st.st_dev & MASK, st.st_ino & MASK, entry.mode, st.st_uid & MASK,
-                            st.st_gid & MASK, st.st_size & MASK), STAT.size)
+    done, null, memmove, size = 0, ffi.NULL, ffi.memmove, INDEX_STAT.size
+    for entry, packed in found:
+        if packed is None or entry == null or entry.flags & STAGES or entry.mode != GENERATED:
+            continue  # a conflict's stage, or not a file ksgitops writes: not what was written
+        memmove(entry, packed, size)
         entry.flags_extended |= UPTODATE
         done += 1
     return done
@@ -55,7 +52,7 @@ def _binding(index: Any) -> tuple[Any, Any, Any] | None:
     try:
         from pygit2.ffi import C, ffi  # type: ignore[attr-defined]
         handle = index._index
-        if ffi.sizeof("git_index_time") != 8 or ffi.offsetof("git_index_entry", "file_size") != STAT.size - 4:
+        if ffi.sizeof("git_index_time") != 8 or ffi.offsetof("git_index_entry", "file_size") != INDEX_STAT.size - 4:
             return None
         return ffi, C, handle
     except Exception:  # noqa: BLE001 - another pygit2: the zeros stay, git hashes
