@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -281,3 +282,24 @@ def test_a_healthy_wds_placing_what_a_frozen_one_placed_keeps_the_previous_copy(
                            "description spaces: spaces/wmw-s/dup.yaml:1 and the frozen space wmw-c; keeping the "
                            "previous copy [2 WECs: imw1-mb-guilder, imw2-mb-zloty]"), line
     assert (repo / rel).read_bytes() == before
+
+
+def test_a_mailbox_folder_that_reads_as_a_source_space_is_left_and_named(example_git: Path, cli) -> None:
+    """A WEC's mailbox whose files were all hand-edited out of shape (its space.yaml no longer a
+    mailbox's) reads as a source space with errors. `reconcile --commit` then generated both the
+    mailbox's root and that space's `.ksgitops/` roots inside it, and the tree writer failed with
+    an internal error (AttributeError). The folder is left as it is, with its problems beside it,
+    and the error says why the mailbox is not written."""
+    assert cli("reconcile", str(example_git), "--commit").code == 0
+    folder = example_git / "spaces/imw1-mb-florin"
+    files = sorted(p for p in folder.rglob("*") if p.is_file())
+    for path in files:
+        path.write_text(path.read_text().upper())
+    git(example_git, "commit", "-qam", "every file of a mailbox upper-cased")
+    before = {p: p.read_bytes() for p in files}
+    found = cli("reconcile", str(example_git), "--commit")
+    assert "internal error" not in found.err, found.err
+    assert "spaces/imw1-mb-florin: the folder named as WEC florin's mailbox is not a mailbox" in found.err, found.err
+    assert {p: p.read_bytes() for p in files} == before
+    assert (folder / ".ksgitops" / "problems.yaml").is_file()
+    subprocess.run(["git", "-C", str(example_git), "fsck", "--no-dangling"], check=True, capture_output=True)

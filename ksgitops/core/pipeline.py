@@ -13,7 +13,7 @@ from typing import Any, Callable
 
 from .. import __version__
 from ..kinds import KindTable, is_control
-from ..model import KsgitopsError, Obj, Problem, Progress, grouped_by_wec
+from ..model import KsgitopsError, Obj, Origin, Problem, Progress, grouped_by_wec
 from ..names import file_stem
 from .emit.files import Emitter, sps_yaml
 from .load.read import INVENTORY_ANNOTATION
@@ -92,7 +92,8 @@ def reconcile(snapshot: Snapshot, previous: Previous = NO_PREVIOUS,
     generated = _generated(loaded, config.skip_spaces, placements, mailboxes, wecs, isolation, memo)
     generated.update({root: tree for root, tree in space_out.generated.items()
                       if root.split("/")[1] not in isolation.broken})  # space step: discovered Spaces
-    problems = grouped_by_wec(problems + [p for plan in mailboxes.values() for p in plan.problems])
+    problems = grouped_by_wec(problems + _not_mailboxes(wecs, loaded)
+                              + [p for plan in mailboxes.values() for p in plan.problems])
     owned = [s for s in loaded.spaces if s not in config.skip_spaces]
     generated.update(problem_files(owned, problems, wec_names(wecs), isolation.frozen))
     return Result(loaded, config, kinds, wecs, placements, mailboxes, dict(sorted(generated.items())), problems,
@@ -125,6 +126,16 @@ def _build(wecs: dict[str, Wec], prints: dict[WecKey, bytes], placements: dict[s
         if progress is not None:
             progress("computing", done, len(wecs))
     return mailboxes, digests
+
+
+def _not_mailboxes(wecs: dict[str, Wec], loaded: Loaded) -> list[Problem]:
+    """A folder named as a WEC's mailbox that reads as a source space (its space.yaml is not a
+    mailbox's: hand-edited, or a space of someone's): left as it is, its own generated files
+    beside it, rather than written over (which also nested the mailbox's root and the space's)."""
+    return [Problem(Origin(f"spaces/{mb}"), f"the folder named as WEC {wec.name}'s mailbox is not a mailbox (its "
+                    f"space.yaml does not say so): its mailbox is not written; remove or rename the folder to "
+                    f"have the mailbox written again", "error", wec=mb)
+            for mb, wec in wecs.items() if mb in loaded.spaces]
 
 
 def _raise_if_errors(problems: list[Problem]) -> None:
@@ -263,7 +274,7 @@ def _generated(loaded: Loaded, skipped: tuple[str, ...], placements: dict[str, l
             generated[f"spaces/{mailbox}"] = REUSE if mailbox in isolation.frozen.wecs else None
     emitter = Emitter()
     for mailbox in wecs:
-        plan = mailboxes.get(mailbox)
+        plan = mailboxes.get(mailbox) if mailbox not in loaded.spaces else None  # not ours (_not_mailboxes)
         generated[f"spaces/{mailbox}"] = emitter.mailbox(plan) if plan is not None else REUSE
     for mailbox in isolation.frozen.wecs:
         if mailbox not in loaded.spaces:  # a mailbox name that collides with a source space is not ours
