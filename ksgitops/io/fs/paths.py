@@ -11,6 +11,8 @@ import struct
 import stat
 from pathlib import Path
 
+from ...core.status.gitobjects import BLOB_MODE
+
 from ...model import KsgitopsError, Origin, Problem
 
 STATUS_FILE = "STATUS.md"
@@ -79,10 +81,10 @@ FileStats = dict[str, bytes]  # path in the work tree -> its index stat (`index_
 
 def index_stat(st: os.stat_result) -> bytes:
     """ctime s, ns; mtime s, ns; dev; ino; mode; uid; gid; size, in git's 32-bit fields, for a
-    generated file (mode 100644): 40 bytes where the stat itself holds ~500."""
+    generated file (BLOB_MODE, 100644): 40 bytes where the stat itself holds ~500."""
     ns_c, ns_m, mask = st.st_ctime_ns, st.st_mtime_ns, 0xFFFFFFFF
     return INDEX_STAT.pack((ns_c // 1_000_000_000) & mask, ns_c % 1_000_000_000, (ns_m // 1_000_000_000) & mask,
-                           ns_m % 1_000_000_000, st.st_dev & mask, st.st_ino & mask, 0o100644, st.st_uid & mask,
+                           ns_m % 1_000_000_000, st.st_dev & mask, st.st_ino & mask, BLOB_MODE, st.st_uid & mask,
                            st.st_gid & mask, st.st_size & mask)
 
 

@@ -23,9 +23,9 @@ def plan_root(root: Path, rel: str, tree: FileTree | bytes | None, files: FileSt
     mode = lstat_mode(target)
     existed = mode != 0
     if isinstance(tree, bytes):
-        before = os.lstat(target) if stat.S_ISREG(mode) else None
-        if before is not None and target.read_bytes() == tree:
-            if files is not None:
+        before = os.lstat(target) if files is not None and stat.S_ISREG(mode) else None
+        if stat.S_ISREG(mode) and target.read_bytes() == tree:
+            if before is not None and files is not None:
                 files[rel] = index_stat(before)
             return None
         return Change(rel, tree, existed)

@@ -212,10 +212,8 @@ def _apply_files(repo: pygit2.Repository, planned: Plan, entries: Any, workdir: 
         if step.op == FILE:
             entry = _entry(repo, planned.new, step.root)
             (workdir / step.root).parent.mkdir(parents=True, exist_ok=True)  # problems.yaml: .ksgitops/ may be new
-            placed = write_file(workdir / step.root, _blob(repo, entry.id), files is not None)
+            _place(workdir, step.root, _blob(repo, entry.id), files)
             written.file(workdir / step.root)
-            if files is not None and placed is not None:
-                files[step.root] = index_stat(placed)
             _add(entries, pygit2.IndexEntry(step.root, entry.id, entry.filemode))
         elif step.op == DELETE_FILE:
             (workdir / step.root).unlink(missing_ok=True)
@@ -223,13 +221,11 @@ def _apply_files(repo: pygit2.Repository, planned: Plan, entries: Any, workdir: 
             _unindex(entries, step.root)
         elif step.op not in (TREE, REMOVE):  # DELTA
             for path, delta in _deltas(repo, planned, step.root):
-                placed = _apply_delta(repo, entries, workdir, path, delta, made, step.root, files is not None)
+                _apply_delta(repo, entries, workdir, path, delta, made, step.root, files)
                 if delta.status == pygit2.GIT_DELTA_DELETED:
                     written.name(workdir / path)
                 else:
                     written.file(workdir / path)
-                    if files is not None and placed is not None:
-                        files[path] = index_stat(placed)
 
 
 BULK = 32  # whole roots from which the index is read from the new tree rather than entry by entry
@@ -292,20 +288,25 @@ def _deltas(repo: pygit2.Repository, planned: Plan, root: str) -> list[tuple[str
 
 
 def _apply_delta(repo: pygit2.Repository, index: pygit2.Index, workdir: Path, path: str, delta: Any,
-                 made: set[Path], root: str, observe: bool = False) -> os.stat_result | None:
-    """One changed file of a root brought along; with `observe`, the stat of the file written."""
+                 made: set[Path], root: str, files: FileStats | None = None) -> None:
     target = workdir / path
     if delta.status == pygit2.GIT_DELTA_DELETED:
         target.unlink(missing_ok=True)
         _unindex(index, path)
         _prune_empty_dirs(target, workdir / root)
-        return None
+        return
     if target.parent not in made:
         target.parent.mkdir(parents=True, exist_ok=True)
         made.add(target.parent)
-    placed = write_file(target, _blob(repo, delta.new_file.id), observe)
+    _place(workdir, path, _blob(repo, delta.new_file.id), files)
     _add(index, pygit2.IndexEntry(path, delta.new_file.id, delta.new_file.mode))
-    return placed
+
+
+def _place(workdir: Path, path: str, data: bytes, files: FileStats | None) -> None:
+    """One file replaced; with `files`, its index stat noted when it is in place as written."""
+    placed = write_file(workdir / path, data, files is not None)
+    if files is not None and placed is not None:
+        files[path] = index_stat(placed)
 
 
 def _index_tree(repo: pygit2.Repository, index: pygit2.Index, tree_id: str, root: str) -> None:
@@ -314,9 +315,8 @@ def _index_tree(repo: pygit2.Repository, index: pygit2.Index, tree_id: str, root
 
 
 def _add(entries: Any, entry: pygit2.IndexEntry) -> None:
-    """A stage-0 entry in `entries` (an Index, IndexUpdates, or _Unindexed); in libgit2's index a
-    conflict's stages (1-3) at its path go first, as git's own addition drops them (libgit2's
-    leaves them beside it: an index git refuses, "multiple stage entries for merged file")."""
+    """A stage-0 entry in `entries`; in libgit2's index a conflict's stages (1-3) at its path go first, as
+    git's addition drops them (libgit2's leaves them: "multiple stage entries for merged file")."""
     if isinstance(entries, pygit2.Index):
         resolve_conflict(entries, str(entry.path))
     entries.add(entry)

@@ -12,11 +12,11 @@ from __future__ import annotations
 
 from typing import Any, Iterator
 
+from ...core.status.gitobjects import BLOB_MODE
 from ..fs.paths import INDEX_STAT, FileStats
 
 UPTODATE = 1 << 2  # libgit2's GIT_INDEX_ENTRY_UPTODATE, kept in memory only
 STAGES = 0x3000  # the stage bits of an entry's flags
-GENERATED = 0o100644  # the mode of every file ksgitops generates, and the one `index_stat` packs
 
 
 def fill(index: Any, files: FileStats) -> int:
@@ -38,7 +38,7 @@ def fill(index: Any, files: FileStats) -> int:
                  for e in (get(handle, i) for i in range(count)))
     done, null, memmove, size = 0, ffi.NULL, ffi.memmove, INDEX_STAT.size
     for entry, packed in found:
-        if packed is None or entry == null or entry.flags & STAGES or entry.mode != GENERATED:
+        if packed is None or entry == null or entry.flags & STAGES or entry.mode != BLOB_MODE:
             continue  # a conflict's stage, or not a file ksgitops writes: not what was written
         memmove(entry, packed, size)
         entry.flags_extended |= UPTODATE
