@@ -125,6 +125,10 @@ class ModeRun:
             self.check(moved == expect_commit, f"{name}: {'committed' if moved else 'no new commit'}, as expected",
                        f"{name}: {'a new commit' if moved else 'no new commit'}, expected the opposite", step)
         if step.ok and self.mode == "checkout":
+            if status_step is None:  # before `git status`, which refreshes the index; not beside a timed one
+                quiet = subprocess.run(["git", "-C", str(self.repo), "diff-index", "--quiet", "HEAD", "--"]).returncode == 0
+                self.check(quiet, f"{name}: git's plumbing sees no change (`git diff-index --quiet HEAD`)",
+                           f"{name}: `git diff-index --quiet HEAD` lists changes after --commit", step)
             dirty = _status_lines(self, status_step, self.repo)
             self.check(not dirty, f"{name}: work tree and index equal HEAD",
                        f"{name}: work tree differs from HEAD after --commit ({len(dirty)} paths, e.g. "

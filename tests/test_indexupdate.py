@@ -101,7 +101,7 @@ def test_git_ends_with_the_run_that_started_it(tmp_path: Path) -> None:
     fake, started = _git_that_waits(tmp_path)
     script = (f"import pygit2\nfrom ksgitops.io.git import indexupdate\n"
               f"indexupdate.shutil.which = lambda name: {str(fake)!r}\n"
-              f"indexupdate._finished(indexupdate._start_git(pygit2.Repository({str(repo)!r}), [('a', '', 0)]))\n")
+              f"indexupdate._finished(indexupdate._start_git(pygit2.Repository({str(repo)!r}), [('a', '', 0)], {{}}))\n")
     run = subprocess.Popen([sys.executable, "-c", script])
     pid = _pid_in(started)
     os.kill(pid, 0)  # git (here a sleep in its place) runs

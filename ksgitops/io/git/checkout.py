@@ -129,10 +129,11 @@ def apply(repo: pygit2.Repository, planned: Plan, generated: Generated | None = 
     """Bring the work tree and index along (idempotent), then drop the journal. Whole roots come
     from `generated` when given (they are in memory already), else from the new tree."""
     workdir = Path(repo.workdir)
+    files: FileStats = {}  # the stat of each file written, for its index entry
     if not any(s.op in (TREE, REMOVE) for s in planned.steps):  # file by file: indexupdate.py
         updates, written = IndexUpdates(), Written(workdir)
-        _apply_files(repo, planned, updates, workdir, written)
-        updates.write(repo, meanwhile=written.make_durable)  # files on disk before the journal goes
+        _apply_files(repo, planned, updates, workdir, written, files)
+        updates.write(repo, meanwhile=written.make_durable, files=files)  # files on disk before the journal goes
         fsync_dir(repo.path)  # git fsyncs the index it writes; its rename into place is the folder's
         journal_path(repo).unlink(missing_ok=True)
         return
@@ -149,7 +150,6 @@ def apply(repo: pygit2.Repository, planned: Plan, generated: Generated | None = 
                 index.remove_directory(step.root)
                 if step.op == TREE:
                     _index_tree(repo, index, planned.new, step.root)
-    files: FileStats = {}
     _apply_files(repo, planned, entries, workdir, files=files)
     write_generated(workdir, whole, regenerable=True, files=files)  # synced below, with the files written one by one
     sync_filesystem(workdir)  # the files written one by one, on disk before the journal goes

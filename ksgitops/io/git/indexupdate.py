@@ -6,7 +6,10 @@ to write it, `git update-index` ~0.33 s for both. So when a `git` program is on 
 through it (one process; the index written under its lock, fsynced with `core.fsync=index`, as
 libgit2 reads it, none of the repository's hooks or fsmonitor run); without one, or when it fails
 or says anything, libgit2 makes them. Either way the index holds the same entries (path, mode, id;
-no stat data, as libgit2's additions; a conflict's stages replaced), and both write it atomically,
+a conflict's stages replaced), and each file's the stat data of the file as written, as after
+git's own checkout: git reads the files itself when each is as this process wrote it and nothing
+may convert it (else it is given the ids, and the entries carry no stat), and the index it wrote
+is checked for the ids; libgit2 is given the stat. Both write the index atomically,
 so a kill leaves the old index or the new one: the checkout's journal (checkout.py) then makes the
 changes again. git ends with this process
 (PR_SET_PDEATHSIG): the next command's recovery removes the index.lock a killed run left, which a
@@ -15,20 +18,27 @@ fork and exec there) libgit2 makes the changes.
 """
 from __future__ import annotations
 
+import mmap
 import os
 import select
 import shutil
+import stat
 import struct
 import subprocess
 import tempfile
 from pathlib import Path
-from typing import IO, Callable, NamedTuple
+from typing import IO, Callable, Iterable, NamedTuple
 
 from ...model import GitError
+from ...core.status.gitobjects import BLOB_MODE
+from ..fs.durable import common_dir
 from ..fs.forked import end_with, may_fork
+from ..fs.paths import FileStats, index_stat
+from . import indexstat
 from ..pygit import pygit2
 
 REMOVED = "0" * 40
+NAMED_AT_MOST = 128 * 1024  # bytes of paths removed, named on git's command line (Linux takes 2 MiB in all)
 TIMEOUT = 300.0  # seconds; a git that hangs is given up, and libgit2 does the work
 # The index as libgit2 reads it (no split index's `link`, no sparse index's `sdir`), and none of the
 # repository's programs run (a post-index-change hook, an fsmonitor): libgit2 ran none, and a child
@@ -52,11 +62,14 @@ class IndexUpdates:
     def __contains__(self, path: str) -> bool:
         return True  # a removal of a path the index lacks is no change, in git as in libgit2
 
-    def write(self, repo: pygit2.Repository, meanwhile: Callable[[], None] = lambda: None) -> None:
-        """Make the changes in the repository's index (nothing to make: the index is not touched).
+    def write(self, repo: pygit2.Repository, meanwhile: Callable[[], None] = lambda: None,
+              files: FileStats | None = None) -> None:
+        """Make the changes in the repository's index (nothing to make: the index is not touched);
+        `files`: the stat of each file added as it was written (checkout.py), for its entry.
         `meanwhile` runs while git makes them (the checkout's sync of the files written: both are
         done before the journal goes, in either order)."""
-        started = _start_git(repo, self.changes) if self.changes else None
+        files = files if files is not None else {}
+        started = _start_git(repo, self.changes, files) if self.changes else None
         try:
             meanwhile()
         except BaseException:
@@ -65,8 +78,12 @@ class IndexUpdates:
                 started.process.wait()
                 started.said.close()
             raise
-        if not self.changes or (started is not None and _finished(started)):
+        if not self.changes:
             return
+        if started is not None:
+            if _finished(started) and (not started.read or _entered(repo, self.changes)):
+                return
+            files = {}  # git ran: a file it read otherwise may have changed since it was written
         index = repo.index
         for path, oid, mode in self.changes:
             resolve_conflict(index, path)  # as git's stage-0 entry (or its removal) replaces a conflict's stages
@@ -74,6 +91,7 @@ class IndexUpdates:
                 index.add(pygit2.IndexEntry(path, pygit2.Oid(hex=oid), pygit2.enums.FileMode(mode)))
             elif path in index:
                 index.remove(path)
+        indexstat.fill(index, files)
         index.write()
 
 
@@ -101,28 +119,135 @@ def _environment() -> dict[str, str]:
 class _Started(NamedTuple):
     process: subprocess.Popen[bytes]
     said: IO[bytes]  # its standard error
+    read: bool  # git reads the files added (else it was given their ids)
 
 
-def _start_git(repo: pygit2.Repository, changes: list[tuple[str, str, int]]) -> _Started | None:
+def _start_git(repo: pygit2.Repository, changes: list[tuple[str, str, int]], files: FileStats) -> _Started | None:
     """`git update-index` making the changes, started (None: no git, or other threads alive)."""
     program = shutil.which("git")
     if program is None or not repo.workdir or not may_fork():  # beside other threads: no code between fork and exec
         return None
     parent = os.getpid()
     said = tempfile.TemporaryFile()  # files, not pipes: nothing here waits for git to read or write
+    read = _read_as_written(repo, changes, files)
     try:
         with tempfile.TemporaryFile() as lines:
-            for path, oid, mode in changes:
-                lines.write(f"{mode:o} {oid or REMOVED}\t".encode() + os.fsencode(path) + b"\0")
+            if read is None:
+                how = ["--index-info"]
+                for path, oid, mode in changes:
+                    lines.write(f"{mode:o} {oid or REMOVED}\t".encode() + os.fsencode(path) + b"\0")
+            else:  # removals named (gone from the index whatever is on disk), then the additions read
+                removed = [path for path, (oid, _) in _final(changes).items() if not oid]
+                how = ["--add", "--info-only", *(["--force-remove", *removed, "--no-force-remove"] if removed else []),
+                       "--stdin"]
+                lines.write(b"".join(os.fsencode(path) + b"\0" for path in read))
             lines.seek(0)
             return _Started(subprocess.Popen(
                 [*_git(program, repo), "-c", "core.fsync=index", "-c", "core.fsyncMethod=fsync",
-                 "update-index", "-z", "--index-info"],
-                stdin=lines, stdout=subprocess.DEVNULL, stderr=said, env=_environment(),
-                preexec_fn=lambda: end_with(parent)), said)  # noqa: PLW1509 - one thread, see above
+                 "update-index", "-z", *how],
+                stdin=lines, stdout=subprocess.DEVNULL, stderr=said, env=_environment(), cwd=repo.workdir,
+                preexec_fn=lambda: end_with(parent)), said, read is not None)  # noqa: PLW1509 - one thread, see above
     except (OSError, subprocess.SubprocessError):
         said.close()
         return None
+
+
+def _read_as_written(repo: pygit2.Repository, changes: list[tuple[str, str, int]], files: FileStats) -> list[str] | None:
+    """The paths added, when git may read the files itself (each hashed and entered with its
+    stat data, as git's own checkout enters it): each file still as this process wrote it
+    (`files`: its stat then), a plain file, and nothing that would make git's reading differ from
+    the bytes (attributes: filters, end-of-line and encoding conversions; `core.autocrlf`); the
+    paths removed fit on a command line. Else None: the ids go in as they are, without stat data,
+    and `git diff-files` / `git diff-index HEAD` list those files until something (`git status`)
+    refreshes the index. What git then entered is checked (`_entered`)."""
+    final = _final(changes)
+    removed = [path for path, (oid, _) in final.items() if not oid]
+    if sum(len(os.fsencode(path)) + 1 for path in removed) > NAMED_AT_MOST or any(p.startswith("-") for p in removed):
+        return None
+    workdir = os.path.join(repo.workdir, "")
+    added = sorted(path for path, (oid, _) in final.items() if oid)
+    for path in added:
+        try:
+            now = os.lstat(workdir + path)
+        except OSError:
+            return None
+        if (final[path][1] != BLOB_MODE or not stat.S_ISREG(now.st_mode) or now.st_mode & 0o111
+                or files.get(path) != index_stat(now)):
+            return None
+    if _converted(repo, final) or _version(repo) not in (2, 3):  # 4: names are not there to check (_entered)
+        return None
+    return added
+
+
+def _final(changes: list[tuple[str, str, int]]) -> dict[str, tuple[str, int]]:
+    return {path: (oid, mode) for path, oid, mode in changes}  # the last change of a path counts
+
+
+def _version(repo: pygit2.Repository) -> int:
+    try:
+        with open(os.path.join(repo.path, "index"), "rb") as f:
+            head = f.read(8)
+    except OSError:
+        return 0
+    return struct.unpack(">I", head[4:])[0] if len(head) == 8 and head[:4] == b"DIRC" else 0
+
+
+def _entered(repo: pygit2.Repository, changes: list[tuple[str, str, int]]) -> bool:
+    """Whether the index git wrote holds each addition's id and mode at its path: a file git read
+    may have gone in as something else (converted; changed since it was looked at; an entry git
+    left as it was, marked assume-unchanged or whose stat it took for unchanged; the old entry's
+    mode, kept under `core.fileMode=false`), and libgit2 then makes the changes. Entries are in name
+    order: each is found by its name, in one pass over the file, without parsing it; anything
+    unexpected is a no (libgit2 makes the changes)."""
+    wanted = sorted((os.fsencode(path), oid, mode) for path, (oid, mode) in _final(changes).items() if oid)
+    try:
+        with open(os.path.join(repo.path, "index"), "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as data:
+            if data[:4] != b"DIRC":
+                return False
+            version, pos = struct.unpack_from(">I", data, 4)[0], 12
+            for name, oid, mode in wanted:
+                needle, length = name + b"\0", min(len(name), 0xFFF)
+                while True:
+                    at = data.find(needle, pos)
+                    if at < 0:
+                        return False
+                    if struct.unpack_from(">H", data, at - 2)[0] & 0x7FFF == length:  # stage 0, no extended flags
+                        start = at - 62
+                        break
+                    if version >= 3 and struct.unpack_from(">H", data, at - 4)[0] & 0x7FFF == EXTENDED | length:
+                        start = at - 64
+                        break
+                    pos = at + 1  # the end of a longer name
+                if data[start + 40:start + 60].hex() != oid or struct.unpack_from(">I", data, start + 24)[0] != mode:
+                    return False
+                pos = at + len(needle)
+    except (OSError, ValueError, struct.error):
+        return False
+    return True
+
+
+def _converted(repo: pygit2.Repository, paths: Iterable[str]) -> bool:
+    """Whether git may convert what it reads at `paths`: `core.autocrlf`, or any attributes file
+    that applies (the work tree's on their way, the repository's, the user's, the system's)."""
+    try:
+        if str(repo.config["core.autocrlf"]).lower() not in ("false", "no", "off", "0", ""):
+            return True
+    except (KeyError, ValueError, pygit2.GitError):
+        pass
+    try:
+        user = os.path.expanduser(str(repo.config["core.attributesFile"]))
+    except (KeyError, ValueError, pygit2.GitError):
+        user = os.path.join(os.environ.get("XDG_CONFIG_HOME") or os.path.expanduser("~/.config"), "git/attributes")
+    folders = {""}
+    for path in paths:
+        cut = path.rfind("/")
+        while cut > 0 and path[:cut] not in folders:
+            folders.add(path[:cut])
+            cut = path.rfind("/", 0, cut)
+    workdir = os.path.join(repo.workdir, "")
+    return any(os.path.lexists(path) for path in [str(common_dir(repo.path) / "info/attributes"), "/etc/gitattributes",
+                                                  user, *(os.path.join(workdir, folder, ".gitattributes")
+                                                          for folder in folders)])
 
 
 def _finished(started: _Started) -> bool:
