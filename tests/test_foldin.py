@@ -182,6 +182,22 @@ def test_status_commit_folds_in_first(tmp_path: Path, cli) -> None:
     assert subprocess.run(["git", "-C", str(path), "fsck", "--no-dangling"], capture_output=True).returncode == 0
 
 
+def test_status_commit_names_the_fold_in_commit_when_no_status_changed(tmp_path: Path, cli) -> None:
+    """A report ref folded in that changes no status file: the branch moved, yet the command
+    said "no commit (unchanged)"."""
+    repo = reconciled_repo(tmp_path)
+    path = Path(repo.workdir)
+    assert cli("status", str(path), "--commit").code == 0
+    before = git(path, "rev-parse", "HEAD")
+    report_ref(repo, "imw1-mb-florin", {"spaces/imw1-mb-florin/upsynced/core/configmaps/commonstuff/up.yaml":
+                                        b"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: up\n"})
+    found = cli("status", str(path), "--commit")
+    assert found.code == 0, found.err
+    assert git(path, "log", "-1", "--format=%s").startswith("ksgitops: fold in reports of 1 WEC")
+    head = git(path, "rev-parse", "HEAD")
+    assert head != before and f"committed {head[:12]}, the reports folded in" in found.out, found.out
+
+
 def _odd_report_ref(repo: pygit2.Repository, mailbox: str, name: str, mode: int) -> None:
     """A report ref whose reported/ holds, beside a good report, an entry `name` of `mode` (a plain
     file through ksgitops' own tree writer: libgit2's refuses names such as `.GIT`)."""
@@ -217,6 +233,9 @@ def _odd_report_ref(repo: pygit2.Repository, mailbox: str, name: str, mode: int)
     ("run.yaml", pygit2.GIT_FILEMODE_BLOB_EXECUTABLE, "is not a plain file (mode 100755)"),
     (".GIT", pygit2.GIT_FILEMODE_BLOB, "is a name git refuses"),
     ("git~1", pygit2.GIT_FILEMODE_BLOB, "is a name git refuses"),
+    (".g\u200cit", pygit2.GIT_FILEMODE_BLOB, "is a name git refuses"),
+    ("a\\b.yaml", pygit2.GIT_FILEMODE_BLOB, "is a name git refuses"),
+    ("..", pygit2.GIT_FILEMODE_BLOB, "is a name git refuses"),
 ])
 def test_a_report_ref_holding_what_a_checkout_cannot_bring_along_is_rejected(tmp_path: Path, name: str, mode: int,
                                                                              message: str) -> None:
@@ -234,6 +253,59 @@ def test_a_report_ref_holding_what_a_checkout_cannot_bring_along_is_rejected(tmp
         f"(mode 100644) under names git accepts"]
     assert not (path / "spaces/imw1-mb-florin/reported").exists()
     assert git(path, "status", "--porcelain") == ""
+    assert not (path / ".git/ksgitops-state/checkout.json").exists()
+
+
+@pytest.mark.parametrize("way_out", ["../../../../../../../../../../tmp/{marker}.yaml", "../{marker}.yaml",
+                                     "./core/{marker}.yaml"])
+def test_a_report_ref_whose_folders_lead_out_of_its_mailbox_is_rejected(tmp_path: Path, way_out: str) -> None:
+    """Folders named `..` or `.` in a WEC's reported/: the checkout after the fold-in wrote the
+    report there, outside the mailbox (up to anywhere the process may write), then libgit2
+    refused the path and every later command stopped on the checkout's journal."""
+    import uuid
+    marker = f"ksgitops-way-out-{uuid.uuid4().hex}"
+    repo = reconciled_repo(tmp_path)
+    path = Path(repo.workdir)
+    report_ref(repo, "imw1-mb-florin", {f"spaces/imw1-mb-florin/{CM}": cm_report("2030-01-01T00:00:00Z"),
+                                         f"spaces/imw1-mb-florin/reported/{way_out.format(marker=marker)}": b"x: 1\n"})
+    outcome = app.fold_in(path, BRANCH)
+    assert outcome.folded == []
+    odd = way_out.split("/")[0]
+    assert [p.message for p in outcome.problems] == [
+        f"report ref rejected: spaces/imw1-mb-florin/reported/{odd} is a name git refuses; reports are plain "
+        f"files (mode 100644) under names git accepts"]
+    assert not list(Path("/tmp").glob(f"{marker}*")) and not list(path.rglob(f"{marker}*"))
+    assert git(path, "status", "--porcelain") == ""
+    assert not (path / ".git/ksgitops-state/checkout.json").exists()
+
+
+def test_a_checkout_never_follows_a_path_out_of_its_folder(tmp_path: Path) -> None:
+    """The last guard, should such a tree reach a commit: the checkout's plan refuses a path with
+    a `..` component before the branch moves (the fold-in rejects such report refs first)."""
+    from ksgitops.io.git import checkout
+    from ksgitops.model import KsgitopsError
+    repo = reconciled_repo(tmp_path)
+    old = repo.references[f"refs/heads/{BRANCH}"].peel(pygit2.Commit).tree
+    new = repo[TreeWriter(repo).apply(old, {"spaces/imw1-mb-florin/reported/../evil.yaml": b"x: 1\n"})]
+    with pytest.raises(KsgitopsError) as raised:
+        checkout.plan(repo, old, new.peel(pygit2.Tree), ["spaces/imw1-mb-florin"], {})
+    assert raised.value.problems[0].origin.path == "spaces/imw1-mb-florin/reported/../evil.yaml"
+    assert not (Path(repo.workdir) / "spaces/imw1-mb-florin/evil.yaml").exists()
+
+
+@pytest.mark.parametrize("first, then", [("ff/inner.yaml", "ff"), ("ff", "ff/inner.yaml")])
+def test_a_report_folder_replaced_by_a_file_of_its_name_is_folded_in(tmp_path: Path, first: str, then: str) -> None:
+    """A folder of reports that became a file of the same name (or the other way round): the
+    file was written before the folder's files were removed ("Is a directory"), and every later
+    command stopped on the checkout's journal."""
+    repo = reconciled_repo(tmp_path)
+    path = Path(repo.workdir)
+    for name in (first, then):
+        report_ref(repo, "imw1-mb-florin", {f"spaces/imw1-mb-florin/reported/core/{name}": b"x: 1\n"})
+        outcome = app.fold_in(path, BRANCH)
+        assert outcome.folded == ["imw1-mb-florin"] and not outcome.problems, outcome
+        assert (path / f"spaces/imw1-mb-florin/reported/core/{name}").is_file()
+        assert git(path, "status", "--porcelain") == ""
     assert not (path / ".git/ksgitops-state/checkout.json").exists()
 
 

@@ -63,9 +63,11 @@ def _status(repo: Path | None, do_commit: bool, source: str, do_push: bool, remo
     print_problems(outcome.problems)
     print_frozen(outcome.result)
     others = "".join(f", {n} {h}" for h, n in counts.items() if h != "Healthy")
-    what = ""
+    what, folded = "", outcome.folded
     if do_commit:
-        what = f", committed {outcome.commit[:12]}" if outcome.commit else ", no commit (unchanged)"
+        what = f", committed {outcome.commit[:12]}" if outcome.commit else \
+            f", no status change; committed {folded.commit[:12]}, the reports folded in" if folded and folded.commit \
+            else ", no commit (unchanged)"
     click.echo(f"{counted(len(outcome.output.combined), 'object')} on {counted(len(outcome.result.wecs), 'WEC')}: "
                f"{counts.get('Healthy', 0)}/{total} healthy{others}; {len(outcome.changed)} status files changed{what}")
     exit_if_confined(outcome.result)

@@ -31,7 +31,7 @@ from typing import Any
 from ..pygit import pygit2
 
 from ...core.tree import KEEP, FileTree, Generated
-from ...model import EnvError, KsgitopsError
+from ...model import EnvError, KsgitopsError, Origin, Problem
 from ..fs.durable import (exclusive, fsync_dir, fsync_file, libgit2_fsync, os_reason, sync_filesystem,
                           write_durably)
 from ..fs.paths import STATE_DIR, FileStats, check_path, index_stat, write_file
@@ -103,7 +103,9 @@ def plan(repo: pygit2.Repository, old: pygit2.Tree, new: pygit2.Tree, roots: lis
 
 
 def _refuse_links(repo: pygit2.Repository, planned: Plan) -> None:
-    """Every path the checkout will write or delete, checked for links before anything is written."""
+    """Every path the checkout will write or delete, checked for links (and, file by file, for
+    components that lead out of its folder: a WEC's report ref is checked for them when folded in)
+    before anything is written."""
     workdir = Path(repo.workdir)
     verified: set[str] = set()
     for step in planned.steps:
@@ -112,7 +114,15 @@ def _refuse_links(repo: pygit2.Repository, planned: Plan) -> None:
             plan_root(workdir, step.root, None)  # scans the folder there for links
         elif step.op == DELTA:
             for path, _ in _deltas(repo, planned, step.root):
+                _refuse_way_out(path)
                 check_path(workdir, path, verified)
+
+
+def _refuse_way_out(path: str) -> None:
+    if any(part in ("", ".", "..") for part in path.split("/")):
+        raise KsgitopsError(Problem(Origin(path), "a path of the commit with an empty, `.` or `..` component: it "
+                                                  "would be written outside its folder; nothing was changed"),
+                            exit_code=2)
 
 
 def begin(repo: pygit2.Repository, ref: str, commit: pygit2.Oid, planned: Plan) -> None:
@@ -219,8 +229,9 @@ def _apply_files(repo: pygit2.Repository, planned: Plan, entries: Any, workdir: 
             (workdir / step.root).unlink(missing_ok=True)
             written.name(workdir / step.root)
             _unindex(entries, step.root)
-        elif step.op not in (TREE, REMOVE):  # DELTA
-            for path, delta in _deltas(repo, planned, step.root):
+        elif step.op not in (TREE, REMOVE):  # DELTA; files gone first: a folder emptied may become a file's name
+            deltas = _deltas(repo, planned, step.root)
+            for path, delta in sorted(deltas, key=lambda d: d[1].status != pygit2.GIT_DELTA_DELETED):
                 _apply_delta(repo, entries, workdir, path, delta, made, step.root, files)
                 if delta.status == pygit2.GIT_DELTA_DELETED:
                     written.name(workdir / path)

@@ -100,8 +100,8 @@ def _first_odd_entry(repo: pygit2.Repository, tree_id: pygit2.Oid, prefix: str, 
     same = {str(e.name): e.id for e in kept.peel(pygit2.Tree)} \
         if kept is not None and kept.type == pygit2.GIT_OBJECT_TREE else {}
     for entry in repo[tree_id].peel(pygit2.Tree):
-        path, name = f"{prefix}{entry.name}", str(entry.name).lower()
-        if name.startswith(".git") or (name.startswith("git~") and name[4:].isdigit()):
+        path = f"{prefix}{entry.name}"
+        if _refused(str(entry.name)):
             return f"{path} is a name git refuses"
         if entry.type == pygit2.GIT_OBJECT_TREE:
             before = same.get(str(entry.name))
@@ -111,6 +111,19 @@ def _first_odd_entry(repo: pygit2.Repository, tree_id: pygit2.Oid, prefix: str, 
         elif entry.filemode != pygit2.GIT_FILEMODE_BLOB:
             return f"{path} is not a plain file (mode {entry.filemode:o})"
     return ""
+
+
+HFS_IGNORED = dict.fromkeys(map(ord, "\u200c\u200d\u200e\u200f\u202a\u202b\u202c\u202d\u202e"
+                                       "\u206a\u206b\u206c\u206d\u206e\u206f\ufeff"))  # HFS+ drops them from names
+
+
+def _refused(name: str) -> bool:
+    """A name git's checks refuse in a path (or libgit2's, with HFS+ and NTFS protection on):
+    `.` and `..` (the checkout would write outside the mailbox), `.git` and what HFS+ or NTFS
+    read as it (any case, ignorable characters, `git~1`), a backslash."""
+    bare = name.translate(HFS_IGNORED).lower()
+    return (name in ("", ".", "..") or "\\" in name or bare.startswith(".git")
+            or (bare.startswith("git~") and bare[4:].isdigit()))
 
 
 def _first_path_outside(repo: pygit2.Repository, tree: pygit2.Tree, prefix: str, allowed: set[str]) -> str:

@@ -83,7 +83,8 @@ class IndexUpdates:
         if started is not None:
             if _finished(started) and (not started.read or _entered(repo, self.changes)):
                 return
-            files = {}  # git ran: a file it read otherwise may have changed since it was written
+            if started.read:
+                files = {}  # a file git read as something else may have changed since it was written
         index = repo.index
         for path, oid, mode in self.changes:
             resolve_conflict(index, path)  # as git's stage-0 entry (or its removal) replaces a conflict's stages
