@@ -9,7 +9,7 @@ or says anything, libgit2 makes them. Either way the index holds the same entrie
 a conflict's stages replaced), and each file's the stat data of the file as written, as after
 git's own checkout: git reads the files itself when each is as this process wrote it and nothing
 may convert it (else it is given the ids, and the entries carry no stat), and the index it wrote
-is checked for the ids; libgit2 is given the stat. Both write the index atomically,
+is checked for the ids and modes; libgit2 is given the stat. Both write the index atomically,
 so a kill leaves the old index or the new one: the checkout's journal (checkout.py) then makes the
 changes again. git ends with this process
 (PR_SET_PDEATHSIG): the next command's recovery removes the index.lock a killed run left, which a
