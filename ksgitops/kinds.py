@@ -154,14 +154,15 @@ class KindTable:
 
 def crd_kind(crd: Obj) -> tuple[str, str, KindInfo] | None:
     """(group, kind, info) a CustomResourceDefinition declares; None when it declares no usable
-    one (its group must be a DNS-1123 subdomain and its plural a DNS-1123 label, as the API server
-    requires: they become folder names)."""
+    one (its group must be a DNS-1123 subdomain with at least one dot and its plural a DNS-1123
+    label, as the API server requires: they become folder names, and a group without a dot such as
+    `core` would share the core group's folder)."""
     spec = crd.spec
     names = spec.get("names")
     names = names if isinstance(names, dict) else {}
     group, kind, plural = spec.get("group"), names.get("kind"), names.get("plural")
     if not (isinstance(group, str) and isinstance(kind, str) and kind and isinstance(plural, str)):
         return None
-    if dns1123_subdomain_error(group) or dns1123_label_error(plural):
+    if dns1123_subdomain_error(group) or "." not in group or dns1123_label_error(plural):
         return None
     return group, kind, KindInfo(plural, spec.get("scope", "Namespaced") != "Cluster")

@@ -209,6 +209,20 @@ def test_crd_comes_along_once_with_its_own_base(tree: Any) -> None:
     assert lines[-1].startswith("comes along: it defines the Gadget objects this placement places")
 
 
+@pytest.mark.parametrize("group, usable", [("example.com", True), ("core", False), ("widgets", False)])
+def test_a_crd_group_without_a_dot_declares_no_kind(group: str, usable: bool) -> None:
+    """The API server requires a dot in a CRD's group. A group `core` declared `core/v1` objects
+    whose files went to the core group's folder: one workload space's object silently replaced
+    another's ConfigMap of the same name in every mailbox."""
+    from ksgitops.kinds import crd_kind
+    from ksgitops.model import Obj, Origin
+    crd = Obj("wds", {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+                      "metadata": {"name": f"configmaps.{group}"},
+                      "spec": {"group": group, "scope": "Namespaced",
+                               "names": {"kind": "ConfigMap", "plural": "configmaps"}}}, Origin("spaces/wds/crd.yaml", 1))
+    assert (crd_kind(crd) is not None) == usable
+
+
 def test_crd_not_along_when_no_custom_resource_is_placed(tree: Any) -> None:
     result = run(tree, {"spaces/wds/crd.yaml": CRD, "spaces/wds/g.yaml": GADGETS,
                         "spaces/wds/p.yaml": placement("a", '[{apiGroup: example.com, objectNames: [none]}]')})

@@ -279,6 +279,53 @@ def test_a_report_ref_whose_folders_lead_out_of_its_mailbox_is_rejected(tmp_path
     assert not (path / ".git/ksgitops-state/checkout.json").exists()
 
 
+def _raw_tree(repo: pygit2.Repository, entries: list[tuple[str, int, pygit2.Oid]]) -> pygit2.Oid:
+    """A tree object as given (names with '/', names twice, any order): libgit2's builders refuse them."""
+    data = b"".join(f"{mode:o} ".encode() + name.encode() + b"\0" + oid.raw for name, mode, oid in entries)
+    return repo.odb.write(pygit2.GIT_OBJECT_TREE, data)
+
+
+def _raw_report_ref(repo: pygit2.Repository, mailbox: str, mailbox_tree: pygit2.Oid) -> None:
+    head = repo.references[f"refs/heads/{BRANCH}"].peel(pygit2.Commit)
+    tree = _raw_tree(repo, [("spaces", 0o40000, _raw_tree(repo, [(mailbox, 0o40000, mailbox_tree)]))])
+    sig = pygit2.Signature("agent", "agent@example.invalid")
+    repo.create_commit(f"refs/heads/ksgitops/reported/{mailbox}", sig, sig,
+                       f"ksgitops sync\n\nKsgitops-Source: {head.id}\nKsgitops-Mailbox: {mailbox}\n", tree, [head.id])
+
+
+@pytest.mark.parametrize("shape", ["a name with slashes", "reported named twice", "a name too long"])
+def test_a_hand_made_report_tree_is_rejected(tmp_path: Path, shape: str) -> None:
+    """Tree objects made by hand (no git tool writes them; `git receive-pack` takes them unless
+    transfer.fsckObjects is on): an entry named `../../…/x.yaml` was written outside the work tree
+    on the bulk path; `reported` named twice had one tree checked and another folded in; a name
+    longer than a folder can hold left the checkout's journal stuck."""
+    import uuid
+    marker = f"ksgitops-hand-made-{uuid.uuid4().hex}"
+    repo = reconciled_repo(tmp_path)
+    path = Path(repo.workdir)
+    blob = repo.create_blob(b"x: 1\n")
+    good = _raw_tree(repo, [("ok.yaml", 0o100644, blob)])
+    if shape == "a name with slashes":
+        reported = _raw_tree(repo, [("../" * 12 + f"tmp/{marker}.yaml", 0o100644, blob)])
+        mailbox_tree = _raw_tree(repo, [("reported", 0o40000, reported)])
+        expected = "is a name git refuses"
+    elif shape == "reported named twice":
+        evil = _raw_tree(repo, [("..", 0o40000, _raw_tree(repo, [(f"{marker}.yaml", 0o100644, blob)]))])
+        mailbox_tree = _raw_tree(repo, [("reported", 0o40000, good), ("reported", 0o40000, good),
+                                        ("reported", 0o40000, evil)])
+        expected = "spaces/imw1-mb-florin/reported twice in one folder"
+    else:
+        mailbox_tree = _raw_tree(repo, [("reported", 0o40000, _raw_tree(repo, [("a" * 300 + ".yaml", 0o100644, blob)]))])
+        expected = "is a name git refuses"
+    _raw_report_ref(repo, "imw1-mb-florin", mailbox_tree)
+    outcome = app.fold_in(path, BRANCH)
+    assert outcome.folded == [] and len(outcome.problems) == 1, outcome
+    assert expected in outcome.problems[0].message, outcome.problems[0].message
+    assert not list(Path("/tmp").glob(f"{marker}*")) and not list(path.rglob(f"{marker}*"))
+    assert git(path, "status", "--porcelain") == ""
+    assert not (path / ".git/ksgitops-state/checkout.json").exists()
+
+
 def test_a_checkout_never_follows_a_path_out_of_its_folder(tmp_path: Path) -> None:
     """The last guard, should such a tree reach a commit: the checkout's plan refuses a path with
     a `..` component before the branch moves (the fold-in rejects such report refs first)."""

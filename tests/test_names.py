@@ -55,6 +55,9 @@ LONGEST = ".".join(["a" * 63] * 4)[:253].rstrip(".")  # a valid DNS-1123 subdoma
     ("edge.kubestellar.io", "SyncTarget", "Edge:One", True),
     ("edge.kubestellar.io", "EdgePlacement", "p/q", False),
     ("example.com", "Widget", "W:1", True),  # a custom resource
+    ("", "ConfigMap", "evil\n", False),  # a pattern's `$` also matched before a final newline
+    ("", "Namespace", "a-b\n", False),
+    ("", "Service", "abc\n", False),
 ])
 def test_name_rule_per_kind(group: str, kind: str, name: str, ok: bool) -> None:
     assert (name_error(group, kind, name) is None) == ok
@@ -110,7 +113,14 @@ def test_mailbox_names_valid_today_are_kept() -> None:
     assert mailbox_name("imw1", "a" * 55) == "imw1-mb-" + "a" * 55  # 63 characters
 
 
-@pytest.mark.parametrize("name", ["edge.one", "Edge:One", "a" * 56, "x.y.z" * 60, "-", "UPPER"])
+def test_a_final_newline_is_no_part_of_a_kept_name() -> None:
+    """`evil\n` was kept as a file name and written unquoted into kustomization.yaml, which kustomize
+    then could not read, for every WEC of the mailbox."""
+    assert file_stem("evil\n") != "evil\n" and "\n" not in file_stem("evil\n")
+    assert mailbox_name("imw1", "florin\n") != "imw1-mb-florin\n"
+
+
+@pytest.mark.parametrize("name", ["edge.one", "Edge:One", "a" * 56, "x.y.z" * 60, "-", "UPPER", "florin\n"])
 def test_other_sync_target_names_get_a_derived_dns_label(name: str) -> None:
     mailbox = mailbox_name("imw1", name)
     assert re.fullmatch(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?", mailbox) and len(mailbox) <= 63

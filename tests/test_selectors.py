@@ -62,6 +62,7 @@ def test_valid_label_values(value: str) -> None:
     ("v.", "invalid"),
     ("a/b", "invalid"),
     ("a b", "invalid"),
+    ("v\n", "invalid"),  # a pattern's `$` also matched before a final newline
     (1, "must be a string"),
     (True, "must be a string"),
     (None, "must be a string"),

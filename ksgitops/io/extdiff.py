@@ -23,7 +23,7 @@ from ..model import KsgitopsError
 
 ENV = "KUBECTL_EXTERNAL_DIFF"
 DEFAULT = ("diff", "-u", "-N")
-_SAFE_ARGUMENT = re.compile(r"^[A-Za-z0-9=-]+$")
+_SAFE_ARGUMENT = re.compile(r"^[A-Za-z0-9=-]+\Z")
 
 
 def command(value: str) -> tuple[list[str], list[str]]:

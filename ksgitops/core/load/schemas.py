@@ -62,7 +62,7 @@ PRUNED_GROUPS = frozenset({"edge.kubestellar.io", "space.kubestellar.io"})
 WARNING_KEYWORD = "x-ksgitops-warning"  # on a subschema: ksgitops is stricter there than the CRD
 REPORTED_SCHEMA = "reported.json"  # mailbox reported/ files: no apiVersion/kind, see validate_reported
 
-_PLAIN_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*$")
+_PLAIN_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*\Z")
 
 
 # --- loading ---------------------------------------------------------------------------------

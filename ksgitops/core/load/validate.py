@@ -142,8 +142,8 @@ def _metadata_messages(md: dict[str, Any], expands: bool) -> list[str]:
 def _crd_messages(obj: Obj) -> list[str]:
     if obj.kind != "CustomResourceDefinition" or obj.group != "apiextensions.k8s.io" or crd_kind(obj):
         return []
-    return [f"CustomResourceDefinition {obj.name}: spec.group must be a DNS-1123 subdomain, spec.names.kind "
-            "a kind and spec.names.plural a DNS-1123 label (the API server refuses it otherwise)"]
+    return [f"CustomResourceDefinition {obj.name}: spec.group must be a DNS-1123 subdomain with at least one dot, "
+            "spec.names.kind a kind and spec.names.plural a DNS-1123 label (the API server refuses it otherwise)"]
 
 
 def _control_warnings(obj: Obj, kinds: KindTable) -> list[str]:

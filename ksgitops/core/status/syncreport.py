@@ -248,7 +248,7 @@ def _file(files: Mapping[str, Any], *path: str) -> bytes | None:
 # Set by the API server, or absent from LIST items (apiVersion, kind): never the agent's fields.
 _IGNORED = {("apiVersion",), ("kind",), ("metadata", "managedFields"), ("metadata", "resourceVersion"),
             ("metadata", "generation"), ("status",)}
-_PLAIN = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*$")
+_PLAIN = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*\Z")
 
 
 def changed_fields(before: Any, after: Any, limit: int = FIELD_LIMIT) -> list[str]:
