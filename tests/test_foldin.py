@@ -326,6 +326,57 @@ def test_a_hand_made_report_tree_is_rejected(tmp_path: Path, shape: str) -> None
     assert not (path / ".git/ksgitops-state/checkout.json").exists()
 
 
+@pytest.mark.parametrize("shape", ["a file entry naming a folder's object", "a file entry naming no object",
+                                   "a folder entry naming a file's object", "a folder entry naming no object",
+                                   "entries out of git's order", "a mode git reads as 100644"])
+def test_a_report_tree_whose_entries_are_not_what_they_say_is_rejected(tmp_path: Path, shape: str) -> None:
+    """Entries whose object is not what the mode says (or is missing) got past the check: the
+    branch then held a tree git calls broken, and the checkout failed after the branch moved
+    (exit 3 or 4, the journal stuck for every later command); a folder entry naming a file's
+    object stopped the whole fold-in. Entries out of order and odd modes (which libgit2 reads as
+    100644) went into the branch as they were, a tree git's fsck refuses."""
+    repo = reconciled_repo(tmp_path)
+    path = Path(repo.workdir)
+    blob = repo.create_blob(b"x: 1\n")
+    good = _raw_tree(repo, [("ok.yaml", 0o100644, blob)])
+    nothing = pygit2.Oid(hex="1" * 40)
+    reported = {
+        "a file entry naming a folder's object": [("a.yaml", 0o100644, good)],
+        "a file entry naming no object": [("a.yaml", 0o100644, nothing)],
+        "a folder entry naming a file's object": [("d", 0o40000, blob)],
+        "a folder entry naming no object": [("d", 0o40000, nothing)],
+        "entries out of git's order": [("z.yaml", 0o100644, blob), ("a.yaml", 0o100644, blob)],
+        "a mode git reads as 100644": [("a.yaml", 0o100664, blob)],
+    }[shape]
+    _raw_report_ref(repo, "imw1-mb-florin", _raw_tree(repo, [("reported", 0o40000, _raw_tree(repo, reported))]))
+    report_ref(repo, "imw1-mb-guilder", {f"spaces/imw1-mb-guilder/{CM}": cm_report("2030-01-01T00:00:00Z")})
+    outcome = app.fold_in(path, BRANCH)
+    assert outcome.folded == ["imw1-mb-guilder"], outcome
+    assert [p.message.split(": ", 1)[0] for p in outcome.problems] == ["report ref rejected"], outcome.problems
+    assert git(path, "status", "--porcelain") == ""
+    assert not (path / ".git/ksgitops-state/checkout.json").exists()
+    assert git(path, "ls-tree", BRANCH, "spaces/imw1-mb-florin/reported") == ""  # its mailbox as it was
+
+
+def test_a_report_tree_of_shared_folders_is_checked_once_each(tmp_path: Path) -> None:
+    """Two names for one folder at each of 40 levels (41 small objects): the check walked all 2^40
+    paths, and the fold-in (and every cycle of `run`) never ended; had it passed, the checkout
+    would have written 2^40 folders."""
+    import os
+    import sys
+    repo = reconciled_repo(tmp_path)
+    path = Path(repo.workdir)
+    folder = _raw_tree(repo, [])
+    for _ in range(40):
+        folder = _raw_tree(repo, [("a", 0o40000, folder), ("b", 0o40000, folder)])
+    _raw_report_ref(repo, "imw1-mb-florin", _raw_tree(repo, [("reported", 0o40000, folder)]))
+    done = subprocess.run([sys.executable, "-m", "ksgitops", "fold-in", str(path)], capture_output=True, text=True,
+                          timeout=120, env={**os.environ, "KSGITOPS_HANDOFF": "0"})
+    assert done.returncode == 0 and "report ref rejected" in done.stderr + done.stdout, done.stderr
+    assert "holds too many entries" in done.stderr + done.stdout
+    assert git(path, "ls-tree", BRANCH, "spaces/imw1-mb-florin/reported") == ""
+
+
 def test_a_checkout_never_follows_a_path_out_of_its_folder(tmp_path: Path) -> None:
     """The last guard, should such a tree reach a commit: the checkout's plan refuses a path with
     a `..` component before the branch moves (the fold-in rejects such report refs first)."""
