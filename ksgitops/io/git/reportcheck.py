@@ -13,11 +13,13 @@ folders shared at every level would otherwise cost 2^depth, to check and to writ
 from __future__ import annotations
 
 import os
-from typing import Iterator
+import re
 
 from ..pygit import pygit2
 
 TREE, FILE = b"40000", b"100644"
+_PLAIN_ENTRY = re.compile(rb"(100644|40000) ([^\0]+)\0(.{20})", re.S)
+_PLAIN_TREE = re.compile(rb"(?:(?:100644|40000) [^\0]+\0.{20})*", re.S)
 PATH_AT_MOST = 1024  # bytes of a report's path in the repository (an honest one: ~600 at most)
 NAME_AT_MOST = 255  # bytes of one name: the file system's limit
 ENTRIES_AT_MOST = 1_000_000  # entries one ref's check reads (an honest ref: a few thousand)
@@ -55,11 +57,11 @@ def _odd_entries(walk: _Walk, tree: bytes, prefix: str, held: bytes | None) -> s
     entries = _entries(walk.repo, tree)
     if isinstance(entries, str):
         return f"{prefix.rstrip('/')} {entries}"
-    kept = dict((name, oid) for _, name, oid in _entries_or_none(walk.repo, held))
+    kept = _held(walk.repo, held)
     previous = b""
     for mode, raw_name, oid in entries:
         walk.entries += 1
-        name = os.fsdecode(raw_name)
+        name = raw_name.decode("utf-8", "surrogateescape")  # as os.fsdecode on Linux, without its lookups
         path = f"{prefix}{name}"
         if walk.entries > ENTRIES_AT_MOST:
             return f"{prefix.rstrip('/')} holds too many entries"
@@ -128,10 +130,14 @@ def longer(text: str, at_most: int) -> bool:
 
 def _entries(repo: pygit2.Repository, tree: bytes) -> list[tuple[bytes, bytes, bytes]] | str:
     """(mode, name, id) of a tree object's entries as written, or what is wrong with it."""
-    found = _kind(repo, tree, pygit2.GIT_OBJECT_TREE)
-    if found:
-        return found
-    data = repo.odb.read(pygit2.Oid(raw=tree))[1]
+    try:
+        kind, data = repo.odb.read(pygit2.Oid(raw=tree))
+    except (KeyError, ValueError, pygit2.GitError):
+        return "names an object the repository lacks"
+    if kind != pygit2.GIT_OBJECT_TREE:
+        return "is not a folder"
+    if _PLAIN_TREE.fullmatch(data):  # the usual tree, split in C; else entry by entry, odd modes named
+        return _PLAIN_ENTRY.findall(data)
     entries, pos = [], 0
     try:
         while pos < len(data):
@@ -146,15 +152,24 @@ def _entries(repo: pygit2.Repository, tree: bytes) -> list[tuple[bytes, bytes, b
     return entries
 
 
-def _entries_or_none(repo: pygit2.Repository, tree: bytes | None) -> Iterator[tuple[bytes, bytes, bytes]]:
-    found = _entries(repo, tree) if tree is not None else []
-    yield from ([] if isinstance(found, str) else found)
+def _held(repo: pygit2.Repository, tree: bytes | None) -> dict[bytes, bytes]:
+    """name -> id of the entries of a folder the branch head holds (checked when it came in; read
+    through libgit2's object cache, which the fold-in reads it from again)."""
+    if tree is None:
+        return {}
+    try:
+        folder = repo[pygit2.Oid(raw=tree)]
+    except (KeyError, ValueError, pygit2.GitError):
+        return {}
+    if folder.type != pygit2.GIT_OBJECT_TREE:
+        return {}
+    return {str(e.name).encode("utf-8", "surrogateescape"): e.id.raw for e in folder.peel(pygit2.Tree)}
 
 
 def _kind(repo: pygit2.Repository, oid: bytes, kind: int) -> str:
     """'' when the object `oid` is there and of `kind`, else what is wrong."""
     try:
-        found = repo.odb.read_header(pygit2.Oid(raw=oid))[0]
+        found = int(repo.odb.read_header(pygit2.Oid(raw=oid))[0])
     except (KeyError, ValueError, pygit2.GitError):
         return "names an object the repository lacks"
     if found != kind:
