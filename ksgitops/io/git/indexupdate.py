@@ -138,10 +138,9 @@ def _start_git(repo: pygit2.Repository, changes: list[tuple[str, str, int]], fil
                 for path, oid, mode in changes:
                     lines.write(f"{mode:o} {oid or REMOVED}\t".encode() + os.fsencode(path) + b"\0")
             else:  # removals named (gone from the index whatever is on disk), then the additions read
-                removed = [path for path, (oid, _) in _final(changes).items() if not oid]
-                how = ["--add", "--info-only", *(["--force-remove", *removed, "--no-force-remove"] if removed else []),
-                       "--stdin"]
-                lines.write(b"".join(os.fsencode(path) + b"\0" for path in read))
+                removed = ["--force-remove", *read.removed, "--no-force-remove"] if read.removed else []
+                how = ["--add", "--info-only", *removed, "--stdin"]
+                lines.write(b"".join(os.fsencode(path) + b"\0" for path in read.added))
             lines.seek(0)
             return _Started(subprocess.Popen(
                 [*_git(program, repo), "-c", "core.fsync=index", "-c", "core.fsyncMethod=fsync",
@@ -153,8 +152,13 @@ def _start_git(repo: pygit2.Repository, changes: list[tuple[str, str, int]], fil
         return None
 
 
-def _read_as_written(repo: pygit2.Repository, changes: list[tuple[str, str, int]], files: FileStats) -> list[str] | None:
-    """The paths added, when git may read the files itself (each hashed and entered with its
+class _AsRead(NamedTuple):
+    added: list[str]  # for git to read, in name order
+    removed: list[str]
+
+
+def _read_as_written(repo: pygit2.Repository, changes: list[tuple[str, str, int]], files: FileStats) -> _AsRead | None:
+    """The paths added and removed, when git may read the files added itself (each hashed and entered with its
     stat data, as git's own checkout enters it): each file still as this process wrote it
     (`files`: its stat then), a plain file, and nothing that would make git's reading differ from
     the bytes (attributes: filters, end-of-line and encoding conversions; `core.autocrlf`); the
@@ -175,9 +179,9 @@ def _read_as_written(repo: pygit2.Repository, changes: list[tuple[str, str, int]
         if (final[path][1] != BLOB_MODE or not stat.S_ISREG(now.st_mode) or now.st_mode & 0o111
                 or files.get(path) != index_stat(now)):
             return None
-    if _converted(repo, final) or _version(repo) not in (2, 3):  # 4: names are not there to check (_entered)
+    if _converted(repo, added) or _version(repo) not in (2, 3):  # 4: names are not there to check (_entered)
         return None
-    return added
+    return _AsRead(added, removed)
 
 
 def _final(changes: list[tuple[str, str, int]]) -> dict[str, tuple[str, int]]:

@@ -61,7 +61,7 @@ def _odd_entries(walk: _Walk, tree: bytes, prefix: str, held: bytes | None) -> s
     previous = b""
     for mode, raw_name, oid in entries:
         walk.entries += 1
-        name = raw_name.decode("utf-8", "surrogateescape")  # as os.fsdecode on Linux, without its lookups
+        name = _decoded(raw_name)
         path = f"{prefix}{name}"
         if walk.entries > ENTRIES_AT_MOST:
             return f"{prefix.rstrip('/')} holds too many entries"
@@ -80,7 +80,7 @@ def _odd_entries(walk: _Walk, tree: bytes, prefix: str, held: bytes | None) -> s
         elif mode != FILE:
             return f"{path} is not a plain file (mode {mode.decode('ascii', 'replace')})"
         else:
-            found = _kind(walk.repo, oid, pygit2.GIT_OBJECT_BLOB)
+            found = _not_a_file(walk.repo, oid)
             if found:
                 return f"{path} {found}"
     return ""
@@ -96,12 +96,13 @@ def _outside(repo: pygit2.Repository, tree: bytes, prefix: str, allowed: set[str
     entries = _entries(repo, tree)
     if isinstance(entries, str):
         return f"{prefix.rstrip('/') or 'its tree'} {entries}"
-    names = [name for _, name, _ in entries]
-    twice = next((n for i, n in enumerate(names) if n in names[:i]), None)
-    if twice is not None:
-        return f"it names {prefix}{os.fsdecode(twice)} twice in one folder"
+    seen: set[bytes] = set()
+    for _, raw_name, _ in entries:
+        if raw_name in seen:
+            return f"it names {prefix}{_decoded(raw_name)} twice in one folder"
+        seen.add(raw_name)
     for mode, raw_name, oid in entries:
-        path = f"{prefix}{os.fsdecode(raw_name)}"
+        path = f"{prefix}{_decoded(raw_name)}"
         if path in allowed:
             continue
         if mode != TREE or not any(root.startswith(f"{path}/") for root in allowed):
@@ -166,12 +167,14 @@ def _held(repo: pygit2.Repository, tree: bytes | None) -> dict[bytes, bytes]:
     return {str(e.name).encode("utf-8", "surrogateescape"): e.id.raw for e in folder.peel(pygit2.Tree)}
 
 
-def _kind(repo: pygit2.Repository, oid: bytes, kind: int) -> str:
-    """'' when the object `oid` is there and of `kind`, else what is wrong."""
+def _not_a_file(repo: pygit2.Repository, oid: bytes) -> str:
+    """'' when the object `oid` is there and a file's (a blob), else what is wrong."""
     try:
         found = int(repo.odb.read_header(pygit2.Oid(raw=oid))[0])
     except (KeyError, ValueError, pygit2.GitError):
         return "names an object the repository lacks"
-    if found != kind:
-        return "is not a folder" if kind == pygit2.GIT_OBJECT_TREE else "is a folder’s object, not a file’s"
-    return ""
+    return "is a folder’s object, not a file’s" if found != pygit2.GIT_OBJECT_BLOB else ""
+
+
+def _decoded(raw_name: bytes) -> str:
+    return raw_name.decode("utf-8", "surrogateescape")  # as os.fsdecode on Linux, without its lookups
