@@ -258,17 +258,17 @@ def test_a_small_checkout_fsyncs_what_it_wrote_not_the_file_system(example_git: 
     name it made or removed, before the journal goes; a whole file system's sync would also wait
     for every other dirty page on it. Past FSYNC_AT_MOST of them it syncs the file system."""
     from ksgitops.app import usecases as app
-    from ksgitops.io.git import checkout
+    from ksgitops.io.git import ondisk
     from test_incremental import relabel_florin
     assert app.reconcile_commit(example_git, "HEAD").commit
     relabel_florin(example_git)
     git(example_git, "commit", "-qam", "relabel")
     if at_most is not None:
-        monkeypatch.setattr(checkout, "FSYNC_AT_MOST", at_most)
+        monkeypatch.setattr(ondisk, "FSYNC_AT_MOST", at_most)
     calls: dict[str, list[Path]] = {"sync_filesystem": [], "fsync_file": [], "fsync_dir": []}
     for name in calls:
-        original = getattr(checkout, name)
-        monkeypatch.setattr(checkout, name, lambda path, _o=original, _n=name: (calls[_n].append(Path(path)), _o(path)))
+        original = getattr(ondisk, name)
+        monkeypatch.setattr(ondisk, name, lambda path, _o=original, _n=name: (calls[_n].append(Path(path)), _o(path)))
     before = git(example_git, "rev-parse", "HEAD")
     assert app.reconcile_commit(example_git, "HEAD").commit
     changed = git(example_git, "diff", "--name-only", "--no-renames", before, "HEAD").split()
@@ -293,7 +293,7 @@ def test_a_file_written_then_removed_in_one_checkout_is_recovered(tmp_path: Path
     may): what fsyncs it finds gone, the file system synced instead, and the journal goes."""
     import json
     from ksgitops.io.fs.paths import STATE_DIR
-    from ksgitops.io.git import checkout
+    from ksgitops.io.git import checkout, ondisk
     from ksgitops.io.pygit import pygit2
     repo = tmp_path / "r"
     repo.mkdir()
@@ -311,8 +311,8 @@ def test_a_file_written_then_removed_in_one_checkout_is_recovered(tmp_path: Path
                                    "new": new, "steps": [{"root": "x", "op": "file", "markers": []},
                                                          {"root": "x", "op": "delete-file", "markers": []}]}))
     synced: list[Path] = []
-    original = checkout.sync_filesystem
-    monkeypatch.setattr(checkout, "sync_filesystem", lambda path: (synced.append(Path(path)), original(path)))
+    original = ondisk.sync_filesystem
+    monkeypatch.setattr(ondisk, "sync_filesystem", lambda path: (synced.append(Path(path)), original(path)))
     assert checkout.recover(pygit2.Repository(str(repo)))
     assert not journal.exists() and not (repo / "x").exists()
     assert synced == [repo]

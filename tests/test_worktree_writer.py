@@ -20,8 +20,8 @@ import pytest
 
 from conftest import git, git_init, work_tree_files as tree_files, write_tree
 from ksgitops.app import usecases as app
-from ksgitops.io.git import checkout
-from ksgitops.io.fs import durable, paths, rootplan, staging, worktree
+from ksgitops.io.git import checkout, ondisk
+from ksgitops.io.fs import afterwards, durable, paths, rootplan, staging, worktree
 from minimal_fleet import minimal_fleet
 
 FLORIN = "imw1-mb-florin"
@@ -54,7 +54,7 @@ def crash_before_step(monkeypatch: pytest.MonkeyPatch, at: int) -> Iterator[list
         for module, name in ((os, "rename"), (os, "replace"), (os, "mkdir"), (os, "unlink"), (os, "rmdir"),
                              (shutil, "rmtree"), (paths, "write_new"), (staging, "write_new"),
                              (worktree, "write_durably"), (checkout, "write_durably"),
-                             (worktree, "sync_filesystem"), (worktree, "fsync_dir"), (checkout, "sync_filesystem")):
+                             (worktree, "sync_filesystem"), (worktree, "fsync_dir"), (ondisk, "sync_filesystem")):
             m.setattr(module, name, counted(getattr(module, name)))
         yield steps
 
@@ -123,8 +123,27 @@ def test_a_crash_at_any_step_of_a_work_tree_write_is_recovered(reconciled: Path,
     assert at > 60, f"only {at} steps: the crash points did not reach the writer"
 
 
+def _commit_as_the_program(work: Path, after_the_answer: bool) -> None:
+    """`reconcile --commit`; `after_the_answer`: as the program runs it, with what it leaves until it
+    has answered (the file system's sync, the memos) done after it, as its child would (a crash
+    before stops the child too)."""
+    if not after_the_answer:
+        app.reconcile_commit(work, "HEAD")
+        return
+    afterwards.defer()
+    try:
+        app.reconcile_commit(work, "HEAD")
+        afterwards.finish()
+    finally:
+        afterwards._queue = None  # a crash: the child never does what was left
+
+
+@pytest.mark.parametrize("after_the_answer", [False, True], ids=["in order", "sync after the answer"])
 def test_a_crash_at_any_step_of_commit_and_checkout_is_recovered(reconciled: Path, tmp_path: Path,
-                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+                                                                monkeypatch: pytest.MonkeyPatch,
+                                                                after_the_answer: bool) -> None:
+    if after_the_answer:  # the file system synced (not each file fsynced), after the answer
+        monkeypatch.setattr(ondisk, "FSYNC_AT_MOST", 0)
     git_init(reconciled)
     (reconciled / "spaces" / FLORIN / "HANDOFF.txt").write_text("untracked, a person's\n")
     change_sources(reconciled)
@@ -139,7 +158,7 @@ def test_a_crash_at_any_step_of_commit_and_checkout_is_recovered(reconciled: Pat
         shutil.copytree(reconciled, work, symlinks=True)
         with crash_before_step(monkeypatch, at) as steps:
             with contextlib.suppress(Crash):
-                app.reconcile_commit(work, "HEAD")
+                _commit_as_the_program(work, after_the_answer)
         app.open_source(work, app.WORKTREE)  # what the next command does first
         tree = str(pygit2.Repository(str(work)).head.peel(pygit2.Commit).tree_id)
         assert tree in (old_tree, new_tree), f"step {at}: HEAD is neither old nor new"

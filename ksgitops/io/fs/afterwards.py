@@ -194,6 +194,11 @@ def _locked(state: str, work: Callable[[], None]) -> None:
         os.close(fd)
 
 
+def deferring() -> bool:
+    """Work given to `later` now waits until the command has answered."""
+    return _queue is not None
+
+
 def defer() -> None:
     """From now on, `later` queues work until `finish` (a monitor's worker, before its command)."""
     global _queue

@@ -122,6 +122,30 @@ def exclusive(folder: Path | str) -> Iterator[None]:
         os.close(fd)
 
 
+@contextmanager
+def try_exclusive(folder: Path | str) -> Iterator[bool]:
+    """`exclusive`, unless another process holds it: False then, at once (nothing is held)."""
+    key = os.path.realpath(folder)
+    if key in _held:
+        with exclusive(key):
+            yield True
+        return
+    fd = os.open(key, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            yield False
+            return
+        _held[key] = [fd, 1]
+        try:
+            yield True
+        finally:
+            del _held[key]
+    finally:
+        os.close(fd)
+
+
 def os_reason(error: OSError) -> str:
     """What went wrong, in words, for an OSError (libgit2's come with no errno: their text says it);
     a lock file named in it gets the way out."""

@@ -9,11 +9,11 @@ and only then does the work tree follow:
   change), each file replaced atomically;
 - a root that appears or goes is written whole through worktree.py's transaction (kept folders
   such as `reported/` carried over);
-- what was written made durable (`Written`: few files, each fsynced with the folders on its way;
-  else the file system synced), then the index (written atomically and fsynced: by `git
-  update-index` when only files changed and a git program is there, else by libgit2, each
-  entry of a file written here holding its stat as `git checkout` leaves it, indexstat.py;
-  indexupdate.py); the journal is removed last.
+- the index (written atomically and fsynced: by `git update-index` when only files changed and
+  a git program is there, else by libgit2, each entry of a file written here holding its stat
+  as `git checkout` leaves it, indexstat.py; indexupdate.py), and what was written made durable
+  (ondisk.py: few files, each fsynced with the folders on its way; else the file system synced,
+  after the command's answer when it leaves work until then); the journal is removed last.
 
 So a failed commit leaves the work tree untouched, and a kill or failure after the branch moved
 leaves every file old or new plus the journal: the next command on the repository finishes the
@@ -32,13 +32,13 @@ from ..pygit import pygit2
 
 from ...core.tree import KEEP, FileTree, Generated
 from ...model import EnvError, KsgitopsError, Origin, Problem
-from ..fs.durable import (exclusive, fsync_dir, fsync_file, libgit2_fsync, os_reason, sync_filesystem,
-                          write_durably)
+from ..fs.durable import exclusive, libgit2_fsync, os_reason, write_durably
 from ..fs.paths import STATE_DIR, FileStats, check_path, index_stat, write_file
 from ..fs.rootplan import plan_root
 from ..fs.worktree import write_generated
-from . import indexstat
+from . import indexstat, ondisk
 from .discover import git_dir
+from .ondisk import Written
 from .indexupdate import IndexUpdates, index_shape, make_readable, resolve_conflict
 from .repo import TreeIndex, blobs, read_tree, tree_at
 
@@ -131,11 +131,12 @@ def begin(repo: pygit2.Repository, ref: str, commit: pygit2.Oid, planned: Plan) 
     check_path(Path(repo.path), STATE_DIR, shown=repo.path.rstrip("/"))
     path.parent.mkdir(parents=True, exist_ok=True)
     steps = [{"root": s.root, "op": s.op, "markers": s.markers} for s in planned.steps]
+    ondisk.forget(repo.path)
     write_durably(path, json.dumps({"format": FORMAT, "ref": ref, "commit": str(commit), "old": planned.old,
                                     "new": planned.new, "steps": steps}).encode())
 
 
-def apply(repo: pygit2.Repository, planned: Plan, generated: Generated | None = None) -> None:
+def apply(repo: pygit2.Repository, planned: Plan, commit: str, generated: Generated | None = None) -> None:
     """Bring the work tree and index along (idempotent), then drop the journal. Whole roots come
     from `generated` when given (they are in memory already), else from the new tree."""
     workdir = Path(repo.workdir)
@@ -143,9 +144,9 @@ def apply(repo: pygit2.Repository, planned: Plan, generated: Generated | None = 
     if not any(s.op in (TREE, REMOVE) for s in planned.steps):  # file by file: indexupdate.py
         updates, written = IndexUpdates(), Written(workdir)
         _apply_files(repo, planned, updates, workdir, written, files)
-        updates.write(repo, meanwhile=written.make_durable, files=files)  # files on disk before the journal goes
-        fsync_dir(repo.path)  # git fsyncs the index it writes; its rename into place is the folder's
-        journal_path(repo).unlink(missing_ok=True)
+        synced = [False]
+        updates.write(repo, meanwhile=lambda: synced.__setitem__(0, written.make_durable()), files=files)
+        ondisk.done(repo.path, workdir, commit, synced[0])
         return
     index = repo.index
     # skip-worktree (a sparse checkout) and intent-to-add bits: libgit2's read_tree drops them
@@ -161,54 +162,13 @@ def apply(repo: pygit2.Repository, planned: Plan, generated: Generated | None = 
                 if step.op == TREE:
                     _index_tree(repo, index, planned.new, step.root)
     _apply_files(repo, planned, entries, workdir, files=files)
-    write_generated(workdir, whole, regenerable=True, files=files)  # synced below, with the files written one by one
-    sync_filesystem(workdir)  # the files written one by one, on disk before the journal goes
+    write_generated(workdir, whole, regenerable=True, files=files)  # on disk before the journal goes (ondisk.py)
     if bulk:
         index.read_tree(repo[planned.new].peel(pygit2.Tree))  # keeps the stat data of unchanged entries
     indexstat.fill(index, files)  # as git's checkout: the next `git status` trusts them unread
+    on_disk = ondisk.synced_unless_deferred(workdir)
     index.write()
-    journal_path(repo).unlink(missing_ok=True)
-
-
-FSYNC_AT_MOST = 256  # files and folders a file-by-file checkout fsyncs one by one; more: the file system synced
-
-
-class Written:
-    """What a file-by-file checkout changed on disk, made durable before the journal goes: each
-    file written and each folder on the way to a name made or removed, fsynced one by one (a sync
-    of the whole file system would also wait for every other dirty page on it, a fresh clone's
-    included); past FSYNC_AT_MOST of them, the file system synced."""
-
-    def __init__(self, workdir: Path) -> None:
-        self.workdir = workdir
-        self.files: list[Path] = []
-        self.folders: set[Path] = set()
-
-    def file(self, path: Path) -> None:
-        self.files.append(path)
-        self.name(path)
-
-    def name(self, path: Path) -> None:
-        """A name made or removed at `path`: its folder and the folders up to the work tree."""
-        folder = path.parent
-        while folder not in self.folders and folder.is_relative_to(self.workdir):
-            self.folders.add(folder)
-            folder = folder.parent
-
-    def make_durable(self) -> None:
-        """Anything unexpected on the way (a file a later step removed, one its mode will not
-        let this process open): the file system synced, as before."""
-        if len(self.files) + len(self.folders) > FSYNC_AT_MOST:
-            sync_filesystem(self.workdir)
-            return
-        try:
-            for path in self.files:
-                fsync_file(path)
-            for folder in sorted(self.folders, key=lambda f: -len(f.parts)):  # a folder before its parent
-                if folder.is_dir():  # not one pruned as it emptied
-                    fsync_dir(folder)
-        except OSError:
-            sync_filesystem(self.workdir)
+    ondisk.done(repo.path, workdir, commit, on_disk)
 
 
 def _apply_files(repo: pygit2.Repository, planned: Plan, entries: Any, workdir: Path,
@@ -271,7 +231,7 @@ def follow(repo: pygit2.Repository, planned: Plan, generated: Generated, commit:
     """`apply` right after the branch moved: a failure names the commit that stands and leaves
     the journal, so that the next run finishes."""
     try:
-        apply(repo, planned, generated)
+        apply(repo, planned, commit, generated)
     except EnvError as e:
         raise EnvError(e.problems[0].origin.path, f"committed {commit[:12]}, but the work tree could not follow: "
                                                   f"{e.problems[0].message}; run again to finish") from None
@@ -391,13 +351,16 @@ def _recover(repo: pygit2.Repository) -> bool:
     if ref is None or str(ref.resolve().target) != data["commit"]:
         path.unlink(missing_ok=True)  # the branch never moved for it: nothing was written
         return True
+    if ondisk.written_in_this_boot(repo.path, data["commit"]):
+        ondisk.settle(repo.path, Path(repo.workdir))  # the files written whole: only their sync was left
+        return True
     _drop_stale_lock(Path(repo.path) / "index.lock")
     make_readable(repo)
     planned = Plan(data["old"], data["new"], [Step(s["root"], s["op"], list(s["markers"])) for s in data["steps"]])
     _refuse_links(repo, planned)
     try:
         with libgit2_fsync():  # the index, when libgit2 writes it, on disk before the journal goes
-            apply(repo, planned)
+            apply(repo, planned, data["commit"])
     except OSError as e:
         raise EnvError(str(e.filename or repo.workdir), f"{os_reason(e)} while finishing an interrupted checkout "
                                                         f"of {data['commit'][:12]} (run again)") from None

@@ -1,0 +1,145 @@
+"""A checkout's last step: what it wrote on disk before its journal goes (checkout.py).
+
+A few files are fsynced one by one, with the folders on their way, before the journal is removed.
+Many files call for a sync of the whole file system, which waits for the disk (~3 s after a first
+write of 200,000 files, as long as writing them took a third of): when the command leaves work
+until it has answered (io/fs/afterwards.py), the sync is left until then. Meanwhile the journal
+stays, with a marker beside it naming its commit and this boot of the system (`written`); the
+files are in the page cache, which a killed process does not lose. So:
+
+- the sync done after the answer, the journal and its marker go (the next command waits for it
+  to be done, as for memos, and finds nothing to finish);
+- the process that was to sync killed, the next command finds the marker of this boot: it syncs
+  and removes the journal, nothing more;
+- a power loss before the sync: the marker names another boot, and the next command finishes
+  the checkout as after any interruption (every file written again as needed, the index too).
+
+The marker itself needs no fsync: a marker lost with the power names no boot, which is what a
+marker of another boot means.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from ..fs import afterwards
+from ..fs.durable import fsync_dir, fsync_file, sync_filesystem, try_exclusive
+from ..fs.paths import STATE_DIR, write_file
+
+FSYNC_AT_MOST = 256  # files and folders a checkout fsyncs one by one; more: the file system synced
+JOURNAL, MARKER = "checkout.json", "checkout.written"
+BOOT_ID = "/proc/sys/kernel/random/boot_id"
+
+
+class Written:
+    """What a file-by-file checkout changed on disk, made durable before the journal goes: each
+    file written and each folder on the way to a name made or removed, fsynced one by one (a sync
+    of the whole file system would also wait for every other dirty page on it, a fresh clone's
+    included); past FSYNC_AT_MOST of them, the file system synced."""
+
+    def __init__(self, workdir: Path) -> None:
+        self.workdir = workdir
+        self.files: list[Path] = []
+        self.folders: set[Path] = set()
+
+    def file(self, path: Path) -> None:
+        self.files.append(path)
+        self.name(path)
+
+    def name(self, path: Path) -> None:
+        """A name made or removed at `path`: its folder and the folders up to the work tree."""
+        folder = path.parent
+        while folder not in self.folders and folder.is_relative_to(self.workdir):
+            self.folders.add(folder)
+            folder = folder.parent
+
+    def make_durable(self) -> bool:
+        """Each file and folder fsynced (a few), else the file system synced, unless that is left
+        for later (`deferred`): False then. Anything unexpected on the way (a file a later step
+        removed, one whose mode will not let this process open it) is taken as many."""
+        if len(self.files) + len(self.folders) <= FSYNC_AT_MOST:
+            try:
+                for path in self.files:
+                    fsync_file(path)
+                for folder in sorted(self.folders, key=lambda f: -len(f.parts)):  # a folder before its parent
+                    if folder.is_dir():  # not one pruned as it emptied
+                        fsync_dir(folder)
+                return True
+            except OSError:
+                pass
+        return synced_unless_deferred(self.workdir)
+
+
+def synced_unless_deferred(workdir: Path) -> bool:
+    """The file system synced now (True), or not when the sync can be left until the command has
+    answered (False)."""
+    if afterwards.deferring() and boot_id() is not None:
+        return False
+    sync_filesystem(workdir)
+    return True
+
+
+def done(git_dir: str, workdir: Path, commit: str, synced: bool) -> None:
+    """The checkout of `commit` is written (files and index): its journal goes. `synced`: the
+    files are on disk; else (synced_unless_deferred said so) the journal stays, marked as written
+    in this boot, until the sync is done once the command has answered."""
+    state = Path(git_dir) / STATE_DIR
+    if synced:
+        fsync_dir(git_dir)  # git fsyncs the index it writes; its rename into place is the folder's
+        _drop(state)
+        return
+    write_file(state / MARKER, json.dumps({"commit": commit, "boot": boot_id()}).encode())
+    afterwards.later(state, lambda: _settle_later(git_dir, workdir, commit))
+
+
+def written_in_this_boot(git_dir: str, commit: str) -> bool:
+    """The journal's checkout of `commit` was written whole in this boot of the system, its sync
+    left for later (a kill before it was done: the files are in the page cache)."""
+    try:
+        marker = json.loads((Path(git_dir) / STATE_DIR / MARKER).read_bytes())
+    except (OSError, ValueError):
+        return False
+    boot = boot_id()
+    return isinstance(marker, dict) and boot is not None and marker == {"commit": commit, "boot": boot}
+
+
+def settle(git_dir: str, workdir: Path) -> None:
+    """For a recovery holding the repository's lock, the journal's files written in this boot:
+    synced, and the journal gone."""
+    sync_filesystem(workdir)
+    _drop(Path(git_dir) / STATE_DIR)
+
+
+def forget(git_dir: str) -> None:
+    """Before a new journal is written: no marker of an earlier checkout is left to be taken for its."""
+    (Path(git_dir) / STATE_DIR / MARKER).unlink(missing_ok=True)
+
+
+def _settle_later(git_dir: str, workdir: Path, commit: str) -> None:
+    """After the answer: unless another ksgitops process holds the repository's lock (its recovery
+    settles the journal itself), the sync, then the journal gone, if it is still this checkout's."""
+    with try_exclusive(git_dir) as held:
+        if held and _journal_commit(git_dir) == commit and written_in_this_boot(git_dir, commit):
+            settle(git_dir, workdir)
+
+
+def _journal_commit(git_dir: str) -> Any:
+    try:
+        return json.loads((Path(git_dir) / STATE_DIR / JOURNAL).read_bytes()).get("commit")
+    except (OSError, ValueError, AttributeError):
+        return None
+
+
+def _drop(state: Path) -> None:
+    (state / JOURNAL).unlink(missing_ok=True)
+    (state / MARKER).unlink(missing_ok=True)
+
+
+def boot_id() -> str | None:
+    """This boot of the system (Linux; None elsewhere: the sync is then never left for later)."""
+    try:
+        with open(BOOT_ID, encoding="ascii") as f:
+            return f.read().strip() or None
+    except (OSError, ValueError):
+        return None

@@ -1,0 +1,135 @@
+"""A checkout's sync of the file system left until the command has answered (io/git/ondisk.py):
+the journal stays, marked as written in this boot, until the sync is done; a kill before costs the
+next command the sync only, a power loss (another boot) a full finish of the checkout."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+
+from conftest import ROOT, git, work_tree_files as tree_files
+from ksgitops.app import usecases as app
+from ksgitops.io.fs import afterwards
+from ksgitops.io.fs.paths import STATE_DIR
+from ksgitops.io.git import ondisk
+
+pytestmark = pytest.mark.skipif(ondisk.boot_id() is None, reason="no boot id here: the sync is never left for later")
+
+
+@pytest.fixture(autouse=True)
+def _nothing_left_queued() -> Iterator[None]:
+    yield
+    afterwards._queue = None
+
+
+@pytest.fixture
+def syncs(monkeypatch: pytest.MonkeyPatch) -> list[Path]:
+    """The file systems synced, by the folder given."""
+    calls: list[Path] = []
+    real = ondisk.sync_filesystem
+    monkeypatch.setattr(ondisk, "sync_filesystem", lambda path: (calls.append(Path(path)), real(path))[1])
+    return calls
+
+
+def _state(repo: Path) -> Path:
+    return repo / ".git" / STATE_DIR
+
+
+def _answered(repo: Path) -> None:
+    """`reconcile --commit` up to its answer, as the program runs it: what it leaves for later queued."""
+    afterwards.defer()
+    assert app.reconcile_commit(repo, "HEAD").commit
+
+
+def _a_generated_file(repo: Path) -> Path:
+    return next(p for p in sorted((repo / "spaces").rglob("*.yaml")) if "-mb-" in str(p) and "/objects/" in str(p))
+
+
+def test_the_answer_comes_before_the_sync_and_the_journal_goes_after_it(example_git: Path, syncs: list[Path]) -> None:
+    _answered(example_git)
+    marker = json.loads((_state(example_git) / ondisk.MARKER).read_bytes())
+    assert marker == {"commit": git(example_git, "rev-parse", "HEAD"), "boot": ondisk.boot_id()}
+    assert (_state(example_git) / ondisk.JOURNAL).exists() and syncs == []
+    assert git(example_git, "status", "--porcelain", "--untracked-files=no") == ""  # written whole already
+    afterwards.finish()  # after the answer
+    assert syncs == [example_git]
+    assert not (_state(example_git) / ondisk.JOURNAL).exists() and not (_state(example_git) / ondisk.MARKER).exists()
+
+
+def test_a_kill_before_the_sync_costs_the_next_command_the_sync_only(example_git: Path, syncs: list[Path]) -> None:
+    _answered(example_git)
+    afterwards._queue = None  # killed before it did what it left for later
+    generated = _a_generated_file(example_git)
+    inode, files = generated.stat().st_ino, tree_files(example_git)
+    app.open_source(example_git, app.WORKTREE)  # what the next command does first
+    assert syncs == [example_git]
+    assert not (_state(example_git) / ondisk.JOURNAL).exists() and not (_state(example_git) / ondisk.MARKER).exists()
+    assert generated.stat().st_ino == inode and tree_files(example_git) == files  # nothing written again
+
+
+def test_after_a_power_loss_the_next_command_finishes_the_checkout(example_git: Path, tmp_path: Path) -> None:
+    clean = tmp_path / "clean"
+    subprocess.run(["cp", "-a", str(example_git), str(clean)], check=True)
+    app.reconcile_commit(clean, "HEAD")
+    _answered(example_git)
+    afterwards._queue = None
+    marker = _state(example_git) / ondisk.MARKER
+    marker.write_text(json.dumps({"commit": git(example_git, "rev-parse", "HEAD"), "boot": "an earlier boot"}))
+    lost, gone = sorted(p for p in (example_git / "spaces").rglob("*") if p.is_file() and "-mb-" in str(p))[:2]
+    lost.write_bytes(b"")  # data written, not synced, lost with the power
+    gone.unlink()
+    app.open_source(example_git, app.WORKTREE)
+    assert not (_state(example_git) / ondisk.JOURNAL).exists() and not marker.exists()
+    assert tree_files(example_git) == tree_files(clean)
+    assert git(example_git, "status", "--porcelain", "--untracked-files=no") == ""
+
+
+def test_while_another_command_holds_the_repository_the_sync_is_left_to_it(example_git: Path,
+                                                                          syncs: list[Path]) -> None:
+    """A command holding the repository's lock after the answer (its own recovery, which settles the
+    journal, or a commit after that) is not waited for: the journal stays for the next recovery."""
+    _answered(example_git)
+    holder = subprocess.Popen([sys.executable, "-c", "import fcntl, os, sys; fd = os.open(sys.argv[1], os.O_RDONLY); "
+                               "fcntl.flock(fd, fcntl.LOCK_EX); print('held', flush=True); sys.stdin.read()",
+                               os.path.realpath(example_git / ".git")], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                              text=True)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == "held\n"
+        afterwards.finish()
+        assert syncs == [] and (_state(example_git) / ondisk.JOURNAL).exists()
+    finally:
+        holder.communicate("", timeout=60)
+    app.open_source(example_git, app.WORKTREE)
+    assert syncs == [example_git] and not (_state(example_git) / ondisk.JOURNAL).exists()
+
+
+def test_the_program_leaves_no_journal_once_its_child_is_done(example_git: Path) -> None:
+    """`ksgitops reconcile --commit` as a process: it answers, its child syncs and removes the journal;
+    a reader of the memos (the next command) waits for that."""
+    run = subprocess.run([sys.executable, "-m", "ksgitops", "reconcile", str(example_git), "--commit"],
+                         capture_output=True, text=True, cwd=example_git.parent, timeout=300,
+                         env={**os.environ, "PYTHONPATH": str(ROOT), "KSGITOPS_HANDOFF": "0"})
+    assert run.returncode == 0, run.stderr
+    afterwards.settled(_state(example_git))
+    assert not (_state(example_git) / ondisk.JOURNAL).exists() and not (_state(example_git) / ondisk.MARKER).exists()
+    assert git(example_git, "status", "--porcelain", "--untracked-files=no") == ""
+
+
+def test_a_file_by_file_checkout_of_many_files_leaves_its_sync_too(example_git: Path, syncs: list[Path],
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    from test_incremental import relabel_florin
+    assert app.reconcile_commit(example_git, "HEAD").commit
+    relabel_florin(example_git)
+    git(example_git, "commit", "-qam", "relabel")
+    monkeypatch.setattr(ondisk, "FSYNC_AT_MOST", 0)  # more files than are fsynced one by one
+    syncs.clear()
+    _answered(example_git)
+    assert syncs == [] and (_state(example_git) / ondisk.MARKER).exists()
+    assert git(example_git, "status", "--porcelain", "--untracked-files=no") == ""
+    afterwards.finish()
+    assert syncs == [example_git] and not (_state(example_git) / ondisk.JOURNAL).exists()
