@@ -158,6 +158,9 @@ def yardsticks(res: SizeResult, key: str) -> str:
     anchor = _seconds(res, "checkout.git_checkout")
     if mine and anchor and key == "checkout.full":
         parts.append(f"{mine / anchor:.1f}× `git checkout`")
+    step = res.steps.get(key)
+    if step is not None and step.after is not None and step.after >= 0.5:
+        parts.append(f"its child's work after the answer (memos, a checkout's sync) done {step.after:.1f} s later")
     return "; ".join(parts) or "—"
 
 

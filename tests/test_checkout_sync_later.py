@@ -16,7 +16,7 @@ from conftest import ROOT, git, work_tree_files as tree_files
 from ksgitops.app import usecases as app
 from ksgitops.io.fs import afterwards
 from ksgitops.io.fs.paths import STATE_DIR
-from ksgitops.io.git import ondisk
+from ksgitops.io.git import checkout, ondisk
 
 pytestmark = pytest.mark.skipif(ondisk.boot_id() is None, reason="no boot id here: the sync is never left for later")
 
@@ -61,15 +61,58 @@ def test_the_answer_comes_before_the_sync_and_the_journal_goes_after_it(example_
     assert not (_state(example_git) / ondisk.JOURNAL).exists() and not (_state(example_git) / ondisk.MARKER).exists()
 
 
-def test_a_kill_before_the_sync_costs_the_next_command_the_sync_only(example_git: Path, syncs: list[Path]) -> None:
+def test_a_kill_before_the_sync_costs_the_next_command_the_sync_only(example_git: Path, syncs: list[Path],
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     _answered(example_git)
     afterwards._queue = None  # killed before it did what it left for later
-    generated = _a_generated_file(example_git)
-    inode, files = generated.stat().st_ino, tree_files(example_git)
+    index = example_git / ".git" / "index"
+    before, files = (index.stat().st_ino, index.stat().st_mtime_ns), tree_files(example_git)
+    finished: list[str] = []
+    real = checkout.apply
+    monkeypatch.setattr(checkout, "apply", lambda *a, **k: (finished.append(a[2]), real(*a, **k))[1])
     app.open_source(example_git, app.WORKTREE)  # what the next command does first
+    assert syncs == [example_git] and finished == []  # synced, nothing finished again
+    assert not (_state(example_git) / ondisk.JOURNAL).exists() and not (_state(example_git) / ondisk.MARKER).exists()
+    assert (index.stat().st_ino, index.stat().st_mtime_ns) == before and tree_files(example_git) == files
+
+
+def test_a_branch_moved_before_the_sync_still_gets_it(example_git: Path, syncs: list[Path]) -> None:
+    """The same command moves the branch on before its answer (a refused push's retry resets it
+    to the remote's): the journal goes, not without the sync it was owed."""
+    _answered(example_git)
+    git(example_git, "reset", "-q", "--soft", "HEAD~1")
+    git(example_git, "commit", "-q", "--allow-empty", "-m", "upstream")
+    app.open_source(example_git, "HEAD")  # the retry opens the branch again
+    assert syncs == [example_git]
+    afterwards.finish()  # after the answer: nothing owed any more
     assert syncs == [example_git]
     assert not (_state(example_git) / ondisk.JOURNAL).exists() and not (_state(example_git) / ondisk.MARKER).exists()
-    assert generated.stat().st_ino == inode and tree_files(example_git) == files  # nothing written again
+
+
+def test_a_person_s_commit_after_a_killed_sync_does_not_lose_it(example_git: Path, syncs: list[Path]) -> None:
+    _answered(example_git)
+    afterwards._queue = None
+    git(example_git, "commit", "-q", "--allow-empty", "-m", "a person's commit")
+    app.open_source(example_git, app.WORKTREE)
+    assert syncs == [example_git]
+    assert not (_state(example_git) / ondisk.JOURNAL).exists() and not (_state(example_git) / ondisk.MARKER).exists()
+
+
+def test_a_new_journal_over_one_whose_sync_is_owed_syncs_first(example_git: Path, syncs: list[Path],
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """A second commit that found no journal to recover (it looked just before the first wrote
+    its own) writes its journal over the first's: the first's sync is done before."""
+    from test_incremental import relabel_florin
+    _answered(example_git)
+    first, afterwards._queue = afterwards._queue, None  # its child not yet at work
+    relabel_florin(example_git)
+    git(example_git, "commit", "-qam", "relabel")
+    monkeypatch.setattr(checkout, "recover", lambda repo: False)  # it looked too early
+    assert app.reconcile_commit(example_git, "HEAD").commit
+    assert syncs == [example_git]
+    afterwards._queue = first
+    afterwards.finish()  # the first's child, late: its marker is gone, nothing of the second's touched
+    assert syncs == [example_git] and not (_state(example_git) / ondisk.JOURNAL).exists()
 
 
 def test_after_a_power_loss_the_next_command_finishes_the_checkout(example_git: Path, tmp_path: Path) -> None:
@@ -108,16 +151,29 @@ def test_while_another_command_holds_the_repository_the_sync_is_left_to_it(examp
     assert syncs == [example_git] and not (_state(example_git) / ondisk.JOURNAL).exists()
 
 
-def test_the_program_leaves_no_journal_once_its_child_is_done(example_git: Path) -> None:
-    """`ksgitops reconcile --commit` as a process: it answers, its child syncs and removes the journal;
-    a reader of the memos (the next command) waits for that."""
-    run = subprocess.run([sys.executable, "-m", "ksgitops", "reconcile", str(example_git), "--commit"],
-                         capture_output=True, text=True, cwd=example_git.parent, timeout=300,
+SLOW_SYNC = """
+import sys, time
+from ksgitops.io.git import ondisk
+real = ondisk.sync_filesystem
+ondisk.sync_filesystem = lambda path: (time.sleep(3), real(path))
+from ksgitops.cli.entry import main
+sys.argv = ["ksgitops", "reconcile", sys.argv[1], "--commit"]
+main()
+"""
+
+
+def test_the_program_answers_then_its_child_syncs_and_removes_the_journal(example_git: Path) -> None:
+    """`ksgitops reconcile --commit` as a process, its sync made slow: when it has answered the
+    checkout is whole and its journal still there; a reader of the memos (the next command) waits
+    for the child, and then there is none."""
+    run = subprocess.run([sys.executable, "-c", SLOW_SYNC, str(example_git)], capture_output=True, text=True,
+                         cwd=example_git.parent, timeout=300,
                          env={**os.environ, "PYTHONPATH": str(ROOT), "KSGITOPS_HANDOFF": "0"})
     assert run.returncode == 0, run.stderr
+    assert (_state(example_git) / ondisk.JOURNAL).exists() and (_state(example_git) / ondisk.MARKER).exists()
+    assert git(example_git, "status", "--porcelain", "--untracked-files=no") == ""
     afterwards.settled(_state(example_git))
     assert not (_state(example_git) / ondisk.JOURNAL).exists() and not (_state(example_git) / ondisk.MARKER).exists()
-    assert git(example_git, "status", "--porcelain", "--untracked-files=no") == ""
 
 
 def test_a_file_by_file_checkout_of_many_files_leaves_its_sync_too(example_git: Path, syncs: list[Path],
@@ -133,3 +189,30 @@ def test_a_file_by_file_checkout_of_many_files_leaves_its_sync_too(example_git: 
     assert git(example_git, "status", "--porcelain", "--untracked-files=no") == ""
     afterwards.finish()
     assert syncs == [example_git] and not (_state(example_git) / ondisk.JOURNAL).exists()
+
+
+def test_a_marker_that_cannot_be_written_means_the_sync_now(example_git: Path, syncs: list[Path],
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    import errno
+
+    def full(path: Path, data: bytes, observe: bool = False) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device", str(path))
+    monkeypatch.setattr(ondisk, "write_file", full)
+    _answered(example_git)
+    assert syncs == [example_git] and not (_state(example_git) / ondisk.JOURNAL).exists()
+
+
+def test_a_sync_that_fails_in_a_recovery_says_what_was_being_done(example_git: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    import errno
+    from ksgitops.model import EnvError
+    _answered(example_git)
+    afterwards._queue = None
+
+    def failing(path: Path) -> None:
+        raise OSError(errno.EIO, "Input/output error", str(path))
+    monkeypatch.setattr(ondisk, "sync_filesystem", failing)
+    with pytest.raises(EnvError) as raised:
+        app.open_source(example_git, app.WORKTREE)
+    assert "while finishing an interrupted checkout" in str(raised.value)
+    assert (_state(example_git) / ondisk.JOURNAL).exists()  # for the next run

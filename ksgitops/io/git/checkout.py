@@ -131,7 +131,7 @@ def begin(repo: pygit2.Repository, ref: str, commit: pygit2.Oid, planned: Plan) 
     check_path(Path(repo.path), STATE_DIR, shown=repo.path.rstrip("/"))
     path.parent.mkdir(parents=True, exist_ok=True)
     steps = [{"root": s.root, "op": s.op, "markers": s.markers} for s in planned.steps]
-    ondisk.forget(repo.path)
+    ondisk.forget(repo.path, Path(repo.workdir))
     write_durably(path, json.dumps({"format": FORMAT, "ref": ref, "commit": str(commit), "old": planned.old,
                                     "new": planned.new, "steps": steps}).encode())
 
@@ -348,17 +348,17 @@ def _recover(repo: pygit2.Repository) -> bool:
         raise KsgitopsError(f"{path}: an interrupted checkout left a journal ksgitops cannot read ({e}); "
                             f"move it away and run `git checkout -- spaces STATUS.md`", exit_code=3) from None
     ref = repo.references.get(data["ref"])
-    if ref is None or str(ref.resolve().target) != data["commit"]:
-        path.unlink(missing_ok=True)  # the branch never moved for it: nothing was written
-        return True
-    if ondisk.written_in_this_boot(repo.path, data["commit"]):
-        ondisk.settle(repo.path, Path(repo.workdir))  # the files written whole: only their sync was left
-        return True
-    _drop_stale_lock(Path(repo.path) / "index.lock")
-    make_readable(repo)
-    planned = Plan(data["old"], data["new"], [Step(s["root"], s["op"], list(s["markers"])) for s in data["steps"]])
-    _refuse_links(repo, planned)
+    moved = ref is None or str(ref.resolve().target) != data["commit"]
     try:
+        if moved or ondisk.written_in_this_boot(repo.path, data["commit"]):
+            # the branch never moved for it (nothing was written), or moved on since its checkout
+            # was written whole (a push's retry, a person's commit): only a sync left for later, if any
+            ondisk.settle(repo.path, Path(repo.workdir))
+            return True
+        _drop_stale_lock(Path(repo.path) / "index.lock")
+        make_readable(repo)
+        planned = Plan(data["old"], data["new"], [Step(s["root"], s["op"], list(s["markers"])) for s in data["steps"]])
+        _refuse_links(repo, planned)
         with libgit2_fsync():  # the index, when libgit2 writes it, on disk before the journal goes
             apply(repo, planned, data["commit"])
     except OSError as e:

@@ -20,6 +20,7 @@ marker of another boot means.
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -89,7 +90,12 @@ def done(git_dir: str, workdir: Path, commit: str, synced: bool) -> None:
         fsync_dir(git_dir)  # git fsyncs the index it writes; its rename into place is the folder's
         _drop(state)
         return
-    write_file(state / MARKER, json.dumps({"commit": commit, "boot": boot_id()}).encode())
+    try:
+        write_file(state / MARKER, json.dumps({"commit": commit, "boot": boot_id()}).encode())
+    except OSError:  # a full disk: synced now, as without a command that answers first
+        sync_filesystem(workdir)
+        _drop(state)
+        return
     afterwards.later(state, lambda: _settle_later(git_dir, workdir, commit))
 
 
@@ -105,28 +111,40 @@ def written_in_this_boot(git_dir: str, commit: str) -> bool:
 
 
 def settle(git_dir: str, workdir: Path) -> None:
-    """For a recovery holding the repository's lock, the journal's files written in this boot:
-    synced, and the journal gone."""
-    sync_filesystem(workdir)
+    """For a recovery holding the repository's lock, a journal that needs no finishing (written
+    whole in this boot, or one whose branch is elsewhere now): the sync a marker says is owed, if
+    one does, then the journal and the marker gone (a marker goes only after its sync, whoever
+    removes it)."""
+    owed = os.path.lexists(Path(git_dir) / STATE_DIR / MARKER)
+    if owed:
+        sync_filesystem(workdir)
     _drop(Path(git_dir) / STATE_DIR)
 
 
-def forget(git_dir: str) -> None:
-    """Before a new journal is written: no marker of an earlier checkout is left to be taken for its."""
-    (Path(git_dir) / STATE_DIR / MARKER).unlink(missing_ok=True)
+def forget(git_dir: str, workdir: Path) -> None:
+    """Before a new journal replaces the one a marker stands beside: the sync it says is owed."""
+    marker = Path(git_dir) / STATE_DIR / MARKER
+    if os.path.lexists(marker):
+        sync_filesystem(workdir)
+        marker.unlink(missing_ok=True)
 
 
 def _settle_later(git_dir: str, workdir: Path, commit: str) -> None:
-    """After the answer: unless another ksgitops process holds the repository's lock (its recovery
-    settles the journal itself), the sync, then the journal gone, if it is still this checkout's."""
+    """After the answer, unless another ksgitops process holds the repository's lock: while the
+    marker is still this checkout's (nobody synced and removed it meanwhile: a recovery, the next
+    journal), the sync, then the journal gone."""
     with try_exclusive(git_dir) as held:
-        if held and _journal_commit(git_dir) == commit and written_in_this_boot(git_dir, commit):
-            settle(git_dir, workdir)
+        if held and _commit_named(git_dir, MARKER) == commit:
+            if _commit_named(git_dir, JOURNAL) == commit:
+                settle(git_dir, workdir)
+            else:
+                forget(git_dir, workdir)
 
 
-def _journal_commit(git_dir: str) -> Any:
+def _commit_named(git_dir: str, name: str) -> Any:
+    """The commit the journal or the marker names (None: there is none, or it is unreadable)."""
     try:
-        return json.loads((Path(git_dir) / STATE_DIR / JOURNAL).read_bytes()).get("commit")
+        return json.loads((Path(git_dir) / STATE_DIR / name).read_bytes()).get("commit")
     except (OSError, ValueError, AttributeError):
         return None
 
