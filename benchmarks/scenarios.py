@@ -41,7 +41,7 @@ class Step:
     max_rss: int | None = None
     ok: bool = False
     note: str = ""
-    after: float | None = None  # seconds its child worked on after the answer (memos, a checkout's sync)
+    after: float | None = None  # seconds from its answer until its child was done (memos, a checkout's sync)
 
 
 @dataclass
@@ -68,7 +68,8 @@ class ModeRun:
         res.workdirs.append(str(self.base))
         self.src, self.logs = self.base / "repo", self.base / "logs"
         self.repo = self.src
-        self.last: Step | None = None  # the step measured last
+        self.last: Step | None = None  # the step measured last, and when its command answered
+        self.last_ended = 0.0
 
     def prepare(self) -> None:
         started = time.perf_counter()
@@ -99,8 +100,8 @@ class ModeRun:
         git directory's own `ksgitops/` folder (a bare repo's cache) would shadow the package."""
         waited = memos_kept(self.repo)
         log(f"{self.label}: {name} ..." + (f" (the last command's memos kept {waited:.2f}s later)" if waited > 0.01 else ""))
-        if waited > 0.01 and self.last is not None:
-            self.last.after = waited
+        if waited > 0.01 and self.last is not None:  # its child was still at work: it is done now
+            self.last.after = time.perf_counter() - self.last_ended
         run = timed(argv, cwd=cwd or self.base, env={**self.env, **(env or {})}, log_dir=self.logs, label=name,
                     timeout=self.args.timeout)
         step = Step(run.seconds, run.max_rss, run.exit_code == expect_exit and not run.timed_out)
@@ -111,7 +112,7 @@ class ModeRun:
             self.res.problems.append(f"{self.mode}.{name}: `{' '.join(run.argv)}` exited {run.exit_code} "
                                      f"(expected {expect_exit}):\n{run.tail()}")
         self.res.steps[f"{self.mode}.{name}"] = step
-        self.last = step
+        self.last, self.last_ended = step, time.perf_counter()
         log(f"{self.label}: {name}: {run.seconds:.2f}s, {run.max_rss / MiB:.0f} MiB, exit {run.exit_code}")
         return step
 

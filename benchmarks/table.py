@@ -160,7 +160,7 @@ def yardsticks(res: SizeResult, key: str) -> str:
         parts.append(f"{mine / anchor:.1f}× `git checkout`")
     step = res.steps.get(key)
     if step is not None and step.after is not None and step.after >= 0.5:
-        parts.append(f"its child's work after the answer (memos, a checkout's sync) done {step.after:.1f} s later")
+        parts.append(f"its child (memos, a checkout's sync) done {step.after:.1f} s after the answer")
     return "; ".join(parts) or "—"
 
 

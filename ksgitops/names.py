@@ -49,13 +49,18 @@ def dns1035_label_error(name: str) -> str | None:
     return None
 
 
+def is_dns1123_subdomain(text: str) -> bool:
+    """Lowercase letters, digits and '-' in labels joined by '.' (no length rule)."""
+    return _SUBDOMAIN.match(text) is not None
+
+
 def dns1123_subdomain_error(name: str) -> str | None:
     """None when `name` is a DNS-1123 subdomain (<= 253 chars, labels joined by '.')."""
     if not isinstance(name, str) or not name:
         return "must be a non-empty string"
     if len(name) > 253:
         return f"{name!r} is longer than 253 characters"
-    if not _SUBDOMAIN.match(name):
+    if not is_dns1123_subdomain(name):
         return f"{name!r} is not a DNS-1123 subdomain (lowercase letters, digits, '-' and '.')"
     return None
 

@@ -89,6 +89,37 @@ def test_a_branch_moved_before_the_sync_still_gets_it(example_git: Path, syncs: 
     assert not (_state(example_git) / ondisk.JOURNAL).exists() and not (_state(example_git) / ondisk.MARKER).exists()
 
 
+def test_a_late_child_leaves_another_checkout_s_journal(example_git: Path, syncs: list[Path]) -> None:
+    """The child comes after the next command settled its journal, and a later checkout was
+    interrupted meanwhile: that one's journal is not the child's to remove."""
+    _answered(example_git)
+    first, afterwards._queue = afterwards._queue, None  # its child not yet at work
+    app.open_source(example_git, app.WORKTREE)  # the next command settles the first's journal
+    journal = _state(example_git) / ondisk.JOURNAL
+    other = {"format": checkout.FORMAT, "ref": "refs/heads/main", "commit": "f" * 40, "old": "0" * 40,
+             "new": "0" * 40, "steps": []}
+    journal.write_text(json.dumps(other))  # a later checkout, killed before it was written whole
+    afterwards._queue = first
+    afterwards.finish()
+    assert json.loads(journal.read_text()) == other and syncs == [example_git]
+
+
+def test_a_journal_of_a_branch_no_longer_checked_out_is_not_finished_on_another(example_git: Path,
+                                                                             syncs: list[Path]) -> None:
+    """The child killed, a person switches branch, the system reboots: the next command does not
+    write the journal's checkout into the other branch's work tree."""
+    git(example_git, "branch", "other")
+    _answered(example_git)
+    afterwards._queue = None
+    git(example_git, "switch", "-q", "other")
+    marker = _state(example_git) / ondisk.MARKER
+    marker.write_text(json.dumps({"commit": git(example_git, "rev-parse", "main"), "boot": "an earlier boot"}))
+    app.open_source(example_git, app.WORKTREE)
+    assert git(example_git, "status", "--porcelain", "--untracked-files=no") == ""
+    assert git(example_git, "symbolic-ref", "HEAD") == "refs/heads/other"
+    assert not (_state(example_git) / ondisk.JOURNAL).exists() and not marker.exists() and syncs == [example_git]
+
+
 def test_a_person_s_commit_after_a_killed_sync_does_not_lose_it(example_git: Path, syncs: list[Path]) -> None:
     _answered(example_git)
     afterwards._queue = None
@@ -151,27 +182,35 @@ def test_while_another_command_holds_the_repository_the_sync_is_left_to_it(examp
     assert syncs == [example_git] and not (_state(example_git) / ondisk.JOURNAL).exists()
 
 
-SLOW_SYNC = """
-import sys, time
+HELD_SYNC = """
+import os, sys, time
 from ksgitops.io.git import ondisk
-real = ondisk.sync_filesystem
-ondisk.sync_filesystem = lambda path: (time.sleep(3), real(path))
+real, go = ondisk.sync_filesystem, sys.argv[2]
+
+def held(path):
+    deadline = time.monotonic() + 120
+    while not os.path.exists(go) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    real(path)
+ondisk.sync_filesystem = held
 from ksgitops.cli.entry import main
 sys.argv = ["ksgitops", "reconcile", sys.argv[1], "--commit"]
 main()
 """
 
 
-def test_the_program_answers_then_its_child_syncs_and_removes_the_journal(example_git: Path) -> None:
-    """`ksgitops reconcile --commit` as a process, its sync made slow: when it has answered the
-    checkout is whole and its journal still there; a reader of the memos (the next command) waits
-    for the child, and then there is none."""
-    run = subprocess.run([sys.executable, "-c", SLOW_SYNC, str(example_git)], capture_output=True, text=True,
-                         cwd=example_git.parent, timeout=300,
+def test_the_program_answers_then_its_child_syncs_and_removes_the_journal(example_git: Path, tmp_path: Path) -> None:
+    """`ksgitops reconcile --commit` as a process, its sync held until the test says go: it has
+    answered with the checkout whole and its journal still there; a reader of the memos (the next
+    command) waits for the child, and then there is none."""
+    go = tmp_path / "go"
+    run = subprocess.run([sys.executable, "-c", HELD_SYNC, str(example_git), str(go)], capture_output=True,
+                         text=True, cwd=example_git.parent, timeout=300,
                          env={**os.environ, "PYTHONPATH": str(ROOT), "KSGITOPS_HANDOFF": "0"})
     assert run.returncode == 0, run.stderr
     assert (_state(example_git) / ondisk.JOURNAL).exists() and (_state(example_git) / ondisk.MARKER).exists()
     assert git(example_git, "status", "--porcelain", "--untracked-files=no") == ""
+    go.touch()
     afterwards.settled(_state(example_git))
     assert not (_state(example_git) / ondisk.JOURNAL).exists() and not (_state(example_git) / ondisk.MARKER).exists()
 

@@ -281,6 +281,7 @@ def test_a_small_checkout_fsyncs_what_it_wrote_not_the_file_system(example_git: 
     gone = {p for p in changed if not (example_git / p).exists()}
     assert sorted(calls["fsync_file"]) == sorted(example_git / p for p in changed if p not in gone)
     folders = set(calls["fsync_dir"])
+    assert example_git / ".git" in folders  # the index's rename into place
     for path in changed:
         folder = (example_git / path).parent
         while not folder.is_dir():

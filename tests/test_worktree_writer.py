@@ -20,7 +20,7 @@ import pytest
 
 from conftest import git, git_init, work_tree_files as tree_files, write_tree
 from ksgitops.app import usecases as app
-from ksgitops.io.git import checkout, ondisk
+from ksgitops.io.git import checkout, indexupdate, ondisk
 from ksgitops.io.fs import afterwards, durable, paths, rootplan, staging, worktree
 from minimal_fleet import minimal_fleet
 
@@ -54,7 +54,8 @@ def crash_before_step(monkeypatch: pytest.MonkeyPatch, at: int) -> Iterator[list
         for module, name in ((os, "rename"), (os, "replace"), (os, "mkdir"), (os, "unlink"), (os, "rmdir"),
                              (shutil, "rmtree"), (paths, "write_new"), (staging, "write_new"),
                              (worktree, "write_durably"), (checkout, "write_durably"),
-                             (worktree, "sync_filesystem"), (worktree, "fsync_dir"), (ondisk, "sync_filesystem")):
+                             (worktree, "sync_filesystem"), (worktree, "fsync_dir"), (ondisk, "sync_filesystem"),
+                             (pygit2.Index, "write"), (indexupdate, "_start_git")):
             m.setattr(module, name, counted(getattr(module, name)))
         yield steps
 
@@ -90,6 +91,12 @@ def assert_old_or_new(now: dict[str, bytes], old: dict[str, bytes], new: dict[st
 def change_sources(repo: Path) -> None:
     path = repo / "spaces" / "wmw-c" / "httpd.yaml"
     path.write_text(path.read_text().replace("This is a common web site.", "This is the common web site.", 1))
+
+
+def add_a_wec(repo: Path) -> None:
+    """A WEC more: its mailbox is a whole new root (the checkout's whole-root path)."""
+    florin = (repo / "spaces" / "imw1" / "florin.yaml").read_text()
+    (repo / "spaces" / "imw1" / "thaler.yaml").write_text(florin.replace("florin", "thaler"))
 
 
 @pytest.fixture
@@ -138,16 +145,20 @@ def _commit_as_the_program(work: Path, after_the_answer: bool) -> None:
         afterwards._queue = None  # a crash: the child never does what was left
 
 
-@pytest.mark.parametrize("after_the_answer", [False, True], ids=["in order", "sync after the answer"])
+@pytest.mark.parametrize("after_the_answer, change", [(False, change_sources), (True, change_sources),
+                                                     (True, add_a_wec)],
+                         ids=["in order", "sync after the answer", "a whole root, sync after the answer"])
 def test_a_crash_at_any_step_of_commit_and_checkout_is_recovered(reconciled: Path, tmp_path: Path,
                                                                 monkeypatch: pytest.MonkeyPatch,
-                                                                after_the_answer: bool) -> None:
+                                                                after_the_answer: bool,
+                                                                change: Callable[[Path], None]) -> None:
     if after_the_answer:  # the file system synced (not each file fsynced), after the answer
         monkeypatch.setattr(ondisk, "FSYNC_AT_MOST", 0)
     git_init(reconciled)
     (reconciled / "spaces" / FLORIN / "HANDOFF.txt").write_text("untracked, a person's\n")
-    change_sources(reconciled)
-    git(reconciled, "commit", "-qam", "change")
+    change(reconciled)
+    git(reconciled, "add", "-A", "spaces/imw1", "spaces/wmw-c")  # sources only
+    git(reconciled, "commit", "-qm", "change")
     old_tree = str(pygit2.Repository(str(reconciled)).head.peel(pygit2.Commit).tree_id)
     clean = tmp_path / "clean"
     shutil.copytree(reconciled, clean)

@@ -17,10 +17,11 @@ from typing import Any, Callable, Mapping
 
 import orjson
 
+from ...names import is_dns1123_subdomain
+
 _NAME_MAX = 63
 _PREFIX_MAX = 253
 _NAME = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?\Z")
-_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*\Z")
 _NAME_RULE = ("alphanumeric characters, '-', '_' or '.', starting and ending with an alphanumeric "
               "character, at most 63 characters")
 
@@ -44,7 +45,7 @@ def _prefix_error(prefix: str) -> str | None:
         return "label key prefix must not be empty"
     if len(prefix) > _PREFIX_MAX:
         return f"label key prefix {prefix!r} is longer than {_PREFIX_MAX} characters"
-    if not _SUBDOMAIN.match(prefix):
+    if not is_dns1123_subdomain(prefix):
         return f"label key prefix {prefix!r} is not a DNS-1123 subdomain (lowercase letters, digits, '-' and '.')"
     return None
 

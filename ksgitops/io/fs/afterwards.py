@@ -6,6 +6,9 @@ keeps none.
 A command handed to the monitor answers first (its output, then its exit code) and keeps them
 after, in the worker the monitor forked, as git leaves `gc --auto` until a command is done: they
 only save the next run time, and the asker waits for nothing that its command's result needs.
+A checkout's sync of the file system rides the same queue (io/git/ondisk.py): left undone (a
+kill, a lock another run holds, an error swallowed here), its journal stays and the next command
+does it.
 
 Run as the program, `reconcile` (every form), `diff` and `status` do the same with a child they fork once
 they have answered (`answered_first`): the process the caller waits for ends, the child keeps the
@@ -165,8 +168,9 @@ def let_go(*also: signal.Signals) -> None:
 
 
 def later(state: Path | None, work: Callable[[], None]) -> None:
-    """Do `work`, which writes memos into the state folder `state`: now (under the folder's lock,
-    as a reader of them expects), or after the answer."""
+    """Do `work`, which writes memos into the state folder `state` (or a checkout's sync, whose
+    journal waits there for it): now (under the folder's lock, as a reader of them expects), or
+    after the answer."""
     if state is None:
         work()
     elif _queue is None:

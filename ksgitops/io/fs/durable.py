@@ -97,43 +97,24 @@ _held: dict[str, list[int]] = {}  # folder -> [fd, depth]: re-entrant within the
 
 
 @contextmanager
-def exclusive(folder: Path | str) -> Iterator[None]:
+def exclusive(folder: Path | str, wait: bool = True) -> Iterator[bool]:
     """Hold an advisory lock (flock) on `folder` for a write and its recovery, so that a command
     never rolls back a write another live process is doing (it waits for it instead). The kernel
-    drops the lock of a killed process; nothing is written to take it."""
+    drops the lock of a killed process; nothing is written to take it. Without `wait`, a lock
+    another process holds is not waited for: the block runs holding nothing, told False."""
     key = os.path.realpath(folder)
     held = _held.get(key)
     if held is not None:
         held[1] += 1
         try:
-            yield
+            yield True
         finally:
             held[1] -= 1
         return
     fd = os.open(key, os.O_RDONLY | os.O_DIRECTORY)
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        _held[key] = [fd, 1]
         try:
-            yield
-        finally:
-            del _held[key]
-    finally:
-        os.close(fd)
-
-
-@contextmanager
-def try_exclusive(folder: Path | str) -> Iterator[bool]:
-    """`exclusive`, unless another process holds it: False then, at once (nothing is held)."""
-    key = os.path.realpath(folder)
-    if key in _held:
-        with exclusive(key):
-            yield True
-        return
-    fd = os.open(key, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            fcntl.flock(fd, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
         except BlockingIOError:
             yield False
             return

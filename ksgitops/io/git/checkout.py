@@ -18,7 +18,9 @@ and only then does the work tree follow:
 So a failed commit leaves the work tree untouched, and a kill or failure after the branch moved
 leaves every file old or new plus the journal: the next command on the repository finishes the
 checkout (every step is idempotent) before it reads anything. When the branch does not point at
-the journal's commit, the branch never moved for it, nothing was written, and the journal is dropped.
+the journal's commit (it never moved for it, or moved on since), or the work tree is on another
+branch now, there is nothing to finish: the journal goes, after the sync ondisk.py's marker says
+is owed, if one does.
 """
 from __future__ import annotations
 
@@ -37,6 +39,7 @@ from ..fs.paths import STATE_DIR, FileStats, check_path, index_stat, write_file
 from ..fs.rootplan import plan_root
 from ..fs.worktree import write_generated
 from . import indexstat, ondisk
+from .branch import is_checked_out
 from .discover import git_dir
 from .ondisk import Written
 from .indexupdate import IndexUpdates, index_shape, make_readable, resolve_conflict
@@ -62,7 +65,7 @@ class Plan:
 
 
 def journal_path(repo: pygit2.Repository) -> Path:
-    return Path(repo.path) / STATE_DIR / "checkout.json"
+    return Path(repo.path) / STATE_DIR / ondisk.JOURNAL
 
 
 # Earlier versions kept their state in `<git dir>/ksgitops/`, a folder that, in a bare repository
@@ -131,22 +134,27 @@ def begin(repo: pygit2.Repository, ref: str, commit: pygit2.Oid, planned: Plan) 
     check_path(Path(repo.path), STATE_DIR, shown=repo.path.rstrip("/"))
     path.parent.mkdir(parents=True, exist_ok=True)
     steps = [{"root": s.root, "op": s.op, "markers": s.markers} for s in planned.steps]
-    ondisk.forget(repo.path, Path(repo.workdir))
+    ondisk.sync_if_owed(repo.path, Path(repo.workdir))  # a journal before whose sync is due first
     write_durably(path, json.dumps({"format": FORMAT, "ref": ref, "commit": str(commit), "old": planned.old,
                                     "new": planned.new, "steps": steps}).encode())
 
 
 def apply(repo: pygit2.Repository, planned: Plan, commit: str, generated: Generated | None = None) -> None:
-    """Bring the work tree and index along (idempotent), then drop the journal. Whole roots come
+    """Bring the work tree and index along to the journal's `commit` (idempotent), then the
+    journal goes, or stays marked until its sync after the answer (ondisk.py). Whole roots come
     from `generated` when given (they are in memory already), else from the new tree."""
     workdir = Path(repo.workdir)
     files: FileStats = {}  # the stat of each file written, for its index entry
     if not any(s.op in (TREE, REMOVE) for s in planned.steps):  # file by file: indexupdate.py
         updates, written = IndexUpdates(), Written(workdir)
         _apply_files(repo, planned, updates, workdir, written, files)
-        synced = [False]
-        updates.write(repo, meanwhile=lambda: synced.__setitem__(0, written.make_durable()), files=files)
-        ondisk.done(repo.path, workdir, commit, synced[0])
+        on_disk = False
+
+        def make_durable() -> None:  # while git makes the index's changes
+            nonlocal on_disk
+            on_disk = written.make_durable()
+        updates.write(repo, meanwhile=make_durable, files=files)
+        ondisk.journal_done(repo.path, workdir, commit, on_disk)
         return
     index = repo.index
     # skip-worktree (a sparse checkout) and intent-to-add bits: libgit2's read_tree drops them
@@ -168,7 +176,7 @@ def apply(repo: pygit2.Repository, planned: Plan, commit: str, generated: Genera
     indexstat.fill(index, files)  # as git's checkout: the next `git status` trusts them unread
     on_disk = ondisk.synced_unless_deferred(workdir)
     index.write()
-    ondisk.done(repo.path, workdir, commit, on_disk)
+    ondisk.journal_done(repo.path, workdir, commit, on_disk)
 
 
 def _apply_files(repo: pygit2.Repository, planned: Plan, entries: Any, workdir: Path,
@@ -320,12 +328,13 @@ def pending(workdir: Path) -> bool:
     """A checkout journal exists in the repository holding `workdir` (cheap: no repository opened)."""
     found = git_dir(workdir)
     return found is not None and any(os.path.lexists(Path(found) / part) for part in
-                                     (Path(STATE_DIR) / "checkout.json", LEGACY_JOURNAL))
+                                     (Path(STATE_DIR) / ondisk.JOURNAL, LEGACY_JOURNAL))
 
 
 def recover(repo: pygit2.Repository) -> bool:
-    """Finish a checkout a kill or failure interrupted after its branch moved; True when there was
-    one. Waits for a commit another live process is doing (it holds the git directory's lock)."""
+    """Finish a checkout a kill or failure interrupted after its branch moved, or the sync one left
+    for after its answer; True when there was one. Waits for a commit another live process is doing
+    (it holds the git directory's lock)."""
     if repo.is_bare or repo.workdir is None:
         return False
     _adopt_legacy_journal(repo)
@@ -339,7 +348,7 @@ def _recover(repo: pygit2.Repository) -> bool:
     path = journal_path(repo)
     if not os.path.lexists(path):
         return False
-    check_path(Path(repo.path), f"{STATE_DIR}/checkout.json", shown=repo.path.rstrip("/"))
+    check_path(Path(repo.path), f"{STATE_DIR}/{ondisk.JOURNAL}", shown=repo.path.rstrip("/"))
     try:
         data = json.loads(path.read_bytes())
         if data.get("format") != FORMAT:
@@ -348,11 +357,11 @@ def _recover(repo: pygit2.Repository) -> bool:
         raise KsgitopsError(f"{path}: an interrupted checkout left a journal ksgitops cannot read ({e}); "
                             f"move it away and run `git checkout -- spaces STATUS.md`", exit_code=3) from None
     ref = repo.references.get(data["ref"])
-    moved = ref is None or str(ref.resolve().target) != data["commit"]
+    moved = ref is None or str(ref.resolve().target) != data["commit"] or not is_checked_out(repo, data["ref"])
     try:
         if moved or ondisk.written_in_this_boot(repo.path, data["commit"]):
-            # the branch never moved for it (nothing was written), or moved on since its checkout
-            # was written whole (a push's retry, a person's commit): only a sync left for later, if any
+            # the branch never moved for it (nothing was written), moved on since (a push's retry,
+            # a person's commit), or another branch is checked out: only a sync left for later, if any
             ondisk.settle(repo.path, Path(repo.workdir))
             return True
         _drop_stale_lock(Path(repo.path) / "index.lock")

@@ -2,10 +2,10 @@
 
 A few files are fsynced one by one, with the folders on their way, before the journal is removed.
 Many files call for a sync of the whole file system, which waits for the disk (~3 s after a first
-write of 200,000 files, as long as writing them took a third of): when the command leaves work
-until it has answered (io/fs/afterwards.py), the sync is left until then. Meanwhile the journal
-stays, with a marker beside it naming its commit and this boot of the system (`written`); the
-files are in the page cache, which a killed process does not lose. So:
+write of 200,000 files here): when the command leaves work until it has answered
+(io/fs/afterwards.py), the sync is left until then. Meanwhile the journal stays, with a marker
+beside it naming its commit and this boot of the system; the files are in the page cache, which a
+killed process does not lose. So:
 
 - the sync done after the answer, the journal and its marker go (the next command waits for it
   to be done, as for memos, and finds nothing to finish);
@@ -14,8 +14,9 @@ files are in the page cache, which a killed process does not lose. So:
 - a power loss before the sync: the marker names another boot, and the next command finishes
   the checkout as after any interruption (every file written again as needed, the index too).
 
-The marker itself needs no fsync: a marker lost with the power names no boot, which is what a
-marker of another boot means.
+Whoever removes a marker syncs first (`sync_if_owed`): the child, a recovery, a new journal. The
+marker itself needs no fsync: a marker lost with the power names no boot, which is what a marker
+of another boot means.
 """
 from __future__ import annotations
 
@@ -25,12 +26,13 @@ from pathlib import Path
 from typing import Any
 
 from ..fs import afterwards
-from ..fs.durable import fsync_dir, fsync_file, sync_filesystem, try_exclusive
-from ..fs.paths import STATE_DIR, write_file
+from ..fs.durable import exclusive, fsync_dir, fsync_file, sync_filesystem
+from ..fs.paths import STATE_DIR, open_plain, write_file
 
 FSYNC_AT_MOST = 256  # files and folders a checkout fsyncs one by one; more: the file system synced
 JOURNAL, MARKER = "checkout.json", "checkout.written"
 BOOT_ID = "/proc/sys/kernel/random/boot_id"
+READ_AT_MOST = 1 << 20  # bytes of a journal or marker read (a few hundred, or a journal's steps)
 
 
 class Written:
@@ -56,9 +58,9 @@ class Written:
             folder = folder.parent
 
     def make_durable(self) -> bool:
-        """Each file and folder fsynced (a few), else the file system synced, unless that is left
-        for later (`deferred`): False then. Anything unexpected on the way (a file a later step
-        removed, one whose mode will not let this process open it) is taken as many."""
+        """Each file and folder fsynced (a few), else the file system synced unless that is left
+        until the answer (`synced_unless_deferred`): False then. Anything unexpected on the way (a
+        file a later step removed, one whose mode will not let this process open it) counts as many."""
         if len(self.files) + len(self.folders) <= FSYNC_AT_MOST:
             try:
                 for path in self.files:
@@ -81,12 +83,12 @@ def synced_unless_deferred(workdir: Path) -> bool:
     return True
 
 
-def done(git_dir: str, workdir: Path, commit: str, synced: bool) -> None:
-    """The checkout of `commit` is written (files and index): its journal goes. `synced`: the
-    files are on disk; else (synced_unless_deferred said so) the journal stays, marked as written
-    in this boot, until the sync is done once the command has answered."""
+def journal_done(git_dir: str, workdir: Path, commit: str, on_disk: bool) -> None:
+    """The checkout of `commit` is written (files and index): its journal goes. `on_disk`: the
+    files are synced already; else (synced_unless_deferred said so) the journal stays, marked as
+    written in this boot, until the sync is done once the command has answered."""
     state = Path(git_dir) / STATE_DIR
-    if synced:
+    if on_disk:
         fsync_dir(git_dir)  # git fsyncs the index it writes; its rename into place is the folder's
         _drop(state)
         return
@@ -94,6 +96,7 @@ def done(git_dir: str, workdir: Path, commit: str, synced: bool) -> None:
         write_file(state / MARKER, json.dumps({"commit": commit, "boot": boot_id()}).encode())
     except OSError:  # a full disk: synced now, as without a command that answers first
         sync_filesystem(workdir)
+        fsync_dir(git_dir)
         _drop(state)
         return
     afterwards.later(state, lambda: _settle_later(git_dir, workdir, commit))
@@ -102,51 +105,60 @@ def done(git_dir: str, workdir: Path, commit: str, synced: bool) -> None:
 def written_in_this_boot(git_dir: str, commit: str) -> bool:
     """The journal's checkout of `commit` was written whole in this boot of the system, its sync
     left for later (a kill before it was done: the files are in the page cache)."""
-    try:
-        marker = json.loads((Path(git_dir) / STATE_DIR / MARKER).read_bytes())
-    except (OSError, ValueError):
-        return False
     boot = boot_id()
-    return isinstance(marker, dict) and boot is not None and marker == {"commit": commit, "boot": boot}
+    return boot is not None and _read(git_dir, MARKER) == {"commit": commit, "boot": boot}
 
 
 def settle(git_dir: str, workdir: Path) -> None:
-    """For a recovery holding the repository's lock, a journal that needs no finishing (written
-    whole in this boot, or one whose branch is elsewhere now): the sync a marker says is owed, if
-    one does, then the journal and the marker gone (a marker goes only after its sync, whoever
-    removes it)."""
-    owed = os.path.lexists(Path(git_dir) / STATE_DIR / MARKER)
-    if owed:
-        sync_filesystem(workdir)
-    _drop(Path(git_dir) / STATE_DIR)
+    """A journal that needs no finishing (written whole in this boot, or one whose branch or work
+    tree is elsewhere now), for a recovery or the child after the answer holding the repository's
+    lock: the sync its marker says is owed, if any, then the journal gone."""
+    sync_if_owed(git_dir, workdir)
+    (Path(git_dir) / STATE_DIR / JOURNAL).unlink(missing_ok=True)
 
 
-def forget(git_dir: str, workdir: Path) -> None:
-    """Before a new journal replaces the one a marker stands beside: the sync it says is owed."""
+def sync_if_owed(git_dir: str, workdir: Path) -> None:
+    """No marker left, and the sync it said was owed done before it went (also before a new
+    journal replaces the one a marker stood beside)."""
     marker = Path(git_dir) / STATE_DIR / MARKER
     if os.path.lexists(marker):
         sync_filesystem(workdir)
+        fsync_dir(git_dir)  # the index's rename, when the git directory is on another file system
         marker.unlink(missing_ok=True)
 
 
 def _settle_later(git_dir: str, workdir: Path, commit: str) -> None:
-    """After the answer, unless another ksgitops process holds the repository's lock: while the
-    marker is still this checkout's (nobody synced and removed it meanwhile: a recovery, the next
-    journal), the sync, then the journal gone."""
-    with try_exclusive(git_dir) as held:
-        if held and _commit_named(git_dir, MARKER) == commit:
-            if _commit_named(git_dir, JOURNAL) == commit:
+    """After the answer, unless another ksgitops process holds the repository's lock (whoever
+    removes the marker syncs): while the marker is still this checkout's, the sync, then the
+    journal gone. (A marker of this commit stands beside this checkout's journal: a new journal
+    goes only where no marker is; the check of the journal's commit is a second guard.)"""
+    with exclusive(git_dir, wait=False) as held:
+        if held and _commit_in(git_dir, MARKER) == commit:
+            if _commit_in(git_dir, JOURNAL) == commit:
                 settle(git_dir, workdir)
             else:
-                forget(git_dir, workdir)
+                sync_if_owed(git_dir, workdir)
 
 
-def _commit_named(git_dir: str, name: str) -> Any:
+def _commit_in(git_dir: str, name: str) -> Any:
     """The commit the journal or the marker names (None: there is none, or it is unreadable)."""
+    found = _read(git_dir, name)
+    return found.get("commit") if isinstance(found, dict) else None
+
+
+def _read(git_dir: str, name: str) -> Any:
+    """The JSON a state file holds, read as a plain file only (never through a link, never waiting
+    on a FIFO); None when it is absent or unreadable."""
     try:
-        return json.loads((Path(git_dir) / STATE_DIR / name).read_bytes()).get("commit")
-    except (OSError, ValueError, AttributeError):
+        fd = open_plain(str(Path(git_dir) / STATE_DIR / name))
+    except OSError:
         return None
+    try:
+        return json.loads(os.read(fd, READ_AT_MOST))
+    except (OSError, ValueError):
+        return None
+    finally:
+        os.close(fd)
 
 
 def _drop(state: Path) -> None:
