@@ -312,7 +312,14 @@ HERE = {"KSGITOPS_HANDOFF": "0"}  # the command runs in its own process, asking 
 
 def _monitored(m: ModeRun, boxes: list[str], index: Path) -> None:
     """The same loop with `ksgitops monitor` running: each command is handed to it; then, side by
-    side, the same steps in a process of their own that asks it only what changed."""
+    side, the same steps in a process of their own that asks it only what changed. A work tree
+    with more folders than the kernel allows inotify watches is not tried: the monitor would refuse
+    it (README, "monitor"), and the report says why its rows were not run."""
+    folders, allowed = sum(1 for _ in os.walk(m.repo)), _inotify_watches()
+    if allowed is not None and folders > allowed:
+        m.skip(MONITORED, f"{folders:,} folders, and the kernel allows {allowed:,} inotify watches "
+                          f"(fs.inotify.max_user_watches)")
+        return
     if not m.ksgitops("monitor_start", "monitor", "start", str(m.repo)).ok:
         m.skip(MONITORED[1:], "the monitor did not start")
         return
@@ -352,6 +359,13 @@ def _monitored(m: ModeRun, boxes: list[str], index: Path) -> None:
     after = _untimed(m, "diff", str(m.repo))  # without the monitor, every path looked at: nothing left to do
     m.check(after == 0, "monitor: the monitored runs left what unmonitored ones would",
             f"monitor: after it stopped, `diff` exited {after}", m.res.steps.get("worktree.monitor_repair_edit"))
+
+
+def _inotify_watches() -> int | None:
+    try:
+        return int(Path("/proc/sys/fs/inotify/max_user_watches").read_text())
+    except (OSError, ValueError):
+        return None
 
 
 def _untimed(m: ModeRun, *args: str) -> int:
