@@ -88,18 +88,15 @@ def journal_done(git_dir: str, workdir: Path, commit: str, on_disk: bool) -> Non
     files are synced already; else (synced_unless_deferred said so) the journal stays, marked as
     written in this boot, until the sync is done once the command has answered."""
     state = Path(git_dir) / STATE_DIR
-    if on_disk:
-        fsync_dir(git_dir)  # git fsyncs the index it writes; its rename into place is the folder's
-        _drop(state)
-        return
-    try:
-        write_file(state / MARKER, json.dumps({"commit": commit, "boot": boot_id()}).encode())
-    except OSError:  # a full disk: synced now, as without a command that answers first
-        sync_filesystem(workdir)
-        fsync_dir(git_dir)
-        _drop(state)
-        return
-    afterwards.later(state, lambda: _settle_later(git_dir, workdir, commit))
+    if not on_disk:
+        try:
+            write_file(state / MARKER, json.dumps({"commit": commit, "boot": boot_id()}).encode())
+            afterwards.later(state, lambda: _settle_later(git_dir, workdir, commit))
+            return
+        except OSError:  # a full disk: synced now, as without a command that answers first
+            sync_filesystem(workdir)
+    fsync_dir(git_dir)  # git fsyncs the index it writes; its rename into place is the folder's
+    _drop(state)
 
 
 def written_in_this_boot(git_dir: str, commit: str) -> bool:
