@@ -8,15 +8,14 @@ Also: which rule the API server checks an object's name with (`name_error`).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, Iterable
+
+from msgspec import Struct
 
 from .model import Obj
 from .names import dns1035_label_error, dns1123_label_error, dns1123_subdomain_error, path_segment_name_error
 
-
-@dataclass(frozen=True, slots=True)
-class KindInfo:
+class KindInfo(Struct, frozen=True):
     resource: str
     namespaced: bool
 

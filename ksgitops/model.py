@@ -6,9 +6,10 @@ they were given (they deep-copy before customizing).
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Literal
 
+from msgspec import Struct
+from msgspec.structs import force_setattr
 import orjson
 
 Severity = Literal["error", "warning"]
@@ -18,8 +19,7 @@ Severity = Literal["error", "warning"]
 Progress = Callable[[str, int, int], None]
 
 
-@dataclass(frozen=True, order=True, slots=True)
-class Origin:
+class Origin(Struct, frozen=True, order=True):
     """Where an object (or a problem) comes from: a repo-relative path and a 1-based line."""
 
     path: str
@@ -28,12 +28,8 @@ class Origin:
     def __str__(self) -> str:
         return f"{self.path}:{self.line}" if self.line else self.path
 
-    def __reduce__(self) -> tuple[Any, ...]:  # caches pickle thousands: twice as fast as the slots' state
-        return Origin, (self.path, self.line)
 
-
-@dataclass(frozen=True, order=True, slots=True)
-class ObjRef:
+class ObjRef(Struct, frozen=True, order=True):
     """Object identity inside a space: (apiGroup, kind, namespace, name); "" namespace = cluster-scoped."""
 
     group: str
@@ -44,9 +40,6 @@ class ObjRef:
     def __str__(self) -> str:
         gk = f"{self.kind}.{self.group}" if self.group else self.kind
         return f"{gk} {self.namespace}/{self.name}" if self.namespace else f"{gk} {self.name}"
-
-    def __reduce__(self) -> tuple[Any, ...]:  # as Origin's
-        return ObjRef, (self.group, self.kind, self.namespace, self.name)
 
 
 def ref_order(ref: ObjRef) -> tuple[str, str, str, str]:
@@ -60,21 +53,27 @@ def split_api_version(api_version: str) -> tuple[str, str]:
     return group, version
 
 
-@dataclass(frozen=True, slots=True)
-class Obj:
+class Obj(Struct, frozen=True):
     """One Kubernetes-style object as loaded from a space, with where it came from."""
 
     space: str
-    body: dict[str, Any] = field(compare=False, hash=False)
-    origin: Origin = field(compare=False)
-    key: str = field(default="", compare=False)  # content key of the file it came from (git blob id)
-    digest: bytes = field(default=b"", compare=False, repr=False)  # of the body: object_digest (below)
+    body: dict[str, Any]
+    origin: Origin
+    key: str = ""  # content key of the file it came from (git blob id)
+    digest: bytes = b""  # of the body: object_digest (below)
     # kind, group, name and namespace, read tens of thousands of times per run: each made from the
-    # body on first use (a loaded body is never changed) and kept
-    _kind: str | None = field(default=None, init=False, compare=False, repr=False)
-    _group: str | None = field(default=None, init=False, compare=False, repr=False)
-    _name: str | None = field(default=None, init=False, compare=False, repr=False)
-    _namespace: str | None = field(default=None, init=False, compare=False, repr=False)
+    # body on first use (a loaded body is never changed) and kept; never given
+    _kind: str | None = None
+    _group: str | None = None
+    _name: str | None = None
+    _namespace: str | None = None
+
+    # equal and hashed by space alone: the body is a dict, the rest says where it came from or is a memo
+    def __eq__(self, other: object) -> bool:
+        return other.space == self.space if type(other) is Obj else NotImplemented  # type: ignore[attr-defined]
+
+    def __hash__(self) -> int:
+        return hash((self.space,))
 
     # each property reads the body itself (no property calls another), and only a value that is
     # not a string yet goes through str()
@@ -90,7 +89,7 @@ class Obj:
         if found is None:
             value = self.body.get("apiVersion", "")
             found = (value if type(value) is str else str(value)).rpartition("/")[0]
-            object.__setattr__(self, "_group", found)
+            force_setattr(self, "_group", found)
         return found
 
     @property
@@ -103,7 +102,7 @@ class Obj:
         if found is None:
             value = self.body.get("kind", "")
             found = value if type(value) is str else str(value)
-            object.__setattr__(self, "_kind", found)
+            force_setattr(self, "_kind", found)
         return found
 
     @property
@@ -118,7 +117,7 @@ class Obj:
             md = self.body.get("metadata")
             value = md.get("name", "") if isinstance(md, dict) else ""
             found = value if type(value) is str else str(value)
-            object.__setattr__(self, "_name", found)
+            force_setattr(self, "_name", found)
         return found
 
     @property
@@ -128,7 +127,7 @@ class Obj:
             md = self.body.get("metadata")
             value = (md.get("namespace", "") or "") if isinstance(md, dict) else ""
             found = value if type(value) is str else str(value)
-            object.__setattr__(self, "_namespace", found)
+            force_setattr(self, "_namespace", found)
         return found
 
     @property
@@ -150,7 +149,7 @@ class Obj:
     def ref(self) -> ObjRef:
         return ObjRef(self.group, self.kind, self.namespace, self.name)
 
-    def __reduce__(self) -> tuple[Any, ...]:  # as Origin's: records keep thousands (a fleet's inventory)
+    def __reduce__(self) -> tuple[Any, ...]:  # without the memos: a record keeps a fleet's inventory
         return Obj, (self.space, self.body, self.origin, self.key, self.digest)
 
 
@@ -170,15 +169,14 @@ def object_digest(obj: Obj) -> bytes:
     found = obj.digest
     if not found:
         found = body_digest(obj.body)
-        object.__setattr__(obj, "digest", found)  # a memo of the (never changed) body: not a new value
+        force_setattr(obj, "digest", found)  # a memo of the (never changed) body: not a new value
     return found
 
 
 FEW_WECS = 5  # WECs named when one problem concerns many (the rest are counted)
 
 
-@dataclass(frozen=True, order=True, slots=True)
-class Problem:
+class Problem(Struct, frozen=True, order=True):
     """One finding, always with provenance. `wec` (a mailbox) is set for per-(object, WEC)
     findings, `obj` (an ObjRef's text) when the finding concerns one object. The same finding on
     several WECs is one Problem (`grouped_by_wec`): `wec` is the first of them (sorted) and `wecs`
@@ -210,9 +208,6 @@ class Problem:
     @property
     def is_error(self) -> bool:
         return self.severity == "error"
-
-    def __reduce__(self) -> tuple[Any, ...]:  # as Origin's
-        return Problem, (self.origin, self.message, self.severity, self.wec, self.obj, self.wecs)
 
     @property
     def space(self) -> str:

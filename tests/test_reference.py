@@ -149,7 +149,7 @@ def test_the_complete_repoconfig_example_sets_every_field() -> None:
     config, problems = parse_repo_config(Obj("", doc, Origin("ksgitops.yaml", 1)))
     assert problems == []
     defaults = RepoConfig()
-    same = [f for f in RepoConfig.__dataclass_fields__ if getattr(config, f) == getattr(defaults, f)]
+    same = [f for f in RepoConfig.__struct_fields__ if getattr(config, f) == getattr(defaults, f)]
     assert same == ["skip_ci"], "every field but skipCi (true: keep CI from running on ksgitops' commits) shows a non-default value"
 
 

@@ -7,6 +7,7 @@ import pickle
 from pathlib import Path
 from typing import Callable
 
+import msgspec
 import pytest
 
 from conftest import git
@@ -221,7 +222,6 @@ def test_affected_in_a_commit_message_counts_the_wecs_whose_mailbox_changed(exam
 
 @pytest.mark.parametrize("alter", ["none", "drop", "extra", "change-mailbox", "change-config"])
 def test_the_proof_compares_part_by_part_as_the_whole_fingerprint(example_git: Path, alter: str) -> None:
-    import dataclasses
     import pygit2
     from ksgitops.io.git import runrecord
     from ksgitops.io.git.cache import DiskCache
@@ -240,6 +240,6 @@ def test_the_proof_compares_part_by_part_as_the_whole_fingerprint(example_git: P
         printed[mailbox_part] = "100644:" + "0" * 40
     elif alter == "change-config":
         printed["ksgitops.yaml"] = "100644:" + "0" * 40
-    altered = dataclasses.replace(record, fingerprint=printed, mailboxes=dict.fromkeys(record.mailboxes, "?"))  # looked up
+    altered = msgspec.structs.replace(record, fingerprint=printed, mailboxes=dict.fromkeys(record.mailboxes, "?"))  # looked up
     whole = runrecord.fingerprint(index, record.mailboxes) == printed
     assert runrecord.proves_unchanged(altered, index) == whole == (alter == "none")

@@ -103,3 +103,18 @@ def test_packed_wecs_are_the_wecs() -> None:
     assert again == wecs and dict(again) == wecs and wecs == again
     assert again["mb1"].sync_target.labels == {"i": "1"} and list(again) == ["mb0", "mb1", "mb2"]
     assert PackedWecs.of({"mb0": wecs["mb0"]}) != wecs
+
+
+def test_a_bare_repository_s_run_does_not_load_the_work_tree_s_rooms(example_git: Path, tmp_path: Path) -> None:
+    """`reconcile --commit` in a bare repository, which computes and commits, executes neither the
+    work-tree writer and its stat record nor the checkout (io/fs, io/git/checkout.py)."""
+    bare = tmp_path / "bare.git"
+    subprocess.run(["git", "clone", "-q", "--bare", str(example_git), str(bare)], check=True)
+    rooms = ("ksgitops.io.fs.worktree", "ksgitops.io.fs.statcache", "ksgitops.io.fs.plan", "ksgitops.io.git.checkout")
+    code = ("import sys\nfrom ksgitops.cli.commands import main\n"
+            f"try:\n    main(['reconcile', '--commit', {str(bare)!r}])\nexcept SystemExit:\n    pass\n"
+            f"print('RESULT', *(type(sys.modules.get(m)).__name__ for m in {rooms!r}), file=sys.stderr)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    assert "committed" in done.stdout, done.stdout + done.stderr
+    loaded = dict(zip(rooms, done.stderr.splitlines()[-1].split()[1:]))
+    assert all(kind in ("_LazyModule", "NoneType") for kind in loaded.values()), loaded

@@ -13,9 +13,10 @@ marked, so a second signal can abandon a cycle without cutting a write step shor
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
+
+from msgspec import Struct, field
 
 from ..core.status.summary import STATUS_MD, StatusMemo
 from ..core.tree import Subtree
@@ -29,9 +30,7 @@ from .sources import Source
 from .status import STATUS_SUBJECT, StatusOutcome, fold_subject
 from .usecases import ProvenOutcome, ReconcileOutcome
 
-
-@dataclass
-class CycleCommit:
+class CycleCommit(Struct):
     """What one cycle committed (at most one commit)."""
 
     source: str  # the source commit the commit stands for (its Ksgitops-Source trailer)
@@ -44,8 +43,7 @@ class CycleCommit:
     frozen: str = ""  # what the reconcile kept frozen (the Ksgitops-Frozen trailer), "" when nothing
 
 
-@dataclass
-class PublishOutcome:
+class PublishOutcome(Struct):
     reconciled: ReconcileOutcome | ProvenOutcome | None
     status: StatusOutcome | None
     head: str  # the branch head after the run (pushed when `pushed`)

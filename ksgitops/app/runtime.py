@@ -22,8 +22,9 @@ import logging
 import random
 import threading
 import time
-from dataclasses import dataclass
 from typing import Callable
+
+from msgspec import Struct
 
 from ..io.git.remote import scrub
 from ..io.serve import Observer
@@ -36,8 +37,7 @@ DEFAULT_MAX_BACKOFF = 300.0
 MAX_REASON = 300  # characters of an error kept for /readyz
 
 
-@dataclass
-class Backoff:
+class Backoff(Struct):
     """How long the loop waits before the next cycle: `interval` after a success; after the n-th
     failed cycle in a row, interval × 2^(n-1) jittered by ±20 % (so reconcilers that fail together
     do not retry together), never more than `maximum` (or the interval, when that is longer)."""

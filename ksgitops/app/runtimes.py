@@ -6,9 +6,10 @@ from __future__ import annotations
 import hashlib
 import logging
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from msgspec import Struct
 
 from ..core.load.read import load, mailbox_space
 from ..core.load.repoconfig import DEFAULT_POLL_INTERVAL
@@ -36,16 +37,14 @@ def clone_dir(workdir: Path, url: str, branch: str) -> Path:
     return workdir / f"{name}.git"
 
 
-@dataclass
-class Keys:
+class Keys(Struct):
     """What decides a cycle's work: a digest of the sources and one of the reported state."""
 
     sources: str
     reports: str
 
 
-@dataclass
-class CycleResult:
+class CycleResult(Struct):
     action: str  # idle | generated-only | reconciled | summarized | local
     seconds: float
     head: str = ""  # the branch head after the cycle

@@ -3,15 +3,14 @@ interrupted write or checkout is recovered; the pipeline over it; and the commit
 files on its branch. The other use case modules build on this one."""
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, MutableMapping
 
+from msgspec import Struct
+
 from ..core.load.snapshot import Snapshot
-from ..io.fs import worktree
 from ..io.fs.afterwards import later
-from ..io.fs.tree import WorkTreeSnapshot, check_layout
-from ..io.git import branch, checkout, repo as git
+from ..io.git import branch, repo as git
 from ..io.git.branch import git_dir
 from ..io.git.cache import DiskCache
 from ..io.git.commit import commit_generated
@@ -20,14 +19,19 @@ from ..model import GitError, KsgitopsError, Progress
 
 if TYPE_CHECKING:
     from ..core import pipeline
-else:  # the pipeline's rooms load on a run that computes: a proven one answers without them
+    from ..io.fs import tree as fstree, worktree
+    from ..io.git import checkout
+else:  # the pipeline's rooms load on a run that computes: a proven one answers without them;
+    # the work tree's on a run in one
     pipeline = lazy_module("ksgitops.core.pipeline")
+    fstree = lazy_module("ksgitops.io.fs.tree")
+    worktree = lazy_module("ksgitops.io.fs.worktree")
+    checkout = lazy_module("ksgitops.io.git.checkout")
 
 WORKTREE = "worktree"
 
 
-@dataclass
-class Source:
+class Source(Struct):
     """Where inputs are read from, and where the previous generated files are."""
 
     path: Path
@@ -44,7 +48,7 @@ def open_source(path: Path, source: str) -> Source:
         if not path.is_dir():
             raise KsgitopsError(f"{path}: no such directory")
         _recover(path, None, sources=True)
-        return Source(path, WorkTreeSnapshot(path))
+        return Source(path, fstree.WorkTreeSnapshot(path))
     repo = git.open_repo(path)
     _recover(Path(repo.workdir) if repo.workdir else None, repo)
     commit = git.resolve_commit(repo, source)
@@ -53,11 +57,11 @@ def open_source(path: Path, source: str) -> Source:
 
 def _recover(workdir: Path | None, repo: Any, sources: bool = False) -> None:
     if workdir is not None:
-        check_layout(workdir, sources)
+        fstree.check_layout(workdir, sources)
         worktree.recover(workdir)
     if repo is None and workdir is not None and checkout.pending(workdir):
         repo = git.open_repo(workdir)
-    if repo is not None:
+    if repo is not None and not repo.is_bare:  # a bare repository has no checkout to finish
         checkout.recover(repo)
 
 

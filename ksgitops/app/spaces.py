@@ -22,9 +22,10 @@ Nothing is applied when there is an error (exit 2); a failed action exits 3.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Sequence
+
+from msgspec import Struct, field
 
 from ..core.load.read import load
 from ..core.load.repoconfig import parse_repo_config
@@ -40,8 +41,7 @@ SPACE_GROUP = "space.kubestellar.io"
 MAILBOX_NOTE = "mailbox: `ksgitops reconcile` creates and deletes it with its SyncTarget"
 
 
-@dataclass(frozen=True)
-class SpaceRow:
+class SpaceRow(Struct, frozen=True):
     """One space as the command shows it. `type` is "" for a space without a Space object;
     `observed` is the provider's phase, "missing" or "unreachable"."""
 
@@ -59,8 +59,7 @@ class SpaceRow:
                 "observed": self.observed}
 
 
-@dataclass
-class SpacesOutcome:
+class SpacesOutcome(Struct):
     rows: list[SpaceRow]
     plan: Plan
     problems: list[Problem]
@@ -146,8 +145,7 @@ def _table(rows: Sequence[SpaceRow]) -> list[str]:
 
 # ---- the use case
 
-@dataclass
-class _Inputs:
+class _Inputs(Struct):
     sources: list[SourceSpace] = field(default_factory=list)
     descs: list[tuple[str, ProviderDesc]] = field(default_factory=list)  # (holder space, desc)
     mailboxes: dict[str, SpaceObj] = field(default_factory=dict)  # owned by SyncTargets

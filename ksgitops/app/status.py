@@ -2,9 +2,10 @@
 committed) and `fold-in` (the WECs' report refs committed into their mailboxes)."""
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, MutableMapping
+
+from msgspec import Struct
 
 from ..core.load.read import load
 from ..core.load.repoconfig import SOURCE_TRAILER, parse_repo_config, trailers
@@ -23,8 +24,7 @@ if TYPE_CHECKING:
     from ..core.pipeline import Result
 
 
-@dataclass
-class StatusOutcome:
+class StatusOutcome(Struct):
     result: Result | PlacedResult
     output: Any  # core.status.StatusOutput
     changed: list[str]  # status roots rewritten, and STATUS.md when it changed
@@ -63,8 +63,7 @@ def status_worktree(path: Path) -> StatusOutcome:
     return StatusOutcome(result, output, changed, sorted(set(result.problems + output.problems)))
 
 
-@dataclass
-class FoldOutcome:
+class FoldOutcome(Struct):
     commit: str | None
     folded: list[str]  # mailboxes whose reported/ or upsynced/ came in
     problems: list[Any]

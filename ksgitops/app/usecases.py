@@ -5,22 +5,19 @@ future runtimes (poller, action) call the same functions.
 """
 from __future__ import annotations
 
-import dataclasses
 import shutil
 import sys
-from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
+from msgspec import Struct, field
+from msgspec.structs import replace
+
 from ..core.results import PlannedResult, RecordedResult
 from ..core.readout.wecs import find_wec, wec_display_names, wec_rows
 from ..core.tree import REUSE, FileTree, same_files
-from ..io.fs import plan as plans, proof
 from ..io.fs.afterwards import later
-from ..io.fs.statcache import WorkTreeRecord
-from ..io.fs.tree import WorkTreeSnapshot, check_mailbox_tops
-from ..io.fs.worktree import write_generated
 from ..io.git import branch
 from ..io.git.branch import git_dir
 from ..io.git.refs import bare_git_dir, branch_tip
@@ -29,6 +26,7 @@ from ..lazy import lazy_module
 from ..model import KsgitopsError, Progress
 from .sources import (WORKTREE, Source, commit_on_branch, compute, open_branch, open_source, parse_ahead,
                       worktree_cache)
+
 # the use cases' face: the command line calls app.<use case>, wherever in app/ it is written; the
 # status room (and YAML with it) loads when one of its names is first asked for
 _STATUS_FACE = ("FoldOutcome", "STATUS_SUBJECT", "StatusOutcome", "fold_in", "fold_subject", "placements_only",
@@ -41,11 +39,18 @@ if TYPE_CHECKING:
     from ..core.pipeline import Result
     from ..core.readout import diff as diffs
     from ..io.git import repo as git, runrecord
+    from ..io.fs import plan as plans, proof, statcache, tree as fstree, worktree
 else:  # loaded by a run that computes, diffs or reads commits: a proven work tree answers without them
     pipeline = lazy_module("ksgitops.core.pipeline")
     diffs = lazy_module("ksgitops.core.readout.diff")
     git = lazy_module("ksgitops.io.git.repo")
     runrecord = lazy_module("ksgitops.io.git.runrecord")
+    # the work tree's rooms: a bare repository's run never enters them
+    plans = lazy_module("ksgitops.io.fs.plan")
+    proof = lazy_module("ksgitops.io.fs.proof")
+    statcache = lazy_module("ksgitops.io.fs.statcache")
+    fstree = lazy_module("ksgitops.io.fs.tree")
+    worktree = lazy_module("ksgitops.io.fs.worktree")
 
     def __getattr__(name: str) -> Any:
         if name in _STATUS_FACE:
@@ -82,15 +87,13 @@ class _Reported:
         return self.result.config
 
 
-@dataclass
-class ReconcileOutcome(_Reported):
+class ReconcileOutcome(_Reported, Struct):
     result: Result | PlannedResult  # applied from a diff's plan (io/fs/plan.py)
     changed_roots: list[str]
     commit: str | None = None
 
 
-@dataclass
-class ProvenOutcome(_Reported):
+class ProvenOutcome(_Reported, Struct):
     """A commit (io/git/runrecord.py) or a work tree (io/fs/proof.py) that the last reconcile's
     record proves reconciled: nothing was computed, written or committed; what it reports is the
     recorded run's."""
@@ -118,12 +121,12 @@ def reconcile_worktree(path: Path, progress: Progress | None = None,
     if planned is not None:  # what the diff before showed: nothing changed since
         result = planned.result
     else:
-        previous = src.snapshot if source == WORKTREE else WorkTreeSnapshot(path)
+        previous = src.snapshot if source == WORKTREE else fstree.WorkTreeSnapshot(path)
         disk = worktree_cache(path)
         result = pipeline.reconcile(src.snapshot, previous, disk.content, progress, reuse_recorded(record),
                                      parse_ahead)
         later(disk.state, disk.save_content)
-    changed = write_generated(path, result.generated, record, regenerable=True, progress=progress)
+    changed = worktree.write_generated(path, result.generated, record, regenerable=True, progress=progress)
     plans.forget(record)
     later(record.state, lambda: keep_record(record, src, result))  # the files are written: the record saves time
     return ReconcileOutcome(result, changed)
@@ -134,13 +137,13 @@ def open_recorded(path: Path, source: str = WORKTREE) -> tuple[Source, Any]:
     tree read through it, and every recorded generated root observed (lstat only)."""
     src = open_source(path, source)
     where = git_dir(path)
-    record = WorkTreeRecord.load(path, where)
+    record = statcache.WorkTreeRecord.load(path, where)
     if source == WORKTREE:
-        src.snapshot = WorkTreeSnapshot(path, record)
+        src.snapshot = fstree.WorkTreeSnapshot(path, record)
     if record.enabled:
         record.follow(str(where))
         record.check(path)
-        check_mailbox_tops(path, [root for root in record.roots if root.count("/") == 1 and record.may_differ(root)])
+        fstree.check_mailbox_tops(path, [root for root in record.roots if root.count("/") == 1 and record.may_differ(root)])
         _advise_monitor(record)
     return src, record
 
@@ -171,7 +174,7 @@ def keep_record(record: Any, src: Source, result: Result | PlannedResult, inputs
         troubled = {mb for p in result.problems for mb in p.mailboxes}  # as clean_mailboxes
         record.set_inputs({f"spaces/{mb}": (None if mb in troubled else d) for mb, d in result.digests.items()})
     record.forget_roots(set(result.generated))
-    if isinstance(src.snapshot, WorkTreeSnapshot) and src.snapshot.record is not None:
+    if isinstance(src.snapshot, fstree.WorkTreeSnapshot) and src.snapshot.record is not None:
         record.forget_sources(src.snapshot.seen)
         if inputs:  # every generated root is now what it computed
             record.keep_run(proof.run_of(record, src.snapshot, result))
@@ -200,7 +203,7 @@ def reconcile_commit(path: Path, source: str, progress: Progress | None = None,
     if runrecord.proves_unchanged(record, base):
         _warn_uncommitted(src, record.loaded_mailboxes)
         if (record.ref, record.tip) != tip:
-            cache.save_record(dataclasses.replace(record, ref=tip[0], tip=tip[1]))
+            cache.save_record(replace(record, ref=tip[0], tip=tip[1]))
         return ProvenOutcome(record.result)
     result = reconcile_reusing(src, cache, progress)
     _warn_uncommitted(src, result.loaded.mailboxes)
@@ -344,7 +347,7 @@ def mailbox_tree(path: Path, result: Result, mailbox: str) -> FileTree | None:
     """What a WEC receives: its mailbox as computed, or as it stands when it is kept (frozen)."""
     tree = result.generated.get(f"spaces/{mailbox}")
     if tree is REUSE:
-        return WorkTreeSnapshot(path).read_tree(f"spaces/{mailbox}")
+        return fstree.WorkTreeSnapshot(path).read_tree(f"spaces/{mailbox}")
     return tree if isinstance(tree, dict) else None
 
 

@@ -8,8 +8,9 @@ to a space or a WEC freezes that part (isolation.py) and the rest is reconciled.
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass, field
 from typing import Any, Callable
+
+from msgspec import Struct, field
 
 from .. import __version__
 from ..kinds import KindTable, is_control
@@ -41,8 +42,7 @@ def no_previous(path: str) -> bytes | None:
     return None
 
 
-@dataclass
-class Result(Judged):
+class Result(Judged, Struct):
     """Everything one reconcile computed; `generated` is what gets written."""
 
     loaded: Loaded

@@ -7,9 +7,9 @@ do so; PlacementPlan's room (emit) is loaded only when a PlacedResult is.
 from __future__ import annotations
 
 import pickle
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Iterator, Mapping
 
+from msgspec import Struct
 import orjson
 
 from ..kinds import KindTable
@@ -94,8 +94,7 @@ def _obj(row: list[Any]) -> Obj:
     return Obj(space, body, Origin(path, line), key)
 
 
-@dataclass
-class RecordedResult(Judged):
+class RecordedResult(Judged, Struct):
     """What a reconcile reported, as a record of it keeps it (io/git/runrecord.py): enough to answer
     a command again (problems, WECs, what was frozen) without the objects it computed."""
 
@@ -110,7 +109,6 @@ class RecordedResult(Judged):
         return RecordedResult(list(result.problems), wecs, result.config, result.frozen)
 
 
-@dataclass
 class PlannedResult(RecordedResult):
     """A run's result as a diff's plan keeps it (io/fs/plan.py): what the reconcile that applies
     it writes and records, and what the diff shows."""
@@ -124,8 +122,7 @@ class PlannedResult(RecordedResult):
                    result.generated, result.digests)
 
 
-@dataclass
-class PlacedResult(Judged):
+class PlacedResult(Judged, Struct):
     """What status reads of a reconcile: where and what (WECs, placements, kinds), each source
     space's objects (`loaded.spaces`: its other fields stay empty) and what was found and frozen;
     no mailbox. Small enough to keep as a record of a commit (app/status.py)."""

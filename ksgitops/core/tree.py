@@ -8,9 +8,9 @@ subtree object).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Iterator, Union
 
+from msgspec import Struct
 
 class _Marker:
     def __init__(self, name: str) -> None:
@@ -23,8 +23,7 @@ class _Marker:
         return self.name
 
 
-@dataclass(frozen=True)
-class Subtree:
+class Subtree(Struct, frozen=True):
     """An existing git tree, by id (hex), to be linked in as it is (the report-ref fold-in)."""
 
     id: str

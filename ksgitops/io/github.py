@@ -20,10 +20,11 @@ import sys
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
+
+from msgspec import Struct
 
 MARKER = "<!-- ksgitops-diff -->"
 COMMENT_LIMIT = 65_000        # GitHub rejects comment bodies over 65,536 characters
@@ -40,8 +41,7 @@ class GitHubError(Exception):
         self.status = status
 
 
-@dataclass(frozen=True)
-class Comment:
+class Comment(Struct, frozen=True):
     id: int
     body: str
 

@@ -24,11 +24,11 @@ import functools
 import os
 import re
 import time
-from dataclasses import dataclass
 from types import SimpleNamespace
 from typing import Any, Generator
 from urllib.parse import quote, urlencode, urlsplit
 
+from msgspec import Struct
 import orjson
 
 from .git.remote import scrub
@@ -95,8 +95,7 @@ def api_path(api_version: str, resource: str, namespace: str = "", name: str = "
     return path
 
 
-@dataclass(frozen=True)
-class ApiResource:
+class ApiResource(Struct, frozen=True):
     name: str  # plural
     kind: str
     namespaced: bool

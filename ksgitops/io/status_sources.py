@@ -10,10 +10,11 @@ from __future__ import annotations
 import os
 import pickle
 import sqlite3
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote_from_bytes
+
+from msgspec import Struct
 
 from .pygit import pygit2
 
@@ -184,8 +185,7 @@ def _read_small(store: "_MemoStore", data: bytes | None, memo: StatusMemo) -> No
             raise ValueError("the memo's entries are not those it saved")
 
 
-@dataclass(frozen=True)
-class _Held:
+class _Held(Struct, frozen=True):
     """A memo's small part as a monitor read it, for its workers: the index entry's bytes say
     whether a worker's read is the same."""
 

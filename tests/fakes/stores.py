@@ -1,7 +1,7 @@
 """Test doubles of the space manager's store: Space objects kept in memory, or as files of a folder."""
 from __future__ import annotations
 
-from dataclasses import replace
+from msgspec.structs import replace
 from pathlib import Path
 from typing import Iterable
 

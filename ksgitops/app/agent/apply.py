@@ -4,17 +4,17 @@ no longer holds, and notes drift."""
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any, Callable, Iterable, Mapping
+
+from msgspec import Struct, field
 
 from ...core.status.syncreport import ObjectId, SyncError, changed_fields
 from ...io.kube import ApiFailure
 from .desired import CRDS, Desired, FIELD_MANAGER, INVENTORY_NAMESPACE, NAMESPACES, PROTECTED_NAMESPACES, read_live
 from .inventory import Entry, Inventory, as_live, contains, load_inventory, managed_by_us, save_inventory, shape, uid
 
-@dataclass
-class ApplyOutcome:
+class ApplyOutcome(Struct):
     applied: list[str] = field(default_factory=list)
     created: list[str] = field(default_factory=list)
     unchanged: int = 0
@@ -43,8 +43,7 @@ class Act(Enum):
     UNREADABLE = "unreadable"  # its live state could not be read: reported, not written
 
 
-@dataclass(frozen=True, slots=True)
-class Step:
+class Step(Struct, frozen=True):
     desired: Desired
     action: Act
     reason: str
@@ -73,8 +72,7 @@ def plan_phase(batch: Iterable[Desired], live: Mapping[str, dict[str, Any] | Non
     return steps
 
 
-@dataclass
-class MailboxPlan:
+class MailboxPlan(Struct):
     """What a sync would do on a WEC, read without writing: one step per object, phase by phase,
     and the inventory entries no longer in the mailbox (pruned if still the agent's)."""
 

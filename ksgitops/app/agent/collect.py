@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import time
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from msgspec import Struct, field
 
 from ...core.tree import FileTree
 from ...io import kube
@@ -21,8 +21,7 @@ from .desired import CONTEXT_ANNOTATION, Desired, count_files, desired_objects, 
 # collect
 
 
-@dataclass
-class CollectOutcome:
+class CollectOutcome(Struct):
     collected: list[str] = field(default_factory=list)  # WEC names read completely
     unreachable: dict[str, str] = field(default_factory=dict)  # WEC -> reason
     skipped: dict[str, str] = field(default_factory=dict)  # WEC -> why (no context, no mailbox folder)
@@ -35,8 +34,7 @@ class CollectOutcome:
         return 3 if self.unreachable or self.problems else 0
 
 
-@dataclass
-class _Target:
+class _Target(Struct):
     name: str  # display name of the WEC
     mailbox: str
     context: str

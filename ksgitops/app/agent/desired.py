@@ -2,10 +2,10 @@
 documents both collect and sync write."""
 from __future__ import annotations
 
-from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any, Iterable
 
+from msgspec import Struct
 
 from ...core.readout.render import render_mailbox
 from ...model import is_secret
@@ -13,7 +13,6 @@ from ...core.status.reported import dump_report, read_document
 from ...core.status.syncreport import SYNC_FILE, ObjectId
 from ...core.tree import FileTree, put, walk
 from ...io.kube import ApiFailure
-
 
 FIELD_MANAGER = "ksgitops"
 CONTEXT_ANNOTATION = "ksgitops.kubestellar.io/kubeconfig-context"
@@ -38,8 +37,7 @@ def utc_now() -> str:
 # What a mailbox sends, and reading it back from a WEC
 
 
-@dataclass(frozen=True)
-class Desired:
+class Desired(Struct, frozen=True):
     """One rendered object of a mailbox, with the REST coordinates its mailbox path gives."""
 
     rel: str  # <group|core>/<resource>/<namespace|_cluster>/<name>

@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import base64
 import hashlib
-from dataclasses import dataclass
 from typing import Any
 
+from msgspec import Struct
 import orjson
-
 
 from .desired import Desired, FIELD_MANAGER, INVENTORY_KEY, INVENTORY_PREFIX
 from ...io.kube import ApiFailure
@@ -17,8 +16,7 @@ from ...io.kube import ApiFailure
 # sync: apply, prune, inventory
 
 
-@dataclass
-class Entry:
+class Entry(Struct):
     """An object the agent applied: identity (the mailbox rel is the key), uid, field shape."""
 
     api_version: str

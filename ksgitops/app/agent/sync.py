@@ -3,10 +3,10 @@ write and push the reports (and the SyncReport)."""
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+from msgspec import Struct, field
 
 from ...core.load.repoconfig import DEFAULT_AUTHOR_EMAIL, DEFAULT_AUTHOR_NAME
 from ...core.status.syncreport import (SYNC_FILE, Drift, SyncReport, applied_report, dump_sync_report, failed_report,
@@ -27,8 +27,7 @@ from .inventory import InventoryError
 # sync: the agent
 
 
-@dataclass
-class SyncOptions:
+class SyncOptions(Struct):
     mailbox: str
     repo: str = "."
     branch: str = "main"
@@ -40,8 +39,7 @@ class SyncOptions:
     crd_timeout: float = 60.0
 
 
-@dataclass
-class CycleOutcome:
+class CycleOutcome(Struct):
     mailbox: str
     source: str | None = None  # the branch head applied
     applied: ApplyOutcome | None = None

@@ -17,11 +17,11 @@ may become its data: parameter names found in it, or a replacement value.
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
 import jsonpatch
 import jsonpointer
+from msgspec import Struct, field
 import orjson
 
 from ...model import Obj
@@ -43,8 +43,7 @@ _PATCH_ERRORS = (jsonpatch.JsonPatchException, jsonpointer.JsonPointerException,
                  KeyError, IndexError, TypeError)
 
 
-@dataclass(frozen=True)
-class CustomizeResult:
+class CustomizeResult(Struct, frozen=True):
     """The customized body (None on error), the error message, the parameters looked up, and
     warnings (replacement paths that selected nothing)."""
 

@@ -32,8 +32,9 @@ multiplies the work: `$..*..*..*` on a deep object, or `[0,0,0,0]` repeated, wou
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from typing import Any, Iterator, Union
+
+from msgspec import Struct
 
 from .patchdiff import copy_json
 
@@ -59,13 +60,11 @@ class _Visits:
                             "each list of indices multiplies them); make it more specific")
 
 
-@dataclass(frozen=True, slots=True)
-class Name:
+class Name(Struct, frozen=True):
     key: str
 
 
-@dataclass(frozen=True, slots=True)
-class Slice:
+class Slice(Struct, frozen=True):
     start: int
     stop: int | None
     step: int = 1
@@ -75,18 +74,15 @@ class Slice:
         return self.stop == self.start + 1 and self.step == 1
 
 
-@dataclass(frozen=True, slots=True)
-class Every:
+class Every(Struct, frozen=True):
     pass
 
 
-@dataclass(frozen=True, slots=True)
-class Recurse:
+class Recurse(Struct, frozen=True):
     pass
 
 
-@dataclass(frozen=True, slots=True)
-class Choice:
+class Choice(Struct, frozen=True):
     """`[a, b, ...]`: several names or several indices."""
 
     items: tuple[Union[Name, Slice], ...]

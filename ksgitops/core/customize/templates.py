@@ -13,8 +13,9 @@ an expansion changed are the caller's to check (`label_values`).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
+
+from msgspec import Struct
 
 from .customizer import Budget, OverBudget, Recorder
 from .params import ParamError, expand_string, split_template
@@ -27,8 +28,7 @@ _INSIDE_IDENTITY = tuple(f"{pointer}/" for pointer in _IDENTITY)  # a map or lis
 LABELS = "/metadata/labels/"
 
 
-@dataclass(frozen=True, slots=True)
-class Templates:
+class Templates(Struct, frozen=True):
     """(JSON pointer, text, its pieces) of every string leaf holding `%`, in the diff's order (the
     pieces: params.split_template, None when malformed)."""
 

@@ -7,8 +7,10 @@ objects a frozen WDS placed at its last good state (isolation.py), as its record
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Iterable, Mapping, MutableMapping, NamedTuple
+
+from msgspec import Struct, field
+from msgspec.structs import replace
 
 from ...model import Obj, ObjRef, Problem, split_api_version
 from ...kinds import KindTable
@@ -27,8 +29,7 @@ Reader = Callable[[str], "bytes | None"]
 FROZEN_CLAUSE = -2  # Via.clause of an object a frozen WDS placed at its last good state
 
 
-@dataclass(frozen=True, slots=True)
-class PlacementPlan:
+class PlacementPlan(Struct, frozen=True):
     """One EdgePlacement with what it selects and where it goes."""
 
     obj: Obj
@@ -42,16 +43,14 @@ class PlacementPlan:
         return (self.obj.space, self.obj.name)
 
 
-@dataclass(frozen=True, slots=True)
-class Via:
+class Via(Struct, frozen=True):
     wds: str
     placement: str
     clause: int  # what.ALONG: a CustomResourceDefinition that came along with its custom resources
     singleton: bool = False  # the placement's wantSingletonReportedState (never for a CRD along)
 
 
-@dataclass(frozen=True, slots=True)
-class Entry:
+class Entry(Struct, frozen=True):
     """One object in one mailbox: base bytes, optional patch bytes, and why it is there."""
 
     base: Base
@@ -76,8 +75,7 @@ class Entry:
         return Entry(self.base, self.data, patch, self.via, params, self.kept)
 
 
-@dataclass
-class MailboxPlan:
+class MailboxPlan(Struct):
     wec: Wec
     location: Obj | None
     placements: tuple[PlacementPlan, ...]

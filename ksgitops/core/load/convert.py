@@ -23,9 +23,9 @@ memoized by the document's content: a file that changed mostly holds documents t
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass, field
 from typing import Any, MutableMapping
 
+from msgspec import Struct, field
 import orjson
 
 from ...model import Origin, Problem, split_api_version
@@ -39,8 +39,7 @@ STATUS_SUBRESOURCE = frozenset({(EDGE_GROUP, "SyncTarget"), (EDGE_GROUP, "Locati
 UNCHECKED = frozenset({"RepoConfig"})
 
 
-@dataclass
-class FindingsMemo:
+class FindingsMemo(Struct):
     """Schema findings by document content, kept in a persistent cache; `used`: the keys taken
     (the caller keeps them alive while the file they came from is unchanged)."""
 

@@ -14,7 +14,7 @@ UTF-8 or nested too deep.
 """
 from __future__ import annotations
 
-import dataclasses
+import msgspec
 import hashlib
 import re
 from typing import Any
@@ -113,5 +113,5 @@ def _moved(problems: Any, by: int, path: str | None = None) -> tuple[Problem, ..
     moved = []
     for p in problems:
         line = p.origin.line + by if p.origin.line else 0
-        moved.append(dataclasses.replace(p, origin=Origin(path or p.origin.path, line)))
+        moved.append(msgspec.structs.replace(p, origin=Origin(path or p.origin.path, line)))
     return tuple(moved)

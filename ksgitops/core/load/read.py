@@ -6,8 +6,9 @@ once. Mailbox spaces are recognised by their space.yaml and never read as input.
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, MutableMapping
+
+from msgspec import Struct, field
 
 from ...model import Obj, ObjRef, Origin, Problem, Progress, body_digest, ref_order
 from ...names import dns1123_label_error, not_utf8
@@ -28,8 +29,7 @@ ParseCache = MutableMapping[Any, Any]  # parse results by blob id, plus other me
 ParseAhead = Callable[[ParseCache, list[tuple[str, SourceFile]]], None]
 
 
-@dataclass
-class Loaded:
+class Loaded(Struct):
     """Everything read from a snapshot: objects per (non-mailbox) space, in identity order. The
     spaces RepoConfig's `skipSpaces` names are not read at all (`skipped`)."""
 

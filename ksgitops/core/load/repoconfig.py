@@ -26,7 +26,8 @@ WECs), each plain (no format spec or conversion); `RepoConfig.commit_message` fi
 from __future__ import annotations
 
 import string
-from dataclasses import dataclass
+
+from msgspec import Struct
 
 from ...kinds import KindInfo
 from ...model import Obj, Problem
@@ -49,8 +50,7 @@ DEFAULT_POLL_INTERVAL = 60.0
 KindEntry = tuple[str, str, str, bool]  # (group, kind, resource, namespaced)
 
 
-@dataclass(frozen=True, slots=True)
-class RepoConfig:
+class RepoConfig(Struct, frozen=True):
     """The effective configuration; `RepoConfig()` is the all-defaults one."""
 
     author_name: str = DEFAULT_AUTHOR_NAME

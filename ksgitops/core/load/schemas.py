@@ -17,10 +17,11 @@ import functools
 import importlib.resources
 import json
 import re
-from dataclasses import dataclass
 from datetime import date, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterable
+
+from msgspec import Struct
 
 if TYPE_CHECKING:  # imported where used: jsonschema + referencing cost ~120 ms of start-up, and a
     # run whose per-object checks all come from the cache never needs them
@@ -167,8 +168,7 @@ def schema_for(obj: Obj) -> str | None:
 
 # --- validation ------------------------------------------------------------------------------
 
-@dataclass(frozen=True, slots=True)
-class Finding:
+class Finding(Struct, frozen=True):
     """One schema finding: `path` of the value in the document, the message (with the path), and
     what it means: "error"; "warning" (ksgitops is stricter than the CRD there); "unknown" (a field
     the schema does not know) or "null" (a null where none is allowed): both are dropped from

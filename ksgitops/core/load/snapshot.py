@@ -4,8 +4,9 @@ The core never touches git or the file system itself; `ksgitops.io` provides the
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Callable, Protocol
+
+from msgspec import Struct
 
 from ..tree import FileTree
 
@@ -16,8 +17,7 @@ GENERATED_DIR = ".ksgitops"
 CONFIG_FILE = "ksgitops.yaml"
 
 
-@dataclass(frozen=True, slots=True)
-class SourceFile:
+class SourceFile(Struct, frozen=True):
     """A file with a content key (git blob id, or a hash of the bytes) for the parse cache."""
 
     path: str

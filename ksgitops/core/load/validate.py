@@ -14,8 +14,9 @@ selectors and clauses KubeStellar's CRDs accept but that match nothing or everyt
 from __future__ import annotations
 
 import difflib
-from dataclasses import replace
 from typing import Any, Iterable, MutableMapping
+
+from msgspec.structs import replace
 
 from ...kinds import CONTROL_GROUPS, CONTROL_KINDS, KindTable, api_version_error, crd_kind, is_control, name_error
 from ...model import Obj, ObjRef, Problem, object_digest, ref_order

@@ -6,8 +6,9 @@ projected label added, an empty annotations map omitted (kustomize drops it, so 
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
+
+from msgspec import Struct
 
 from ...kinds import KindInfo
 from ...model import Obj, ObjRef
@@ -20,8 +21,7 @@ from ..serialize import deep_copy, dump_yaml
 PROJECTED_LABEL = "edge.kubestellar.io/projected"
 
 
-@dataclass(frozen=True, slots=True)
-class Base:
+class Base(Struct, frozen=True):
     """One object's base copy. `obj` is None for an implied Namespace."""
 
     ref: ObjRef

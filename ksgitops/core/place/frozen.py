@@ -3,8 +3,9 @@ sentences that say so. Kept apart from the decision because records keep a Froze
 answered from a record unpickles it without loading what isolation reads and writes."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Iterable, Mapping, NamedTuple
+
+from msgspec import Struct, field
 
 from ...model import FEW_WECS, few
 
@@ -12,16 +13,14 @@ if TYPE_CHECKING:
     from .records import RecordedPlacement
 
 
-@dataclass(frozen=True, slots=True)
-class FrozenWec:
+class FrozenWec(Struct, frozen=True):
     mailbox: str
     space: str  # the inventory space
     name: str  # the SyncTarget
     whole_space: bool  # frozen by an error of its inventory space, not of its own SyncTarget
 
 
-@dataclass(eq=False)
-class FrozenSpace:
+class FrozenSpace(Struct, eq=False):
     space: str
     placements: tuple[RecordedPlacement, ...] = ()  # what its records keep
     whole: tuple[str, ...] = ()  # mailboxes kept whole: SinglePlacementSlices without records
@@ -61,8 +60,7 @@ class FrozenUnit(NamedTuple):
         return doc
 
 
-@dataclass
-class Frozen:
+class Frozen(Struct):
     """Everything a reconcile froze; empty (false) when nothing is broken."""
 
     spaces: dict[str, FrozenSpace] = field(default_factory=dict)

@@ -18,8 +18,9 @@ when no space has an error, and reads generated files only for broken spaces.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Iterable, Mapping
+
+from msgspec import Struct
 
 from ...model import Obj, Problem
 from ..load.read import INVENTORY_ANNOTATION, SYNC_TARGET_ANNOTATION
@@ -32,8 +33,7 @@ EDGE_GROUP = "edge.kubestellar.io"
 FROZEN_DIGEST = ""  # the reuse digest of a mailbox a frozen placement reaches: it never matches a cache
 
 
-@dataclass
-class Isolation:
+class Isolation(Struct):
     broken: frozenset[str]  # owned spaces with an error of their own
     valid: dict[str, list[Obj]]  # every space's objects without an error of their own: the inventory
     frozen: Frozen

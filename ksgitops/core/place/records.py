@@ -14,8 +14,9 @@ record that does not read back cleanly (or a path that is not a mailbox path) co
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
 from typing import Any
+
+from msgspec import Struct, field
 
 from ...kinds import KindTable
 from ...names import file_stem
@@ -31,8 +32,7 @@ KIND = "PlacementRecord"
 _PART = re.compile(r"[A-Za-z0-9._~-]+")
 
 
-@dataclass(frozen=True, slots=True)
-class Recorded:
+class Recorded(Struct, frozen=True):
     """One placed object: its mailbox path (`objects/<rel>.yaml`), its identity's text, and
     whether it is a CustomResourceDefinition that came along (never a singleton wish)."""
 
@@ -41,8 +41,7 @@ class Recorded:
     along: bool = False
 
 
-@dataclass(frozen=True, eq=False)
-class RecordedPlacement:
+class RecordedPlacement(Struct, frozen=True, eq=False):
     """A placement of a frozen WDS as its record and SinglePlacementSlice have it."""
 
     space: str

@@ -24,12 +24,15 @@ Everything is pure and deterministic: the input order never matters, and `simula
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
 from typing import Any, Iterable, Mapping
+
+from msgspec import Struct, field
+from msgspec.structs import replace
 
 from ...model import Obj, Origin, Problem
 from ...names import dns1123_label_error
 from ..load.read import SPACE_API
+
 SPACE_NAME_ANNOTATION = "space.kubestellar.io/space-name"  # set by the space-aware client (io)
 
 SPACE_TYPES: tuple[str, ...] = ("managed", "unmanaged", "imported")
@@ -45,8 +48,7 @@ SET_PHASE = "SetPhase"
 _OP_ORDER = {CREATE_SPACE: 0, DELETE_SPACE: 1, DELETE_OBJECT: 2, WRITE_OBJECT: 3, SET_PHASE: 4}
 
 
-@dataclass(frozen=True, order=True, slots=True)
-class ProviderDesc:
+class ProviderDesc(Struct, frozen=True, order=True):
     """A SpaceProviderDesc: `prefix` is SpacePrefixForDiscovery ("" = no discovery); `config` is
     provider-specific (git: a work tree path, kubeconfig: a kubeconfig file path)."""
 
@@ -60,8 +62,7 @@ class ProviderDesc:
 DEFAULT_PROVIDER = ProviderDesc("git", "git")  # always there; a SpaceProviderDesc named git replaces it
 
 
-@dataclass(frozen=True, order=True, slots=True)
-class SpaceObj:
+class SpaceObj(Struct, frozen=True, order=True):
     """A Space object. `phase` is its status.Phase ("" = none yet); `owner` names what it comes
     and goes with (mailbox spaces: their SyncTarget); `deleting` is a requested deletion
     (metadata.deletionTimestamp) that the finalizer holds until the space is gone."""
@@ -75,8 +76,7 @@ class SpaceObj:
     origin: Origin = Origin("")
 
 
-@dataclass(frozen=True, order=True, slots=True)
-class Observed:
+class Observed(Struct, frozen=True, order=True):
     """A space as a provider reports it. `managed`: it carries ksgitops' managed marker."""
 
     name: str
@@ -84,8 +84,7 @@ class Observed:
     managed: bool = False
 
 
-@dataclass(frozen=True, order=True, slots=True)
-class Action:
+class Action(Struct, frozen=True, order=True):
     op: str
     space: str
     provider: str
@@ -100,8 +99,7 @@ class Action:
         return SpaceObj(self.space, "unmanaged", self.provider, self.phase)
 
 
-@dataclass(frozen=True, slots=True)
-class Plan:
+class Plan(Struct, frozen=True):
     """Actions in execution order (by space, then CreateSpace, DeleteSpace, DeleteSpaceObject,
     WriteSpaceObject, SetPhase); a failed action must stop the later ones for the same space."""
 
@@ -319,8 +317,7 @@ def space_body(obj: SpaceObj, annotations: Mapping[str, str] | None = None) -> d
     return body
 
 
-@dataclass
-class SpaceInputs:
+class SpaceInputs(Struct):
     """What reconcile knows about spaces: objects and provider descs from the source spaces."""
 
     objects: list[SpaceObj] = field(default_factory=list)

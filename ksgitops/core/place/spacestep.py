@@ -2,8 +2,9 @@
 the marker of a folder the space manager made (spaces.py has the state machine it runs)."""
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
+
+from msgspec import Struct
 
 from ...model import Obj, Origin, Problem
 from ...names import dns1123_label_error
@@ -36,8 +37,7 @@ def is_managed_marker(data: bytes | None, name: str) -> bool:
             and spec.get("Type") == "managed" and isinstance(md, dict) and md.get("name") == name)
 
 
-@dataclass
-class SpaceStep:
+class SpaceStep(Struct):
     """The space step's outcome: the plan, the generated roots it owns (one per source space:
     the discovered Space object, or None), and problems (errors are fatal, as in validation)."""
 

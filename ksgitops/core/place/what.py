@@ -29,8 +29,9 @@ The spec's normalization and the v1alpha1 conversion are in `edgeplacement.py`.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
+
+from msgspec import Struct
 
 from ...kinds import KindInfo, KindTable, is_control
 from ...model import Obj, ref_order
@@ -46,8 +47,7 @@ _list = as_list
 
 # --- the six downsync criteria --------------------------------------------------------------
 
-@dataclass(frozen=True, slots=True)
-class _Subject:
+class _Subject(Struct, frozen=True):
     """The facts about one object that the criteria test."""
 
     group: str
@@ -239,8 +239,7 @@ def never_downsynced(obj: Obj, kinds: KindTable | None = None) -> bool:
 
 # --- selection ------------------------------------------------------------------------------
 
-@dataclass(frozen=True)
-class Placed:
+class Placed(Struct, frozen=True):
     """An object a placement downsyncs, and the index of the first clause that matched it
     (`ALONG` for a CustomResourceDefinition that came along with its custom resources)."""
 

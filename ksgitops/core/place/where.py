@@ -8,8 +8,9 @@ from __future__ import annotations
 import functools
 import hashlib
 import uuid
-from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, MutableMapping
+
+from msgspec import Struct
 
 from ...model import Obj, object_digest
 from ...names import mailbox_name
@@ -46,8 +47,7 @@ def wec_names(wecs: "Mapping[str, Wec]") -> dict[str, str]:
     return {mb: wec.name if counts[wec.name] == 1 else f"{wec.space}/{wec.name}" for mb, wec in wecs.items()}
 
 
-@dataclass(frozen=True, slots=True)
-class Wec:
+class Wec(Struct, frozen=True):
     """A workload execution cluster: one SyncTarget, and the Locations that select it."""
 
     sync_target: Obj
@@ -69,12 +69,8 @@ class Wec:
     def uid(self) -> str:
         return sync_target_uid(self.sync_target)
 
-    def __reduce__(self) -> tuple[Any, ...]:  # as Origin's (model.py): a record keeps every WEC
-        return Wec, (self.sync_target, self.locations)
 
-
-@dataclass(frozen=True, slots=True, order=True)
-class Destination:
+class Destination(Struct, frozen=True, order=True):
     cluster: str
     location_name: str
     sync_target_name: str
@@ -87,9 +83,6 @@ class Destination:
     def as_dict(self) -> dict[str, str]:
         return {"cluster": self.cluster, "locationName": self.location_name,
                 "syncTargetName": self.sync_target_name, "syncTargetUID": self.sync_target_uid}
-
-    def __reduce__(self) -> tuple[Any, ...]:  # as model.Origin's
-        return Destination, (self.cluster, self.location_name, self.sync_target_name, self.sync_target_uid)
 
 
 def _of_kind(objs: Iterable[Obj], kind: str) -> list[Obj]:

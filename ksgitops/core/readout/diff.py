@@ -6,16 +6,15 @@ sides, so a diff says that a Secret changed and never what it holds.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
 from typing import Any
+
+from msgspec import Struct, field
 
 from ...model import counted
 from ...names import file_stem, printable
 from ..tree import FileTree
 
-
-@dataclass(frozen=True)
-class ObjectChange:
+class ObjectChange(Struct, frozen=True):
     """One object a WEC would receive differently; both sides rendered, Secret values redacted."""
 
     rel: str  # objects/<rel>.yaml in the mailbox
@@ -55,16 +54,14 @@ def _identity(body: dict[str, Any]) -> tuple[str, str, str, str]:
     return group, str(body.get("kind") or ""), str(md.get("namespace") or ""), str(md.get("name") or "")
 
 
-@dataclass
-class WecDiff:
+class WecDiff(Struct):
     wec: str
     mailbox: str
     diff: str
-    changes: list[ObjectChange] = field(default_factory=list, repr=False)
+    changes: list[ObjectChange] = field(default_factory=list)
 
 
-@dataclass
-class DiffResult:
+class DiffResult(Struct):
     changed: bool
     wecs: list[WecDiff] = field(default_factory=list)
     frozen: list[Any] = field(default_factory=list)  # core.isolation.FrozenUnit: what reconcile would keep

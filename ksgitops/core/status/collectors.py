@@ -91,9 +91,9 @@ a wrong operand type) is an evaluation error, handled as above.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, Iterator, Sequence, TypedDict
 
+from msgspec import Struct
 
 from ...model import Obj, Origin, Problem
 from .celvalues import aggregate, canonical_text, cel_type, as_number, sort_key, to_value
@@ -114,8 +114,7 @@ class Binding(TypedDict):
     returned: dict[str, Any]  # {"status": the reported status}
 
 
-@dataclass(frozen=True, slots=True, eq=False)
-class Expr:
+class Expr(Struct, frozen=True, eq=False):
     """One compiled CEL expression and the field it came from (`spec.select[0].def`)."""
 
     path: str
@@ -123,8 +122,7 @@ class Expr:
     program: Any  # cel.Program
 
 
-@dataclass(frozen=True, slots=True, eq=False)
-class Column:
+class Column(Struct, frozen=True, eq=False):
     """An output column: a select or groupBy expression, or an aggregate (`aggregator` set)."""
 
     name: str
@@ -132,8 +130,7 @@ class Column:
     aggregator: str = ""
 
 
-@dataclass(frozen=True, slots=True, eq=False)
-class Collector:
+class Collector(Struct, frozen=True, eq=False):
     """A compiled StatusCollector. `evaluate` is pure and independent of the order of the rows."""
 
     name: str

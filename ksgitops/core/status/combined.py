@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import hashlib
 import heapq
-from dataclasses import dataclass, field
 from typing import Any, Protocol, Sequence
+
+from msgspec import Struct, field
 
 from ...model import Obj, Problem
 from .collectors import Collector, compile_collector
@@ -58,8 +59,7 @@ class Contents(Protocol):
     def doc(self, key: str) -> dict[str, Any]: ...
 
 
-@dataclass
-class ObjectContext:
+class ObjectContext(Struct):
     """A placed workload object: which placements select it, which collectors they name."""
 
     wds: str

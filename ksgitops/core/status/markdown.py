@@ -12,8 +12,10 @@ import heapq
 import re
 from functools import lru_cache
 from itertools import islice
-from dataclasses import dataclass, field
 from typing import Any, Mapping, NamedTuple
+
+from msgspec import Struct, field
+from msgspec.structs import astuple
 
 from ...model import counted
 from .combined import HEALTH_ORDER, counts
@@ -39,8 +41,7 @@ class Broken(NamedTuple):
     message: str
 
 
-@dataclass
-class MailboxSummary:
+class MailboxSummary(Struct):
     mailbox: str
     wec: str
     last_report: str | None
@@ -50,7 +51,12 @@ class MailboxSummary:
     broken_count: int = 0
     sync: SyncSummary = field(default_factory=lambda: SyncSummary(SyncState.UNKNOWN.value, ""))
 
-    _line: tuple[str, str] | None = field(default=None, compare=False, repr=False)  # (WEC name, its row)
+    _line: tuple[str, str] | None = None  # (WEC name, its row): a memo, never given nor compared
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not MailboxSummary:
+            return NotImplemented
+        return astuple(self)[:-1] == astuple(other)[:-1]
 
     @property
     def healthy(self) -> int:

@@ -4,8 +4,10 @@ by parts so that an unchanged mailbox or object costs a few bytes to load, not i
 from __future__ import annotations
 
 import pickle
-from dataclasses import dataclass, field
 from typing import Any, Callable
+
+from msgspec import Struct, field
+from msgspec.structs import astuple
 
 from ...model import Problem
 from ..emit.problems import ParsedProblems
@@ -15,24 +17,21 @@ from .rows import Detail, Row
 MEMO_FORMAT = 3  # bump when rows, summaries or CombinedStatus change shape (3: rows pickled as tuples)
 
 
-@dataclass
-class MailboxMemo:
+class MailboxMemo(Struct):
     key: str
     summary: MailboxSummary
     problems: list[Problem]
     detail: bytes | None  # a pickled Detail; None: kept in the memo's store (fetched when needed)
 
 
-@dataclass
-class ObjectMemo:
+class ObjectMemo(Struct):
     context: str
     status: bytes  # the CombinedStatus file
     rows: bytes | None  # pickled {mailbox: Row}: every row of the object, kept in step with the
     # mailboxes'; None: kept in the memo's store
 
 
-@dataclass
-class StatusMemo:
+class StatusMemo(Struct):
     """What one run leaves for the next. Large parts stay pickled so an unchanged mailbox or
     object costs a few bytes to load, not its rows; on disk they stay in a store and are fetched
     only for what changed (`fetch(name)`, names from `detail_name` and `rows_name`)."""
@@ -42,7 +41,12 @@ class StatusMemo:
     objects: dict[tuple[str, str], ObjectMemo] = field(default_factory=dict)
     problems: dict[str, tuple[str, ParsedProblems]] = field(default_factory=dict)  # space -> (key, parsed)
     changed: bool = False
-    fetch: Callable[[str], bytes | None] | None = field(default=None, repr=False, compare=False)
+    fetch: Callable[[str], bytes | None] | None = None  # never compared
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not StatusMemo:
+            return NotImplemented
+        return astuple(self)[:-1] == astuple(other)[:-1]
 
     def detail(self, mailbox: str, memo: MailboxMemo) -> Detail:
         return decode_detail(self.detail_bytes(mailbox, memo), detail_name(mailbox))

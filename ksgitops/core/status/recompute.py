@@ -9,8 +9,9 @@ work was spread.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence, TypeVar
+
+from msgspec import Struct
 
 from .markdown import MailboxSummary
 from .memo import MailboxMemo, decode_detail, detail_name, encode_detail
@@ -29,8 +30,7 @@ def in_sequence(items: Sequence[T], work: Callable[[T], R]) -> Iterator[R]:
     return (work(item) for item in items)
 
 
-@dataclass(frozen=True)
-class Todo:
+class Todo(Struct, frozen=True):
     """A mailbox to summarize again: its memo key, its WEC's name and its earlier rows (a pickled
     `Detail`, None: none)."""
 
@@ -40,8 +40,7 @@ class Todo:
     before: bytes | None
 
 
-@dataclass(frozen=True)
-class Recomputed:
+class Recomputed(Struct, frozen=True):
     mailbox: str
     memo: MailboxMemo
     changes: Noted

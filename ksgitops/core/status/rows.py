@@ -7,11 +7,11 @@ per content (reported.py); the sync report (`reported/sync.yaml`) is not an obje
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 from sys import intern
 from typing import Any, NamedTuple
 
 import jsonpatch
+from msgspec import Struct
 import orjson
 
 from ...model import Origin, Problem
@@ -24,7 +24,6 @@ from .markdown import time_key
 from .source import MailboxListing, StatusSource
 from .sync import object_facts
 from .syncreport import SYNC_FILE, Drift, SyncReport, parse_sync_report
-
 
 class Row(NamedTuple):
     """One placed object on one WEC, judged. No object data: health, times, content keys."""
@@ -46,8 +45,7 @@ class Row(NamedTuple):
 Info = tuple[str, tuple[str, ...], bool, str]  # (wds, placements, wants singleton, object text)
 
 
-@dataclass
-class Detail:
+class Detail(Struct):
     """Everything known about one mailbox's rows; kept pickled in the memo, decoded when it changes."""
 
     reports: dict[str, tuple[str, str | None, str | None]]  # name -> (key, rel, reportedAt); rel None: invalid

@@ -4,12 +4,11 @@ tree) and memory.py (in memory)."""
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass, field
 from typing import Protocol
 
+from msgspec import Struct, field
 
-@dataclass
-class MailboxListing:
+class MailboxListing(Struct):
     """What a mailbox holds, by content key: objects/<rel>.yaml, patches/<rel>.json, reported/<name>."""
 
     objects: dict[str, str] = field(default_factory=dict)  # rel -> key

@@ -26,8 +26,9 @@ rows hold no object data; combined.py strips Secrets before collectors or single
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any, Mapping
+
+from msgspec import Struct, field
 
 from ...model import Problem
 from ...names import rel_path
@@ -50,8 +51,7 @@ STATUS_DIR = "status"
 STATUS_MD = "STATUS.md"
 
 
-@dataclass
-class StatusOutput:
+class StatusOutput(Struct):
     """What `ksgitops status` writes: `generated` (the status roots) and `markdown` (STATUS.md)."""
 
     generated: Generated
@@ -158,8 +158,7 @@ def _space_problems(result: Any, source: StatusSource, memo: StatusMemo, names: 
 
 # --- what the placements say: per placement, per object -----------------------------------------------
 
-@dataclass
-class _PlanView:
+class _PlanView(Struct):
     wds: str
     name: str
     singleton: bool

@@ -7,16 +7,16 @@ summary per mailbox lives in the status memo.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any
+
+from msgspec import Struct, field
 
 from .syncreport import Drift, SyncReport, SyncState, sync_state
 
 SHORT = 12  # revision characters shown in STATUS.md
 
 
-@dataclass
-class SyncSummary:
+class SyncSummary(Struct):
     state: str
     latest: str
     applied: str = ""

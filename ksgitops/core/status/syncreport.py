@@ -21,11 +21,12 @@ Synced.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field, replace
 from enum import Enum
 from typing import Any, Iterable, Mapping, NamedTuple
 
 import orjson
+from msgspec import Struct, field
+from msgspec.structs import replace
 
 from ...model import Origin, Problem
 from .gitobjects import BLOB_MODE, TREE_MODE, blob_id, files_tree_id, tree_id
@@ -89,16 +90,14 @@ class ObjectId(NamedTuple):
         return f"{kind} {self.namespace}/{self.name}" if self.namespace else f"{kind} {self.name}"
 
 
-@dataclass(frozen=True, order=True)
-class SyncError:
+class SyncError(Struct, frozen=True, order=True):
     path: str  # "" for the whole mailbox
     message: str
     obj: ObjectId | None = None
     since: str = ""
 
 
-@dataclass(frozen=True, order=True)
-class Drift:
+class Drift(Struct, frozen=True, order=True):
     path: str
     obj: ObjectId
     change: str  # Modified | Deleted
@@ -106,8 +105,7 @@ class Drift:
     detected_at: str = ""
 
 
-@dataclass(frozen=True)
-class SyncReport:
+class SyncReport(Struct, frozen=True):
     mailbox: str
     revision: str = ""
     commit: str = ""

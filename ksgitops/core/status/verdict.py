@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
 from enum import Enum
 from typing import Any
+
+from msgspec import Struct
 
 MESSAGE_LIMIT = 200
 _REASON_LIMIT = 128
@@ -80,8 +81,7 @@ def worst(*healths: Health | str) -> Health:
     return max((Health(h) for h in healths), default=Health.HEALTHY)
 
 
-@dataclass(frozen=True, slots=True)
-class Verdict:
+class Verdict(Struct, frozen=True):
     """The health of one object on one WEC, and why, in one line."""
 
     health: Health

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import os
 import stat
-from dataclasses import dataclass, field
 from pathlib import Path
+
+from msgspec import Struct, field
 
 from ...core.tree import KEEP, OTHERS, FileTree, has_files
 from .paths import FileStats, LinkError, index_stat, lstat_mode
@@ -43,8 +44,7 @@ def plan_root(root: Path, rel: str, tree: FileTree | bytes | None, files: FileSt
     return Change(rel, tree, True, scan.keep, reuse=scan.reuse)
 
 
-@dataclass
-class _Scan:
+class _Scan(Struct):
     rel: str
     keep: list[str] = field(default_factory=list)
     reuse: list[str] = field(default_factory=list)  # folders whose files are all as generated

@@ -9,8 +9,9 @@ import shutil
 import stat
 import threading
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
 from pathlib import Path
+
+from msgspec import Struct, field
 
 from ...core.tree import KEEP, OTHERS, FileTree, has_files
 from .paths import FileStats, LinkError, index_stat, lstat_mode, write_new
@@ -19,8 +20,7 @@ from .statcache import ABSENT, THREADS, Observed, full_stamp, lstamp, stamp_of
 PARALLEL = 4  # roots in a batch from which staging runs in threads
 
 
-@dataclass
-class Change:
+class Change(Struct):
     path: str  # the root, relative to the work tree
     content: FileTree | bytes | None  # None: the root goes
     existed: bool

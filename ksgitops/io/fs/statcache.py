@@ -33,9 +33,10 @@ import stat
 import sys
 import time
 from array import array
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, NamedTuple
+
+from msgspec import Struct, field
 
 from ..git.cache import code_fingerprint, unpickle
 from .forked import in_child as _in_child, may_fork as _may_fork
@@ -147,8 +148,7 @@ class SourceStat(NamedTuple):
     listing: tuple[tuple[str, bool], ...] = ()  # a folder's (name, is folder), links and others left out
 
 
-@dataclass
-class WorkTreeRecord:
+class WorkTreeRecord(Struct):
     """The record of one work tree, loaded from and saved to `path` (None: nothing is kept)."""
 
     path: Path | None

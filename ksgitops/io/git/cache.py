@@ -31,20 +31,32 @@ from ..fs.paths import STATE_DIR, check_path, open_plain, write_file
 def code_fingerprint() -> str:
     """A digest of ksgitops' own source and schema files: a cache or memo pickled by other code
     (whose classes may have other fields), or holding findings of other schemas, is never loaded.
-    Costs a read of the package's files, once per process."""
+    Each file counts by its name, size and modification time, as Python decides whether a module's
+    bytecode is still its source's (reading them all cost ~8 ms of every start-up); once per process."""
     global _FINGERPRINT
     if _FINGERPRINT is None:
-        root = Path(__file__).resolve().parents[2]
+        root = str(Path(__file__).resolve().parents[2])
         digest = hashlib.blake2b(digest_size=12)
-        for path in sorted(root.rglob("*.py")):
-            digest.update(f"{path.relative_to(root)}\0".encode())
-            digest.update(path.read_bytes())
+        sources = []
+        for folder, folders, names in os.walk(root):
+            folders[:] = [f for f in folders if f != "__pycache__"]
+            sources += [os.path.join(folder, name) for name in names if name.endswith(".py")]
+        for path in sorted(sources):
+            digest.update(f"{path[len(root):]}\0".encode() + _stamp_of(path))
         schemas = schema_dir()
         for name in schema_names():
-            digest.update(f"schema/{name}\0".encode())
-            digest.update(schemas.joinpath(name).read_bytes())
+            digest.update(f"schema/{name}\0".encode() + _stamp_of(schemas.joinpath(name)))
         _FINGERPRINT = f"{__version__}-{digest.hexdigest()}"
     return _FINGERPRINT
+
+
+def _stamp_of(path: Any) -> bytes:
+    """A file's size and modification time (its bytes when it is no file of the file system)."""
+    try:
+        st = os.stat(path)
+    except TypeError:  # a resource inside an archive
+        return bytes(path.read_bytes())
+    return f"{st.st_size}:{st.st_mtime_ns}\0".encode()
 
 
 _FINGERPRINT: str | None = None

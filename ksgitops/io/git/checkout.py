@@ -26,9 +26,10 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from msgspec import Struct, field
 
 from ..pygit import pygit2
 
@@ -49,15 +50,13 @@ FORMAT = "ksgitops-checkout-1"
 FILE, DELETE_FILE, TREE, REMOVE, DELTA = "file", "delete-file", "tree", "remove", "delta"
 
 
-@dataclass
-class Step:
+class Step(Struct):
     root: str
     op: str
     markers: list[str] = field(default_factory=list)  # top-level KEEP names of a whole root
 
 
-@dataclass
-class Plan:
+class Plan(Struct):
     old: str  # tree ids, hex
     new: str
     steps: list[Step]

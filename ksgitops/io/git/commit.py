@@ -2,20 +2,25 @@
 checkout following it (checkout.py), so a failure before the branch moves changes nothing."""
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
+
+from msgspec import Struct
 
 from ..pygit import pygit2
 
 from ...core.tree import REUSE, Generated
+from ...lazy import lazy_module
 from ...model import EnvError, GitError
 from ..fs.durable import libgit2_fsync, moving_refs, os_reason
-from . import checkout as checkouts
 from .repo import TreeIndex, TreeWriter, changed_roots, tree_at
 
+if TYPE_CHECKING:
+    from . import checkout as checkouts
+else:  # the checkout's room: a bare repository's commit never enters it
+    checkouts = lazy_module("ksgitops.io.git.checkout")
 
-@dataclass(frozen=True)
-class CommitResult:
+
+class CommitResult(Struct, frozen=True):
     commit: str | None  # None: the tree did not change, nothing was committed
     tree: pygit2.Oid
     old_tree: pygit2.Oid

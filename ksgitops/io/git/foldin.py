@@ -14,7 +14,8 @@ along as the tree says).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+
+from msgspec import Struct, field
 
 from ..pygit import pygit2
 
@@ -30,8 +31,7 @@ PREFIXES = (REPORT_REF_PREFIX, REPORT_REF_PREFIX.replace("refs/heads/", "refs/re
 FOLDERS = ("reported", "upsynced")
 
 
-@dataclass
-class FoldIn:
+class FoldIn(Struct):
     generated: Generated = field(default_factory=dict)
     folded: list[str] = field(default_factory=list)
     problems: list[Problem] = field(default_factory=list)

@@ -8,9 +8,10 @@ written by libgit2 with fsync on), and only if it still points where it did (els
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
+
+from msgspec import Struct
 
 from ..pygit import pygit2
 
@@ -20,7 +21,6 @@ from ...core.status.gitobjects import BLOB_MODE, TREE_MODE
 from ...core.tree import KEEP, OTHERS, REUSE, FileTree, Generated, Subtree
 from ...model import KsgitopsError
 from ..fs.durable import common_dir
-from ..fs.tree import WorkTreeSnapshot
 from .pack import KINDS, index_ids, object_id, tree_content, write_pack
 
 PROBE_FROM, PROBE = 4096, 64  # TreeWriter.flush: from how many new objects it probes, with how many
@@ -314,8 +314,7 @@ class TreeWriter:
         return raw
 
 
-@dataclass
-class _Set:
+class _Set(Struct):
     tree: FileTree | bytes | Subtree | None
 
 
@@ -365,6 +364,7 @@ def uncommitted_sources(repo: pygit2.Repository, committed: TreeSnapshot, mailbo
     --commit). Reads only source spaces and ksgitops.yaml: never the (large) mailboxes."""
     if repo.is_bare or repo.workdir is None:
         return []
+    from ..fs.tree import WorkTreeSnapshot  # the work tree's room: a bare repository's run never enters it
     worktree = WorkTreeSnapshot(Path(repo.workdir))
     dirty: set[str] = set()
     snapshots: tuple[tuple[Any, Any], ...] = ((worktree, committed), (committed, worktree))

@@ -21,9 +21,10 @@ import hashlib
 import os
 import re
 import shutil
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from msgspec import Struct
 
 from ..pygit import pygit2
 
@@ -54,8 +55,7 @@ def source_url(repo: str) -> str:
     return str(Path(repo).resolve())
 
 
-@dataclass
-class Committed:
+class Committed(Struct):
     commit: str | None  # the new report commit, None when the reports did not change
     pending: bool  # the local ref is ahead of the remote's: a push is due
 

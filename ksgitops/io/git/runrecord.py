@@ -14,8 +14,9 @@ tree id is the recorded one costs no lookup at all.
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass, field
 from typing import Any, Iterator
+
+from msgspec import Struct, field
 
 from ...names import MAILBOX_PARTS
 from ...core.load.snapshot import CONFIG_FILE, GENERATED_DIR
@@ -24,8 +25,7 @@ from ...core.results import PlacedResult, RecordedResult
 NOT_READ = "status"  # in a source space's .ksgitops/: written by status only
 
 
-@dataclass
-class RunRecord:
+class RunRecord(Struct):
     fingerprint: dict[str, str]
     mailboxes: dict[str, str]  # owned mailbox -> its tree id when recorded
     result: RecordedResult | PlacedResult  # what the run reported (a status run: what it placed)

@@ -4,17 +4,15 @@ from __future__ import annotations
 
 import threading
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping, Protocol, Sequence
 
+from msgspec import Struct
 
 from ...core.load.selectors import selector_error
 from ...core.place.spaces import Observed, ProviderDesc
 from ...model import KsgitopsError
 from ...names import dns1123_label_error
-
-
 
 ADDED, MODIFIED, DELETED = "ADDED", "MODIFIED", "DELETED"
 
@@ -33,8 +31,7 @@ class NotSupported(ProviderError):
         super().__init__(message, exit_code=2)
 
 
-@dataclass(frozen=True, slots=True)
-class SpaceEvent:
+class SpaceEvent(Struct, frozen=True):
     """A change in a provider's set of spaces (or in a space's phase or marker)."""
 
     type: str  # ADDED | MODIFIED | DELETED
@@ -42,8 +39,7 @@ class SpaceEvent:
     provider: str
 
 
-@dataclass(frozen=True, slots=True)
-class ObjectEvent:
+class ObjectEvent(Struct, frozen=True):
     """A change of an object in a space; `object` carries the space-name annotation."""
 
     type: str  # ADDED | MODIFIED | DELETED

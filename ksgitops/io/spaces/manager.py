@@ -1,9 +1,9 @@
 """The space manager: plans with core.place.spaces and applies the actions through the providers."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Sequence
 
+from msgspec import Struct, field
 
 from ...core.place.spaces import CREATE_SPACE, DELETE_OBJECT, DELETE_SPACE, SET_PHASE, WRITE_OBJECT, Action, Observed, Plan, ProviderDesc, plan
 from ...model import KsgitopsError
@@ -11,9 +11,7 @@ from ...model import KsgitopsError
 from .base import Provider, ProviderError, describe
 from .stores import SpaceStore
 
-
-@dataclass
-class Applied:
+class Applied(Struct):
     """What one pass of the manager did: actions done, failed (with the error) and skipped (a
     previous action for the same space failed)."""
 

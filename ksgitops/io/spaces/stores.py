@@ -5,10 +5,11 @@ from __future__ import annotations
 import builtins
 import os
 import shutil
-from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Mapping, Protocol, Sequence
 
+from msgspec import Struct
+from msgspec.structs import replace
 
 from ...core.load.parse import parse_file
 from ...core.serialize import dump_yaml
@@ -20,7 +21,6 @@ from ..fs.paths import write_file
 
 from .base import ProviderError, check_space_name
 from .gitfolders import read_file_or_none
-
 
 # ---- the space manager
 
@@ -40,8 +40,7 @@ STATUS_DIR = "space-status"  # spaces/<holder>/.ksgitops/space-status/<name>.yam
 DISCOVERED_DIR = "discovered"  # spaces/<holder>/.ksgitops/discovered/<provider>/<name>.yaml
 
 
-@dataclass(frozen=True, slots=True)
-class SourceSpace:
+class SourceSpace(Struct, frozen=True):
     """A Space object of a source space: `holder` is the space whose files define it."""
 
     holder: str
