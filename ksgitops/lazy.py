@@ -22,4 +22,7 @@ def lazy_module(name: str) -> ModuleType:
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
     loader.exec_module(module)
+    parent, _, child = name.rpartition(".")
+    if parent:  # as an import makes it: `import a.b.c` then `a.b.c.f`, a patch by dotted name
+        setattr(sys.modules[parent], child, module)
     return module

@@ -54,7 +54,8 @@ def split_api_version(api_version: str) -> tuple[str, str]:
 
 
 class Obj(Struct, frozen=True):
-    """One Kubernetes-style object as loaded from a space, with where it came from."""
+    """One Kubernetes-style object as loaded from a space, with where it came from. Made anew from
+    a body, never `replace`d: the memos below would keep the old body's kind and name."""
 
     space: str
     body: dict[str, Any]

@@ -130,3 +130,27 @@ def test_caches_made_with_other_schemas_are_not_used(tmp_path, monkeypatch) -> N
     monkeypatch.setattr(cache, "schema_dir", schemas.schema_dir)
     monkeypatch.setattr(cache, "_FINGERPRINT", None)
     assert cache.code_fingerprint() == before
+
+
+def test_a_schema_edited_in_place_keeps_no_cache_even_with_its_size_and_mtime(tmp_path, monkeypatch) -> None:
+    """The code fingerprint counts each file by its stat: an edit that keeps the size, its mtime
+    set back as `cp -p`, tar or a Nix store leave it, still changes it (the inode's change time)."""
+    import os
+    import shutil
+
+    from ksgitops.core.load import schemas
+    from ksgitops.io.git import cache
+    copied = tmp_path / "schema"
+    shutil.copytree(schemas.schema_dir(), copied)  # sizes and mtimes kept
+    monkeypatch.setattr(cache, "schema_dir", lambda: copied)
+    monkeypatch.setattr(cache, "_FINGERPRINT", None)
+    before = cache.code_fingerprint()
+    location = copied / "location.json"
+    st, text = location.stat(), location.read_text()
+    changed = text.replace("\"additionalProperties\": false", "\"additionalProperties\": fals3", 1)
+    assert changed != text and len(changed) == len(text)
+    location.write_text(changed)
+    os.utime(location, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert (location.stat().st_size, location.stat().st_mtime_ns) == (st.st_size, st.st_mtime_ns)
+    monkeypatch.setattr(cache, "_FINGERPRINT", None)
+    assert cache.code_fingerprint() != before

@@ -118,3 +118,29 @@ def test_a_bare_repository_s_run_does_not_load_the_work_tree_s_rooms(example_git
     assert "committed" in done.stdout, done.stdout + done.stderr
     loaded = dict(zip(rooms, done.stderr.splitlines()[-1].split()[1:]))
     assert all(kind in ("_LazyModule", "NoneType") for kind in loaded.values()), loaded
+
+
+@pytest.mark.parametrize("name", ["ksgitops.io.fs.plan", "ksgitops.io.fs.statcache", "ksgitops.io.git.checkout"])
+def test_a_room_loaded_on_first_use_is_an_attribute_of_its_package(name: str) -> None:
+    """As an import makes it: `import a.b.c` then `a.b.c.f`, and a patch by dotted name."""
+    parent, _, child = name.rpartition(".")
+    code = (f"import ksgitops.app.usecases\nimport {name}\nimport {parent} as p\n"
+            f"assert hasattr(p, {child!r}), 'import {name} leaves it off {parent}'\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
+
+
+def test_a_monitor_preloads_what_a_proven_work_tree_run_executes(tmp_path: Path) -> None:
+    """A worker forked from the monitor (cli/entry.py `preload`) executes no room of its own for a
+    proven `reconcile`: what the use cases load on first use is loaded by the monitor."""
+    repo = tmp_path / "fleet"
+    shutil.copytree(EXAMPLE, repo)
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    subprocess.run([sys.executable, "-m", "ksgitops", "reconcile", str(repo)], capture_output=True, check=True)
+    code = ("import sys\nfrom pathlib import Path\nfrom ksgitops.cli.entry import preload\npreload()\n"
+            "executed = lambda: {n for n, m in sys.modules.items() if n.startswith('ksgitops') and "
+            "type(m).__name__ != '_LazyModule'}\nbefore = executed()\nfrom ksgitops.app import usecases\n"
+            f"out = usecases.reconcile_worktree(Path({str(repo)!r}))\n"
+            "print(type(out).__name__, *sorted(executed() - before - {'ksgitops.io.fs.feed'}))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.split() == ["ProvenOutcome"], done.stdout + done.stderr

@@ -78,3 +78,14 @@ def test_a_sync_target_s_uid_is_uuid5_of_its_url_name(name: str) -> None:
             _url_uuid.__wrapped__(name)
         return
     assert _url_uuid.__wrapped__(name) == expected
+
+
+def test_a_sync_target_with_a_label_value_yaml_made_unhashable_is_still_selected() -> None:
+    """Such a label is an error of its own (validate); the Locations of its space still select."""
+    from ksgitops.core.place.where import inventory
+    targets = [_obj("SyncTarget", "a", {"id": "a", "odd": ["a", "list"]}), _obj("SyncTarget", "b", {"id": "b", "odd": {}})]
+    locations = [_obj("Location", f"loc-{n}", None) for n in "ab"]
+    for loc, n in zip(locations, "ab"):
+        loc.body["spec"] = {"instanceSelector": {"matchLabels": {"id": n}}}
+    wecs = inventory({"inv": [*targets, *locations]})
+    assert {w.name: [loc.name for loc in w.locations] for w in wecs.values()} == {"a": ["loc-a"], "b": ["loc-b"]}

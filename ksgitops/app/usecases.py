@@ -72,6 +72,7 @@ def init_repo(directory: Path) -> None:
 
 
 class _Reported:
+    __slots__ = ()  # as core/results.py's Judged
     result: Any
 
     @property

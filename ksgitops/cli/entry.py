@@ -34,6 +34,8 @@ def preload() -> None:
     import importlib
     for name in PRELOADED:
         importlib.import_module(name)
+    for name in [n for n in sys.modules if n.startswith("ksgitops.")]:
+        vars(sys.modules[name])  # executed: a room the use cases load on first use (ksgitops/lazy.py) too
     from ..io.git.cache import code_fingerprint
     code_fingerprint()  # the package's files are as the monitor's stamp says, or it runs no command
     from ..core.load.schemas import compile_all

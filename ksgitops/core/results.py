@@ -27,6 +27,8 @@ if TYPE_CHECKING:
 class Judged:
     """What a run's problems mean for its exit: errors, and those confined to a space or WEC."""
 
+    __slots__ = ()  # its records' fields only: no attribute set by mistake, none lost to a pickle
+
     problems: list[Problem]
 
     @property

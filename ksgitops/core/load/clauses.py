@@ -132,7 +132,7 @@ def selector_warnings(obj: Obj) -> list[str]:
     for path, selector in _selectors(spec):
         error = selector_error(selector) if selector is not None else None
         if error:
-            found.append(f"{path}: {error}: this selector {MATCHES_NOTHING}")
+            found.append(f"{path}: {error}: the selector matches nothing")
     return found
 
 

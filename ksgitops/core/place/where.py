@@ -133,8 +133,9 @@ def _selections(space: str, targets: list[Obj], locations: list[Obj],
 def _label_index(targets: list[Obj]) -> dict[tuple[str, str], list[Obj]]:
     index: dict[tuple[str, str], list[Obj]] = {}
     for st in targets:
-        for item in st.labels.items():
-            index.setdefault(item, []).append(st)
+        for key, value in st.labels.items():
+            if isinstance(value, str):  # all a selector looks up: a value of another type is an error of its own
+                index.setdefault((key, value), []).append(st)
     return index
 
 

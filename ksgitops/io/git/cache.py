@@ -31,8 +31,10 @@ from ..fs.paths import STATE_DIR, check_path, open_plain, write_file
 def code_fingerprint() -> str:
     """A digest of ksgitops' own source and schema files: a cache or memo pickled by other code
     (whose classes may have other fields), or holding findings of other schemas, is never loaded.
-    Each file counts by its name, size and modification time, as Python decides whether a module's
-    bytecode is still its source's (reading them all cost ~8 ms of every start-up); once per process."""
+    Each file counts by its stat, not its bytes (reading them all cost ~8 ms of every start-up): the
+    file system and inode (two installs sharing a repository never share a fingerprint), size and
+    modification time, and the inode's change time, which no copy (`cp -p`, tar, a Nix store's
+    mtime of 1) sets back. Once per process."""
     global _FINGERPRINT
     if _FINGERPRINT is None:
         root = str(Path(__file__).resolve().parents[2])
@@ -51,12 +53,12 @@ def code_fingerprint() -> str:
 
 
 def _stamp_of(path: Any) -> bytes:
-    """A file's size and modification time (its bytes when it is no file of the file system)."""
+    """A file's stat as `code_fingerprint` counts it (its bytes when it is no file of the file system)."""
     try:
         st = os.stat(path)
     except TypeError:  # a resource inside an archive
         return bytes(path.read_bytes())
-    return f"{st.st_size}:{st.st_mtime_ns}\0".encode()
+    return f"{st.st_dev}:{st.st_ino}:{st.st_size}:{st.st_mtime_ns}:{st.st_ctime_ns}\0".encode()
 
 
 _FINGERPRINT: str | None = None
