@@ -654,3 +654,13 @@ def test_comprehensions_nest_at_most_three_deep() -> None:
     assert problems(nested(3)) == []
     assert problems(nested(4)) == ["StatusCollector c: spec.select[0].def: comprehensions nest 4 deep (at most 3: "
                                    "each level multiplies the work, and a deeper one could run for hours)"]
+
+
+@pytest.mark.parametrize(("numbers", "expected"), [
+    ([10 ** 400, 10 ** 400], math.inf),  # an exact sum no double holds: the mean was an OverflowError (exit 4)
+    ([-(10 ** 400), 1], -math.inf),
+    ([3, 4], 3.5),
+])
+def test_the_average_of_integers_beyond_a_double_is_infinite(numbers: list[int], expected: float) -> None:
+    from ksgitops.core.status.celvalues import aggregate
+    assert aggregate("AVG", len(numbers), numbers) == aggregate("AVG", 1, [expected])

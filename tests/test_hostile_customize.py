@@ -146,3 +146,27 @@ def test_a_status_collector_whose_work_multiplies_is_an_error_not_a_hang(tmp_pat
     except subprocess.TimeoutExpired:
         pytest.fail("status still ran after 20 s")
     assert "hostile" in found.stderr and "Traceback" not in found.stderr, found.stderr
+
+
+def test_a_json_patch_index_beyond_any_list_is_an_error_not_a_crash(tmp_path: Path) -> None:
+    """An index of thousands of digits: int() refuses it (ValueError, exit 4 before)."""
+    ops = [{"op": "add", "path": "/metadata/finalizers", "value": ["a"]},
+           {"op": "add", "path": "/metadata/finalizers/" + "9" * 5000, "value": "x"}]
+    repo = customized(tmp_path, {"a": "b"}, {"jsonPatch": ops})
+    one_error_per_wec(ksgitops("validate", str(repo)), "the path does not resolve in the object")
+
+
+def test_a_copy_from_an_index_beyond_any_list_is_an_error_not_a_crash(tmp_path: Path) -> None:
+    ops = [{"op": "add", "path": "/metadata/finalizers", "value": ["a"]},
+           {"op": "copy", "from": "/metadata/finalizers/" + "9" * 5000, "path": "/data/b"}]
+    repo = customized(tmp_path, {"a": "b"}, {"jsonPatch": ops})
+    one_error_per_wec(ksgitops("validate", str(repo)), "the path does not resolve in the object")
+
+
+def test_a_secret_whose_type_is_a_list_is_placed_without_a_crash(tmp_path: Path) -> None:
+    """`type` is no string (the schema check says so); the system-object check passed it to a set (exit 4)."""
+    repo = customized(tmp_path, {"a": "Yg=="}, {"replacements": []}, kind="Secret")
+    hostile = repo / WDS / "hostile.yaml"
+    hostile.write_text(hostile.read_text().replace("kind: Secret\n", "kind: Secret\ntype: [a, list]\n", 1))
+    found = ksgitops("validate", str(repo))
+    assert found.returncode in (0, 2) and "internal error" not in found.stderr and "Traceback" not in found.stderr, found.stderr

@@ -255,3 +255,24 @@ def test_parse_does_not_mutate_and_replace_only_touches_matches() -> None:
     replace_all(doc, parse_path("$.spec.containers[1].image"), "new")
     before["spec"]["containers"][1]["image"] = "new"
     assert doc == before
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("$" + ".." * 1500 + "a", "more than 200 steps"),  # was a RecursionError (exit 4)
+    ("$.a." + "9" * 5000, "an index of more than 18 digits"),  # int() refuses 4,300 digits (exit 4)
+    ("$.a[" + "9" * 19 + "]", "an index of more than 18 digits"),
+])
+def test_paths_beyond_the_bounds_are_path_errors(text: str, expected: str) -> None:
+    with pytest.raises(PathError, match=expected):
+        parse_path(text)
+
+
+def test_an_index_of_eighteen_digits_still_parses() -> None:
+    assert parse_path("$.a." + "9" * 18) == (Name("a"), Slice(10 ** 18 - 1, 10 ** 18))
+
+
+def test_escaped_surrogates_pair_up_and_a_lone_one_is_a_path_error() -> None:
+    """As in JavaScript, a pair spells one character; a lone one is no key (JSON cannot write it: exit 4)."""
+    assert parse_path("$['\\ud83d\\ude00']") == (Name("\U0001F600"),)
+    with pytest.raises(PathError, match="a lone surrogate"):
+        parse_path("$['\\ud800']")

@@ -139,6 +139,12 @@ def test_schema_defaults_match_the_dataclass_defaults() -> None:
     ("spec: {kinds: [{group: a.io, kind: A, resource: as}, {group: a.io, kind: B, resource: as}]}",
      "spec.kinds: B.a.io and A.a.io both map to resource as"),
     ("spec: []", "spec: must be of type object (got array)"),
+    # a NUL in the author stopped `reconcile --commit` with an internal error (exit 4)
+    ('spec: {commit: {authorEmail: "bot\\0@example.com"}}',
+     "spec.commit.authorEmail: holds <, > or a control character, which a git author cannot"),
+    ('spec: {commit: {authorName: "Fleet\\rBot"}}',  # a raw CR in the commit header
+     "spec.commit.authorName: holds <, > or a control character, which a git author cannot"),
+    ('spec: {commit: {authorName: "   "}}', "spec.commit.authorName: empty: git records no author without it"),
 ])
 def test_invalid_configs_are_problems_and_fall_back_to_defaults(body_yaml: str, expected: str) -> None:
     obj = cfg("apiVersion: ksgitops.kubestellar.io/v1alpha1\nkind: RepoConfig\n" + body_yaml)
@@ -194,3 +200,11 @@ def test_trailer_is_the_last_paragraph() -> None:
     message = RepoConfig().commit_message(SHA)
     last = message.rstrip("\n").split("\n\n")[-1]
     assert last == f"Ksgitops-Source: {SHA}"
+
+
+def test_integers_written_as_floats_are_integers() -> None:
+    """JSON Schema's integer takes 2.0: the config holds 2 (a float limit stopped `status`)."""
+    config, problems = parse_repo_config(minimal(status={"limit": 2.0}, push={"retries": 4.0}))
+    assert problems == []
+    assert (config.status_limit, config.push_retries) == (2, 4)
+    assert type(config.status_limit) is int and type(config.push_retries) is int

@@ -40,7 +40,7 @@ CUSTOMIZER_ANNOTATION = "edge.kubestellar.io/customizer"
 EXPAND_ANNOTATION = "edge.kubestellar.io/expand-parameters"
 
 _PATCH_ERRORS = (jsonpatch.JsonPatchException, jsonpointer.JsonPointerException,
-                 KeyError, IndexError, TypeError)
+                 KeyError, IndexError, TypeError, ValueError)  # ValueError: an index int() refuses
 
 
 class CustomizeResult(Struct, frozen=True):
@@ -228,14 +228,15 @@ def _size_at(body: Any, pointer: Any) -> int:
     """The size (as JSON) of what a copy op copies; 0 when `from` does not resolve (the op fails)."""
     try:
         return len(orjson.dumps(jsonpointer.resolve_pointer(body, pointer)))
-    except (jsonpointer.JsonPointerException, TypeError, KeyError, IndexError):
+    except (jsonpointer.JsonPointerException, TypeError, KeyError, IndexError, ValueError):
         return 0
 
 
 def _patch_failure(exc: Exception) -> str:
     if isinstance(exc, jsonpatch.JsonPatchTestFailed):
         return "test op failed: the value at the path differs"
-    if isinstance(exc, (jsonpatch.JsonPatchConflict, jsonpointer.JsonPointerException, KeyError, IndexError)):
+    if isinstance(exc, (jsonpatch.JsonPatchConflict, jsonpointer.JsonPointerException, KeyError, IndexError,
+                        ValueError)):
         return "the path does not resolve in the object"
     return f"invalid op ({type(exc).__name__})"
 

@@ -27,7 +27,10 @@ value it has just put.
 
 Bounds: finding the places visits at most MAX_VISITS nodes (each `..` and each list of indices
 multiplies the work: `$..*..*..*` on a deep object, or `[0,0,0,0]` repeated, would take hours), and
-`replace_all` may be told how many places it may fill; beyond either, the path is a PathError.
+`replace_all` may be told how many places it may fill; beyond either, the path is a PathError. So
+is a path of more than MAX_STEPS selectors (each is a level of the search's recursion), an index
+of more than MAX_INDEX_DIGITS digits, and a quoted name holding a lone surrogate (an escaped
+pair is the one character it spells, as in JavaScript).
 """
 from __future__ import annotations
 
@@ -43,6 +46,8 @@ __all__ = ["PathError", "Name", "Slice", "Every", "Recurse", "Choice", "Path",
 
 
 MAX_VISITS = 1_000_000
+MAX_STEPS = 200  # selectors in one path: each is a level of the search's recursion
+MAX_INDEX_DIGITS = 18  # an index beyond any list (and within what int() reads)
 
 
 class PathError(ValueError):
@@ -122,6 +127,8 @@ class _Parser:
         steps: list[Selector] = []
         while self.pos < len(self.text):
             steps.extend(self.selector())
+            if len(steps) > MAX_STEPS:
+                raise PathError(f"invalid path: more than {MAX_STEPS} steps")
         if not steps:
             raise PathError(f"invalid path {self.text!r}: it selects the whole object")
         return tuple(steps)
@@ -150,7 +157,7 @@ class _Parser:
             raise self.fail("a name, an index or '*' after '.'")
         self.pos = m.end()
         word = m.group()
-        return Slice(int(word), int(word) + 1) if _DIGITS.fullmatch(word) else Name(word)
+        return Slice(*self.index(word)) if _DIGITS.fullmatch(word) else Name(word)
 
     def bracket(self) -> Selector:
         self.take("[", "'['")
@@ -182,8 +189,16 @@ class _Parser:
                 raise self.fail(f"a closing {quote}")
             self.pos += 1
             if char == quote:
-                return "".join(out)
+                return self.characters("".join(out))
             out.append(self.escape() if char == "\\" else char)
+
+    def characters(self, name: str) -> str:
+        """`name` with each escaped surrogate pair made the one character it spells (as in
+        JavaScript); a lone surrogate is no character that a key can hold (nor JSON write)."""
+        try:
+            return name.encode("utf-16-le", "surrogatepass").decode("utf-16-le")
+        except UnicodeDecodeError:
+            raise PathError(f"invalid path {self.text!r}: a lone surrogate (\\ud800-\\udfff) is no character") from None
 
     def escape(self) -> str:
         """The character(s) a JavaScript escape sequence stands for (the backslash is consumed)."""
@@ -224,7 +239,13 @@ class _Parser:
         if m is None:
             return None
         self.pos = m.end()
-        return int(m.group())
+        return self.index(m.group())[0]
+
+    def index(self, digits: str) -> tuple[int, int]:
+        """An index read, and the one after it."""
+        if len(digits) > MAX_INDEX_DIGITS:
+            raise PathError(f"invalid path: an index of more than {MAX_INDEX_DIGITS} digits")
+        return int(digits), int(digits) + 1
 
     def numbers(self) -> Selector:
         first = self.integer()

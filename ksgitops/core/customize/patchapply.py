@@ -110,7 +110,7 @@ def _at(node: Any, parts: list[str], kind: str, value: Any, made: dict[int, Any]
         node = _own(node, made)
         node.append(value)
         return node
-    if not _INDEX.fullmatch(part):
+    if not _INDEX.fullmatch(part) or len(part) > 18:  # beyond any list (and what int() reads)
         raise _Unsure
     index = int(part)
     if index > len(node) or (index == len(node) and not (last and kind == "add")):

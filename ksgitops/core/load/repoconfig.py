@@ -105,13 +105,14 @@ def parse_repo_config(obj: Obj | None) -> tuple[RepoConfig, list[Problem]]:
         author_email=commit.get("authorEmail", DEFAULT_AUTHOR_EMAIL),
         message_template=commit.get("messageTemplate", DEFAULT_MESSAGE_TEMPLATE),
         skip_ci=commit.get("skipCi", True),
-        status_limit=spec.get("status", {}).get("limit", DEFAULT_STATUS_LIMIT),
+        status_limit=int(spec.get("status", {}).get("limit", DEFAULT_STATUS_LIMIT)),  # the schema's integer: 2.0 too
         skip_spaces=tuple(sorted(spec.get("skipSpaces", []))),
         kinds=kinds,
-        push_retries=spec.get("push", {}).get("retries", DEFAULT_PUSH_RETRIES),
+        push_retries=int(spec.get("push", {}).get("retries", DEFAULT_PUSH_RETRIES)),
         poll_interval=float(spec.get("poll", {}).get("intervalSeconds", DEFAULT_POLL_INTERVAL)),
     )
-    messages = _template_messages(config.message_template) + _kinds_messages(kinds)
+    messages = _template_messages(config.message_template) + _kinds_messages(kinds) + \
+        _author_messages(config.author_name, config.author_email)
     problems = [Problem(obj.origin, f"{_label(obj)}: {m}") for m in messages]
     return (RepoConfig(), problems) if problems else (config, [])
 
@@ -142,6 +143,17 @@ def _template_messages(template: str) -> list[str]:
     except (ValueError, TypeError, IndexError, KeyError) as e:
         return [f"{where}: {e}"]
     return []
+
+
+def _author_messages(name: str, email: str) -> list[str]:
+    """What git refuses in a commit's author (or cannot write: NUL ends a C string)."""
+    found = []
+    for field, value in (("authorName", name), ("authorEmail", email)):
+        if not value.strip():
+            found.append(f"spec.commit.{field}: empty: git records no author without it")
+        elif any(c in "<>\x7f" or c < " " for c in value):
+            found.append(f"spec.commit.{field}: holds <, > or a control character, which a git author cannot")
+    return found
 
 
 def _kinds_messages(kinds: tuple[KindEntry, ...]) -> list[str]:

@@ -100,7 +100,7 @@ def system_object(group: str, kind: str, name: str, body: Mapping[str, Any]) -> 
     if kind == "ConfigMap" and name == "kube-root-ca.crt":
         return "the ConfigMap kube-root-ca.crt is made by every namespace of every cluster"
     secret_type = body.get("type")
-    if kind == "Secret" and secret_type in _SYSTEM_SECRET_TYPES:
+    if kind == "Secret" and isinstance(secret_type, str) and secret_type in _SYSTEM_SECRET_TYPES:
         return f"a Secret of type {secret_type} is made by the cluster that uses it"
     return None
 

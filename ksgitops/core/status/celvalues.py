@@ -52,12 +52,20 @@ def aggregate(kind: str, count: int, numbers: list[int | float]) -> dict[str, An
     if kind == "SUM":
         return _number_value(_sum(numbers))
     if kind == "AVG":
-        return _number_value(_sum(numbers) / len(numbers) if numbers else math.nan)
+        return _number_value(_average(numbers) if numbers else math.nan)
     candidates = [n for n in numbers if not (isinstance(n, float) and math.isnan(n))]
     # ties (3 and 3.0, 0.0 and -0.0) are broken by the text, so that row order cannot matter
     if kind == "MIN":
         return _number_value(min(candidates, key=_tie_key) if candidates else math.inf)
     return _number_value(max(candidates, key=_tie_key) if candidates else -math.inf)
+
+
+def _average(numbers: list[int | float]) -> int | float:
+    total = _sum(numbers)
+    try:
+        return total / len(numbers)
+    except OverflowError:  # an exact sum of integers whose mean no double holds: its sign
+        return math.inf if total > 0 else -math.inf
 
 
 def _tie_key(n: int | float) -> tuple[int | float, str]:
