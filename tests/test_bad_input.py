@@ -807,3 +807,24 @@ def test_no_traceback_without_debug_for_any_fatal_case(tree: Callable[[Files], P
                       "spaces/wmw-c: frozen: it contributes nothing until its errors are fixed (no last good state is "
                       "recorded)"], frozen
     assert_contributes_nothing(repo)
+
+
+def test_explain_of_a_mailbox_a_frozen_workload_space_keeps_whole_says_so(tmp_path: Path) -> None:
+    """A workload space with an error and no placement records (as an older ksgitops left it) keeps
+    the WEC's mailbox whole: nothing is computed for it, which `explain` looked up (KeyError, exit 4)."""
+    import shutil
+    repo = tmp_path / "repo"
+    shutil.copytree(EXAMPLE, repo)
+    shutil.rmtree(repo / "spaces/wmw-c/.ksgitops/placements", ignore_errors=True)
+    (repo / "spaces/wmw-c/broken.yaml").write_text("a: [\n")
+    result = ks("explain", "florin", "ConfigMap/commonstuff/httpd-htdocs", repo)
+    assert result.returncode == 2, result
+    assert "spaces/imw1-mb-florin is kept as it stands" in result.stderr, result.stderr
+    assert_clean(result.stderr)
+
+
+def test_a_number_of_thousands_of_digits_is_no_status_number() -> None:
+    """int() refuses more than 4,300 digits: a StatusCollector subject (or a report) that long gave exit 4."""
+    from ksgitops.core.status.celvalues import as_number
+    assert as_number("9" * 5000) == (None, "is a string of more than 400 characters, not a number")
+    assert as_number(" 12 ") == (12, "")

@@ -217,6 +217,9 @@ def explain(wec: str, obj: str | None, repo: Path | None, output: str) -> None:
     if mailbox in result.frozen.wecs:
         raise KsgitopsError(f"WEC {wec} is frozen: its mailbox spaces/{mailbox} is kept as it stands until the "
                             "errors of its inventory space are fixed")
+    if mailbox not in result.mailboxes:  # kept whole by a frozen workload space, nothing computed for it
+        raise KsgitopsError(f"WEC {wec}'s mailbox spaces/{mailbox} is kept as it stands until the errors of the "
+                            "workload spaces that place on it are fixed")
     data = explaining.explain_object_on(result, mailbox, obj) if obj else explaining.explain_wec(result, mailbox)
     if obj and not data["matches"]:
         raise KsgitopsError(explaining.no_match_message(result, obj))

@@ -26,6 +26,9 @@ def cel_type(value: Any) -> str:
     return type(value).__name__
 
 
+MAX_NUMBER_TEXT = 400  # a number's text, beyond any double's (and within what int() reads)
+
+
 def as_number(value: Any) -> tuple[int | float | None, str]:
     """A subject as a number, or (None, why not); null is skipped without a reason."""
     if value is None:
@@ -36,6 +39,8 @@ def as_number(value: Any) -> tuple[int | float | None, str]:
         return value, ""
     if isinstance(value, str):
         text = value.strip()
+        if len(text) > MAX_NUMBER_TEXT:
+            return None, f"is a string of more than {MAX_NUMBER_TEXT} characters, not a number"
         if _INT_TEXT.fullmatch(text):
             return int(text), ""
         if _FLOAT_TEXT.fullmatch(text):
