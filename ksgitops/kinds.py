@@ -15,6 +15,7 @@ from msgspec import Struct
 from .model import Obj
 from .names import dns1035_label_error, dns1123_label_error, dns1123_subdomain_error, path_segment_name_error
 
+
 class KindInfo(Struct, frozen=True):
     resource: str
     namespaced: bool

@@ -30,6 +30,7 @@ from .sources import Source
 from .status import STATUS_SUBJECT, StatusOutcome, fold_subject
 from .usecases import ProvenOutcome, ReconcileOutcome
 
+
 class CycleCommit(Struct):
     """What one cycle committed (at most one commit)."""
 

@@ -12,6 +12,7 @@ from typing import Iterator, Union
 
 from msgspec import Struct
 
+
 class _Marker:
     def __init__(self, name: str) -> None:
         self.name = name

@@ -228,7 +228,7 @@ def _size_at(body: Any, pointer: Any) -> int:
     """The size (as JSON) of what a copy op copies; 0 when `from` does not resolve (the op fails)."""
     try:
         return len(orjson.dumps(jsonpointer.resolve_pointer(body, pointer)))
-    except (jsonpointer.JsonPointerException, TypeError, KeyError, IndexError, ValueError):
+    except _PATCH_ERRORS:
         return 0
 
 

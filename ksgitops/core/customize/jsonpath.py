@@ -157,7 +157,10 @@ class _Parser:
             raise self.fail("a name, an index or '*' after '.'")
         self.pos = m.end()
         word = m.group()
-        return Slice(*self.index(word)) if _DIGITS.fullmatch(word) else Name(word)
+        if not _DIGITS.fullmatch(word):
+            return Name(word)
+        index = self.index(word)
+        return Slice(index, index + 1)
 
     def bracket(self) -> Selector:
         self.take("[", "'['")
@@ -239,13 +242,12 @@ class _Parser:
         if m is None:
             return None
         self.pos = m.end()
-        return self.index(m.group())[0]
+        return self.index(m.group())
 
-    def index(self, digits: str) -> tuple[int, int]:
-        """An index read, and the one after it."""
+    def index(self, digits: str) -> int:
         if len(digits) > MAX_INDEX_DIGITS:
             raise PathError(f"invalid path: an index of more than {MAX_INDEX_DIGITS} digits")
-        return int(digits), int(digits) + 1
+        return int(digits)
 
     def numbers(self) -> Selector:
         first = self.integer()

@@ -14,6 +14,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from .jsonpath import MAX_INDEX_DIGITS
+
 _OPS = ("add", "remove", "replace")
 _INVALID_ESCAPE = re.compile(r"~[^01]|~\Z")  # jsonpointer refuses these
 _INDEX = re.compile(r"0|[1-9][0-9]*")  # a list index as jsonpointer reads one
@@ -110,7 +112,7 @@ def _at(node: Any, parts: list[str], kind: str, value: Any, made: dict[int, Any]
         node = _own(node, made)
         node.append(value)
         return node
-    if not _INDEX.fullmatch(part) or len(part) > 18:  # beyond any list (and what int() reads)
+    if not _INDEX.fullmatch(part) or len(part) > MAX_INDEX_DIGITS:
         raise _Unsure
     index = int(part)
     if index > len(node) or (index == len(node) and not (last and kind == "add")):

@@ -14,10 +14,11 @@ UTF-8 or nested too deep.
 """
 from __future__ import annotations
 
-import msgspec
 import hashlib
 import re
 from typing import Any
+
+from msgspec.structs import replace
 
 from ...model import Origin, Problem
 from .convert import FindingsMemo, converted, read_source
@@ -113,5 +114,5 @@ def _moved(problems: Any, by: int, path: str | None = None) -> tuple[Problem, ..
     moved = []
     for p in problems:
         line = p.origin.line + by if p.origin.line else 0
-        moved.append(msgspec.structs.replace(p, origin=Origin(path or p.origin.path, line)))
+        moved.append(replace(p, origin=Origin(path or p.origin.path, line)))
     return tuple(moved)

@@ -14,6 +14,7 @@ from ...model import counted
 from ...names import file_stem, printable
 from ..tree import FileTree
 
+
 class ObjectChange(Struct, frozen=True):
     """One object a WEC would receive differently; both sides rendered, Secret values redacted."""
 

@@ -25,6 +25,7 @@ from .source import MailboxListing, StatusSource
 from .sync import object_facts
 from .syncreport import SYNC_FILE, Drift, SyncReport, parse_sync_report
 
+
 class Row(NamedTuple):
     """One placed object on one WEC, judged. No object data: health, times, content keys."""
 

@@ -8,6 +8,7 @@ from typing import Protocol
 
 from msgspec import Struct, field
 
+
 class MailboxListing(Struct):
     """What a mailbox holds, by content key: objects/<rel>.yaml, patches/<rel>.json, reported/<name>."""
 

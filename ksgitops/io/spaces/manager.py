@@ -11,6 +11,7 @@ from ...model import KsgitopsError
 from .base import Provider, ProviderError, describe
 from .stores import SpaceStore
 
+
 class Applied(Struct):
     """What one pass of the manager did: actions done, failed (with the error) and skipped (a
     previous action for the same space failed)."""

@@ -24,6 +24,7 @@ from .gitfolders import read_file_or_none
 
 # ---- the space manager
 
+
 class SpaceStore(Protocol):
     """Where Space objects live for the manager."""
 
