@@ -1,13 +1,17 @@
 """The small records caches hold by the thousand pickle as their fields (Obj without the memos it
-makes from its body): every field must come back, including one added later."""
+makes from its body): every field must come back, including one added later; a record that keeps a
+memo compares every field but that one."""
 from __future__ import annotations
 
 import pickle
 
+import msgspec
 import pytest
 from msgspec.structs import fields
 
 from ksgitops.core.place.where import Destination, Wec
+from ksgitops.core.status.markdown import MailboxSummary
+from ksgitops.core.status.memo import StatusMemo
 from ksgitops.model import Obj, ObjRef, Origin, Problem
 
 
@@ -52,3 +56,16 @@ def test_packed_wecs_come_back_whole_and_in_order(label: str) -> None:
         for got, want in zip((back.sync_target, *back.locations), (wec.sync_target, *wec.locations)):
             assert (got.space, got.body, got.origin, got.key) == (want.space, want.body, want.origin, want.key)
             assert list(got.body["metadata"]["labels"]) == list(want.body["metadata"]["labels"])  # key order kept
+
+
+@pytest.mark.parametrize("cls, memo", [(MailboxSummary, "_line"), (StatusMemo, "fetch")])
+def test_records_that_keep_a_memo_compare_every_other_field(cls, memo: str) -> None:
+    """`==` leaves out the memo only, wherever a field is declared."""
+    base = cls(**{f.name: _value(f.name, 0) for f in fields(cls) if f.required})
+    for f in fields(cls):
+        changed = msgspec.structs.replace(base, **{f.name: _value(f.name, 1)})
+        assert (changed == base) is (f.name == memo), f.name
+
+
+def _value(name: str, n: int) -> object:
+    return {"format": 3 + n, "changed": bool(n), "broken_count": n, "counts": {"Healthy": n}}.get(name, f"{name}-{n}")

@@ -12,10 +12,10 @@ import heapq
 import re
 from functools import lru_cache
 from itertools import islice
+from operator import attrgetter
 from typing import Any, Mapping, NamedTuple
 
 from msgspec import Struct, field
-from msgspec.structs import astuple
 
 from ...model import counted
 from .combined import HEALTH_ORDER, counts
@@ -56,7 +56,7 @@ class MailboxSummary(Struct):
     def __eq__(self, other: object) -> bool:
         if type(other) is not MailboxSummary:
             return NotImplemented
-        return astuple(self)[:-1] == astuple(other)[:-1]
+        return _compared_summary(self) == _compared_summary(other)
 
     @property
     def healthy(self) -> int:
@@ -98,6 +98,9 @@ class MailboxSummary(Struct):
         summary.broken_count = len(summary.broken)
         del summary.broken[max(broken_limit, 0):]  # more could never be shown
         return summary
+
+
+_compared_summary = attrgetter(*(f for f in MailboxSummary.__struct_fields__ if f != "_line"))
 
 
 def total_counts(summaries: Mapping[str, MailboxSummary]) -> dict[str, int]:

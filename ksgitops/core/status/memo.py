@@ -4,10 +4,10 @@ by parts so that an unchanged mailbox or object costs a few bytes to load, not i
 from __future__ import annotations
 
 import pickle
+from operator import attrgetter
 from typing import Any, Callable
 
 from msgspec import Struct, field
-from msgspec.structs import astuple
 
 from ...model import Problem
 from ..emit.problems import ParsedProblems
@@ -46,7 +46,7 @@ class StatusMemo(Struct):
     def __eq__(self, other: object) -> bool:
         if type(other) is not StatusMemo:
             return NotImplemented
-        return astuple(self)[:-1] == astuple(other)[:-1]
+        return _compared_memo(self) == _compared_memo(other)
 
     def detail(self, mailbox: str, memo: MailboxMemo) -> Detail:
         return decode_detail(self.detail_bytes(mailbox, memo), detail_name(mailbox))
@@ -71,6 +71,9 @@ class StatusMemo(Struct):
         self.objects.clear()
         self.problems.clear()
         self.fetch, self.changed = None, True
+
+
+_compared_memo = attrgetter(*(f for f in StatusMemo.__struct_fields__ if f != "fetch"))
 
 
 class MemoLost(Exception):
