@@ -58,6 +58,16 @@ def test_wecs_lists_labels_mailbox_and_placements(cli: Any, example: Path) -> No
     assert text[0].split() == ["WEC", "SPACE", "MAILBOX", "PLACEMENTS", "LABELS"]
     assert text[1].split()[:4] == ["florin", "imw1", "imw1-mb-florin", "1"]
     assert "env=prod" in text[1]
+    assert not any(r["frozen"] for r in rows)
+
+
+def test_wecs_marks_the_wecs_an_inventory_error_freezes(cli: Any, example: Path) -> None:
+    (example / "spaces/imw1/broken.yaml").write_text("kind: [\n")
+    res = cli("wecs", str(example), "-o", "json")
+    assert res.code == 2, res
+    assert [(r["wec"], r["frozen"]) for r in json.loads(res.out)["wecs"]] == [("florin", True), ("guilder", True)]
+    text = cli("wecs", str(example)).out.splitlines()
+    assert text[1].split()[:4] == ["florin", "imw1", "imw1-mb-florin", "(frozen)"]
 
 
 # --- explain: why not ------------------------------------------------------------------------------

@@ -187,6 +187,23 @@ def test_hand_edited_generated_file_is_overwritten_and_source_edits_kept(example
     assert git(example_git, "status", "--porcelain") == "M spaces/imw1/florin.yaml"
 
 
+def test_a_new_wec_s_mailbox_left_by_a_plain_reconcile_is_no_uncommitted_source(example_git: Path, cli) -> None:
+    """The mailbox a work-tree reconcile wrote for a WEC the commit does not have yet is generated
+    output: --commit writes and commits it without calling it an uncommitted source change."""
+    assert cli("reconcile", str(example_git), "--commit").code == 0
+    florin = (example_git / "spaces/imw1/florin.yaml").read_text()
+    (example_git / "spaces/imw1/bilbao.yaml").write_text(florin.replace("florin", "bilbao"))
+    assert cli("reconcile", str(example_git)).code == 0
+    assert (example_git / "spaces/imw1-mb-bilbao/kustomization.yaml").is_file()
+    git(example_git, "add", "spaces/imw1/bilbao.yaml")
+    git(example_git, "commit", "-qm", "a WEC")
+    result = cli("reconcile", str(example_git), "--commit")
+    assert result.code == 0, result
+    assert "uncommitted" not in result.err, result.err
+    assert "spaces/imw1-mb-bilbao/kustomization.yaml" in git(example_git, "ls-files").splitlines()
+    assert git(example_git, "status", "--porcelain") == ""
+
+
 def test_written_trees_are_canonical_git_objects(example_git: Path, cli) -> None:
     """Trees and blobs written as a pack are what git itself would write: fsck is clean and
     rebuilding the tree from a fresh index (no cached tree ids) gives the same id."""

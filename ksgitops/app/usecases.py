@@ -207,7 +207,7 @@ def reconcile_commit(path: Path, source: str, progress: Progress | None = None,
             cache.save_record(replace(record, ref=tip[0], tip=tip[1]))
         return ProvenOutcome(record.result)
     result = reconcile_reusing(src, cache, progress)
-    _warn_uncommitted(src, result.loaded.mailboxes)
+    _warn_uncommitted(src, set(result.loaded.mailboxes) | set(result.wecs))  # a new WEC's mailbox too
     config = result.config
 
     def message(roots: list[str]) -> str:  # {affected}: the WECs whose mailbox the commit changes

@@ -137,7 +137,7 @@ def _reconcile(repo: Path | None, source: str | None, do_commit: bool, do_push: 
               "problems": [problem_json(p) for p in result.problems], "frozen": [u.as_json() for u in frozen],
               **({"pushed": pushed} if pushed is not None else {}), **confined_json(result)})
     else:
-        what = f"committed {outcome.commit[:12]}" if outcome.commit else ("no commit (unchanged)" if do_commit else "written")
+        what = f"committed {outcome.commit[:12]}" if outcome.commit else ("no commit (unchanged)" if do_commit else "written" if outcome.changed_roots else "up to date")
         if pushed is not None:
             what += ", pushed" if pushed else ", nothing to push"
         click.echo(f"{counted(len(result.wecs), 'WEC')}, {counted(len(outcome.changed_roots), 'generated folder')} changed, {what}"
@@ -231,7 +231,8 @@ def explain(wec: str, obj: str | None, repo: Path | None, output: str) -> None:
 @REPO
 @output_option("text", "json")
 def wecs(repo: Path | None, output: str) -> None:
-    """List the WECs: SyncTarget labels, mailbox, and how many placements reach each."""
+    """List the WECs: SyncTarget labels, mailbox (marked frozen when an error keeps it as it stands),
+    and how many placements reach each."""
     root = locate(repo)
     with ProgressBars(output) as progress:
         rows, result = app.list_wecs(root, progress)

@@ -116,5 +116,5 @@ def table(headers: list[str], rows: list[list[str]]) -> str:
 
 def wec_table(rows: list[dict[str, Any]]) -> str:
     return table(["WEC", "SPACE", "MAILBOX", "PLACEMENTS", "LABELS"],
-                 [[r["wec"], r["inventorySpace"], r["mailbox"], str(r["placements"]),
+                 [[r["wec"], r["inventorySpace"], r["mailbox"] + (" (frozen)" if r["frozen"] else ""), str(r["placements"]),
                    ",".join(f"{k}={v}" for k, v in r["labels"].items())] for r in rows])

@@ -48,6 +48,7 @@ def wec_rows(result: Result, names: dict[str, str]) -> list[dict[str, Any]]:
                 reaching[mb] = reaching.get(mb, 0) + 1
     rows = [{"wec": names.get(mb, mb), "inventorySpace": w.space, "syncTarget": w.name, "mailbox": mb,
              "labels": {str(k): str(v) for k, v in sorted(w.sync_target.labels.items())},
-             "locations": [loc.name for loc in w.locations], "placements": reaching[mb]}
+             "locations": [loc.name for loc in w.locations], "placements": reaching[mb],
+             "frozen": mb in result.frozen.wecs}
             for mb, w in result.wecs.items()]
     return sorted(rows, key=lambda r: (r["wec"], r["mailbox"]))
