@@ -92,3 +92,12 @@ def test_reconcile_and_diff_of_a_copy(name: str, tmp_path: Path, cli: Callable[.
     assert {p for p in tmp_path.rglob("*") if not p.is_relative_to(repo)} == outside, "wrote outside the repo"
     assert {rel: data for rel, data in _sources(repo).items() if rel in sources} == sources, "changed a source"
     assert cli("reconcile", str(repo)).code == 0 and cli("diff", str(repo)).code == 0  # idempotent
+
+
+@pytest.mark.skipif("example1-v0.7.0" not in REPOS, reason="no v0.7.0 example1 in the corpus")
+def test_explain_names_a_v1alpha1_clause_as_its_placement_spells_it(cli: Callable[..., Any]) -> None:
+    import json
+    result = cli("explain", "guilder", "Deployment/specialstuff/speciald", str(CORPUS / "example1-v0.7.0"), "-o", "json")
+    assert result.code == 0, result
+    [match] = json.loads(result.out)["matches"]
+    assert match["mailboxEntry"]["placedBy"] == ["wmw-s/edge-placement-s spec.namespaceSelector (v1alpha1)"], match

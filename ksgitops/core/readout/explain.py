@@ -10,6 +10,7 @@ from ..emit.mailbox import FROZEN_CLAUSE, MailboxPlan, PlacementPlan, Via
 from ..pipeline import Result
 from ..load.selectors import selector_mismatch
 from .suggest import did_you_mean
+from ..place.edgeplacement import SOURCE, clause_label
 from ..place.what import ALONG, along_line, explain_object, namespace_labels
 from ..place.where import Wec
 
@@ -46,11 +47,15 @@ def _placement_line(p: PlacementPlan, mailbox: str) -> dict[str, str]:
     return {"space": p.obj.space, "name": p.obj.name, "location": p.mailboxes[mailbox], "source": str(p.obj.origin)}
 
 
-def _via_text(via: Via) -> str:
+def _via_text(via: Via, specs: dict[tuple[str, str], dict[str, Any]]) -> str:
     if via.clause == FROZEN_CLAUSE:
         return f"{via.wds}/{via.placement} (frozen: placed at the space's last good state)"
     if via.clause == ALONG:
         return f"{via.wds}/{via.placement} (came along: the CustomResourceDefinition of placed custom resources)"
+    clauses = specs.get((via.wds, via.placement), {}).get("downsync")
+    clause = clauses[via.clause] if isinstance(clauses, list) and 0 <= via.clause < len(clauses) else None
+    if isinstance(clause, dict) and isinstance(clause.get(SOURCE), str):  # as the placement spells it
+        return f"{via.wds}/{via.placement} {clause_label(clause, via.clause)}"
     return f"{via.wds}/{via.placement} downsync[{via.clause}]"
 
 
@@ -70,7 +75,8 @@ def _entry_info(rel: str, plan: MailboxPlan) -> dict[str, Any]:
     else:
         if base.obj is not None:
             info["source"] = str(base.obj.origin)
-        info["placedBy"] = [_via_text(v) for v in entry.via]
+        specs = {p.key: p.spec for p in plan.placements}
+        info["placedBy"] = [_via_text(v, specs) for v in entry.via]
         info["wantSingletonReportedState"] = entry.wants_singleton
     if base.customizer:
         info["customizer"] = base.customizer
