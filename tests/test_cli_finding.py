@@ -182,3 +182,12 @@ def test_external_diff_never_shows_secret_values(cli: Any, example: Path) -> Non
     secret.write_text(secret.read_text().replace("hunter2-old", "hunter2-new"))
     res = external(example, "diff -u -N")
     assert res.returncode == 1 and "creds" in res.stdout and "hunter2" not in res.stdout + res.stderr, res
+
+
+def test_explain_of_an_unplaced_namespace_says_an_implied_one_is_delivered(cli: Any, example: Path) -> None:
+    data = json.loads(cli("explain", "florin", "Namespace/commonstuff", str(example), "-o", "json").out)
+    [match] = data["matches"]
+    assert match["placed"] is False
+    assert match["implied"].startswith("the mailbox holds a Namespace of this name all the same")
+    assert match["mailboxEntry"]["path"] == "objects/core/namespaces/_cluster/commonstuff.yaml"
+    assert match["mailboxEntry"]["implied"] == "namespace of placed objects"

@@ -110,8 +110,14 @@ def explain_object_on(result: Result, mailbox: str, spec: str) -> dict[str, Any]
                              "state stays as it is, its current objects are not used")
         elif not verdicts:
             report["why"] = f"space {wds} has no EdgePlacement, so nothing in it is placed anywhere"
-        if entry is not None:
-            report["mailboxEntry"] = _entry_info(entry.rel, plan)
+        implied = None if entry is not None else next(
+            (e for e in plan.entries.values() if e.base.obj is None and not e.via and e.base.ref == obj.ref), None)
+        if implied is not None:
+            report["implied"] = ("the mailbox holds a Namespace of this name all the same, implied by the placed "
+                                 "objects in it: a plain one, without this object's labels and annotations")
+        shown = entry or implied
+        if shown is not None:
+            report["mailboxEntry"] = _entry_info(shown.rel, plan)
         reports.append(report)
     return {"wec": plan.wec.name, "mailbox": mailbox, "query": spec, "matches": reports}
 
