@@ -15,6 +15,7 @@ import yaml
 
 import ksgitops
 from conftest import git, run_cli_subprocess
+from ksgitops.model import counted
 
 FLORIN = "spaces/imw1-mb-florin"
 GUILDER = "spaces/imw1-mb-guilder"
@@ -330,6 +331,17 @@ def test_diff_names_a_wec_whose_synctarget_was_removed(cli: Any, example: Path) 
     assert data["wecs"]["guilder"]["mailbox"] == "imw1-mb-guilder"
     assert f"--- a/{GUILDER}/" in data["wecs"]["guilder"]["diff"]
     assert (example / GUILDER).is_dir(), "diff is a dry run"
+    # what goes with the mailbox that reconcile did not write is named before it goes
+    (example / GUILDER / "NOTES.md").write_text("a person's notes\n")
+    gone = json.loads(run(cli, "diff", str(example), "-o", "json", code=1).out)["wecs"]["guilder"]["goesAway"]
+    reports = sorted(p.relative_to(example / GUILDER).as_posix() for p in (example / GUILDER / "reported").rglob("*")
+                     if p.is_file())
+    assert gone == {"notWritten": sorted(["NOTES.md", *reports])}
+    text = run(cli, "diff", str(example), code=1).out
+    assert f"{GUILDER}: the mailbox goes away with its SyncTarget, and with it {counted(1 + len(reports), 'file')} reconcile" in text
+    assert "NOTES.md" in text
+    assert "goesAway" not in json.dumps(json.loads(run(cli, "diff", str(example), "-o", "json", code=1).out)["wecs"].get(
+        "florin", {}))
 
 
 def test_diff_redacts_secret_values(cli: Any, example: Path) -> None:

@@ -12,7 +12,9 @@ from msgspec import Struct, field
 
 from ...model import counted
 from ...names import file_stem, printable
-from ..tree import FileTree
+from ..tree import FileTree, walk
+
+RECONCILE_OWNS = ("space.yaml", "syncerconfig.yaml", "kustomization.yaml", "objects/", "patches/")
 
 
 class ObjectChange(Struct, frozen=True):
@@ -60,6 +62,20 @@ class WecDiff(Struct):
     mailbox: str
     diff: str
     changes: list[ObjectChange] = field(default_factory=list)
+    gone: list[str] | None = None  # the mailbox goes away with its SyncTarget: the files reconcile did not write
+
+    @property
+    def gone_line(self) -> str:
+        if self.gone is None:
+            return ""
+        shown = ", ".join(printable(p) for p in self.gone[:5]) + (", ..." if len(self.gone) > 5 else "")
+        others = f", and with it {counted(len(self.gone), 'file')} reconcile did not write: {shown}" if self.gone else ""
+        return f"spaces/{printable(self.mailbox)}: the mailbox goes away with its SyncTarget{others}"
+
+
+def files_not_written(tree: FileTree | None) -> list[str]:
+    """The files of a mailbox that reconcile does not own (reports, upsynced objects, a person's)."""
+    return sorted(path for path, _ in walk(tree or {}) if not path.startswith(RECONCILE_OWNS))
 
 
 class DiffResult(Struct):
@@ -73,7 +89,9 @@ class DiffResult(Struct):
 
     def as_json(self) -> dict[str, Any]:
         return {"changed": self.changed, "affectedWecs": self.affected,
-                "wecs": {w.wec: {"mailbox": w.mailbox, "diff": w.diff} for w in self.wecs},
+                "wecs": {w.wec: {"mailbox": w.mailbox, "diff": w.diff,
+                                 **({"goesAway": {"notWritten": w.gone}} if w.gone is not None else {})}
+                         for w in self.wecs},
                 "frozen": [u.as_json() for u in self.frozen]}
 
 
@@ -140,6 +158,8 @@ def markdown(result: DiffResult) -> str:
         fence = "`" * max(3, 1 + max((len(run) for run in _BACKTICKS.findall(w.diff)), default=0))
         lines += [f"<details><summary>{html.escape(printable(w.wec))} (<code>spaces/{w.mailbox}</code>)</summary>",
                   "", f"{fence}diff", w.diff.rstrip("\n"), fence, "</details>", ""]
+        if w.gone is not None:
+            lines += [html.escape(w.gone_line, quote=False), ""]
     if result.frozen:
         lines += ["#### Frozen", "", "These parts have errors: reconcile keeps them as they are (the run fails).", ""]
         lines += [f"- `spaces/{printable(u.space)}`: {html.escape(printable(u.kept), quote=False)}" for u in result.frozen]
@@ -150,6 +170,6 @@ _BACKTICKS = re.compile(r"`{3,}")  # a fence longer than any run in the diff: no
 
 
 def text(result: DiffResult) -> str:
-    body = "".join(w.diff for w in result.wecs)
+    body = "".join(w.diff + (f"{w.gone_line}\n" if w.gone is not None else "") for w in result.wecs)
     frozen = "".join(f"{u}\n" for u in result.frozen)
     return body + frozen + f"{counted(len(result.wecs), 'WEC')} affected\n"
