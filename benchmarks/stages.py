@@ -39,7 +39,7 @@ from ksgitops.io.git.cache import DiskCache  # noqa: E402
 
 STAGES: list[tuple[Any, str, str]] = [
     *((pipeline, name, name) for name in (
-        "reconcile", "load", "validate", "with_default_namespaces", "inventory", "space_step", "isolate",
+        "reconcile", "load", "validate", "with_scopes", "inventory", "space_step", "isolate",
         "_plan_placements", "_build", "mailbox_digest", "_reaching", "_generated", "problem_files")),
     (pipeline._PlanMemo, "destinations", "where (memoized)"),
     (where.Candidates, "__init__", "where: Candidates"),

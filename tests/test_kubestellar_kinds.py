@@ -24,7 +24,7 @@ import pytest
 from ksgitops.app import usecases as app
 from ksgitops.core.load import validate as validate_module
 from ksgitops.core.load.convert import read_source
-from ksgitops.core.load.validate import validate
+from ksgitops.core.load.validate import validate, with_scopes
 from ksgitops.kinds import KindTable
 from ksgitops.model import Obj, Origin
 
@@ -185,21 +185,23 @@ def test_syncer_config_is_cluster_scoped() -> None:
     e2e SyncerConfigs have no namespace."""
     text = V2 + "kind: SyncerConfig\nmetadata: {name: syncer-config}\nspec: {namespaceScope: {}}\n"
     assert validate({"wds": [_obj(text)]}, KindTable()) == []
-    stray = validate({"wds": [_obj(text.replace("name: syncer-config", "name: s, namespace: n"))]}, KindTable())
-    assert [str(p) for p in stray] == ["spaces/wds/x.yaml:1: warning: SyncerConfig s: metadata.namespace is ignored: "
-                                       "SyncerConfig is cluster-scoped (remove it)"]
+    spaces, stray = with_scopes({"wds": [_obj(text.replace("name: syncer-config", "name: s, namespace: n"))]},
+                                KindTable())
+    assert [str(p) for p in stray] == ["spaces/wds/x.yaml:1: warning: SyncerConfig s is cluster-scoped: its "
+                                       "metadata.namespace 'n' is ignored, as the API server ignores it (remove it)"]
+    assert [str(o.ref) for o in spaces["wds"]] == ["SyncerConfig.edge.kubestellar.io s"]
 
 
 def test_an_edge_placement_with_a_namespace_is_a_warning() -> None:
     text = V2 + "kind: EdgePlacement\nmetadata: {name: p, namespace: wds}\nspec: {}\n"
-    (problem,) = validate({"wds": [_obj(text)]}, KindTable())
-    assert not problem.is_error and "EdgePlacement is cluster-scoped" in problem.message
+    _, (problem,) = with_scopes({"wds": [_obj(text)]}, KindTable())
+    assert not problem.is_error and "EdgePlacement p is cluster-scoped" in problem.message
 
 
 def test_a_namespaced_object_without_a_namespace_is_read_in_default(tree: Tree) -> None:
     repo = tree({"spaces/wds/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cm}\n"})
     result = compute(repo)
-    assert [o.namespace for o in result.loaded.spaces["wds"]] == [""]  # as read...
+    assert [o.namespace for o in result.loaded.spaces["wds"]] == ["default"]  # as explain and status see it
     assert warnings_of(result) == ["spaces/wds/cm.yaml:1: warning: ConfigMap cm has no metadata.namespace: read in "
                                    "namespace default, where kubectl apply puts it with a default context; write the "
                                    "namespace"]

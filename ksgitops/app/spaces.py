@@ -30,7 +30,7 @@ from msgspec import Struct, field
 from ..core.load.read import load
 from ..core.load.repoconfig import parse_repo_config
 from ..core.place.spaces import CREATE_SPACE, DEFAULT_PROVIDER, DELETE_OBJECT, DELETE_SPACE, SET_PHASE, WRITE_OBJECT, Action, Observed, Plan, ProviderDesc, SpaceObj, is_provider_desc, is_space, plan, provider_from, simulate, space_from
-from ..core.load.validate import validate, with_default_namespaces
+from ..core.load.validate import validate, with_scopes
 from ..names import mailbox_name
 from ..io.fs.tree import WorkTreeSnapshot
 from ..io.spaces import Applied, GitFolderProvider, KubeconfigProvider, Provider, ProviderError, RepoSpaceStore, SourceSpace, SpaceManager
@@ -178,8 +178,8 @@ def _inputs(root: Path) -> _Inputs:
                                                     f"SyncTarget {space}/{obj.name}",
                                                     origin=existing.origin if existing is not None else obj.origin)
     kinds = KindTable(config.kind_infos())
-    ours, defaulted = with_default_namespaces(ours, kinds)
-    found.problems = defaulted + validate(ours, kinds)
+    ours, rescoped = with_scopes(ours, kinds)
+    found.problems = rescoped + validate(ours, kinds)
     return found
 
 

@@ -29,7 +29,7 @@ from .place.spaces import Plan
 from .place.spacestep import SPACE_DIR, space_step
 from .serialize import canonical_json
 from .tree import REUSE, Generated
-from .load.validate import validate, with_default_namespaces
+from .load.validate import validate, with_scopes
 from .place.what import Placed, namespace_labels, placement_spec, select
 from .place.carried import WecKey, WhereMemo, wec_prints
 from .place.where import Wec, inventory, wec_names
@@ -70,8 +70,9 @@ def reconcile(snapshot: Snapshot, previous: Previous = NO_PREVIOUS,
     _raise_if_errors([p for p in loaded.problems + problems if not p.origin.path.startswith("spaces/")])
     spaces = {s: objs for s, objs in loaded.spaces.items() if s not in config.skip_spaces}
     kinds = _kind_table(spaces, config)
-    spaces, defaulted = with_default_namespaces(spaces, kinds)
-    checked = defaulted + validate(spaces, kinds, cache)
+    spaces, rescoped = with_scopes(spaces, kinds)
+    loaded.spaces.update(spaces)  # explain and status see the objects as placed
+    checked = rescoped + validate(spaces, kinds, cache)
     wecs = inventory(spaces, cache)
     # -- space step (core/place/spaces.py): discovery, unknown providers
     space_out = space_step(snapshot, loaded, spaces, wecs, config.skip_spaces)

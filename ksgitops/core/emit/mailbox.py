@@ -284,7 +284,7 @@ def _patch(base: Base, customizer: Obj | None, params: Mapping[str, str],
     if _identity(result.body) != _identity(base.body):
         return _Customized(None, "customization must not change apiVersion, kind, metadata.name or "
                                  "metadata.namespace", result.warnings)
-    error = _label_error(result.body)
+    error = _metadata_error(result.body)
     if error:
         return _Customized(None, error, result.warnings)
     ops = make_patch(base.body, result.body)
@@ -306,13 +306,33 @@ def _map(value: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
-def _label_error(body: dict[str, Any]) -> str | None:
-    """Labels are validated before expansion with `%(...)` allowed; check what expansion made."""
-    for key, value in _map(_map(body.get("metadata")).get("labels")).items():
-        error = label_key_error(key) or label_value_error(value)
-        if error:
-            return f"customized metadata.labels: {error}"
+def _metadata_error(body: dict[str, Any]) -> str | None:
+    """What the API server (and kustomize) would refuse in the customized labels and annotations:
+    each a map of strings to strings (or absent, or null), with valid keys and valid label values.
+    The source was checked before customization, with `%(...)` allowed in label values; a
+    Customizer's replacement or jsonPatch may put any JSON value. Name and namespace are checked
+    by `_identity`."""
+    md = _map(body.get("metadata"))
+    for part in ("labels", "annotations"):
+        values = md.get(part)
+        if values is None:
+            continue
+        if not isinstance(values, dict):
+            return f"customized metadata.{part} is {_json_type(values)}, not a map of strings"
+        for key, value in values.items():
+            if not isinstance(value, str):
+                return f"customized metadata.{part}.{key}: the value is {_json_type(value)}, not a string"
+            error = label_key_error(key) or (label_value_error(value) if part == "labels" else None)
+            if error:
+                return f"customized metadata.{part}: {error}"
     return None
+
+
+_JSON_TYPES = {bool: "a boolean", int: "a number", float: "a number", str: "a string", list: "a list", dict: "a map"}
+
+
+def _json_type(value: Any) -> str:
+    return "null" if value is None else _JSON_TYPES.get(type(value), type(value).__name__)
 
 
 def _identity(body: dict[str, Any]) -> tuple[Any, ...]:

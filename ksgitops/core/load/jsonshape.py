@@ -10,6 +10,7 @@ from typing import Any
 import yaml
 
 INT_LIMIT = 2 ** 53  # kustomize reads numbers as float64: larger integers would change on the way
+BEYOND_INT_LIMIT = "integer beyond ±2^53 would lose precision in kustomize and JSON readers (quote it)"
 
 FieldPath = tuple["str | int | None", ...]  # keys and indices; None: a key that is no string
 
@@ -42,7 +43,7 @@ def _value_error(value: Any, depth: int, at: FieldPath) -> tuple[str, FieldPath]
     elif isinstance(value, float) and not math.isfinite(value):
         return "NaN and infinite numbers are not JSON (quote them to keep them as text)", at
     elif isinstance(value, int) and not isinstance(value, bool) and not -INT_LIMIT <= value <= INT_LIMIT:
-        return "integer beyond ±2^53 would lose precision in kustomize and JSON readers (quote it)", at
+        return BEYOND_INT_LIMIT, at
     elif not isinstance(value, (str, int, float, bool)) and value is not None:
         return f"value of type {type(value).__name__} is not JSON (use a plain string)", at
     return None

@@ -5,7 +5,10 @@ as strings so every value stays JSON, and no base-60 numbers, which kubectl's re
 have); JSON through orjson (a byte order mark skipped). Limits: files over 10 MiB, non-UTF-8
 text, alias bombs and recursive aliases, non-mapping documents, non-JSON values (jsonshape.py) and
 duplicate keys in a mapping or a source file's JSON object (kubectl refuses them too; a YAML merge
-key may still be overridden) are all fatal, reported as `file:line: message`.
+key may still be overridden) are all fatal, reported as `file:line: message`; so are what YAML's
+reader refuses (a NUL or another control character) and scalars its constructors cannot read (an
+explicit `!!bool maybe`, an integer of more digits than int() reads), which PyYAML reports
+without a line.
 
 Read as kubectl reads files: a `kind: List` document, or a `v1` `...List` one, stands for its
 `items`, each with its own line. A label or annotation value that YAML reads as a boolean, a
@@ -25,54 +28,10 @@ import yaml
 from ...model import Origin, Problem
 from .jsonshape import line_of, located, shape_error
 from .snapshot import MAX_FILE_BYTES as MAX_FILE_BYTES  # sources larger are refused (read before parsing)
+from .yamlread import Loader, NotJson, refused_character, tab_hint
 
 MAX_EXPANDED_NODES = 1_000_000
 MAX_NESTING = 500  # libyaml's composer recurses in C: far deeper input would overflow its stack
-
-
-class _Loader(yaml.CSafeLoader if hasattr(yaml, "CSafeLoader") else yaml.SafeLoader):  # type: ignore[misc]
-    """Safe loader without the timestamp resolver: '2024-01-01' stays a string, as JSON needs;
-    a key given twice in one mapping is an error (sigs.k8s.io/yaml, which kubectl uses, refuses it)."""
-
-    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
-        own = node.value  # flatten_mapping leaves here the mapping's own entries, merge keys removed
-        mapping: dict[Any, Any] = super().construct_mapping(node, deep)
-        if len(mapping) != len(node.value):  # fewer keys than entries: a duplicate, or an override
-            _refuse_duplicates(self, own)
-        return mapping
-
-
-def _refuse_duplicates(loader: Any, entries: list[tuple[yaml.Node, yaml.Node]]) -> None:
-    """Raise at the second occurrence of a key among a mapping's own entries (a key that only
-    overrides one brought in by a merge key `<<` is no duplicate)."""
-    first: dict[Any, int] = {}
-    for key_node, _ in entries:
-        key = loader.construct_object(key_node)
-        line = key_node.start_mark.line + 1
-        if key in first:
-            raise yaml.constructor.ConstructorError(
-                None, None, f"duplicate key {key!r} in a mapping (first at line {first[key]})", key_node.start_mark)
-        first[key] = line
-
-
-_INT_TAG, _FLOAT_TAG = "tag:yaml.org,2002:int", "tag:yaml.org,2002:float"
-_Loader.yaml_implicit_resolvers = {
-    first: [(tag, rx) for tag, rx in resolvers if tag not in ("tag:yaml.org,2002:timestamp", _INT_TAG, _FLOAT_TAG)]
-    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
-}
-# YAML 1.1's numbers but its base-60 ones: kubectl's reader (go-yaml v2) takes `12:30`, `1:20:30.5` and
-# `11:22:33:44:55` as text, where PyYAML would turn them into 750, 4830.5 and a large integer.
-_Loader.add_implicit_resolver(_INT_TAG, re.compile(r"""^(?:[-+]?0b[0-1_]+
-    |[-+]?0[0-7_]+
-    |[-+]?(?:0|[1-9][0-9_]*)
-    |[-+]?0x[0-9a-fA-F_]+)$""", re.X), list("-+0123456789"))
-_Loader.add_implicit_resolver(_FLOAT_TAG, re.compile(r"""^(?:[-+]?(?:[0-9][0-9_]*)\.[0-9_]*(?:[eE][-+][0-9]+)?
-    |\.[0-9][0-9_]*(?:[eE][-+][0-9]+)?
-    |[-+]?\.(?:inf|Inf|INF)
-    |\.(?:nan|NaN|NAN))$""", re.X), list("-+0123456789."))
-# kubectl's reader takes `1e3` as a number (YAML 1.1 wants a dot): read it as kubectl does.
-_Loader.add_implicit_resolver(
-    _FLOAT_TAG, re.compile(r"^[-+]?(?:[0-9]+)(?:[eE][-+]?[0-9]+)$"), list("-+0123456789"))
 
 
 class ParsedFile(Struct, frozen=True):
@@ -180,7 +139,7 @@ def _json_duplicate(text: str) -> tuple[int, str] | None:
     except _Duplicate:
         pass
     try:
-        yaml.load(text, Loader=_Loader)  # noqa: S506 - the safe loader of this module
+        yaml.load(text, Loader=Loader)  # noqa: S506 - the safe loader of this module
     except yaml.MarkedYAMLError as e:
         if e.problem and e.problem_mark and e.problem.startswith("duplicate key"):
             return e.problem_mark.line + 1, f"malformed JSON: {e.problem.replace('a mapping', 'an object')}"
@@ -287,7 +246,7 @@ def nesting_error(text: str) -> tuple[int, str] | None:
 def _event_depth_error(text: str, message: str) -> tuple[int, str] | None:
     """Exact nesting depth from the parser's events (libyaml's parser keeps its own stack;
     only the composer recurses)."""
-    loader = _Loader(text)
+    loader = Loader(text)
     depth = 0
     try:
         while loader.check_event():
@@ -325,7 +284,7 @@ def parse_yaml_documents(path: str, text: str, may_alias: bool = True) -> Parsed
     part of passed the size, UTF-8 and nesting checks."""
     docs: list[tuple[int, dict[str, Any]]] = []
     problems: list[Problem] = []
-    loader = _Loader(text)
+    loader = Loader(text)
     try:
         while loader.check_node():
             node = loader.get_node()
@@ -346,7 +305,11 @@ def parse_yaml_documents(path: str, text: str, may_alias: bool = True) -> Parsed
     except yaml.MarkedYAMLError as e:
         mark = e.problem_mark or e.context_mark
         line = mark.line + 1 if mark else 0
-        return _fail(path, line, f"malformed YAML: {e.problem or e.context}")
+        problem = str(e.problem or e.context)
+        return _fail(path, line, f"{'' if isinstance(e, NotJson) else 'malformed YAML: '}{problem}"
+                                 f"{tab_hint(text, e.problem_mark, problem)}")
+    except yaml.reader.ReaderError as e:
+        return _fail(path, *refused_character(text, e.character))
     except (yaml.YAMLError, ValueError, TypeError, RecursionError) as e:
         return _fail(path, 0, f"malformed YAML: {type(e).__name__}")
     finally:

@@ -30,8 +30,9 @@ ParseAhead = Callable[[ParseCache, list[tuple[str, SourceFile]]], None]
 
 
 class Loaded(Struct):
-    """Everything read from a snapshot: objects per (non-mailbox) space, in identity order. The
-    spaces RepoConfig's `skipSpaces` names are not read at all (`skipped`)."""
+    """Everything read from a snapshot: objects per (non-mailbox) space, in identity order (the
+    pipeline then puts each object in its kind's scope: validate.with_scopes). The spaces
+    RepoConfig's `skipSpaces` names are not read at all (`skipped`)."""
 
     spaces: dict[str, list[Obj]] = field(default_factory=dict)
     digests: dict[str, str] = field(default_factory=dict)  # space -> digest of its source files

@@ -7,9 +7,10 @@ selectors and clauses KubeStellar's CRDs accept but that match nothing or everyt
 (clauses.py). What a KubeStellar CRD and `kubectl apply` accept is a warning at worst:
 - a kind no built-in mapping, CRD in the repo or RepoConfig `kinds` entry describes is loaded, its
   scope taken from `metadata.namespace`, with one warning per kind (no clause can place it);
-- `metadata.namespace` on a cluster-scoped kind is ignored (warning);
-- a namespaced object without `metadata.namespace` is read in namespace `default`, where
-  `kubectl apply` with a default context puts it (warning; `with_default_namespaces`).
+- `metadata.namespace` on a cluster-scoped kind is ignored, as the API server clears it, and a
+  namespaced object without `metadata.namespace` is read in namespace `default`, where
+  `kubectl apply` with a default context puts it (a warning each; `with_scopes`, which the
+  caller runs before `validate`).
 """
 from __future__ import annotations
 
@@ -70,9 +71,6 @@ def _object_problems(obj: Obj, kinds: KindTable) -> Iterable[Problem]:
     info = kinds.lookup(obj.group, obj.kind)
     if info is None:
         yield Problem(obj.origin, _unknown_kind(obj), "warning", obj=f"{_UNKNOWN} {obj.group}/{obj.kind}")
-    elif not info.namespaced and obj.namespace:
-        yield _warning(obj, f"{obj.kind} {obj.name}: metadata.namespace is ignored: {obj.kind} is cluster-scoped "
-                            "(remove it)")
     messages = []
     error = name_error(obj.group, obj.kind, obj.name)
     if error:
@@ -160,41 +158,54 @@ def _control_warnings(obj: Obj, kinds: KindTable) -> list[str]:
     return []
 
 
-def with_default_namespaces(spaces: dict[str, list[Obj]], kinds: KindTable) -> tuple[dict[str, list[Obj]], list[Problem]]:
-    """Namespaced objects without `metadata.namespace` read in namespace `default` (a copy of the
-    object), each with a warning; two objects that then share an identity are an error."""
+def with_scopes(spaces: dict[str, list[Obj]], kinds: KindTable) -> tuple[dict[str, list[Obj]], list[Problem]]:
+    """Each object of a known kind in that kind's scope, as `kubectl apply` and the API server
+    read it, a copy with a warning: a namespaced object without `metadata.namespace` in namespace
+    `default`, a cluster-scoped one without the `metadata.namespace` it gives (the server clears
+    it). Two objects that then share an identity are an error. An object of a kind the table does
+    not know keeps the scope its file gives."""
     problems: list[Problem] = []
     out: dict[str, list[Obj]] = {}
     for space, objs in spaces.items():
-        changed = [o for o in objs if not o.namespace and _namespaced(o, kinds)]
-        if not changed:
-            out[space] = objs
-            continue
-        kept = [o for o in objs if o.namespace or not _namespaced(o, kinds)]
-        seen: dict[ObjRef, Obj] = {o.ref: o for o in kept}
-        for obj in changed:
-            moved = _in_namespace(obj, DEFAULT_NAMESPACE)
-            problems.append(_warning(moved, f"{obj.kind} {obj.name} has no metadata.namespace: read in namespace "
-                                            f"{DEFAULT_NAMESPACE}, where kubectl apply puts it with a default "
-                                            "context; write the namespace"))
-            first = seen.get(moved.ref)
-            if first is not None:
-                problems.append(Problem(obj.origin, f"{moved.ref} is defined twice: here and at {first.origin}"))
-                continue
-            seen[moved.ref] = moved
-        out[space] = [seen[ref] for ref in sorted(seen, key=ref_order)]
+        misplaced = [o for o in objs if _out_of_scope(o, kinds)]
+        out[space] = _rescoped(objs, misplaced, problems) if misplaced else objs
     return out, problems
 
 
-def _namespaced(obj: Obj, kinds: KindTable) -> bool:
+def _out_of_scope(obj: Obj, kinds: KindTable) -> bool:
     info = kinds.lookup(obj.group, obj.kind)
-    return info is not None and info.namespaced
+    return info is not None and info.namespaced != bool(obj.namespace)
+
+
+def _rescoped(objs: list[Obj], misplaced: list[Obj], problems: list[Problem]) -> list[Obj]:
+    """`objs` with each of `misplaced` moved into its scope, in identity order."""
+    moving = {id(o) for o in misplaced}
+    seen: dict[ObjRef, Obj] = {o.ref: o for o in objs if id(o) not in moving}
+    for obj in misplaced:
+        moved = _in_namespace(obj, "" if obj.namespace else DEFAULT_NAMESPACE)
+        problems.append(_warning(moved, _scope_warning(obj)))
+        first = seen.get(moved.ref)
+        if first is not None:
+            problems.append(Problem(obj.origin, f"{moved.ref} is defined twice: here and at {first.origin}"))
+            continue
+        seen[moved.ref] = moved
+    return [seen[ref] for ref in sorted(seen, key=ref_order)]
+
+
+def _scope_warning(obj: Obj) -> str:
+    if obj.namespace:
+        return (f"{obj.kind} {obj.name} is cluster-scoped: its metadata.namespace {obj.namespace!r} is ignored, as "
+                "the API server ignores it (remove it)")
+    return (f"{obj.kind} {obj.name} has no metadata.namespace: read in namespace {DEFAULT_NAMESPACE}, where kubectl "
+            "apply puts it with a default context; write the namespace")
 
 
 def _in_namespace(obj: Obj, namespace: str) -> Obj:
-    body = dict(obj.body)
-    body["metadata"] = {**obj.metadata, "namespace": namespace}
-    return Obj(obj.space, body, obj.origin, obj.key)
+    """A copy of `obj` in `namespace` ("": in none, without `metadata.namespace`)."""
+    metadata = {k: v for k, v in obj.metadata.items() if k != "namespace"}
+    if namespace:
+        metadata["namespace"] = namespace
+    return Obj(obj.space, {**obj.body, "metadata": metadata}, obj.origin, obj.key)
 
 
 def _mailbox_problems(spaces: dict[str, list[Obj]]) -> list[Problem]:
