@@ -50,8 +50,21 @@ def add_placement(repo: Path) -> None:
     (repo / "spaces/wmw-s/edge-placement-s2.yaml").write_text(text)
 
 
+def add_foreign_location(repo: Path) -> None:
+    """A Location earlier by name also selecting florin, used only by a new WDS's placement."""
+    (repo / "spaces/imw1/aaa-edge.yaml").write_text(
+        "apiVersion: edge.kubestellar.io/v2alpha1\nkind: Location\nmetadata:\n  name: aaa-edge\n"
+        "  labels: {tier: edge, loc-name: edge-site, env: test}\nspec:\n  instanceSelector: {matchLabels: {id: florin}}\n")
+    (repo / "spaces/wmw-e").mkdir()
+    (repo / "spaces/wmw-e/p.yaml").write_text(
+        "apiVersion: edge.kubestellar.io/v2alpha1\nkind: EdgePlacement\nmetadata: {name: edge}\nspec:\n"
+        "  locationSelectors: [{matchLabels: {tier: edge}}]\n  downsync: [{apiGroup: \"\", resources: [configmaps]}]\n"
+        "---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: probe\n  namespace: edge\n"
+        "  annotations: {edge.kubestellar.io/expand-parameters: \"true\"}\ndata: {site: \"%(loc-name)\"}\n")
+
+
 @pytest.mark.parametrize("change", [drop_extended, relabel_florin, edit_workload, edit_customizer,
-                                    remove_guilder, break_customizer, add_placement],
+                                    remove_guilder, break_customizer, add_placement, add_foreign_location],
                          ids=lambda f: f.__name__)
 def test_cached_run_commits_the_same_tree_as_a_cold_run(example_git: Path, cli, change: Callable[[Path], None]) -> None:
     assert cli("reconcile", str(example_git), "--commit").code == 0

@@ -233,7 +233,9 @@ def mailbox_digest(wec_print: bytes, reaching: bytes, prefix: bytes) -> str:
     """Everything a mailbox's content depends on (but its previous copies, which matter only
     after an error), after `digest_prefix`: the WEC's inventory objects (`wec_prints`) and the
     placements reaching it, each named with its space's digest. Equal digests mean equal
-    mailboxes, so a caller may reuse the old one."""
+    mailboxes, so a caller may reuse the old one. Each object's parameter Location follows from
+    these too: its placements' locationSelectors (in their space's digest) against the WEC's
+    Locations (in its print)."""
     return hashlib.blake2b(prefix + wec_print + reaching, digest_size=20).hexdigest()
 
 

@@ -23,7 +23,8 @@ from ..place.records import Recorded, RecordedPlacement
 from ..load.selectors import label_key_error, label_value_error
 from ..serialize import canonical_json, dump_json, load_yaml
 from ..place.what import ALONG, Placed
-from ..place.where import Destination, Wec, location_params
+from ..place.where import Destination, Wec
+from .parameters import placement_sets, set_parameters
 
 Reader = Callable[[str], "bytes | None"]
 FROZEN_CLAUSE = -2  # Via.clause of an object a frozen WDS placed at its last good state
@@ -36,7 +37,7 @@ class PlacementPlan(Struct, frozen=True):
     spec: dict[str, Any]
     placed: tuple[Placed, ...]
     dests: tuple[Destination, ...]
-    mailboxes: dict[str, str]  # mailbox -> name of the first (sorted) Location that matched
+    mailboxes: dict[str, str]  # mailbox -> name of the first (sorted) Location through which it reaches the WEC
 
     @property
     def key(self) -> tuple[str, str]:
@@ -77,7 +78,6 @@ class Entry(Struct, frozen=True):
 
 class MailboxPlan(Struct):
     wec: Wec
-    location: Obj | None
     placements: tuple[PlacementPlan, ...]
     entries: dict[str, Entry]
     group: tuple[tuple[str, str], ...] = ()
@@ -105,17 +105,14 @@ class MailboxBuilder:
 
     def build(self, wec: Wec, plans: list[PlacementPlan], frozen: list[RecordedPlacement] | None = None
               ) -> MailboxPlan:
-        location = _location(wec, plans)
         group_key = tuple(p.key for p in plans)
         if group_key not in self._groups:
-            merged, conflicts = _merge(plans, self._base)
-            self._groups[group_key] = _Group(merged, conflicts, tuple(
-                (rel, entry) for rel, entry in merged.items() if entry.base.customizable))
-        entries, conflicts, customizable = self._groups[group_key]
-        plan = MailboxPlan(wec, location, tuple(plans), entries, group_key)
-        params = location_params(location) if location is not None else {}
-        for rel, entry in customizable:
-            self._customize(plan, rel, entry, params)
+            self._groups[group_key] = _group(plans, self._base)
+        entries, conflicts, customizable, sets = self._groups[group_key]
+        plan = MailboxPlan(wec, tuple(plans), entries, group_key)
+        params = set_parameters(wec, plans, sets)
+        for rel, entry, at in customizable:
+            self._customize(plan, rel, entry, params[at])
         for base, message in conflicts:
             self._fail(plan, Entry(base, base.data), message)
         if frozen:
@@ -245,11 +242,20 @@ class MailboxBuilder:
 
 class _Group(NamedTuple):
     """What the WECs reached by the same placements share: the merged entries (never mutated: a
-    mailbox copies them before its first change), the conflicts, the entries to customize."""
+    mailbox copies them before its first change), the conflicts, the entries to customize, each
+    with the index of the set of placements that placed it (parameters.placement_sets)."""
 
     entries: dict[str, Entry]
     conflicts: list[tuple[Base, str]]
-    customizable: tuple[tuple[str, Entry], ...]
+    customizable: tuple[tuple[str, Entry, int], ...]
+    sets: tuple[tuple[int, ...], ...]
+
+
+def _group(plans: list[PlacementPlan], base_of: Callable[[Obj], Base]) -> _Group:
+    merged, conflicts = _merge(plans, base_of)
+    customizable = [(rel, entry) for rel, entry in merged.items() if entry.base.customizable]
+    at, sets = placement_sets(plans, ([(v.wds, v.placement) for v in e.via] for _, e in customizable))
+    return _Group(merged, conflicts, tuple((rel, e, i) for (rel, e), i in zip(customizable, at)), sets)
 
 
 class _How(NamedTuple):
@@ -338,14 +344,6 @@ def _json_type(value: Any) -> str:
 def _identity(body: dict[str, Any]) -> tuple[Any, ...]:
     md = _map(body.get("metadata"))
     return (body.get("apiVersion"), body.get("kind"), md.get("name"), md.get("namespace"))
-
-
-def _location(wec: Wec, plans: list[PlacementPlan]) -> Obj | None:
-    names = sorted({p.mailboxes[wec.mailbox] for p in plans})
-    by_name = {loc.name: loc for loc in wec.locations}
-    if names:
-        return by_name.get(names[0])
-    return min(wec.locations, key=lambda loc: loc.name) if wec.locations else None
 
 
 def _merge(plans: list[PlacementPlan], base_of: Callable[[Obj], Base]

@@ -6,7 +6,8 @@ from typing import Any
 from ...kinds import is_control
 from ...model import Obj
 from ...names import printable
-from ..emit.mailbox import FROZEN_CLAUSE, MailboxPlan, PlacementPlan, Via
+from ..emit.mailbox import FROZEN_CLAUSE, Entry, MailboxPlan, PlacementPlan, Via
+from ..emit.parameters import object_location
 from ..pipeline import Result
 from ..load.selectors import selector_mismatch
 from .suggest import did_you_mean
@@ -36,7 +37,6 @@ def explain_wec(result: Result, mailbox: str) -> dict[str, Any]:
     return {
         "wec": wec.name, "inventorySpace": wec.space, "mailbox": mailbox,
         "locations": [loc.name for loc in wec.locations],
-        "parameterLocation": plan.location.name if plan.location is not None else None,
         "placements": [_placement_line(p, mailbox) for p in plan.placements],
         "objects": [_entry_info(rel, plan) for rel in plan.entries],
         "problems": [str(p) for p in plan.problems],
@@ -80,6 +80,9 @@ def _entry_info(rel: str, plan: MailboxPlan) -> dict[str, Any]:
         info["wantSingletonReportedState"] = entry.wants_singleton
     if base.customizer:
         info["customizer"] = base.customizer
+    location = _parameter_location(entry, plan)
+    if location is not None:
+        info["parameterLocation"] = location
     if entry.params:
         info["parameters"] = dict(entry.params)
     if entry.patch is not None:
@@ -88,6 +91,15 @@ def _entry_info(rel: str, plan: MailboxPlan) -> dict[str, Any]:
         info["kept"] = ("previous copy kept because of an error" if base.obj is not None
                         else "kept as the mailbox holds it: its space is frozen (it has errors)")
     return info
+
+
+def _parameter_location(entry: Entry, plan: MailboxPlan) -> str | None:
+    """The Location whose labels and annotations customize this object here (none for an object
+    that is not customized, or one a frozen space keeps as the mailbox holds it)."""
+    if not entry.base.customizable:
+        return None
+    location = object_location(plan.wec, plan.placements, ((v.wds, v.placement) for v in entry.via))
+    return None if location is None else location.name
 
 
 def explain_object_on(result: Result, mailbox: str, spec: str) -> dict[str, Any]:
