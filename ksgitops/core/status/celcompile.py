@@ -1,12 +1,15 @@
-"""What makes a StatusCollector expression valid CEL for ksgitops: it compiles, reads only the
-variables a binding has (inventory, obj, returned), calls only the standard functions the library
-implements, and nests comprehensions at most MAX_NESTING deep. Pure; the CEL library is loaded on
-first use."""
+"""What makes a StatusCollector expression valid CEL for ksgitops: it stays within cel-go's parser
+limits (checked before the CEL library sees it), compiles, reads only the variables a binding has
+(inventory, obj, returned), calls only the standard functions the library implements, and nests
+comprehensions at most MAX_NESTING deep, over few list and map literal elements. Pure; the CEL
+library is loaded on first use."""
 from __future__ import annotations
 
 import functools
 import re
 from typing import Any
+
+from . import celscan
 
 VARIABLES = ("inventory", "obj", "returned")
 # CEL's standard functions that the library implements (tests/test_collect.py calls each one).
@@ -22,10 +25,17 @@ FUNCTIONS = frozenset({
 TYPE_NAMES = frozenset({"int", "uint", "double", "bool", "string", "bytes", "list", "map",
                         "null_type", "type"})
 MAX_NESTING = 3  # comprehensions inside comprehensions inside comprehensions
-_MACROS = "all|exists_one|exists|map|filter"  # CEL's comprehension macros, the only calls that bind a name
-_MACRO_CALL = re.compile(rf"\.\s*(?:{_MACROS})\s*$")
+# cel-go's parser limits (KubeStellar evaluates StatusCollectors with cel-go), lowered where the
+# library fails earlier: it panics, overflows its stack or takes minutes (docs/REFERENCE.md,
+# "StatusCollector").
+MAX_SIZE = 60_000  # code points; cel-go 100,000, but the library panics on an error past column 65,535
+MAX_DEPTH = 250  # cel-go's recursion limit; the library's stack overflows near 18,000 chained operators
+MAX_BAD_CHARACTERS = 100  # cel-go stops at 100 syntax errors; the library reports each, slower as lines grow
+MAX_WORK = 1_000_000  # Kubernetes' cost limit for one evaluation of a CEL expression
+_MACROS = "|".join(sorted(celscan.MACROS, key=len, reverse=True))  # the only calls that bind a name
 _COMPREHENSION = re.compile(rf"\.\s*(?:{_MACROS})\s*\(\s*([A-Za-z_]\w*)\s*,")
 _PARSE_ERROR = re.compile(r"ERROR: <input>:(\d+):(\d+): ([^\n]*)")
+_LIBRARY_ERROR = re.compile(r'OtherError\(ParseError \{.*?msg: "([^"]*)".*\}\)')
 
 
 def cel_library() -> Any:
@@ -37,18 +47,24 @@ def cel_library() -> Any:
 @functools.lru_cache(maxsize=4096)
 def compile_expression(text: str) -> tuple[Any, str]:
     """(program, "") or (None, why it is not a valid StatusCollector expression)."""
+    if len(text) > MAX_SIZE:
+        return None, f"invalid CEL: {len(text):,} characters (at most {MAX_SIZE:,})"
+    tokens = celscan.tokens(text)
+    error = _beyond_parser_limits(text, tokens)
+    if error:
+        return None, error
     try:
         program = cel_library().compile(text)
     except Exception as exc:  # noqa: BLE001 - the library raises ValueError; be safe with any
         match = _PARSE_ERROR.search(str(exc))
         if match:
             line, column, message = match.groups()
-            return None, f"invalid CEL: {line}:{column}: {message.strip()}"
+            message = _LIBRARY_ERROR.sub(r"\1", message.strip())  # the library's own nesting limit
+            return None, f"invalid CEL: {line}:{column}: {message}"
         return None, f"invalid CEL: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}"
-    depth = comprehension_depth(text)
-    if depth > MAX_NESTING:
-        return None, (f"comprehensions nest {depth} deep (at most {MAX_NESTING}: each level multiplies the "
-                      "work, and a deeper one could run for hours)")
+    error = _too_much_work(tokens)
+    if error:
+        return None, error
     bound = set(_COMPREHENSION.findall(text))
     unknown = sorted(set(program.variables()) - set(VARIABLES) - bound - TYPE_NAMES)
     if unknown:
@@ -61,34 +77,47 @@ def compile_expression(text: str) -> tuple[Any, str]:
     return program, ""
 
 
+def _beyond_parser_limits(text: str, tokens: list[celscan.Token]) -> str:
+    """Why cel-go would refuse `text` before parsing it, or "": too many characters no token starts
+    with, or too deep a nesting."""
+    bad = [t for t in tokens if t.kind == "bad"]
+    if len(bad) > MAX_BAD_CHARACTERS:
+        line = text.count("\n", 0, bad[0].pos) + 1
+        column = bad[0].pos - text.rfind("\n", 0, bad[0].pos)
+        return (f"invalid CEL: {line}:{column}: Syntax error: {len(bad):,} characters no CEL token starts with, "
+                f"the first {bad[0].text!r} (at most {MAX_BAD_CHARACTERS})")
+    depth = celscan.nesting_depth(tokens)
+    if depth > MAX_DEPTH:
+        return (f"invalid CEL: brackets, chained operators and selections nest {depth:,} deep "
+                f"(at most {MAX_DEPTH})")
+    return ""
+
+
+def _too_much_work(tokens: list[celscan.Token]) -> str:
+    """Why evaluating the expression could take hours, or "": comprehensions nest too deep, or
+    iterate and build too many literal elements (each level multiplies the work)."""
+    depth = celscan.comprehension_depth(tokens)
+    if depth > MAX_NESTING:
+        return (f"comprehensions nest {depth} deep (at most {MAX_NESTING}: each level multiplies the "
+                "work, and a deeper one could run for hours)")
+    elements = celscan.literal_elements(tokens)
+    if depth and elements > most_literal_elements(depth):
+        return (f"list and map literals hold {elements:,} elements, with comprehensions nesting {depth} deep "
+                f"(at most {most_literal_elements(depth):,}: the work can grow as the number of elements to the "
+                f"power {depth + 1})")
+    return ""
+
+
+def most_literal_elements(depth: int) -> int:
+    """The most elements list and map literals may hold with comprehensions nesting `depth` deep:
+    each comprehension may iterate over all of them, and each step build them all again, so the
+    work is bounded by their number to the power depth + 1, which stays within MAX_WORK."""
+    n = round(MAX_WORK ** (1 / (depth + 1)))
+    return n if n ** (depth + 1) <= MAX_WORK else n - 1
+
+
 def comprehension_depth(text: str) -> int:
     """How deep comprehension macros (all, exists, exists_one, map, filter) nest in `text`:
     the work of an expression grows as the product of the list sizes at each level. String
     literals are skipped; the parentheses of other calls do not count."""
-    deepest, stack, i = 0, [], 0
-    while i < len(text):
-        char = text[i]
-        if char in "'\"":
-            i = _string_end(text, i)
-            continue
-        if char == "(":
-            stack.append(bool(_MACRO_CALL.search(text, 0, i)))
-            deepest = max(deepest, sum(stack))
-        elif char == ")" and stack:
-            stack.pop()
-        i += 1
-    return deepest
-
-
-def _string_end(text: str, start: int) -> int:
-    """The index after the string literal that opens at `start` (triple-quoted ones too)."""
-    quote = text[start] * 3 if text.startswith(text[start] * 3, start) else text[start]
-    i = start + len(quote)
-    while i < len(text):
-        if text[i] == "\\":
-            i += 2
-            continue
-        if text.startswith(quote, i):
-            return i + len(quote)
-        i += 1
-    return i
+    return celscan.comprehension_depth(celscan.tokens(text))

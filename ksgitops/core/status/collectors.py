@@ -86,8 +86,9 @@ crate), chosen over `cel-python` (import `celpy`) with `benchmarks/cel_compare.p
 
 Expressions are compiled without type declarations (neither library type-checks), so compile time
 catches syntax errors, identifiers other than `inventory`, `obj`, `returned` (and comprehension
-variables and type names) and functions outside CEL's standard library; the rest (a missing field,
-a wrong operand type) is an evaluation error, handled as above.
+variables and type names), functions outside CEL's standard library and expressions past the limits
+of `celcompile.py` (size, nesting, comprehensions); the rest (a missing field, a wrong operand
+type) is an evaluation error, handled as above.
 """
 from __future__ import annotations
 
