@@ -219,3 +219,21 @@ def test_a_refused_expression_is_a_problem_at_the_collectors_line() -> None:
     assert collector is None
     assert [str(p) for p in problems] == [
         "spaces/wds/c.yaml:7: StatusCollector c: spec.select[0].def: invalid CEL: 60,001 characters (at most 60,000)"]
+
+
+@pytest.mark.parametrize("placed", [True, False], ids=["placed", "unplaced"])
+def test_validate_compiles_every_status_collector(placed: bool, example: Path, cli: Any) -> None:
+    """validate says what status would say of a StatusCollector, before any report comes back."""
+    (example / "spaces/wmw-c/collectors.yaml").write_text(
+        "apiVersion: control.kubestellar.io/v1alpha1\nkind: StatusCollector\nmetadata: {name: typo}\n"
+        "spec:\n  select:\n  - name: n\n    def: 'obj.status.replicas +'\n")
+    if placed:
+        placement = example / "spaces/wmw-c/edge-placement-c.yaml"
+        placement.write_text(placement.read_text().replace(
+            "  wantSingletonReportedState: true", "  wantSingletonReportedState: true\n  statusCollectors: [typo]"))
+    result = cli("validate", str(example))
+    assert result.code == 0, result
+    [line] = [ln for ln in result.err.splitlines() if "StatusCollector typo" in ln]
+    assert line.startswith("spaces/wmw-c/collectors.yaml:1: warning: StatusCollector typo: spec.select[0].def: "
+                           "invalid CEL: "), line
+    assert cli("validate", str(example), "--strict").code == 2

@@ -36,6 +36,12 @@ class StatusOutcome(Struct):
 STATUS_SUBJECT = "ksgitops: status {source_short}"
 
 
+def collector_problems(result: Result) -> list[Any]:
+    """What compiling every StatusCollector finds (`validate`; `status` says it of those it uses)."""
+    from ..core.status.combined import Collectors  # the CEL library with it, only when a repo has collectors
+    return Collectors(result).compile_all()
+
+
 def placements_only(src: Source, cache: MutableMapping[Any, Any] | None = None,
                     progress: Progress | None = None) -> Result:
     """Where and what, without building mailboxes (status reads them as they are)."""

@@ -29,12 +29,12 @@ from .sources import (WORKTREE, Source, commit_on_branch, compute, open_branch, 
 
 # the use cases' face: the command line calls app.<use case>, wherever in app/ it is written; the
 # status room (and YAML with it) loads when one of its names is first asked for
-_STATUS_FACE = ("FoldOutcome", "STATUS_SUBJECT", "StatusOutcome", "fold_in", "fold_subject", "placements_only",
-                "plan_fold_in", "source_of", "status_commit", "status_worktree", "summarize_commit")
+_STATUS_FACE = ("FoldOutcome", "STATUS_SUBJECT", "StatusOutcome", "collector_problems", "fold_in", "fold_subject",
+                "placements_only", "plan_fold_in", "source_of", "status_commit", "status_worktree", "summarize_commit")
 
 if TYPE_CHECKING:
-    from .status import (FoldOutcome, STATUS_SUBJECT, StatusOutcome, fold_in, fold_subject, placements_only,
-                         plan_fold_in, source_of, status_commit, status_worktree, summarize_commit)
+    from .status import (FoldOutcome, STATUS_SUBJECT, StatusOutcome, collector_problems, fold_in, fold_subject,
+                         placements_only, plan_fold_in, source_of, status_commit, status_worktree, summarize_commit)
     from ..core import pipeline
     from ..core.pipeline import Result
     from ..core.readout import diff as diffs

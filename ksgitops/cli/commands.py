@@ -71,7 +71,8 @@ def init(directory: Path) -> None:
 @click.option("--strict", is_flag=True, help="Treat warnings as errors (exit 2 when there is any).")
 def validate(repo: Path | None, output: str, strict: bool) -> None:
     """Check schemas and semantics; exit 2 on any error (customization errors included). Warnings
-    (`file:line: warning: ...`) never fail it, unless --strict."""
+    (`file:line: warning: ...`) never fail it, unless --strict; a StatusCollector whose CEL does not
+    compile is one, as `status` says it."""
     root = locate(repo)
     try:
         with ProgressBars(output) as progress:
@@ -82,14 +83,15 @@ def validate(repo: Path | None, output: str, strict: bool) -> None:
         dump({"valid": False, "problems": [problem_json(p) for p in e.problems],
               "errors": [problem_json(p) for p in e.problems], "exitCode": e.exit_code})
         sys.exit(e.exit_code)
-    errors = result.problems if strict else result.errors
-    warnings = len(result.problems) - len(result.errors)
+    problems = result.problems + app.collector_problems(result)
+    errors = problems if strict else result.errors
+    warnings = len(problems) - len(result.errors)
     if output == "json":
-        dump({"valid": not errors, "problems": [problem_json(p) for p in result.problems],
+        dump({"valid": not errors, "problems": [problem_json(p) for p in problems],
               "frozen": [u.as_json() for u in app.frozen_units(result)],
               **({"errors": [problem_json(p) for p in errors], "exitCode": 2} if errors else {})})
     else:
-        print_problems(result.problems)
+        print_problems(problems)
         click.echo(f"{'invalid' if errors else 'valid'}: {counted(len(result.wecs), 'WEC')}, "
                    f"{sum(len(v) for v in result.placements.values())} placements, {len(result.errors)} errors, "
                    f"{warnings} warnings{' (--strict: warnings are errors)' if strict and warnings else ''}")

@@ -199,6 +199,20 @@ class Collectors:
         context.collectors = [found[n][0] for n in sorted(found)]
         context.fingerprints = [f"{found[n][1].space}/{n}@{found[n][1].key}" for n in sorted(found)]
 
+    def compile_all(self) -> list[Problem]:
+        """Every StatusCollector compiled, placed or not: what `validate` says of them (warnings)."""
+        problems: list[Problem] = []
+        for space, objs in sorted(self._by_space.items()):
+            for name, obj in sorted(objs.items()):
+                self._compile((space, name), obj, problems)
+        return problems
+
+    def _compile(self, key: tuple[str, str], obj: Obj, problems: list[Problem]) -> None:
+        if key not in self._compiled:
+            collector, found = compile_collector(obj)
+            problems.extend(Problem(p.origin, p.message, "warning") for p in found)
+            self._compiled[key] = collector
+
     def _get(self, wds: str, name: str, placement: Obj, problems: list[Problem]) -> tuple[Collector, Obj] | None:
         obj = self._by_space.get(wds, {}).get(name)
         if obj is None:
@@ -208,10 +222,7 @@ class Collectors:
                                                       f"StatusCollector {name} not found", "warning"))
             return None
         key = (obj.space, name)
-        if key not in self._compiled:
-            collector, found = compile_collector(obj)
-            problems.extend(Problem(p.origin, p.message, "warning") for p in found)
-            self._compiled[key] = collector
+        self._compile(key, obj, problems)
         compiled = self._compiled[key]
         return (compiled, obj) if compiled is not None else None
 
