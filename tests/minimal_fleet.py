@@ -43,3 +43,10 @@ def minimal_fleet(namespace: str, context: str | None = None) -> dict[str, str]:
     annotations = "{ksgitops.kubestellar.io/kubeconfig-context: %s}" % context if context else "{}"
     return {path: text.replace("NAMESPACE", namespace).replace("ANNOTATIONS", annotations)
             for path, text in _FILES.items()}
+
+
+def one_wec_inventory(location_labels: str = "env: prod") -> str:
+    """An inventory file of one WEC, `one`: its SyncTarget (`id: one`) and the Location selecting it."""
+    return ("apiVersion: edge.kubestellar.io/v2alpha1\nkind: SyncTarget\nmetadata: {name: one, labels: {id: one}}\n"
+            "---\napiVersion: edge.kubestellar.io/v2alpha1\nkind: Location\n"
+            f"metadata: {{name: one, labels: {{{location_labels}}}}}\nspec: {{instanceSelector: {{matchLabels: {{id: one}}}}}}\n")

@@ -18,19 +18,11 @@ import pytest
 from ksgitops.core.pipeline import Result, reconcile
 from ksgitops.core.readout.explain import explain_object_on
 from ksgitops.io.fs.tree import WorkTreeSnapshot
+from minimal_fleet import one_wec_inventory
 
 Tree = Callable[[dict[str, str]], Path]
 MAILBOX = "inv-mb-one"
-INVENTORY = """\
-apiVersion: edge.kubestellar.io/v2alpha1
-kind: SyncTarget
-metadata: {name: one, labels: {id: one}}
----
-apiVersion: edge.kubestellar.io/v2alpha1
-kind: Location
-metadata: {name: one, labels: {env: prod}}
-spec: {instanceSelector: {matchLabels: {id: one}}}
-"""
+INVENTORY = one_wec_inventory()
 RBAC = "rbac.authorization.k8s.io"
 CLUSTER_ROLE = f"apiVersion: {RBAC}/v1\nkind: ClusterRole\nmetadata:\n  name: reader\n%s\nrules: []\n"
 STRAY = "  namespace: foo"

@@ -15,20 +15,12 @@ import pytest
 
 from ksgitops.core.pipeline import Result, reconcile
 from ksgitops.io.fs.tree import WorkTreeSnapshot
+from minimal_fleet import one_wec_inventory
 
 Tree = Callable[[dict[str, str]], Path]
 MAILBOX = "inv-mb-one"
 REL = "core/configmaps/ns/a"
-INVENTORY = """\
-apiVersion: edge.kubestellar.io/v2alpha1
-kind: SyncTarget
-metadata: {name: one, labels: {id: one}}
----
-apiVersion: edge.kubestellar.io/v2alpha1
-kind: Location
-metadata: {name: one, labels: {env: prod, n: "7"}}
-spec: {instanceSelector: {matchLabels: {id: one}}}
-"""
+INVENTORY = one_wec_inventory('env: prod, n: "7"')
 PLACEMENT = """\
 apiVersion: edge.kubestellar.io/v2alpha1
 kind: EdgePlacement

@@ -7,17 +7,9 @@ import pytest
 
 from ksgitops.core.pipeline import reconcile
 from ksgitops.io.fs.tree import WorkTreeSnapshot
+from minimal_fleet import one_wec_inventory
 
-INVENTORY = """\
-apiVersion: edge.kubestellar.io/v2alpha1
-kind: SyncTarget
-metadata: {name: one, labels: {id: one}}
----
-apiVersion: edge.kubestellar.io/v2alpha1
-kind: Location
-metadata: {name: one, labels: {env: prod}}
-spec: {instanceSelector: {matchLabels: {id: one}}}
-"""
+INVENTORY = one_wec_inventory()
 
 
 def placement(name: str, singleton: bool, names: list[str], downsync: str = "") -> str:

@@ -19,6 +19,7 @@ import pytest
 
 from ksgitops.core.load.convert import read_source
 from ksgitops.core.load.documents import read_by_document
+from minimal_fleet import one_wec_inventory
 
 Tree = Callable[[dict[str, "str | bytes"]], Path]
 CM = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: %s, namespace: ns}\ndata:\n"
@@ -31,16 +32,7 @@ spec:
   locationSelectors: [{matchLabels: {env: prod}}]
   downsync: [{apiGroup: "", resources: [configmaps]}]
 """
-INVENTORY = """\
-apiVersion: edge.kubestellar.io/v2alpha1
-kind: SyncTarget
-metadata: {name: one, labels: {id: one}}
----
-apiVersion: edge.kubestellar.io/v2alpha1
-kind: Location
-metadata: {name: one, labels: {env: prod}}
-spec: {instanceSelector: {matchLabels: {id: one}}}
-"""
+INVENTORY = one_wec_inventory()
 
 
 def not_valid(tag: str) -> str:
