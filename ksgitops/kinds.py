@@ -77,6 +77,18 @@ CONTROL_KINDS = frozenset({
 CONTROL_GROUPS = frozenset({"edge.kubestellar.io", "space.kubestellar.io", "control.kubestellar.io",
                             "ksgitops.kubestellar.io"})
 
+# The versions Kubernetes 1.29 to 1.31 serves the built-in kinds above at, by group: the beta
+# versions of all of them were removed by 1.26 (batch/v1beta1 CronJob in 1.25, autoscaling/v2beta2 in 1.26).
+SERVED_VERSIONS: dict[str, tuple[str, ...]] = {
+    "": ("v1",), "apps": ("v1",), "batch": ("v1",), "autoscaling": ("v1", "v2"), "policy": ("v1",),
+    "networking.k8s.io": ("v1",), "discovery.k8s.io": ("v1",), "rbac.authorization.k8s.io": ("v1",),
+    "storage.k8s.io": ("v1",), "scheduling.k8s.io": ("v1",), "node.k8s.io": ("v1",),
+    "coordination.k8s.io": ("v1",), "apiextensions.k8s.io": ("v1",), "apiregistration.k8s.io": ("v1",),
+    "admissionregistration.k8s.io": ("v1",), "certificates.k8s.io": ("v1",),
+}
+# Kinds Kubernetes serves that share a name with one above in another group
+SAME_NAME_SERVED = frozenset({("events.k8s.io", "Event")})
+
 
 _PATH_SEGMENT_BUILTINS = frozenset({
     ("rbac.authorization.k8s.io", "Role"), ("rbac.authorization.k8s.io", "ClusterRole"),
@@ -118,21 +130,40 @@ def is_control(obj: Obj) -> bool:
 class KindTable:
     """Lookups of (group, kind) -> KindInfo; built once per snapshot."""
 
-    def __init__(self, extra: dict[tuple[str, str], KindInfo] | None = None) -> None:
+    def __init__(self, extra: dict[tuple[str, str], KindInfo] | None = None,
+                 versions: dict[tuple[str, str], tuple[str, ...]] | None = None) -> None:
         self._table = dict(_BUILTIN)
         self._extra: dict[tuple[str, str], KindInfo] = {}
+        self._versions = dict(versions or {})  # (group, kind) -> the versions its CRDs serve
         for (group, kind), info in (extra or {}).items():
             self.add(group, kind, info)
 
     def __reduce__(self) -> tuple[Any, ...]:
-        return (KindTable, (self._extra,))  # the built-in table is the code's, not the pickle's
+        return (KindTable, (self._extra, self._versions))  # the built-in table is the code's, not the pickle's
 
     def digest(self) -> str:
         """Changes whenever a lookup could answer differently (CRDs, RepoConfig kinds)."""
-        return repr(sorted(self._extra.items()))
+        text = repr(sorted(self._extra.items()))
+        return text + repr(sorted(self._versions.items())) if self._versions else text
 
     def lookup(self, group: str, kind: str) -> KindInfo | None:
         return self._table.get((group, kind))
+
+    def served(self, group: str, kind: str) -> tuple[str, ...]:
+        """The versions an API server serves (group, kind) at, as far as ksgitops knows: its CRDs'
+        in the repo, Kubernetes' for a built-in kind; () when it cannot tell."""
+        found = self._versions.get((group, kind))
+        if found is not None:
+            return found
+        return SERVED_VERSIONS.get(group, ()) if (group, kind) in _BUILTIN else ()
+
+    def is_builtin(self, group: str, kind: str) -> bool:
+        """A Kubernetes kind of the built-in table (not KubeStellar's), not redefined by a CRD or RepoConfig."""
+        return (group, kind) in _BUILTIN and group not in CONTROL_GROUPS and (group, kind) not in self._extra
+
+    def kinds_in(self, group: str) -> list[str]:
+        """Every kind of `group` the table holds, sorted."""
+        return sorted(kind for g, kind in self._table if g == group)
 
     def entries(self) -> list[tuple[tuple[str, str], KindInfo]]:
         """Every ((group, kind), info), sorted."""
@@ -150,6 +181,10 @@ class KindTable:
             found = crd_kind(obj)
             if found is not None:
                 self.add(*found)
+                versions = crd_versions(obj)
+                if versions:
+                    key = found[:2]
+                    self._versions[key] = tuple(sorted({*self._versions.get(key, ()), *versions}))
 
 
 def crd_kind(crd: Obj) -> tuple[str, str, KindInfo] | None:
@@ -166,3 +201,19 @@ def crd_kind(crd: Obj) -> tuple[str, str, KindInfo] | None:
     if dns1123_subdomain_error(group) or "." not in group or dns1123_label_error(plural):
         return None
     return group, kind, KindInfo(plural, spec.get("scope", "Namespaced") != "Cluster")
+
+
+def crd_versions(crd: Obj) -> tuple[str, ...]:
+    """The versions a CustomResourceDefinition serves: `spec.versions` not marked `served: false`,
+    and v1beta1's `spec.version`."""
+    spec = crd.spec
+    versions = spec.get("versions")
+    found = {v.get("name") for v in versions if isinstance(v, dict) and v.get("served") is not False} \
+        if isinstance(versions, list) else set()
+    found.add(spec.get("version"))
+    return tuple(sorted(v for v in found if isinstance(v, str) and v))
+
+
+def builtin_groups_of(kind: str) -> list[str]:
+    """The groups of the built-in kinds named `kind` (KubeStellar's and ksgitops' aside), sorted."""
+    return sorted(g for g, k in _BUILTIN if k == kind and g not in CONTROL_GROUPS)

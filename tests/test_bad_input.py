@@ -571,7 +571,7 @@ WARNED: dict[str, tuple[Files, str, int | None, str]] = {
         "spaces/imw1/loc.yaml", 1, r"instanceSelector.*values?.*matches nothing"),
     "unknown-kind": (
         {"spaces/wmw-c/w.yaml": "\n\napiVersion: example.com/v1\nkind: Widget\nmetadata: {name: w, namespace: commonstuff}\n"},
-        "spaces/wmw-c/w.yaml", 3, r"kind Widget of apiVersion example.com/v1 is unknown"),
+        "spaces/wmw-c/w.yaml", 4, r"kind Widget of apiVersion example.com/v1 is unknown"),  # the kind: line
 }
 
 

@@ -30,6 +30,7 @@ from msgspec import Struct, field
 from ..core.load.read import load
 from ..core.load.repoconfig import parse_repo_config
 from ..core.place.spaces import CREATE_SPACE, DEFAULT_PROVIDER, DELETE_OBJECT, DELETE_SPACE, SET_PHASE, WRITE_OBJECT, Action, Observed, Plan, ProviderDesc, SpaceObj, is_provider_desc, is_space, plan, provider_from, simulate, space_from
+from ..core.load.locate import FieldLines
 from ..core.load.validate import validate, with_scopes
 from ..names import mailbox_name
 from ..io.fs.tree import WorkTreeSnapshot
@@ -154,7 +155,8 @@ class _Inputs(Struct):
 
 
 def _inputs(root: Path) -> _Inputs:
-    loaded = load(WorkTreeSnapshot(root))
+    snapshot = WorkTreeSnapshot(root)
+    loaded = load(snapshot)
     config, config_problems = parse_repo_config(loaded.config)
     errors = [p for p in loaded.problems + config_problems if p.is_error]
     if errors:  # an unreadable file might hold a Space object: never plan without it
@@ -179,7 +181,7 @@ def _inputs(root: Path) -> _Inputs:
                                                     origin=existing.origin if existing is not None else obj.origin)
     kinds = KindTable(config.kind_infos())
     ours, rescoped = with_scopes(ours, kinds)
-    found.problems = rescoped + validate(ours, kinds)
+    found.problems = rescoped + validate(ours, kinds, lines=FieldLines(snapshot))
     return found
 
 

@@ -70,9 +70,11 @@ def init(directory: Path) -> None:
 @output_option("text", "json")
 @click.option("--strict", is_flag=True, help="Treat warnings as errors (exit 2 when there is any).")
 def validate(repo: Path | None, output: str, strict: bool) -> None:
-    """Check schemas and semantics; exit 2 on any error (customization errors included). Warnings
-    (`file:line: warning: ...`) never fail it, unless --strict; a StatusCollector whose CEL does not
-    compile is one, as `status` says it."""
+    """Check the input: KubeStellar's and ksgitops' kinds against their schemas; every object's
+    identity, name, labels and annotations; of other objects only the kind and version, top-level
+    fields and ConfigMap and Secret values (no Kubernetes schema: kubectl checks the rest); every
+    StatusCollector's CEL, as `status` does. Exit 2 on any error (customization errors included).
+    Warnings (`file:line: warning: ...`) never fail it, unless --strict."""
     root = locate(repo)
     try:
         with ProgressBars(output) as progress:

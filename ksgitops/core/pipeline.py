@@ -29,7 +29,9 @@ from .place.spaces import Plan
 from .place.spacestep import SPACE_DIR, space_step
 from .serialize import canonical_json
 from .tree import REUSE, Generated
+from .load.locate import FieldLines
 from .load.validate import validate, with_scopes
+from .place.dangling import idle_locations, unknown_collectors
 from .place.what import Placed, namespace_labels, placement_spec, select
 from .place.carried import WecKey, WhereMemo, wec_prints
 from .place.where import Wec, inventory, wec_names
@@ -72,8 +74,11 @@ def reconcile(snapshot: Snapshot, previous: Previous = NO_PREVIOUS,
     kinds = _kind_table(spaces, config)
     spaces, rescoped = with_scopes(spaces, kinds)
     loaded.spaces.update(spaces)  # explain and status see the objects as placed
-    checked = rescoped + validate(spaces, kinds, cache)
-    wecs = inventory(spaces, cache)
+    lines = FieldLines(snapshot, cache)
+    checked = rescoped + validate(spaces, kinds, cache, lines)
+    idle: list[Obj] = []
+    wecs = inventory(spaces, cache, idle)
+    checked += idle_locations(idle, wecs, lines)
     # -- space step (core/place/spaces.py): discovery, unknown providers
     space_out = space_step(snapshot, loaded, spaces, wecs, config.skip_spaces)
     problems = loaded.problems + checked + space_out.problems
@@ -87,6 +92,7 @@ def reconcile(snapshot: Snapshot, previous: Previous = NO_PREVIOUS,
     placements = {wds: _plan_placements(objs, kinds, problems, memo.for_space(wds))
                   for wds, objs in spaces.items()
                   if wds not in isolation.broken and any(_is_placement(o) for o in objs)}
+    problems += unknown_collectors(((p.obj, p.spec) for plans in placements.values() for p in plans), spaces, lines)
     builder = MailboxBuilder(kinds, _customizers(spaces), previous.read, cache)
     mailboxes, digests = _build(wecs, prints, placements, loaded.digests, kinds, builder, isolation.frozen, reuse,
                                 progress)

@@ -170,7 +170,7 @@ def _expanded(line: int, doc: Any, node: yaml.Node | None) -> list[tuple[int, An
     """The document itself, or (recursively) the items of a List, each with its own line."""
     if not isinstance(doc, dict) or not is_list(doc):
         return [(line, doc, node)]
-    item_nodes = _child(node, "items")
+    item_nodes = child_node(node, "items")
     out = []
     for i, item in enumerate(doc["items"]):
         item_node = item_nodes.value[i] if isinstance(item_nodes, yaml.SequenceNode) else None
@@ -179,7 +179,7 @@ def _expanded(line: int, doc: Any, node: yaml.Node | None) -> list[tuple[int, An
     return out
 
 
-def _child(node: yaml.Node | None, key: str) -> yaml.Node | None:
+def child_node(node: yaml.Node | None, key: str) -> yaml.Node | None:
     """The value node of `key` in a mapping node (None when absent or not a mapping)."""
     if not isinstance(node, yaml.MappingNode):
         return None
@@ -207,7 +207,7 @@ def _scalar_metadata_problems(path: str, line: int, doc: Any, node: yaml.Node | 
             word = _SCALAR_WORDS.get(type(value))
             if word is None:
                 continue
-            value_node = _child(_child(_child(node, "metadata"), field), key)
+            value_node = child_node(child_node(child_node(node, "metadata"), field), key)
             text = value_node.value if isinstance(value_node, yaml.ScalarNode) else _json_text(value)
             at = value_node.start_mark.line + 1 if value_node is not None else line
             shown = f"the unquoted value {text}" if text else "an empty value"

@@ -7,6 +7,8 @@ selectors and clauses KubeStellar's CRDs accept but that match nothing or everyt
 (clauses.py). What a KubeStellar CRD and `kubectl apply` accept is a warning at worst:
 - a kind no built-in mapping, CRD in the repo or RepoConfig `kinds` entry describes is loaded, its
   scope taken from `metadata.namespace`, with one warning per kind (no clause can place it);
+- what workload.py finds (versions, top-level fields, ConfigMap and Secret values, KubeStellar's
+  annotations), each at the line of the field it is about;
 - `metadata.namespace` on a cluster-scoped kind is ignored, as the API server clears it, and a
   namespaced object without `metadata.namespace` is read in namespace `default`, where
   `kubectl apply` with a default context puts it (a warning each; `with_scopes`, which the
@@ -14,32 +16,34 @@ selectors and clauses KubeStellar's CRDs accept but that match nothing or everyt
 """
 from __future__ import annotations
 
-import difflib
 from typing import Any, Iterable, MutableMapping
 
 from msgspec.structs import replace
 
-from ...kinds import CONTROL_GROUPS, CONTROL_KINDS, KindTable, api_version_error, crd_kind, is_control, name_error
+from ...kinds import KindTable, api_version_error, crd_kind, is_control, name_error
 from ...model import Obj, ObjRef, Problem, object_digest, ref_order
 from ...names import dns1123_label_error
 from .clauses import clause_warnings, selector_warnings
+from .locate import FieldLines, Located
 from .schemas import GENERATED_SCHEMAS, SCHEMA_FILES
 from ..customize.customizer import customizer_errors, wants_expansion
 from .selectors import label_key_error, label_value_error
+from .workload import UNKNOWN_KIND, object_findings
 from ...names import mailbox_name
 
 DEFAULT_NAMESPACE = "default"
-_UNKNOWN = "unknown kind"
 
 
 def validate(spaces: dict[str, list[Obj]], kinds: KindTable,
-             memo: MutableMapping[Any, Any] | None = None) -> list[Problem]:
+             memo: MutableMapping[Any, Any] | None = None, lines: FieldLines | None = None) -> list[Problem]:
     """All problems (errors and warnings) of the loaded spaces, in a stable order.
 
     Per-object checks depend only on the object, where it is and the kind table, so they are
     memoized by (content digest, origin, namespace, kind table) when the caller passes a memo (a
-    persistent cache): the objects of a file that changed are mostly found there."""
+    persistent cache): the objects of a file that changed are mostly found there. A problem about
+    one field takes that field's line from `lines` (else its document's)."""
     memo = {} if memo is None else memo
+    lines = FieldLines() if lines is None else lines
     kinds_digest = kinds.digest()
     problems: list[Problem] = []
     for objs in spaces.values():
@@ -49,15 +53,14 @@ def validate(spaces: dict[str, list[Obj]], kinds: KindTable,
             found = memo.get(key)
             if found is None:
                 found = memo[key] = tuple(_object_problems(obj, kinds))
-            problems.extend(found)
+            if found:
+                problems.extend(lines.placed(found, obj))
     problems = _one_per_unknown_kind(problems)
     problems.extend(_mailbox_problems(spaces))
     return sorted(set(problems))
 
 
-
-
-def _object_problems(obj: Obj, kinds: KindTable) -> Iterable[Problem]:
+def _object_problems(obj: Obj, kinds: KindTable) -> Iterable[Problem | Located]:
     error = api_version_error(obj.api_version)
     if error:
         yield Problem(obj.origin, error, obj=str(obj.ref))
@@ -68,9 +71,8 @@ def _object_problems(obj: Obj, kinds: KindTable) -> Iterable[Problem]:
         yield Problem(obj.origin, f"{obj.kind} {obj.name}: apiVersion {obj.api_version} is not a version of "
                                   f"{obj.kind} (KubeStellar and ksgitops define {versions})", obj=str(obj.ref))
         return
-    info = kinds.lookup(obj.group, obj.kind)
-    if info is None:
-        yield Problem(obj.origin, _unknown_kind(obj), "warning", obj=f"{_UNKNOWN} {obj.group}/{obj.kind}")
+    for message, at, ref in object_findings(obj, kinds):
+        yield Located(Problem(obj.origin, message, "warning", obj=ref), at)
     messages = []
     error = name_error(obj.group, obj.kind, obj.name)
     if error:
@@ -90,23 +92,12 @@ def _warning(obj: Obj, message: str) -> Problem:
     return Problem(obj.origin, message, "warning", obj=str(obj.ref))
 
 
-def _unknown_kind(obj: Obj) -> str:
-    text = (f"kind {obj.kind} of apiVersion {obj.api_version} is unknown (no built-in mapping, CRD in the repo, "
-            f"or RepoConfig kinds entry): its objects are loaded, cluster-scoped unless they set "
-            f"metadata.namespace, and no clause can place them; add its CRD to a space or a RepoConfig kinds "
-            f"entry to place them")
-    if obj.group in CONTROL_GROUPS:
-        close = difflib.get_close_matches(obj.kind, sorted(CONTROL_KINDS), n=1, cutoff=0.85)
-        text += f" (did you mean {close[0]}?)" if close else ""
-    return text
-
-
 def _one_per_unknown_kind(problems: list[Problem]) -> list[Problem]:
     """Of the warnings about one unknown kind, the first (by origin) stands for all, with a count."""
     kept: dict[str, list[Problem]] = {}
     out = []
     for problem in problems:
-        if problem.obj.startswith(_UNKNOWN):
+        if problem.obj.startswith(UNKNOWN_KIND):
             kept.setdefault(problem.obj, []).append(problem)
         else:
             out.append(problem)

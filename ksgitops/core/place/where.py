@@ -89,9 +89,11 @@ def _of_kind(objs: Iterable[Obj], kind: str) -> list[Obj]:
     return [o for o in objs if o.kind == kind and o.group == "edge.kubestellar.io"]
 
 
-def inventory(spaces: dict[str, list[Obj]], memo: MutableMapping[Any, Any] | None = None) -> dict[str, Wec]:
+def inventory(spaces: dict[str, list[Obj]], memo: MutableMapping[Any, Any] | None = None,
+              idle: list[Obj] | None = None) -> dict[str, Wec]:
     """Every SyncTarget of every space as a Wec, by mailbox name. `memo` keeps which SyncTargets
-    each Location selects, by the Location's content and all the space's SyncTargets'."""
+    each Location selects, by the Location's content and all the space's SyncTargets'. The
+    Locations that select none go into `idle`, when given."""
     wecs: dict[str, Wec] = {}
     for space, objs in spaces.items():
         targets = _of_kind(objs, "SyncTarget")
@@ -100,6 +102,8 @@ def inventory(spaces: dict[str, list[Obj]], memo: MutableMapping[Any, Any] | Non
         for loc, names in zip(locations, _selections(space, targets, locations, memo)):
             for name in names:
                 selected[name].append(loc)
+            if not names and idle is not None:
+                idle.append(loc)
         for st in targets:
             wec = Wec(st, tuple(selected[st.name]))
             wecs[wec.mailbox] = wec

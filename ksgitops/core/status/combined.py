@@ -193,7 +193,7 @@ class Collectors:
                 continue
             wanted = plan.spec.get("statusCollectors") or []
             for cname in wanted if isinstance(wanted, list) else []:
-                got = self._get(context.wds, str(cname), plan.obj, problems)
+                got = self._get(context.wds, str(cname), problems)
                 if got is not None:
                     found.setdefault(got[0].name, got)
         context.collectors = [found[n][0] for n in sorted(found)]
@@ -213,14 +213,12 @@ class Collectors:
             problems.extend(Problem(p.origin, p.message, "warning") for p in found)
             self._compiled[key] = collector
 
-    def _get(self, wds: str, name: str, placement: Obj, problems: list[Problem]) -> tuple[Collector, Obj] | None:
+    def _get(self, wds: str, name: str, problems: list[Problem]) -> tuple[Collector, Obj] | None:
         obj = self._by_space.get(wds, {}).get(name)
         if obj is None:
             obj = next((objs[name] for _, objs in sorted(self._by_space.items()) if name in objs), None)
         if obj is None:
-            problems.append(Problem(placement.origin, f"EdgePlacement {placement.name}: "
-                                                      f"StatusCollector {name} not found", "warning"))
-            return None
+            return None  # reconcile's problems say so (place/dangling.py), at the name's line
         key = (obj.space, name)
         self._compile(key, obj, problems)
         compiled = self._compiled[key]
