@@ -272,3 +272,23 @@ def test_a_memoized_warning_takes_the_line_of_the_file_as_it_now_is(tree: Tree, 
     again = shown()
     assert again[0].startswith(f"{CASE}:3: warning: kind Deploymnet")
     assert again == [str(p) for p in reconcile(WorkTreeSnapshot(repo)).problems if p.origin.path == CASE]
+
+
+SKIPPED = ("warning: a kustomize Kustomization, not an object: skipped (ksgitops reads every object file of a space "
+           "itself and runs no kustomize: its resources, patches and generators are not applied)")
+
+
+@pytest.mark.parametrize(("name", "text"), [
+    ("kustomization.yaml", "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources: [ns.yaml]\n"),
+    ("kustomization.yml", "resources: [ns.yaml]\nnamePrefix: x-\n"),
+    ("component.yaml", "apiVersion: kustomize.config.k8s.io/v1alpha1\nkind: Component\n"),
+])
+def test_a_kustomize_file_in_a_space_is_skipped_with_a_warning(tree: Tree, name: str, text: str) -> None:
+    """A Flux or Argo CD habit: the space is not frozen for it, and what it would build is not applied."""
+    path = f"spaces/wds/{name}"
+    assert [w for w in warnings(tree({**BASE, path: text})) if w.startswith(path)] == [f"{path}:1: {SKIPPED}"]
+
+
+def test_a_kustomization_file_holding_an_object_is_read_as_one(tree: Tree) -> None:
+    repo = tree({**BASE, "spaces/wds/kustomization.yaml": obj("v1", "ConfigMap", name="k")})
+    assert not any("kustomize" in w for w in warnings(repo))

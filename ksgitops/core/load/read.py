@@ -300,9 +300,18 @@ def _objects(space: str, source: SourceFile, cache: ParseCache, problems: list[P
     return objs  # type: ignore[no-any-return]
 
 
+KUSTOMIZE_FILES = frozenset({"kustomization.yaml", "kustomization.yml"})
+KUSTOMIZE_GROUP = "kustomize.config.k8s.io/"
+
+
 def _has_identity(obj: Obj, problems: list[Problem]) -> bool:
-    """apiVersion, kind and metadata.name are required strings."""
+    """apiVersion, kind and metadata.name are required strings; a kustomize file is no object."""
     body: dict[str, Any] = obj.body
+    if _is_kustomization(obj):
+        problems.append(Problem(obj.origin, "a kustomize Kustomization, not an object: skipped (ksgitops reads "
+                                            "every object file of a space itself and runs no kustomize: its "
+                                            "resources, patches and generators are not applied)", "warning"))
+        return False
     missing = [f for f in ("apiVersion", "kind") if not isinstance(body.get(f), str) or not body.get(f)]
     md = body.get("metadata")
     if not isinstance(md, dict) or not isinstance(md.get("name"), str) or not md.get("name"):
@@ -314,3 +323,10 @@ def _has_identity(obj: Obj, problems: list[Problem]) -> bool:
         problems.append(Problem(obj.origin, f"missing {', '.join(missing)}"))
         return False
     return True
+
+
+def _is_kustomization(obj: Obj) -> bool:
+    api_version = obj.body.get("apiVersion")
+    if isinstance(api_version, str) and api_version.startswith(KUSTOMIZE_GROUP):
+        return True
+    return obj.origin.path.rpartition("/")[2] in KUSTOMIZE_FILES and "kind" not in obj.body
