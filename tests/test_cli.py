@@ -344,6 +344,16 @@ def test_diff_names_a_wec_whose_synctarget_was_removed(cli: Any, example: Path) 
         "florin", {}))
 
 
+def test_diff_names_the_patch_a_customized_object_is_rendered_with(cli: Any, example: Path) -> None:
+    """Its base copy may not change at all: the header says where the customization lives."""
+    reconcile(cli, example)
+    edit(example / "spaces/wmw-c/httpd.yaml", "env is %(env)", "environment is %(env)")
+    out = run(cli, "diff", str(example), code=1).out
+    rel = "apps/replicasets/commonstuff/commond"
+    assert f"--- a/spaces/imw1-mb-florin/objects/{rel}.yaml\tReplicaSet.apps commonstuff/commond " \
+           f"(rendered with patches/{rel}.json)\n" in out, out
+
+
 def test_diff_redacts_secret_values(cli: Any, example: Path) -> None:
     secret = example / "spaces/wmw-c/secret.yaml"
     secret.write_text("apiVersion: v1\nkind: Secret\nmetadata:\n  name: creds\n  namespace: commonstuff\n"

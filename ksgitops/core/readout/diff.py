@@ -24,6 +24,7 @@ class ObjectChange(Struct, frozen=True):
     old: dict[str, Any] | None
     new: dict[str, Any] | None
     file: str = ""  # the file in the mailbox, when it is not objects/<rel>.yaml
+    patched: bool = False  # rendered with patches/<rel>.json on either side: the base copy may not change
 
     @property
     def path(self) -> str:
@@ -103,11 +104,12 @@ def mailbox_changes(old: FileTree | None, new: FileTree | None) -> list[ObjectCh
     moved = _moved(old_inputs, new_inputs)  # an object whose base copy and patch are the same renders the same
     before = dict(render_inputs(old_inputs, moved))
     after = dict(render_inputs(new_inputs, moved))
+    patched = {rel for rel, _, patch in (*old_inputs, *new_inputs) if patch is not None}
     changes = []
     for rel in sorted(set(before) | set(after)):
         a, b = redact_pair(before.get(rel), after.get(rel))
         if a != b:
-            changes.append(ObjectChange(rel, a, b))
+            changes.append(ObjectChange(rel, a, b, patched=rel in patched))
     syncer = (_syncer_config(old), _syncer_config(new))
     if syncer[0] != syncer[1]:
         changes.append(ObjectChange(SYNCER_CONFIG, *syncer, file=SYNCER_CONFIG))
@@ -139,7 +141,8 @@ def changes_diff(mailbox: str, changes: list[ObjectChange]) -> str:
         a_text = dump_yaml(change.old).decode().splitlines(keepends=True) if change.old is not None else []
         b_text = dump_yaml(change.new).decode().splitlines(keepends=True) if change.new is not None else []
         path = f"spaces/{mailbox}/{change.path}"
-        chunks.extend(difflib.unified_diff(a_text, b_text, f"a/{path}", f"b/{path}", change.title, change.title))
+        title = change.title + (f" (rendered with patches/{printable(change.rel)}.json)" if change.patched else "")
+        chunks.extend(difflib.unified_diff(a_text, b_text, f"a/{path}", f"b/{path}", title, title))
     return "".join(chunks)
 
 
