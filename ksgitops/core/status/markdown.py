@@ -13,7 +13,7 @@ import re
 from functools import lru_cache
 from itertools import islice
 from operator import attrgetter
-from typing import Any, Mapping, NamedTuple
+from typing import Any, Mapping
 
 from msgspec import Struct, field
 
@@ -28,8 +28,9 @@ from .syncreport import SyncState
 BROKEN_LIMIT = 100  # rows of the broken list; the rest is counted (every pair is in the CombinedStatus files)
 
 
-class Broken(NamedTuple):
-    """One (object, WEC) that is not Healthy; tuples sort worst first, then by object and WEC."""
+class Broken(Struct, frozen=True, order=True):
+    """One (object, WEC) that is not Healthy; sorted worst first, then by object and WEC. A Struct,
+    not a NamedTuple: a memo holds thousands, and a Struct unpickles in C."""
 
     rank: int  # minus the health rank: worst first
     wds: str

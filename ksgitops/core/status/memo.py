@@ -14,7 +14,7 @@ from ..emit.problems import ParsedProblems
 from .markdown import MailboxSummary
 from .rows import Detail, Row
 
-MEMO_FORMAT = 3  # bump when rows, summaries or CombinedStatus change shape (3: rows pickled as tuples)
+MEMO_FORMAT = 4  # bump when rows, summaries or CombinedStatus change shape (3: rows pickled as tuples; 4: Broken a Struct)
 
 
 class MailboxMemo(Struct):
