@@ -237,3 +237,44 @@ def test_validate_compiles_every_status_collector(placed: bool, example: Path, c
     assert line.startswith("spaces/wmw-c/collectors.yaml:1: warning: StatusCollector typo: spec.select[0].def: "
                            "invalid CEL: "), line
     assert cli("validate", str(example), "--strict").code == 2
+
+
+class PanicException(BaseException):
+    """What the CEL library (through pyo3) raises when its Rust code panics: no Exception."""
+
+
+class _Panicking:
+    def compile(self, text: str) -> Any:
+        raise PanicException("index out of bounds")
+
+    def Context(self, variables: Any) -> Any:  # noqa: N802 - the library's name
+        raise PanicException("index out of bounds")
+
+
+def test_a_library_panic_is_a_problem_not_a_crash(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Any panic the limits above do not foresee: compiling says so, evaluating is a failure as data."""
+    from ksgitops.core.status import celcompile, celeval
+    monkeypatch.setattr(celcompile, "cel_library", _Panicking)
+    monkeypatch.setattr(celeval, "cel_library", _Panicking)
+    compile_expression.cache_clear()
+    try:
+        assert compile_expression("obj.status.replicas + 1") == (None, "invalid CEL: the CEL library failed on it (a panic)")
+    finally:
+        compile_expression.cache_clear()
+    assert celeval.RowContexts(("obj",)).context({"obj": {}}) is None
+
+    class Program:
+        def execute(self, ctx: Any) -> Any:
+            raise PanicException("overflow")
+    expr = celcompile_expr(Program())
+    assert celeval.run_expression(expr, None) == (False, "evaluation error (the CEL library panicked)")
+    with pytest.raises(KeyboardInterrupt):  # other BaseExceptions still stop the run
+        class Stopped:
+            def execute(self, ctx: Any) -> Any:
+                raise KeyboardInterrupt
+        celeval.run_expression(celcompile_expr(Stopped()), None)
+
+
+def celcompile_expr(program: Any) -> Any:
+    from ksgitops.core.status.collectors import Expr
+    return Expr(path="spec.select[0].def", source="x", program=program)

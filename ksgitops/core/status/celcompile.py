@@ -55,7 +55,11 @@ def compile_expression(text: str) -> tuple[Any, str]:
         return None, error
     try:
         program = cel_library().compile(text)
-    except Exception as exc:  # noqa: BLE001 - the library raises ValueError; be safe with any
+    except BaseException as exc:  # noqa: BLE001 - the library raises ValueError, or panics
+        if not isinstance(exc, Exception) and not is_panic(exc):
+            raise
+        if is_panic(exc):
+            return None, "invalid CEL: the CEL library failed on it (a panic)"
         match = _PARSE_ERROR.search(str(exc))
         if match:
             line, column, message = match.groups()
@@ -114,6 +118,11 @@ def most_literal_elements(depth: int) -> int:
     work is bounded by their number to the power depth + 1, which stays within MAX_WORK."""
     n = round(MAX_WORK ** (1 / (depth + 1)))
     return n if n ** (depth + 1) <= MAX_WORK else n - 1
+
+
+def is_panic(exc: BaseException) -> bool:
+    """The CEL library's Rust panic, which it raises as a BaseException (pyo3's PanicException)."""
+    return type(exc).__name__ == "PanicException"
 
 
 def comprehension_depth(text: str) -> int:

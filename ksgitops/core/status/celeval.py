@@ -7,7 +7,7 @@ import re
 from typing import TYPE_CHECKING, Any
 
 from ...model import Origin, Problem
-from .celcompile import cel_library
+from .celcompile import cel_library, is_panic
 
 if TYPE_CHECKING:
     from .collectors import Expr
@@ -42,7 +42,9 @@ class RowContexts:
                         self.ctx.add_variable(v, row[v])
             self.obj = row.get("obj")
             return self.ctx
-        except Exception:  # noqa: BLE001 - a value the library cannot convert
+        except BaseException as exc:  # noqa: BLE001 - a value the library cannot convert (or panics on)
+            if not isinstance(exc, Exception) and not is_panic(exc):
+                raise
             self.ctx = None
             return None
 
@@ -51,11 +53,15 @@ def run_expression(expr: Expr, ctx: Any) -> tuple[bool, Any]:
     """(True, value) or (False, reason): the reason never quotes object data."""
     try:
         return True, expr.program.execute(ctx)
-    except Exception as exc:  # noqa: BLE001 - every evaluation failure is data, not a crash
+    except BaseException as exc:  # noqa: BLE001 - every evaluation failure is data, not a crash
+        if not isinstance(exc, Exception) and not is_panic(exc):
+            raise
         return False, failure_reason(exc)
 
 
-def failure_reason(exc: Exception) -> str:
+def failure_reason(exc: BaseException) -> str:
+    if is_panic(exc):
+        return "evaluation error (the CEL library panicked)"
     text = str(exc)
     if isinstance(exc, KeyError):
         return "no such key"
