@@ -10,6 +10,7 @@ import orjson
 import pytest
 
 from conftest import EXAMPLE
+from ksgitops.core.emit import readback
 from ksgitops.core.pipeline import reconcile
 from ksgitops.core.readout import diff, render
 from ksgitops.core.readout.render import redact_pair, render_mailbox
@@ -74,7 +75,7 @@ def test_objects_that_did_not_change_are_not_rendered(monkeypatch) -> None:
         holder = holder[part]
     holder[f"{rel.split('/')[-1]}.yaml"] = data + b"# edited\n"
     loaded: list[bytes] = []
-    original = render.load_yaml
-    monkeypatch.setattr(render, "load_yaml", lambda b: loaded.append(b) or original(b))
+    original = readback.load_yaml
+    monkeypatch.setattr(readback, "load_yaml", lambda b: loaded.append(b) or original(b))
     assert diff.mailbox_changes(old, new) == []  # a comment renders the same
     assert len(loaded) == 2 and len(render.mailbox_inputs(new)) > 1

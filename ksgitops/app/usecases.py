@@ -309,7 +309,7 @@ def plan_diff(path: Path, against: str | None,
         changed = True
         if root.count("/") == 1:  # a mailbox root: spaces/<mailbox>
             mailbox = root.split("/", 1)[1]
-            changes = diffs.mailbox_changes(old_tree, new_tree if isinstance(new_tree, dict) else None)
+            changes = diffs.mailbox_changes(old_tree, new_tree if isinstance(new_tree, dict) else None, mailbox)
             gone = diffs.files_not_written(old_tree) if new_tree is None and old_tree is not None else None
             if changes or gone is not None:
                 wecs.append(diffs.WecDiff(wec_names.get(mailbox) or _old_wec_name(old_tree, mailbox), mailbox,

@@ -196,7 +196,8 @@ def render(wec: str, repo: Path | None, output: str) -> None:
     print_problems([p for p in result.problems if not p.wec or mailbox in p.mailboxes])
     print_frozen(result)
     tree = app.mailbox_tree(root, result, mailbox)
-    objects = rendering.in_apply_order([body for _, body in rendering.render_mailbox(tree)] if tree else [])
+    rendered = rendering.render_mailbox(tree, f"spaces/{mailbox}") if tree else []  # a file that does not read: exit 2
+    objects = rendering.in_apply_order([body for _, body in rendered])
     if output == "json":
         dump(rendering.as_list(objects))
     else:

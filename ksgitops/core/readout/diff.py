@@ -6,7 +6,7 @@ sides, so a diff says that a Secret changed and never what it holds.
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from msgspec import Struct, field
 
@@ -15,6 +15,9 @@ from ...names import file_stem, printable
 from ..tree import FileTree, walk
 
 RECONCILE_OWNS = ("space.yaml", "syncerconfig.yaml", "kustomization.yaml", "objects/", "patches/")
+
+if TYPE_CHECKING:
+    from ..emit.readback import Unreadable
 
 
 class ObjectChange(Struct, frozen=True):
@@ -39,6 +42,8 @@ class ObjectChange(Struct, frozen=True):
         """`Kind[.group] [namespace/]name`, as problems name objects (characters a terminal would
         obey, or that would end the header line, escaped)."""
         group, kind, namespace, name = _identity(self.body)
+        if not kind:  # no object to name (a file that does not read)
+            return printable(self.path)
         gk = f"{kind}.{group}" if group else kind
         return printable(f"{gk} {namespace}/{name}" if namespace else f"{gk} {name}")
 
@@ -47,6 +52,8 @@ class ObjectChange(Struct, frozen=True):
         """`[group.]version.Kind.namespace.name`: how `kubectl diff` names an object's file, with
         the name spelled as in mailboxes (names.file_stem: short, portable, never colliding)."""
         group, kind, namespace, name = _identity(self.body)
+        if not kind:
+            return self.path.replace("/", ".")
         version = str(self.body.get("apiVersion") or "").rpartition("/")[2]
         return f"{group + '.' if group else ''}{version}.{kind}.{namespace}.{file_stem(name)}"
 
@@ -96,24 +103,47 @@ class DiffResult(Struct):
                 "frozen": [u.as_json() for u in self.frozen]}
 
 
-def mailbox_changes(old: FileTree | None, new: FileTree | None) -> list[ObjectChange]:
+def mailbox_changes(old: FileTree | None, new: FileTree | None, mailbox: str = "") -> list[ObjectChange]:
     """The objects of one mailbox that render differently (none when they render the same), and
-    its SyncerConfig when that changes: it steers what the WEC's syncer does."""
-    from .render import mailbox_inputs, redact_pair, render_inputs  # a diff that finds nothing never renders
+    its SyncerConfig when that changes: it steers what the WEC's syncer does. A file that does
+    not read (a hand edit, a merge's conflict) is a difference too, shown as what is wrong with it."""
+    from .render import mailbox_inputs, redact_pair  # a diff that finds nothing never renders
+    folder = f"spaces/{mailbox}" if mailbox else ""
     old_inputs, new_inputs = (mailbox_inputs(old) if old else []), (mailbox_inputs(new) if new else [])
     moved = _moved(old_inputs, new_inputs)  # an object whose base copy and patch are the same renders the same
-    before = dict(render_inputs(old_inputs, moved))
-    after = dict(render_inputs(new_inputs, moved))
+    before = _rendered(old_inputs, moved, folder)
+    after = _rendered(new_inputs, moved, folder)
     patched = {rel for rel, _, patch in (*old_inputs, *new_inputs) if patch is not None}
     changes = []
     for rel in sorted(set(before) | set(after)):
-        a, b = redact_pair(before.get(rel), after.get(rel))
+        a, b = redact_pair(before.get(rel), after.get(rel), rel.startswith(SECRETS))
         if a != b:
             changes.append(ObjectChange(rel, a, b, patched=rel in patched))
-    syncer = (_syncer_config(old), _syncer_config(new))
-    if syncer[0] != syncer[1]:
-        changes.append(ObjectChange(SYNCER_CONFIG, *syncer, file=SYNCER_CONFIG))
+    files = (old.get(SYNCER_CONFIG) if old else None, new.get(SYNCER_CONFIG) if new else None)
+    if files[0] != files[1]:
+        syncer = (_syncer_config(files[0], folder), _syncer_config(files[1], folder))
+        if syncer[0] != syncer[1]:
+            changes.append(ObjectChange(SYNCER_CONFIG, *syncer, file=SYNCER_CONFIG))
     return changes
+
+
+def _rendered(inputs: list[tuple[str, bytes, bytes | None]], only: set[str], folder: str
+              ) -> dict[str, dict[str, Any]]:
+    from ..emit.readback import Unreadable
+    from .render import render_inputs
+    found: dict[str, dict[str, Any]] = {}
+    for item in inputs:
+        if item[0] in only:
+            try:
+                found.update(render_inputs([item], folder=folder))
+            except Unreadable as e:
+                found[item[0]] = unreadable(e)
+    return found
+
+
+def unreadable(error: Unreadable) -> dict[str, Any]:
+    """What a diff shows for a file that does not read: where and what is wrong, never its text."""
+    return {"unreadable": str(error.problem())}
 
 
 def _moved(old: list[tuple[str, bytes, bytes | None]], new: list[tuple[str, bytes, bytes | None]]) -> set[str]:
@@ -123,12 +153,17 @@ def _moved(old: list[tuple[str, bytes, bytes | None]], new: list[tuple[str, byte
 
 
 SYNCER_CONFIG = "syncerconfig.yaml"
+SECRETS = "core/secrets/"  # where a mailbox keeps Secrets (names.rel_path)
 
 
-def _syncer_config(tree: FileTree | None) -> dict[str, Any] | None:
-    from ..serialize import load_yaml
-    data = tree.get(SYNCER_CONFIG) if tree else None
-    return load_yaml(data) if isinstance(data, bytes) else None
+def _syncer_config(data: Any, folder: str) -> dict[str, Any] | None:
+    from ..emit.readback import Unreadable, read_mapping
+    if not isinstance(data, bytes):
+        return None
+    try:
+        return read_mapping(f"{folder}/{SYNCER_CONFIG}" if folder else SYNCER_CONFIG, data)
+    except Unreadable as e:
+        return unreadable(e)
 
 
 def changes_diff(mailbox: str, changes: list[ObjectChange]) -> str:
@@ -148,7 +183,7 @@ def changes_diff(mailbox: str, changes: list[ObjectChange]) -> str:
 
 def mailbox_diff(mailbox: str, old: FileTree | None, new: FileTree | None) -> str:
     """Unified diff of the rendered objects of one mailbox ('' when they render the same)."""
-    return changes_diff(mailbox, mailbox_changes(old, new))
+    return changes_diff(mailbox, mailbox_changes(old, new, mailbox))
 
 
 def markdown(result: DiffResult) -> str:

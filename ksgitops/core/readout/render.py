@@ -7,33 +7,25 @@ from __future__ import annotations
 
 from typing import Any
 
-import jsonpatch
-import orjson
-
 from ...model import is_secret
-from ..serialize import load_yaml
+from ..emit.readback import rendered
 from ..tree import FileTree, walk
 
 REDACTED = "<redacted>"
 
 
-def render_mailbox(files: FileTree) -> list[tuple[str, dict[str, Any]]]:
-    """(rel, object) pairs in path order, `rel` as in objects/<rel>.yaml."""
-    return render_inputs(mailbox_inputs(files))
+def render_mailbox(files: FileTree, folder: str = "") -> list[tuple[str, dict[str, Any]]]:
+    """(rel, object) pairs in path order, `rel` as in objects/<rel>.yaml. A file that does not
+    read as reconcile writes it raises emit.readback.Unreadable, at its path in `folder` (the
+    mailbox's, `spaces/<mailbox>`)."""
+    return render_inputs(mailbox_inputs(files), folder=folder)
 
 
-def render_inputs(inputs: list[tuple[str, bytes, bytes | None]], only: set[str] | None = None
-                  ) -> list[tuple[str, dict[str, Any]]]:
+def render_inputs(inputs: list[tuple[str, bytes, bytes | None]], only: set[str] | None = None,
+                  folder: str = "") -> list[tuple[str, dict[str, Any]]]:
     """render_mailbox of a mailbox's inputs (mailbox_inputs); with `only`, of those rels."""
-    rendered = []
-    for rel, data, patch in inputs:
-        if only is not None and rel not in only:
-            continue
-        body = load_yaml(data)
-        if patch is not None:
-            body = jsonpatch.apply_patch(body, orjson.loads(patch), in_place=True)  # body is this loop's own
-        rendered.append((rel, _drop_empty_annotations(body)))
-    return rendered
+    return [(rel, _drop_empty_annotations(rendered(folder, rel, data, patch)))
+            for rel, data, patch in inputs if only is None or rel in only]
 
 
 def mailbox_inputs(files: FileTree) -> list[tuple[str, bytes, bytes | None]]:
@@ -95,20 +87,23 @@ def _drop_empty_annotations(body: dict[str, Any]) -> dict[str, Any]:
     return body
 
 
-def redact_pair(old: dict[str, Any] | None, new: dict[str, Any] | None) -> tuple[Any, Any]:
-    """Redact Secret data/stringData on both sides, marking which keys changed."""
-    return _redact(old, new, "old value"), _redact(new, old, "new value")
+def redact_pair(old: dict[str, Any] | None, new: dict[str, Any] | None, secret: bool = False) -> tuple[Any, Any]:
+    """Redact Secret data/stringData on both sides, marking which keys changed; `secret`: both
+    sides are a Secret's whatever they say (read from a Secret's path, a hand edit may have
+    changed its kind)."""
+    return _redact(old, new, "old value", secret), _redact(new, old, "new value", secret)
 
 
-def _redact(body: dict[str, Any] | None, other: dict[str, Any] | None, label: str) -> dict[str, Any] | None:
-    if body is None or not is_secret(body):
+def _redact(body: dict[str, Any] | None, other: dict[str, Any] | None, label: str,
+            secret: bool) -> dict[str, Any] | None:
+    if body is None or not (secret or is_secret(body)):
         return body
     copy = dict(body)
     for field in ("data", "stringData"):
         values = body.get(field)
         if not isinstance(values, dict):
             continue
-        theirs = (other or {}).get(field) if other is not None and is_secret(other) else None
+        theirs = (other or {}).get(field) if other is not None and (secret or is_secret(other)) else None
         theirs = theirs if isinstance(theirs, dict) else {}
         copy[field] = {k: REDACTED if theirs.get(k) == v else f"{REDACTED} ({label})" for k, v in values.items()}
     return copy

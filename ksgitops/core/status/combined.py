@@ -20,6 +20,7 @@ from .collectors import Collector, compile_collector
 from .health import Health
 from .verdict import rank_of
 from ..emit.problems import SpaceProblem
+from ..emit.readback import Unreadable
 from ...model import is_secret
 from ..serialize import deep_copy
 from .syncreport import Drift
@@ -106,7 +107,7 @@ def combined_status(context: ObjectContext, rows: Sequence[tuple[str, RowLike]],
     if len(rows) == 1 and rows[0][1].report and rows[0][1].singleton:
         status["singletonStatus"] = _reported_status(contents, rows[0][1])
     if context.collectors:
-        bindings = [{"inventory": {"name": names.get(mb, mb)}, "obj": contents.sent(r.data, r.patch),
+        bindings = [{"inventory": {"name": names.get(mb, mb)}, "obj": _sent(contents, r) or {},
                      "returned": {"status": _reported_status(contents, r)}} for mb, r in rows]
         results = []
         for collector in context.collectors:
@@ -147,10 +148,19 @@ def _problem_item(problem: SpaceProblem) -> dict[str, Any]:
 
 def _reported_status(contents: Contents, row: RowLike) -> dict[str, Any]:
     """The reported status as it may appear in output: never a Secret's (Secrets have none)."""
-    if not row.report or is_secret(contents.sent(row.data, row.patch)):
+    sent = _sent(contents, row) if row.report else None
+    if sent is None or is_secret(sent):  # not read: it may be a Secret
         return {}
     status = contents.doc(row.report).get("status")
     return deep_copy(status) if isinstance(status, dict) else {}
+
+
+def _sent(contents: Contents, row: RowLike) -> dict[str, Any] | None:
+    """The object sent, None when its mailbox files do not read (the row says so)."""
+    try:
+        return contents.sent(row.data, row.patch)
+    except Unreadable:
+        return None
 
 
 def _wec_item(mailbox: str, wec: str, row: RowLike) -> dict[str, Any]:

@@ -10,16 +10,15 @@ from __future__ import annotations
 from sys import intern
 from typing import Any, NamedTuple
 
-import jsonpatch
 from msgspec import Struct
-import orjson
 
-from ...model import Origin, Problem
+from ...model import Origin, Problem, is_secret
 from ..customize.patchapply import patched, tree_shaped
+from ..emit import readback
 from .combined import strip_secret
-from .health import assess, reads_spec
+from .health import Health, assess, reads_spec
 from .reported import Checked, ReportReader, load_report
-from ..serialize import load_yaml, plain_copy
+from ..serialize import plain_copy
 from .markdown import time_key
 from .source import MailboxListing, StatusSource
 from .sync import object_facts
@@ -56,6 +55,9 @@ class Detail(Struct):
 
 _OWN_SHAPE, _NO_REPORT = -1, -2  # Run.judgement's shapes besides ReportReader's
 _MOST_VERDICTS = 65536
+# a row judged without the object sent: its base copy or patch does not read (rows_of_mailbox says where)
+UNREADABLE = "its base copy or patch in the mailbox does not read: `ksgitops reconcile` writes them anew"
+_OBJECTS, _PATCHES = "objects", "patches"  # Run reads blobs: which file of the mailbox did not read
 
 
 class Run:
@@ -64,6 +66,7 @@ class Run:
     def __init__(self, source: StatusSource) -> None:
         self.source = source
         self._sent: dict[tuple[str, str], dict[str, Any]] = {}
+        self._unread: dict[tuple[str, str], readback.Unreadable] = {}
         self._docs: dict[str, dict[str, Any]] = {}
         self._tuples: dict[tuple[str, ...], tuple[str, ...]] = {}
         self._judged: dict[tuple[str, str], dict[str, Any]] = {}
@@ -73,18 +76,41 @@ class Run:
         self._verdicts: dict[tuple[str, str, int], tuple[str, str, int | None]] = {}
 
     def sent(self, data: str, patch: str) -> dict[str, Any]:
-        """The object as the WEC receives it (base + patch), a Secret's data removed."""
+        """The object as the WEC receives it (base + patch), a Secret's data removed. Raises
+        readback.Unreadable (its path: `objects` or `patches`) when a file does not read."""
         found = self._sent.get((data, patch))
         if found is None:
-            if patch:
-                base, ops = self.sent(data, ""), orjson.loads(self.source.blob(patch))
-                body = patched(base, ops) if self._tree_shaped(data, base) else None
-                if body is None:  # jsonpatch's own copy is copy.deepcopy
-                    body = jsonpatch.apply_patch(plain_copy(base), ops, in_place=True)
-            else:
-                body = load_yaml(self.source.blob(data))
-            found = self._sent[(data, patch)] = strip_secret(body)
+            unread = self._unread.get((data, patch))
+            if unread is not None:
+                raise unread
+            try:
+                found = self._sent[(data, patch)] = strip_secret(self._read(data, patch))
+            except readback.Unreadable as e:
+                self._unread[(data, patch)] = e
+                raise
         return found
+
+    def _read(self, data: str, patch: str) -> dict[str, Any]:
+        if not patch:
+            return readback.read_object(_OBJECTS, self.source.blob(data))
+        base = self.sent(data, "")
+        if is_secret(base):  # the patch may change the data sent() leaves out
+            base = readback.read_object(_OBJECTS, self.source.blob(data))
+        ops = readback.read_patch(_PATCHES, self.source.blob(patch))
+        body = patched(base, ops) if self._tree_shaped(data, base) else None
+        if body is None:  # jsonpatch's own copy is copy.deepcopy
+            body = readback.patched(_PATCHES, plain_copy(base), ops)
+        return body
+
+    def unreadable(self, mailbox: str, rel: str, row: Row) -> list[Problem]:
+        """Where and why the object sent in `row` does not read (none when it reads)."""
+        try:
+            self.sent(row.data, row.patch)
+        except readback.Unreadable as e:
+            path = f"spaces/{mailbox}/objects/{rel}.yaml" if e.path == _OBJECTS else \
+                f"spaces/{mailbox}/patches/{rel}.json"
+            return [e.problem(path, "warning")]
+        return []
 
     def _tree_shaped(self, data: str, base: dict[str, Any]) -> bool:
         found = self._shaped.get(data)
@@ -124,14 +150,18 @@ class Run:
         shape = self._shapes.get(report, _OWN_SHAPE) if report else _NO_REPORT
         memo_key = (data, patch, shape)
         if shape != _OWN_SHAPE:
-            found = self._verdicts.get(memo_key)
-            if found is not None:
-                return found
+            known = self._verdicts.get(memo_key)
+            if known is not None:
+                return known
         doc = self.doc(report) if report else None
-        verdict = assess(self.judged(data, patch), doc, None)
-        identity = doc.get("object", {}) if doc else {}
-        generation = identity.get("generation") if isinstance(identity.get("generation"), int) else None
-        found = (verdict.health.value, intern(verdict.message), generation)
+        try:
+            verdict = assess(self.judged(data, patch), doc, None)
+        except readback.Unreadable:
+            found: tuple[str, str, int | None] = (Health.UNKNOWN.value, UNREADABLE, None)
+        else:
+            identity = doc.get("object", {}) if doc else {}
+            generation = identity.get("generation") if isinstance(identity.get("generation"), int) else None
+            found = (verdict.health.value, intern(verdict.message), generation)
         if shape != _OWN_SHAPE:
             if len(self._verdicts) >= _MOST_VERDICTS:
                 self._verdicts.clear()
@@ -162,6 +192,8 @@ def rows_of_mailbox(mb: str, old: Detail | None, infos: dict[str, Info], run: Ru
         now = (objects[rel], patches.get(rel, ""), by_rel.get(rel), infos[rel], errors.get(rel, ""), drift.get(rel))
         before = before_rows.get(rel)
         rows[rel] = before if before is not None and _same_inputs(before, now) else _row(now, run)
+    for rel in [rel for rel, row in rows.items() if row.message == UNREADABLE]:
+        problems += run.unreadable(mb, rel, rows[rel])
     run.forget_documents()  # streaming: a mailbox's reports are not held once its rows are judged
     # a valid report that a row records is not kept twice (see _known_report)
     kept = {n: r for n, r in reports.items() if not (r[1] in rows and rows[r[1]].report == r[0])}

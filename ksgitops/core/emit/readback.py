@@ -1,0 +1,160 @@
+"""Generated mailbox files read back (render, diff, status): a base copy, its patch, the SyncerConfig.
+
+They are reconcile's own output, but they sit in git, where a hand edit or a merge that left its
+`<<<<<<<` markers may put anything in them. What does not read as what reconcile writes raises
+`Unreadable`: an error at the file's line saying what is wrong, never quoting the file (a base
+copy may be a Secret's). Reading takes the fast path; only a failure is looked at again, to say why.
+"""
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING, Any
+
+import jsonpatch
+import jsonpointer
+import orjson
+
+from ...model import KsgitopsError, Origin, Problem, Severity
+from ..serialize import load_yaml
+
+if TYPE_CHECKING:
+    from ..load.parse import ParsedFile
+
+REWRITE = "a generated file: `ksgitops reconcile` writes it anew"
+
+
+class Unreadable(KsgitopsError):
+    """A generated file that does not read as what reconcile writes there (exit 2)."""
+
+    def __init__(self, path: str, line: int, what: str) -> None:
+        self.path, self.line, self.what = path, line, what
+        super().__init__(self.problem())
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return Unreadable, (self.path, self.line, self.what)
+
+    def problem(self, path: str | None = None, severity: Severity = "error") -> Problem:
+        """The finding, at `path` when the file was read under another name (status reads blobs)."""
+        return Problem(Origin(path or self.path, self.line), f"{self.what} ({REWRITE})", severity)
+
+
+def read_object(path: str, data: bytes) -> dict[str, Any]:
+    """A base copy: one mapping with an apiVersion, a kind and metadata, as reconcile writes it."""
+    doc = _mapping(path, data)
+    if doc is not None and isinstance(doc.get("apiVersion"), str) and isinstance(doc.get("kind"), str) \
+            and isinstance(doc.get("metadata"), dict):
+        return doc
+    if doc is not None:
+        raise Unreadable(path, 1, "not an object: apiVersion, kind or metadata missing or of the wrong type")
+    raise Unreadable(path, *_why_yaml(path, data))
+
+
+def read_mapping(path: str, data: bytes) -> dict[str, Any]:
+    """A generated YAML file of one mapping (the SyncerConfig)."""
+    doc = _mapping(path, data)
+    if doc is None:
+        raise Unreadable(path, *_why_yaml(path, data))
+    return doc
+
+
+def read_patch(path: str, data: bytes) -> list[Any]:
+    """A patch file: an RFC 6902 JSON list of operations."""
+    try:
+        ops = orjson.loads(data)
+    except orjson.JSONDecodeError as e:
+        raise Unreadable(path, *_why_json(data, e)) from None
+    if not isinstance(ops, list) or not all(isinstance(op, dict) for op in ops):
+        raise Unreadable(path, 1, "not a JSON patch: a list of operations")
+    return ops
+
+
+_PATCH_ERRORS = (jsonpatch.JsonPatchException, jsonpointer.JsonPointerException, TypeError, ValueError,
+                 KeyError, IndexError, AttributeError, RecursionError)
+
+
+def patched(path: str, body: dict[str, Any], ops: list[Any]) -> dict[str, Any]:
+    """`body` (the caller's own: changed in place) with the operations of patch file `path`."""
+    try:
+        found = jsonpatch.apply_patch(body, ops, in_place=True)
+    except _PATCH_ERRORS:  # their messages may quote the object: never shown
+        raise Unreadable(path, 1, "its operations do not apply to the base copy") from None
+    if not isinstance(found, dict):
+        raise Unreadable(path, 1, "its operations replace the whole object by something else")
+    return found
+
+
+def rendered(folder: str, rel: str, data: bytes, patch: bytes | None) -> dict[str, Any]:
+    """The object `objects/<rel>.yaml` of a mailbox as the WEC receives it (its patch applied);
+    `folder` (the mailbox's, "": none) names the files in what is raised."""
+    where = f"{folder}/" if folder else ""
+    body = read_object(f"{where}objects/{rel}.yaml", data)  # a new object each time: patched in place
+    if patch is None:
+        return body
+    path = f"{where}patches/{rel}.json"
+    return patched(path, body, read_patch(path, patch))
+
+
+def _mapping(path: str, data: bytes) -> dict[str, Any] | None:
+    if b"&" in data and b"*" in data and _parsed(path, data).problems:
+        return None  # aliases, maybe a billion laughs: bounded as in the sources, else not read
+    try:
+        doc = load_yaml(data)
+    except Exception:  # noqa: BLE001 - _why_yaml says what is wrong
+        return None
+    return doc if isinstance(doc, dict) else None
+
+
+_CONFLICT = re.compile(rb"^(<<<<<<<|>>>>>>>)( |$)", re.MULTILINE)
+_QUOTED = re.compile(r"""\s*('[^']*'|"[^"]*")""")
+_WORDY = re.compile(r"[^\W_]")
+
+
+def _why_yaml(path: str, data: bytes) -> tuple[int, str]:
+    """(line, what is wrong) of a YAML file that is not one mapping."""
+    found = _common(data)
+    if found:
+        return found
+    parsed = _parsed(path, data)
+    if parsed.problems:
+        first = parsed.problems[0]
+        return first.origin.line, _unquoted(first.message)
+    if len(parsed.docs) > 1:
+        return parsed.docs[1][0], f"{len(parsed.docs)} documents where reconcile writes one"
+    return 1, "not one YAML mapping, as reconcile writes it"
+
+
+def _parsed(path: str, data: bytes) -> ParsedFile:
+    """load.parse's reading, with its checks and located findings. Imported here: ~9 ms of the
+    start-up of every command rendering a mailbox (the sync agent's), for files that rarely need it."""
+    from ..load.parse import parse_file
+    return parse_file(path, data)
+
+
+def _why_json(data: bytes, error: orjson.JSONDecodeError) -> tuple[int, str]:
+    found = _common(data)
+    if found:
+        return found
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        return data[: e.start].count(b"\n") + 1, "file is not valid UTF-8"
+    return int(getattr(error, "lineno", 0) or 1), f"malformed JSON: {_unquoted(error.msg)}"
+
+
+def _unquoted(message: str) -> str:
+    """A parser's message without what it quotes of the file (a Secret's, maybe); quoted syntax
+    (`expected ',' or ']'`) stays."""
+    return _QUOTED.sub(lambda m: "" if _WORDY.search(m.group(1)) else m.group(0), message)
+
+
+def _common(data: bytes) -> tuple[int, str] | None:
+    """What is wrong with a file of any format: nothing in it, or a merge's conflict markers."""
+    if not data.strip():
+        return 1, "the file is empty"
+    marker = _CONFLICT.search(data)
+    if marker:
+        return data[: marker.start()].count(b"\n") + 1, "a merge left its conflict markers (`<<<<<<<`, `>>>>>>>`) in it"
+    return None
+
+
+__all__ = ["REWRITE", "Unreadable", "read_object", "read_mapping", "read_patch", "patched", "rendered"]
