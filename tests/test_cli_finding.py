@@ -17,7 +17,7 @@ from conftest import run_cli_on_a_terminal, run_cli_subprocess
 
 SPECIAL_CM = "spaces/wmw-s/httpd.yaml"
 HEADER = ("--- a/spaces/imw1-mb-guilder/objects/core/configmaps/specialstuff/httpd-htdocs.yaml\t"
-          "ConfigMap specialstuff/httpd-htdocs")
+          "ConfigMap specialstuff/httpd-htdocs (rendered with patches/core/configmaps/specialstuff/httpd-htdocs.json)")
 
 
 def edit_special(example: Path) -> None:

@@ -68,4 +68,4 @@ def test_records_that_keep_a_memo_compare_every_other_field(cls, memo: str) -> N
 
 
 def _value(name: str, n: int) -> object:
-    return {"format": 3 + n, "changed": bool(n), "broken_count": n, "counts": {"Healthy": n}}.get(name, f"{name}-{n}")
+    return {"format": 100 + n, "changed": bool(n), "broken_count": n, "counts": {"Healthy": n}}.get(name, f"{name}-{n}")
