@@ -50,8 +50,10 @@ BREAKS: dict[str, Callable[[bytes], bytes]] = {
     "list": lambda data: b"- " + data.replace(b"\n", b" ") + b"\n- b\n",
     "empty": lambda data: b"",
     "alias-bomb": lambda data: BILLION_LAUGHS,
+    "deep-nesting": lambda data: b"[" * 100_000 + b"]" * 100_000,  # libyaml's composer recursed past its stack
 }
-LINE = {"merge-conflict": 1, "binary": 1, "list": 1, "empty": 1, "alias-bomb": 1}  # invalid-yaml: after the rest
+LINE = {"merge-conflict": 1, "binary": 1, "list": 1, "empty": 1, "alias-bomb": 1,
+        "deep-nesting": 1}  # invalid-yaml: after the rest
 
 
 @pytest.fixture(scope="module")

@@ -71,8 +71,60 @@ _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 def load_yaml(data: bytes) -> Any:
-    """Read back a file we generated ourselves (trusted shape)."""
+    """Read back a file we generated ourselves (trusted shape, but maybe edited by hand: nesting
+    deeper than the sources may have raises ValueError before libyaml's composer, which recurses
+    in C, would overflow its stack)."""
+    if len(data) > MAX_NESTING:  # shorter text cannot nest that deep
+        found = nesting_error(data.decode("utf-8", "replace"))
+        if found is not None:
+            raise ValueError(f"line {found[0]}: {found[1]}")
     return yaml.load(data, Loader=_Loader)  # noqa: S506 - safe loader
+
+
+MAX_NESTING = 500  # libyaml's composer recurses in C: far deeper input would overflow its stack
+
+
+def nesting_error(text: str) -> tuple[int, str] | None:
+    """A conservative bound on nesting before libyaml sees the text: flow brackets (counted as if
+    none were quoted) and block indentation/sequence markers. Returns (line, message)."""
+    message = f"YAML nesting is deeper than {MAX_NESTING} levels"
+    depth = 0
+    for match in _BRACKETS.finditer(text):
+        depth = depth + 1 if match.group() in "[{" else max(depth - 1, 0)
+        if depth > MAX_NESTING:
+            return text.count("\n", 0, match.start()) + 1, message
+    indent = _INDENT.search(text)
+    if indent:
+        return text.count("\n", 0, indent.start()) + 1, message
+    if _LONG_LINE.search(text):  # block nesting needs columns: only long lines can hide it
+        return _event_depth_error(text, message)
+    return None
+
+
+def _event_depth_error(text: str, message: str) -> tuple[int, str] | None:
+    """Exact nesting depth from the parser's events (libyaml's parser keeps its own stack;
+    only the composer recurses)."""
+    loader = _Loader(text)
+    depth = 0
+    try:
+        while loader.check_event():
+            event = loader.get_event()
+            if isinstance(event, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
+                depth += 1
+                if depth > MAX_NESTING:
+                    return event.start_mark.line + 1, message
+            elif isinstance(event, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
+                depth -= 1
+    except yaml.YAMLError:
+        return None  # the real parse reports it with its line
+    finally:
+        loader.dispose()
+    return None
+
+
+_BRACKETS = re.compile(r"[\[\]{}]")
+_INDENT = re.compile(r"^[ \t-]{%d,}" % (2 * MAX_NESTING), re.MULTILINE)
+_LONG_LINE = re.compile(r"^.{%d,}" % MAX_NESTING, re.MULTILINE)
 
 
 def deep_copy(value: Any) -> Any:

@@ -29,9 +29,9 @@ from ...model import Origin, Problem
 from .jsonshape import line_of, located, shape_error
 from .snapshot import MAX_FILE_BYTES as MAX_FILE_BYTES  # sources larger are refused (read before parsing)
 from .yamlread import Loader, NotJson, refused_character, tab_hint
+from ..serialize import nesting_error as nesting_error  # documents.py takes it from here
 
 MAX_EXPANDED_NODES = 1_000_000
-MAX_NESTING = 500  # libyaml's composer recurses in C: far deeper input would overflow its stack
 
 
 class ParsedFile(Struct, frozen=True):
@@ -226,50 +226,9 @@ def _quoted(text: str) -> str:
     return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
-def nesting_error(text: str) -> tuple[int, str] | None:
-    """A conservative bound on nesting before libyaml sees the text: flow brackets (counted as if
-    none were quoted) and block indentation/sequence markers. Returns (line, message)."""
-    message = f"YAML nesting is deeper than {MAX_NESTING} levels"
-    depth = 0
-    for match in _BRACKETS.finditer(text):
-        depth = depth + 1 if match.group() in "[{" else max(depth - 1, 0)
-        if depth > MAX_NESTING:
-            return text.count("\n", 0, match.start()) + 1, message
-    indent = _INDENT.search(text)
-    if indent:
-        return text.count("\n", 0, indent.start()) + 1, message
-    if _LONG_LINE.search(text):  # block nesting needs columns: only long lines can hide it
-        return _event_depth_error(text, message)
-    return None
-
-
-def _event_depth_error(text: str, message: str) -> tuple[int, str] | None:
-    """Exact nesting depth from the parser's events (libyaml's parser keeps its own stack;
-    only the composer recurses)."""
-    loader = Loader(text)
-    depth = 0
-    try:
-        while loader.check_event():
-            event = loader.get_event()
-            if isinstance(event, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
-                depth += 1
-                if depth > MAX_NESTING:
-                    return event.start_mark.line + 1, message
-            elif isinstance(event, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
-                depth -= 1
-    except yaml.YAMLError:
-        return None  # the real parse reports it with its line
-    finally:
-        loader.dispose()
-    return None
-
-
-_BRACKETS = re.compile(r"[\[\]{}]")
 _LONG_DIGITS = re.compile(r"[0-9]{16}")  # |n| > 2^53 needs 16 digits
 _DIGITS = bytes(0x31 if 0x30 <= b <= 0x39 else 0x30 for b in range(256))  # a digit -> "1", else "0"
 _DIGIT_RUN = b"1" * 16
-_INDENT = re.compile(r"^[ \t-]{%d,}" % (2 * MAX_NESTING), re.MULTILINE)
-_LONG_LINE = re.compile(r"^.{%d,}" % MAX_NESTING, re.MULTILINE)
 
 
 def _parse_yaml(path: str, text: str, data: bytes) -> ParsedFile:
