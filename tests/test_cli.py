@@ -372,6 +372,18 @@ def test_diff_redacts_secret_values(cli: Any, example: Path) -> None:
     assert secret_obj["stringData"] == {"password": "hunter2-new"}
 
 
+
+@pytest.mark.parametrize("data", ["stringData: [hunter2-password]", "stringData: hunter2-password",
+                                  "data: [aHVudGVyMi1wYXNzd29yZA==]"])
+def test_diff_redacts_secret_data_that_is_no_map(cli: Any, example: Path, data: str) -> None:
+    """Not what kubectl takes (a warning says so), but Secret data all the same."""
+    (example / "spaces/wmw-c/secret.yaml").write_text(
+        f"apiVersion: v1\nkind: Secret\nmetadata: {{name: s, namespace: commonstuff}}\n{data}\n")
+    edit(example / "spaces/wmw-c/edge-placement-c.yaml", "resources: [configmaps]", "resources: [configmaps, secrets]")
+    res = run(cli, "diff", str(example), code=1)
+    assert "Secret commonstuff/s" in res.out
+    assert "hunter2" not in res.out + res.err and "aHVudGVy" not in res.out + res.err
+
 def test_diff_against_ref_in_git_repo(cli: Any, example_git: Path) -> None:
     source = git(example_git, "rev-parse", "HEAD")
     res = run(cli, "reconcile", "--commit", str(example_git))

@@ -101,7 +101,11 @@ def _redact(body: dict[str, Any] | None, other: dict[str, Any] | None, label: st
     copy = dict(body)
     for field in ("data", "stringData"):
         values = body.get(field)
-        if not isinstance(values, dict):
+        if values is None or field not in body:
+            continue
+        if not isinstance(values, dict):  # not a map kubectl would take, but Secret data all the same
+            theirs_whole = (other or {}).get(field) if other is not None else None
+            copy[field] = REDACTED if theirs_whole == values else f"{REDACTED} ({label})"
             continue
         theirs = (other or {}).get(field) if other is not None and (secret or is_secret(other)) else None
         theirs = theirs if isinstance(theirs, dict) else {}
