@@ -281,6 +281,8 @@ SKIPPED = ("warning: a kustomize Kustomization, not an object: skipped (ksgitops
 @pytest.mark.parametrize(("name", "text"), [
     ("kustomization.yaml", "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources: [ns.yaml]\n"),
     ("kustomization.yml", "resources: [ns.yaml]\nnamePrefix: x-\n"),
+    ("kustomization.yaml", "kind: Kustomization\nresources: [ns.yaml]\n"),
+    ("kustomization.yaml", "kind: Component\n"),
     ("component.yaml", "apiVersion: kustomize.config.k8s.io/v1alpha1\nkind: Component\n"),
 ])
 def test_a_kustomize_file_in_a_space_is_skipped_with_a_warning(tree: Tree, name: str, text: str) -> None:

@@ -329,4 +329,6 @@ def _is_kustomization(obj: Obj) -> bool:
     api_version = obj.body.get("apiVersion")
     if isinstance(api_version, str) and api_version.startswith(KUSTOMIZE_GROUP):
         return True
-    return obj.origin.path.rpartition("/")[2] in KUSTOMIZE_FILES and "kind" not in obj.body
+    # kustomize reads a kustomization file without apiVersion (and kind) as a Kustomization too
+    return obj.origin.path.rpartition("/")[2] in KUSTOMIZE_FILES and "apiVersion" not in obj.body and \
+        obj.body.get("kind", "Kustomization") in ("Kustomization", "Component")
