@@ -333,12 +333,13 @@ def test_diff_names_a_wec_whose_synctarget_was_removed(cli: Any, example: Path) 
     assert (example / GUILDER).is_dir(), "diff is a dry run"
     # what goes with the mailbox that reconcile did not write is named before it goes
     (example / GUILDER / "NOTES.md").write_text("a person's notes\n")
+    (example / GUILDER / "space.yaml.orig").write_text("a merge tool's\n")
     gone = json.loads(run(cli, "diff", str(example), "-o", "json", code=1).out)["wecs"]["guilder"]["goesAway"]
     reports = sorted(p.relative_to(example / GUILDER).as_posix() for p in (example / GUILDER / "reported").rglob("*")
                      if p.is_file())
-    assert gone == {"notWritten": sorted(["NOTES.md", *reports])}
+    assert gone == {"notWritten": sorted(["NOTES.md", "space.yaml.orig", *reports])}
     text = run(cli, "diff", str(example), code=1).out
-    assert f"{GUILDER}: the mailbox goes away with its SyncTarget, and with it {counted(1 + len(reports), 'file')} reconcile" in text
+    assert f"{GUILDER}: the mailbox goes away with its SyncTarget, and with it {counted(2 + len(reports), 'file')} reconcile" in text
     assert "NOTES.md" in text
     assert "goesAway" not in json.dumps(json.loads(run(cli, "diff", str(example), "-o", "json", code=1).out)["wecs"].get(
         "florin", {}))

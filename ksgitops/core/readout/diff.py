@@ -14,7 +14,7 @@ from ...model import counted
 from ...names import file_stem, printable
 from ..tree import FileTree, walk
 
-RECONCILE_OWNS = ("space.yaml", "syncerconfig.yaml", "kustomization.yaml", "objects/", "patches/")
+RECONCILE_OWNS = frozenset({"space.yaml", "syncerconfig.yaml", "kustomization.yaml"})  # and objects/, patches/
 
 if TYPE_CHECKING:
     from ..emit.readback import Unreadable
@@ -83,7 +83,8 @@ class WecDiff(Struct):
 
 def files_not_written(tree: FileTree | None) -> list[str]:
     """The files of a mailbox that reconcile does not own (reports, upsynced objects, a person's)."""
-    return sorted(path for path, _ in walk(tree or {}) if not path.startswith(RECONCILE_OWNS))
+    return sorted(path for path, _ in walk(tree or {})
+                  if path not in RECONCILE_OWNS and not path.startswith(("objects/", "patches/")))
 
 
 class DiffResult(Struct):
