@@ -142,8 +142,14 @@ class KindTable:
         return (KindTable, (self._extra, self._versions))  # the built-in table is the code's, not the pickle's
 
     def digest(self) -> str:
-        """Changes whenever a lookup could answer differently (CRDs, RepoConfig kinds)."""
-        text = repr(sorted(self._extra.items()))
+        """Changes whenever a lookup could answer differently (CRDs, RepoConfig kinds): what every
+        mailbox's input digest holds. The served versions are left to `checks_digest`: they feed
+        one warning, and a CRD's new version must not rebuild the fleet."""
+        return repr(sorted(self._extra.items()))
+
+    def checks_digest(self) -> str:
+        """`digest` and the versions CRDs serve: what the per-object checks depend on."""
+        text = self.digest()
         return text + repr(sorted(self._versions.items())) if self._versions else text
 
     def lookup(self, group: str, kind: str) -> KindInfo | None:

@@ -132,6 +132,18 @@ def test_a_custom_resource_at_a_version_its_crd_does_not_serve(tree: Tree, versi
         assert len(found) == 1 and found[0].startswith(f"{CASE}:{line}: warning: ") and message in found[0], found
 
 
+
+def test_a_crd_s_served_versions_rebuild_no_mailbox(tree: Tree) -> None:
+    """They feed one warning: a WEC whose mailbox the CRD's space does not reach keeps its digest."""
+    repo = tree({**BASE, "spaces/other/crd.yaml": CRD,
+                 "spaces/other/ct.yaml": obj("stable.example.com/v1beta1", "CronTab")})
+    before = app.compute(app.open_source(repo, app.WORKTREE))
+    (repo / "spaces/other/crd.yaml").write_text(CRD.replace("served: false", "served: true"))
+    after = app.compute(app.open_source(repo, app.WORKTREE))
+    assert after.digests == before.digests
+    assert [str(p) for p in before.problems if "serves CronTab" in str(p)] and \
+        not [str(p) for p in after.problems if "serves CronTab" in str(p)]
+
 # --- ConfigMap and Secret values, top-level fields ------------------------------------------------------
 
 @pytest.mark.parametrize(("text", "line", "message"), [

@@ -44,7 +44,7 @@ def validate(spaces: dict[str, list[Obj]], kinds: KindTable,
     one field takes that field's line from `lines` (else its document's)."""
     memo = {} if memo is None else memo
     lines = FieldLines() if lines is None else lines
-    kinds_digest = kinds.digest()
+    kinds_digest = kinds.checks_digest()
     problems: list[Problem] = []
     for objs in spaces.values():
         for obj in objs:
