@@ -327,3 +327,17 @@ def test_collect_from_any_cluster(tree, cli, kube_wec: Wec, unique_ns: str) -> N
     found = reports(repo, "inv-mb-edge1")
     assert f"core/configmaps/{unique_ns}/settings" in found
     assert found[f"core/namespaces/_cluster/{unique_ns}"]["status"]["phase"] == "Active"
+
+
+def test_a_mailbox_that_does_not_render_says_which_file_and_why(fleet: Path, cli, kube_wecs) -> None:
+    """That WEC only is left out; the message locates the file and never quotes it."""
+    wecs = kube_wecs(["florin", "guilder"])
+    seed(wecs["florin"], mailbox_objects(fleet, FLORIN))
+    broken = next((fleet / "spaces" / GUILDER / "objects").rglob("*.yaml"))
+    broken.write_bytes(b"<<<<<<< HEAD\n" + broken.read_bytes() + b"=======\nsecret-ish: x\n>>>>>>> theirs\n")
+    result = collect(cli, fleet, wecs.kubeconfig)
+    rel = broken.relative_to(fleet / "spaces" / GUILDER).as_posix()
+    assert f"guilder: spaces/{GUILDER}: cannot render the mailbox ({rel}:1: a merge left its conflict markers" \
+        in result.err, result
+    assert "secret-ish" not in result.err + result.out and "Traceback" not in result.err
+    assert set(reports(fleet, FLORIN)) == {d.rel for d in mailbox_objects(fleet, FLORIN)}

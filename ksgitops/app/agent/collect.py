@@ -9,6 +9,7 @@ from typing import Any
 
 from msgspec import Struct, field
 
+from ...core.emit.readback import failure_text
 from ...core.tree import FileTree
 from ...io import kube
 from ...io.fs.worktree import write_generated
@@ -84,7 +85,7 @@ def _targets(src: Any, result: Any, contexts: set[str], outcome: CollectOutcome)
         try:
             objects = desired_objects(files)
         except Exception as e:  # noqa: BLE001 - a broken patch in the work tree: that WEC only
-            outcome.problems.append(f"{name}: spaces/{mailbox}: cannot render the mailbox ({type(e).__name__})")
+            outcome.problems.append(f"{name}: spaces/{mailbox}: cannot render the mailbox ({failure_text(e)})")
             continue
         previous = files.get("reported")
         targets.append(_Target(name, mailbox, context, objects, previous if isinstance(previous, dict) else None))

@@ -11,6 +11,7 @@ from msgspec import Struct, field
 from ...core.load.repoconfig import DEFAULT_AUTHOR_EMAIL, DEFAULT_AUTHOR_NAME
 from ...core.status.syncreport import (SYNC_FILE, Drift, SyncReport, applied_report, dump_sync_report, failed_report,
                                        mailbox_revision, parse_sync_report, steady_objects)
+from ...core.emit.readback import failure_text
 from ...core.tree import FileTree
 from ...io import kube
 from ...io.git.branch import signature
@@ -122,7 +123,7 @@ class Agent:
         try:
             objects = desired_objects(files)
         except Exception as e:  # noqa: BLE001 - as in a cycle: the whole mailbox waits
-            return None, errors + [f"spaces/{o.mailbox}: cannot render the mailbox ({type(e).__name__})"]
+            return None, errors + [f"spaces/{o.mailbox}: cannot render the mailbox ({failure_text(e)})"]
         try:
             with kube.Cluster(o.kubeconfig, o.context, o.timeout) as cluster:
                 cluster.probe()
@@ -157,7 +158,7 @@ class Agent:
         try:
             objects = desired_objects(files)
         except Exception as e:  # noqa: BLE001 - a patch that does not apply: the whole mailbox waits
-            message = f"cannot render the mailbox ({type(e).__name__}): nothing applied"
+            message = f"cannot render the mailbox ({failure_text(e)}): nothing applied"
             out.errors.append(f"spaces/{o.mailbox}: {message}")
             return self._failed(out, head, previous, failed_report(last, o.mailbox, message, stamp), guard)
         old = self.git.files_at(last.commit) if last is not None and last.commit and last.revision != revision else None

@@ -38,6 +38,12 @@ class Unreadable(KsgitopsError):
         return Problem(Origin(path or self.path, self.line), f"{self.what} ({REWRITE})", severity)
 
 
+def failure_text(exc: BaseException) -> str:
+    """What a failed rendering says of its cause: where and why for a file that does not read,
+    else the error's type (never a file's text: it may be a Secret's)."""
+    return f"{exc.path}:{exc.line}: {exc.what}" if isinstance(exc, Unreadable) else type(exc).__name__
+
+
 def read_object(path: str, data: bytes) -> dict[str, Any]:
     """A base copy: one mapping with an apiVersion, a kind and metadata, as reconcile writes it."""
     doc = _mapping(path, data)
