@@ -11,6 +11,7 @@ from typing import Any, Iterable
 from ...model import Obj, Problem
 from ..load.jsonshape import FieldPath
 from ..load.locate import FieldLines, Located
+from .edgeplacement import as_list
 from .where import Wec
 
 
@@ -39,7 +40,7 @@ def unknown_collectors(placements: Iterable[tuple[Obj, dict[str, Any]]], spaces:
     """One warning per `statusCollectors` entry that names a StatusCollector of no space; the
     spaces are looked at only when some placement names one."""
     wanted = [(obj, i, name) for obj, spec in placements
-              for i, name in enumerate(_as_list(spec.get("statusCollectors"))) if isinstance(name, str)]
+              for i, name in enumerate(as_list(spec.get("statusCollectors"))) if isinstance(name, str)]
     if not wanted:
         return []
     known = sorted({o.name for objs in spaces.values() for o in objs
@@ -54,7 +55,3 @@ def unknown_collectors(placements: Iterable[tuple[Obj, dict[str, Any]]], spaces:
                                       f"`ksgitops status` combines nothing for it{hint}", "warning", obj=str(obj.ref))
         found.append(lines.at(Located(problem, ("spec", "statusCollectors", i)), obj))
     return found
-
-
-def _as_list(value: Any) -> list[Any]:
-    return value if isinstance(value, list) else []
