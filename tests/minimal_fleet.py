@@ -50,3 +50,9 @@ def one_wec_inventory(location_labels: str = "env: prod") -> str:
     return ("apiVersion: edge.kubestellar.io/v2alpha1\nkind: SyncTarget\nmetadata: {name: one, labels: {id: one}}\n"
             "---\napiVersion: edge.kubestellar.io/v2alpha1\nkind: Location\n"
             f"metadata: {{name: one, labels: {{{location_labels}}}}}\nspec: {{instanceSelector: {{matchLabels: {{id: one}}}}}}\n")
+
+
+def configmaps_placement() -> str:
+    """An EdgePlacement `p` placing every ConfigMap of its space on the Locations labelled env=prod."""
+    return ("apiVersion: edge.kubestellar.io/v2alpha1\nkind: EdgePlacement\nmetadata: {name: p}\nspec:\n"
+            "  locationSelectors: [{matchLabels: {env: prod}}]\n  downsync: [{apiGroup: \"\", resources: [configmaps]}]\n")

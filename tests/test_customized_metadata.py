@@ -15,20 +15,13 @@ import pytest
 
 from ksgitops.core.pipeline import Result, reconcile
 from ksgitops.io.fs.tree import WorkTreeSnapshot
-from minimal_fleet import one_wec_inventory
+from minimal_fleet import configmaps_placement, one_wec_inventory
 
 Tree = Callable[[dict[str, str]], Path]
 MAILBOX = "inv-mb-one"
 REL = "core/configmaps/ns/a"
 INVENTORY = one_wec_inventory('env: prod, n: "7"')
-PLACEMENT = """\
-apiVersion: edge.kubestellar.io/v2alpha1
-kind: EdgePlacement
-metadata: {name: p}
-spec:
-  locationSelectors: [{matchLabels: {env: prod}}]
-  downsync: [{apiGroup: "", resources: [configmaps]}]
-"""
+PLACEMENT = configmaps_placement()
 OBJECT = """\
 apiVersion: v1
 kind: ConfigMap

@@ -19,19 +19,12 @@ import pytest
 
 from ksgitops.core.load.convert import read_source
 from ksgitops.core.load.documents import read_by_document
-from minimal_fleet import one_wec_inventory
+from minimal_fleet import configmaps_placement, one_wec_inventory
 
 Tree = Callable[[dict[str, "str | bytes"]], Path]
 CM = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: %s, namespace: ns}\ndata:\n"
 BEYOND = "integer beyond ±2^53 would lose precision in kustomize and JSON readers (quote it)"
-PLACEMENT = """\
-apiVersion: edge.kubestellar.io/v2alpha1
-kind: EdgePlacement
-metadata: {name: p}
-spec:
-  locationSelectors: [{matchLabels: {env: prod}}]
-  downsync: [{apiGroup: "", resources: [configmaps]}]
-"""
+PLACEMENT = configmaps_placement()
 INVENTORY = one_wec_inventory()
 
 
