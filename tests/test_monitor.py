@@ -346,6 +346,7 @@ def test_a_terminal_is_told_of_the_monitor_when_checks_are_many(example_git: Pat
                                                                 capsys: pytest.CaptureFixture[str]) -> None:
     until_proven(example_git)
     capsys.readouterr()
+    monkeypatch.setenv("KSGITOPS_MONITOR", "off")  # told of it only (test_monitor_auto.py: started)
     monkeypatch.setattr(app, "ADVISE_FROM", 10)
     app.reconcile_worktree(example_git)
     assert "hint" not in capsys.readouterr().err  # not a terminal

@@ -7,18 +7,24 @@ from __future__ import annotations
 
 import fcntl
 import os
+import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
-from ..io.fs.feed import ANOTHER, identity_of, request
-from ..io.fs.handoff_worker import Runner, Warm
+from ..io.fs.afterwards import later
+from ..io.fs.feed import ANOTHER, MONITOR_LOCK, identity_of, request
 from ..io.fs.paths import STATE_DIR
 from ..io.git.discover import git_dir
 from ..model import KsgitopsError
 
+if TYPE_CHECKING:
+    from ..io.fs.handoff_worker import Runner
+
+AUTO_IDLE_EXIT = 3 * 3600.0  # seconds without a command after which a monitor started by a command stops
+POLICY = "KSGITOPS_MONITOR"  # auto (the default), on, off: whether a work-tree command starts one
 START_TIMEOUT = 300.0  # seconds the first walk of a large work tree may take
 LOG = "monitor.log"
 ANOTHER_WAIT = 60.0  # seconds another monitor holding the lock may take to answer
@@ -42,7 +48,7 @@ def status(root: Path) -> dict[str, Any] | None:
     return reply
 
 
-def start(root: Path, plan_ahead: bool = True) -> tuple[dict[str, Any], bool]:
+def start(root: Path, plan_ahead: bool = True, idle_exit: float = 0.0) -> tuple[dict[str, Any], bool]:
     """Start the monitor of `root` unless one runs: (its status, whether this call started it)."""
     running = status(root)
     if running is not None:
@@ -54,18 +60,19 @@ def start(root: Path, plan_ahead: bool = True) -> tuple[dict[str, Any], bool]:
     starting = os.open(log.parent / STARTING, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
     try:
         fcntl.flock(starting, fcntl.LOCK_EX)  # released when this start ends, or at once should it die
-        return _start(root, log, plan_ahead)
+        return _start(root, log, plan_ahead, idle_exit)
     finally:
         os.close(starting)
 
 
-def _start(root: Path, log: Path, plan_ahead: bool) -> tuple[dict[str, Any], bool]:
+def _start(root: Path, log: Path, plan_ahead: bool, idle_exit: float) -> tuple[dict[str, Any], bool]:
     running = status(root)  # the start this one waited for started it
     if running is not None:
         return running, False
     read, write = os.pipe()
     with open(log, "ab") as out:
-        argv = [sys.executable, "-m", "ksgitops", "monitor", "start", str(root), "--ready-fd", str(write)]
+        argv = [sys.executable, "-m", "ksgitops", "monitor", "start", str(root), "--ready-fd", str(write),
+                "--idle-exit", f"{idle_exit:g}"]
         child = subprocess.Popen(argv + (["--plan-ahead"] if plan_ahead else ["--no-plan-ahead"]),
                                  stdin=subprocess.DEVNULL, stdout=out, stderr=out, pass_fds=(write,),
                                  start_new_session=True, close_fds=True)
@@ -83,6 +90,90 @@ def _start(root: Path, log: Path, plan_ahead: bool) -> tuple[dict[str, Any], boo
     if running is None:
         raise KsgitopsError(f"{root}: the monitor started but does not answer (its log: {log})", exit_code=3)
     return running, True
+
+
+def policy() -> str:
+    value = os.environ.get(POLICY, "auto").strip().lower()
+    return value if value in ("on", "off") else "auto"
+
+
+def autostart_wanted(asked: str, terminal: bool, ci: bool, paths: int, least: int) -> bool:
+    """Whether a work-tree command that no monitor answered starts one: asked `on`; or `auto` for a
+    person at a terminal (not a CI job) whose work tree has at least `least` generated paths to
+    check one by one (smaller ones are checked in less time than a monitor's answer saves)."""
+    if asked != "auto":
+        return asked == "on"
+    return terminal and not ci and paths >= least and sys.platform.startswith("linux")
+
+
+def watches_allowed() -> int | None:
+    """The inotify watches the kernel allows this user (None: unknown)."""
+    try:
+        return int(Path("/proc/sys/fs/inotify/max_user_watches").read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def start_in_background(root: Path, idle_exit: float = AUTO_IDLE_EXIT) -> bool:
+    """Start the monitor of `root` as `monitor start --foreground` in its own session, without
+    waiting for its first walk (the command that starts it has answered). False when one runs or
+    is starting (it holds its lock), or it could not be started; a monitor that then fails to
+    watch says why in its log and leaves nothing behind."""
+    where, log = state_of(root)
+    state = Path(where) / STATE_DIR
+    try:
+        state.mkdir(parents=True, exist_ok=True)
+        lock = os.open(state / MONITOR_LOCK, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)  # taken: a monitor runs, or walks the tree to start
+    except BlockingIOError:
+        return False
+    finally:
+        os.close(lock)
+    try:
+        with open(log, "ab") as out:
+            subprocess.Popen([sys.executable, "-m", "ksgitops", "monitor", "start", str(root), "--foreground",
+                              "--idle-exit", f"{idle_exit:g}"], stdin=subprocess.DEVNULL, stdout=out, stderr=out,
+                             start_new_session=True, close_fds=True)
+    except OSError:
+        return False
+    return True
+
+
+def advise(record: Any, least: int) -> None:
+    """After a work-tree command's checks that no monitor answered (`record`: its stat record):
+    start one in the background once the command has answered, when `autostart_wanted`, else tell
+    a person at a terminal of `monitor start` when the checks were many."""
+    asked, terminal = policy(), sys.stderr.isatty()
+    paths = sum(len(rec.shape) for rec in record.roots.values())
+    if not autostart_wanted(asked, terminal, bool(os.environ.get("CI")), paths, least):
+        if terminal and paths >= least:
+            print(f"hint: this run checked {paths:,} generated paths one by one; `ksgitops monitor start` keeps a "
+                  "change feed, so that reconcile and diff look only at what changed", file=sys.stderr)
+        return
+    folders, allowed = _folders(record), watches_allowed()
+    if allowed is not None and folders >= allowed * 0.9:  # it would fail for watches: others use some too
+        if terminal:
+            print(f"hint: this run checked {paths:,} generated paths one by one; a monitor would watch {folders:,} "
+                  f"folders, more than the kernel allows (fs.inotify.max_user_watches = {allowed:,})", file=sys.stderr)
+        return
+    work_tree = Path(record.work_tree)
+    later(record.state, lambda: _in_background(work_tree))
+    print("starting `ksgitops monitor` for this work tree: from the next command on, reconcile and diff look only "
+          "at what changed (it stops after 3 hours without a command, or with `ksgitops monitor stop`; "
+          f"{POLICY}=off starts none)", file=sys.stderr)
+
+
+def _in_background(work_tree: Path) -> None:
+    start_in_background(work_tree)
+
+
+def _folders(record: Any) -> int:
+    """The folders of the recorded generated roots (each non-empty one holds a path its shape names),
+    and a margin for the sources'."""
+    return sum(len({path.rpartition("/")[0] for path in rec.shape}) for rec in record.roots.values()) + 1_000
 
 
 def _answer_of_another(root: Path) -> dict[str, Any] | None:
@@ -109,7 +200,7 @@ def stop(root: Path) -> bool:
 
 
 def serve(root: Path, ready_fd: int | None, run: Runner | None = None,
-          preload: Callable[[], None] | None = None, plan_ahead: bool = True) -> int:
+          preload: Callable[[], None] | None = None, plan_ahead: bool = True, idle_exit: float = 0.0) -> int:
     """Run the monitor of `root` in this process, until it is stopped; with `run` (and the
     `preload` that imports what it needs), it also runs the commands handed to it, and with
     `plan_ahead` a quiet `diff` whenever the work tree settles (io/fs/plan.py keeps its plan)."""
@@ -117,10 +208,13 @@ def serve(root: Path, ready_fd: int | None, run: Runner | None = None,
     if not sys.platform.startswith("linux"):
         raise KsgitopsError("the monitor watches with Linux's inotify; without it, every run looks at every path")
     from ..io.fs import monitor  # inotify, loaded only by the monitor itself
+    for number in (signal.SIGQUIT, signal.SIGTSTP):  # a command's memo child, which started it, ignores them
+        signal.signal(number, signal.SIG_DFL)
+    from ..io.fs.handoff_worker import Warm
     warm = Warm(run, preload or (lambda: None)) if run is not None else None
     if warm is not None:
         warm.plan_ahead = plan_ahead
-    return monitor.serve(root, Path(where), ready_fd, warm)
+    return monitor.serve(root, Path(where), ready_fd, warm, idle_exit)
 
 
 def _watches(reply: dict[str, Any], root: Path) -> bool:

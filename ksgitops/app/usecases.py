@@ -149,17 +149,15 @@ def open_recorded(path: Path, source: str = WORKTREE) -> tuple[Source, Any]:
     return src, record
 
 
-ADVISE_FROM = 50_000  # generated paths a run checks one by one from which a terminal is told of the monitor
+ADVISE_FROM = 50_000  # generated paths a run checks one by one from which a monitor pays (about 0.1 s of lstat)
 
 
 def _advise_monitor(record: Any) -> None:
-    """On a terminal, a work tree large enough for its checks to show is told of `ksgitops monitor`."""
-    if record.followed or not sys.stderr.isatty():
-        return
-    paths = sum(len(rec.shape) for rec in record.roots.values())
-    if paths >= ADVISE_FROM:
-        print(f"hint: this run checked {paths:,} generated paths one by one; `ksgitops monitor start` keeps a "
-              "change feed, so that reconcile and diff look only at what changed", file=sys.stderr)
+    """A work tree large enough for its checks to show, at a terminal, gets a monitor started for
+    it after the answer (KSGITOPS_MONITOR=off: it is only told of one; app/monitor.py)."""
+    if not record.followed:
+        from .monitor import advise  # only for a run that no monitor answered
+        advise(record, ADVISE_FROM)
 
 
 def reuse_recorded(record: Any) -> Callable[[str, str], bool] | None:

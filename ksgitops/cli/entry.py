@@ -10,7 +10,7 @@ from ..io.fs.handoff import hand_off
 PRELOADED = ("ksgitops.cli.commands", "ksgitops.app.usecases", "ksgitops.app.status", "ksgitops.core.pipeline",
              "ksgitops.core.readout.diff", "ksgitops.core.emit.files", "ksgitops.io.fs.worktree",
              "ksgitops.io.fs.proof", "ksgitops.schema", "yaml", "orjson", "jsonpatch", "jsonschema",
-             "referencing", "pygit2")
+             "referencing", "pygit2", "ksgitops.app.monitor")
 
 
 def main() -> None:

@@ -19,6 +19,7 @@ from .handoff import address, same_user
 
 TIMEOUT = 5.0  # seconds an answer may take (a monitor re-walking after lost events) before checking everything
 FORMAT = 1
+MONITOR_LOCK = "monitor.lock"  # in the state folder: held by the work tree's monitor for its life
 ANOTHER = "another monitor watches this work tree"  # why a monitor does not start (monitor.py)
 _UNWATCHED = re.compile(r"\..+\.ksgitops-[a-z]+")  # a writer's staging, new or trash sibling (staging.py)
 

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from . import handoff_worker
-from .feed import ANOTHER, FORMAT, address, identity_of
+from .feed import ANOTHER, FORMAT, MONITOR_LOCK, address, identity_of
 from .handoff import FDS, peer_pid
 from .handoff_worker import Warm
 from .paths import STATE_DIR
@@ -96,6 +96,8 @@ class Monitor:
         self.history = History()
         self.started = time.time()
         self.restarts = 0
+        self.asked = time.monotonic()  # when a command last asked or was handed over
+        self.idle_exit = 0.0  # seconds without a command after which it stops (0: never)
 
     @property
     def bare(self) -> bool:
@@ -131,18 +133,20 @@ class Monitor:
         facts = {"format": FORMAT, "identity": self.identity, "token": self.history.token}
         if op == "status":
             return {**facts, "pid": os.getpid(), "folders": self.tree.folders, "started": self.started,
-                    "restarts": self.restarts, "remembered": len(self.history.changed)}
+                    "restarts": self.restarts, "remembered": len(self.history.changed), "idleExit": self.idle_exit}
         return {**facts, "changed": None if self.bare else self.history.since(request.get("since"))}
 
 
-def serve(work_tree: Path, git_dir: Path, ready: Any = None, warm: Warm | None = None) -> int:
-    """Run the monitor until asked to stop, signalled, or its work tree goes. `ready`: a file
-    descriptor told "ready" (or why not) once the first watches are in place; `warm`: the code
-    commands are handed to (handoff_worker.py; None: the monitor only answers what changed)."""
+def serve(work_tree: Path, git_dir: Path, ready: Any = None, warm: Warm | None = None, idle_exit: float = 0.0) -> int:
+    """Run the monitor until asked to stop, signalled, or its work tree goes, or (`idle_exit` > 0)
+    no command asked anything for that many seconds. `ready`: a file descriptor told "ready" (or
+    why not) once the first watches are in place; `warm`: the code commands are handed to
+    (handoff_worker.py; None: the monitor only answers what changed)."""
     where = address(git_dir)
     try:
-        lock = _only_one(Path(git_dir) / STATE_DIR / "monitor.lock")
+        lock = _only_one(Path(git_dir) / STATE_DIR / MONITOR_LOCK)
         monitor = Monitor(work_tree, git_dir)
+        monitor.idle_exit = idle_exit
         listener = _listen(where)
     except (OSError, CannotWatch) as e:
         _tell(ready, f"error: {e}")
@@ -168,7 +172,10 @@ def serve(work_tree: Path, git_dir: Path, ready: Any = None, warm: Warm | None =
     try:
         while not stop:
             due = warm.due if warm is not None and warm.plan_ahead else None
-            woken = selector.select(timeout=5.0 if due is None else min(5.0, max(0.0, due - time.monotonic())))
+            wait = 5.0 if due is None else min(5.0, max(0.0, due - time.monotonic()))
+            if idle_exit > 0:  # wake in time to stop
+                wait = min(wait, max(0.0, monitor.asked + idle_exit - time.monotonic()) + 0.01)
+            woken = selector.select(timeout=wait)
             for key, _ in woken:
                 if key.data == "events":
                     monitor.catch_up()
@@ -194,6 +201,9 @@ def serve(work_tree: Path, git_dir: Path, ready: Any = None, warm: Warm | None =
                         warm.due = time.monotonic() + SETTLE
             if monitor.gone():
                 log("the work tree or its git directory went: stopping")
+                break
+            if idle_exit > 0 and time.monotonic() - monitor.asked >= idle_exit and not (warm is not None and warm.live):
+                log(f"no command asked for {idle_exit:g} s: stopping")
                 break
             if not _still_ours(where, listening):
                 log(f"{where}: the socket is not this monitor's any more: stopping")
@@ -273,6 +283,8 @@ def _serve_one(listener: socket.socket, monitor: Monitor, warm: Warm | None = No
             peer = peer_pid(conn)
             if peer is None:
                 return False  # another user's process
+            if warm is None or peer != warm.ahead:  # a command, not the monitor's own planning ahead
+                monitor.asked = time.monotonic()
             deadline = time.monotonic() + REQUEST_TIMEOUT  # one slow asker holds the monitor no longer
             conn.settimeout(REQUEST_TIMEOUT)
             data, fds, _, _ = socket.recv_fds(conn, 1 << 16, 8)
