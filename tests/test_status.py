@@ -329,12 +329,19 @@ def test_malformed_report_through_the_command(example: Path, cli) -> None:
     res = cli("status", str(example))
     assert res.code == 0, res
     assert f"spaces/{GUILDER}/reported/{COMMOND}.yaml:" in res.err and "warning" in res.err
+    # the WEC did report: the row says its report does not read, and where (not "not reported")
     commond = load_yaml((example / "spaces/wmw-c/.ksgitops/status" / f"{COMMOND}.yaml").read_bytes())
-    assert commond["health"] == {"Healthy": 1, "Missing": 1}
-    assert (example / STATUS_MD).is_file()
+    assert commond["health"] == {"Healthy": 1, "Unknown": 1} and commond["reportedCount"] == 2
+    message = f"the WEC's report does not read: reported/{COMMOND}.yaml:4: malformed YAML: "
+    guilder = next(w for w in commond["wecs"] if w["name"] == "guilder")
+    assert guilder["health"] == "Unknown" and guilder["message"].startswith(message), guilder
+    assert "reportedAt" not in guilder
+    status_md = (example / STATUS_MD).read_text()
+    assert f"| guilder | Unknown | {message}" in status_md
     res = cli("status", str(example), "-o", "json")
     data = json.loads(res.out)
-    assert data["changed"] == [] and data["health"]["Missing"] == 5 and data["problems"]
+    assert data["changed"] == [] and data["health"]["Missing"] == 4 and data["health"]["Unknown"] == 1
+    assert any(p["file"] == f"spaces/{GUILDER}/reported/{COMMOND}.yaml" for p in data["problems"]), data["problems"]
 
 
 # --- Secrets and StatusCollectors ------------------------------------------------------------------

@@ -49,6 +49,8 @@ class RowLike(Protocol):
     @property
     def report(self) -> str: ...
     @property
+    def unread(self) -> str: ...
+    @property
     def apply_error(self) -> str: ...
     @property
     def drift(self) -> Drift | None: ...
@@ -99,7 +101,7 @@ def combined_status(context: ObjectContext, rows: Sequence[tuple[str, RowLike]],
     status: dict[str, Any] = {
         "apiVersion": API_VERSION, "kind": "CombinedStatus", "metadata": metadata, "object": identity,
         "placements": sorted(context.placements), "executingCount": len(rows),
-        "reportedCount": sum(1 for _, r in rows if r.report),
+        "reportedCount": sum(1 for _, r in rows if r.report or r.unread),
         "health": counts(r.health for _, r in rows),
         "wecs": [_wec_item(mb, names.get(mb, mb), r) for mb, r in shown],
     }
@@ -196,18 +198,28 @@ class Collectors:
 
     def attach(self, context: ObjectContext, problems: list[Problem]) -> None:
         """Set the context's collectors (and their fingerprints) from its placements."""
+        found = self._named(context.wds, sorted(context.placements), problems)
+        context.collectors = [found[n][0] for n in sorted(found)]
+        context.fingerprints = [f"{found[n][1].space}/{n}@{found[n][1].key}" for n in sorted(found)]
+
+    def reads_obj(self, wds: str, placement: str, problems: list[Problem]) -> bool:
+        """Whether a StatusCollector the placement names reads `obj`: the object as sent to each
+        WEC, so status must read its patch too."""
+        return any("obj" in c.variables for c, _ in self._named(wds, [placement], problems).values())
+
+    def _named(self, wds: str, placements: list[str], problems: list[Problem]) -> dict[str, tuple[Collector, Obj]]:
+        """The compiled collectors the placements name, by name (those that compile)."""
         found: dict[str, tuple[Collector, Obj]] = {}
-        for name in sorted(context.placements):
-            plan = self._specs.get((context.wds, name))
+        for name in placements:
+            plan = self._specs.get((wds, name))
             if plan is None:
                 continue
             wanted = plan.spec.get("statusCollectors") or []
             for cname in wanted if isinstance(wanted, list) else []:
-                got = self._get(context.wds, str(cname), problems)
+                got = self._get(wds, str(cname), problems)
                 if got is not None:
                     found.setdefault(got[0].name, got)
-        context.collectors = [found[n][0] for n in sorted(found)]
-        context.fingerprints = [f"{found[n][1].space}/{n}@{found[n][1].key}" for n in sorted(found)]
+        return found
 
     def compile_all(self) -> list[Problem]:
         """Every StatusCollector compiled, placed or not: what `validate` says of them (warnings)."""

@@ -14,7 +14,8 @@ from ..emit.problems import ParsedProblems
 from .markdown import MailboxSummary
 from .rows import Detail, Row
 
-MEMO_FORMAT = 4  # bump when rows, summaries or CombinedStatus change shape (3: rows pickled as tuples; 4: Broken a Struct)
+MEMO_FORMAT = 5  # bump when rows, summaries or CombinedStatus change shape (3: rows pickled as tuples; 4: Broken a
+# Struct; 5: rows record a report that does not read, and whether a StatusCollector reads the object)
 
 
 class MailboxMemo(Struct):

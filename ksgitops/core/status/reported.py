@@ -5,7 +5,8 @@ A transport writes `reported/<group|core>/<resource>/<namespace|_cluster>/<name>
 `{object: {apiVersion, kind, namespace, name, generation}, status: {...}, reportedAt}`
 (schema/reported.json). Whatever is wrong with one file (bad YAML, wrong shape, a path that does not
 name an object, an identity that disagrees with the path) is a warning at `file:line`, and that
-file is skipped: a broken report must never stop the summary of the others. Pure: no I/O.
+file is not judged (`unread_message`: what its object's row says instead): a broken report must
+never stop the summary of the others. Pure: no I/O.
 """
 from __future__ import annotations
 
@@ -131,6 +132,33 @@ def _masked(data: bytes, times: dict[bytes, str]) -> tuple[bytes, str] | None:
     return data[:begin] + data[end:], time
 
 
+def report_rel(name: str) -> str:
+    """The object a report file stands for by its path below reported/ ("" when the path names none)."""
+    return _rel(name)[0]
+
+
+UNREAD = "the WEC's report does not read"
+_GOT = re.compile(r" \(got .*\Z", re.S)  # a schema message's quote of the value it got
+_QUOTED = re.compile(r"""\s*(?:'[^'\n]*'|"[^"\n]*")""")  # a parser's quote of the text it met
+
+
+def unread_message(name: str, problems: list[Problem]) -> str:
+    """A row's message for the object whose report `name` (below reported/) does not read, from
+    the warnings that say why: where (the mailbox's `reported/` file and line) and the first reason,
+    without the values it quotes (a Secret's report may hold anything)."""
+    first = min(problems, key=lambda p: (p.origin.line, p.message))
+    what = first.message.removeprefix("reported state: ").removesuffix(", skipped")
+    what = _QUOTED.sub(_one_character, _GOT.sub("", what))
+    where = f"reported/{name}" + (f":{first.origin.line}" if first.origin.line else "")
+    more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+    return f"{UNREAD}: {where}: {what}{more}"
+
+
+def _one_character(quote: re.Match[str]) -> str:
+    """A quote of one character stays (`expected ',' or ']'`): only syntax, never a value."""
+    return quote[0] if len(quote[0].strip()) <= 3 else ""
+
+
 def dump_report(doc: dict[str, Any]) -> bytes:
     """How ksgitops' transports write a report: JSON (which is YAML), indented, keys sorted. Any
     YAML is accepted; JSON is what summarizing 200k reports quickly needs (orjson, ~1 µs)."""
@@ -216,4 +244,5 @@ def _warn(origin: Origin, message: str) -> Problem:
     return Problem(origin, message, "warning")
 
 
-__all__ = ["parse_report", "dump_report", "load_report", "read_document", "Checked", "ReportReader"]
+__all__ = ["parse_report", "report_rel", "unread_message", "UNREAD", "dump_report", "load_report", "read_document",
+           "Checked", "ReportReader"]

@@ -3,7 +3,9 @@ sent, what it reported, and what its agent's sync report says about the object.
 
 A row records the content keys it was computed from, so a later run recomputes only the rows whose
 inputs moved (`rows_of_mailbox` with the mailbox's earlier `Detail`). Report files are checked once
-per content (reported.py); the sync report (`reported/sync.yaml`) is not an object's report.
+per content (reported.py); the sync report (`reported/sync.yaml`) is not an object's report. A
+report that does not read judges nothing, but its object's row says so (Unknown, where and why),
+not that the WEC never reported it (Missing).
 """
 from __future__ import annotations
 
@@ -17,7 +19,7 @@ from ..customize.patchapply import patched, tree_shaped
 from ..emit import readback
 from .combined import strip_secret
 from .health import Health, assess, reads_spec
-from .reported import Checked, ReportReader, load_report
+from .reported import Checked, ReportReader, load_report, report_rel, unread_message
 from ..serialize import plain_copy
 from .markdown import time_key
 from .source import MailboxListing, StatusSource
@@ -40,9 +42,11 @@ class Row(NamedTuple):
     report: str
     apply_error: str = ""  # the agent's last apply of this object failed (its sync report)
     drift: Drift | None = None  # the agent found it changed on the WEC (and corrected it)
+    unread: str = ""  # the key of the WEC's report on it that does not read (`report` is then "")
+    whole: bool = False  # judged from the object sent, patch applied: a StatusCollector reads `obj`
 
 
-Info = tuple[str, tuple[str, ...], bool, str]  # (wds, placements, wants singleton, object text)
+Info = tuple[str, tuple[str, ...], bool, str, bool]  # (wds, placements, wants singleton, object text, whole)
 
 
 class Detail(Struct):
@@ -69,11 +73,11 @@ class Run:
         self._unread: dict[tuple[str, str], readback.Unreadable] = {}
         self._docs: dict[str, dict[str, Any]] = {}
         self._tuples: dict[tuple[str, ...], tuple[str, ...]] = {}
-        self._judged: dict[tuple[str, str], dict[str, Any]] = {}
+        self._judged: dict[tuple[str, str, bool], dict[str, Any]] = {}
         self._shaped: dict[str, bool] = {}  # object sent -> tree_shaped (patched may apply its patches)
         self._reader = ReportReader()
         self._shapes: dict[str, int] = {}  # report key -> its shape (ReportReader), for those in _docs
-        self._verdicts: dict[tuple[str, str, int], tuple[str, str, int | None]] = {}
+        self._verdicts: dict[tuple[str, str, int, bool], tuple[str, str, int | None]] = {}
 
     def sent(self, data: str, patch: str) -> dict[str, Any]:
         """The object as the WEC receives it (base + patch), a Secret's data removed. Raises
@@ -122,12 +126,14 @@ class Run:
         """One tuple object per distinct value (rows repeat them thousands of times)."""
         return self._tuples.setdefault(placements, placements)
 
-    def judged(self, data: str, patch: str) -> dict[str, Any]:
-        """What `assess` needs of the sent object: the base alone when its rule ignores the spec."""
-        found = self._judged.get((data, patch))
+    def judged(self, data: str, patch: str, whole: bool = False) -> dict[str, Any]:
+        """What `assess` needs of the sent object: the base alone when its rule ignores the spec
+        and `whole` (the object sent must read, patch and all) is not asked."""
+        found = self._judged.get((data, patch, whole))
         if found is None:
             base = self.sent(data, "")
-            found = self._judged[(data, patch)] = self.sent(data, patch) if patch and reads_spec(base) else base
+            found = self.sent(data, patch) if patch and (whole or reads_spec(base)) else base
+            self._judged[(data, patch, whole)] = found
         return found
 
     def report(self, name: str, path: str, key: str) -> Checked | list[Problem]:
@@ -143,19 +149,19 @@ class Run:
         self._docs.clear()
         self._shapes.clear()
 
-    def judgement(self, data: str, patch: str, report: str) -> tuple[str, str, int | None]:
+    def judgement(self, data: str, patch: str, report: str, whole: bool = False) -> tuple[str, str, int | None]:
         """(health, message, reported generation) of the object sent (`data`, `patch`) by its
         report (a key; "": none), once per report shape: a verdict reads the report's object
-        and status, which its shape fixes (the time is not read)."""
+        and status, which its shape fixes (the time is not read). `whole`: see `judged`."""
         shape = self._shapes.get(report, _OWN_SHAPE) if report else _NO_REPORT
-        memo_key = (data, patch, shape)
+        memo_key = (data, patch, shape, whole)
         if shape != _OWN_SHAPE:
             known = self._verdicts.get(memo_key)
             if known is not None:
                 return known
         doc = self.doc(report) if report else None
         try:
-            verdict = assess(self.judged(data, patch), doc, None)
+            verdict = assess(self.judged(data, patch, whole), doc, None)
         except readback.Unreadable:
             found: tuple[str, str, int | None] = (Health.UNKNOWN.value, UNREADABLE, None)
         else:
@@ -183,13 +189,14 @@ def rows_of_mailbox(mb: str, old: Detail | None, infos: dict[str, Info], run: Ru
     parsed = sync[1] if sync is not None else None
     report = parsed if isinstance(parsed, SyncReport) else None
     problems = list(parsed) if isinstance(parsed, list) else []
-    reports, found, by_rel = _reports(listing, old, run)
+    reports, found, by_rel, unread = _reports(listing, old, run)
     problems += found
     errors, drift = object_facts(report)
     rows: dict[str, Row] = {}
     objects, patches, before_rows = listing.objects, listing.patches, old.rows if old is not None else {}
     for rel in sorted(objects.keys() & infos.keys()):
-        now = (objects[rel], patches.get(rel, ""), by_rel.get(rel), infos[rel], errors.get(rel, ""), drift.get(rel))
+        now = (objects[rel], patches.get(rel, ""), by_rel.get(rel), infos[rel], errors.get(rel, ""), drift.get(rel),
+               unread.get(rel))
         before = before_rows.get(rel)
         rows[rel] = before if before is not None and _same_inputs(before, now) else _row(now, run)
     for rel in [rel for rel, row in rows.items() if row.message == UNREADABLE]:
@@ -223,10 +230,12 @@ def _known_report(detail: Detail, name: str) -> tuple[str, str | None, str | Non
 
 
 def _same_inputs(row: Row, inputs: tuple[Any, ...]) -> bool:
-    """The row was computed from these inputs (the object text follows from the object sent)."""
-    data, patch, report, (wds, placements, singleton, _text), error, drift = inputs
-    return (row.data, row.patch, row.report, row.wds, row.placements, row.singleton, row.apply_error, row.drift) == \
-        (data, patch, report[1] if report else "", wds, placements, singleton, error, drift)
+    """The row was computed from these inputs (the object text follows from the object sent); a
+    row judged by a report that does not read is judged again (its message names the file)."""
+    data, patch, report, (wds, placements, singleton, _text, whole), error, drift, unread = inputs
+    return unread is None and not row.unread and \
+        (row.data, row.patch, row.report, row.wds, row.placements, row.singleton, row.apply_error, row.drift,
+         row.whole) == (data, patch, report[1] if report else "", wds, placements, singleton, error, drift, whole)
 
 
 def last_report(detail: Detail) -> str | None:
@@ -236,12 +245,15 @@ def last_report(detail: Detail) -> str | None:
 
 
 def _reports(listing: MailboxListing, old: Detail | None, run: Run
-             ) -> tuple[dict[str, tuple[str, str | None, str | None]], list[Problem], dict[str, tuple[str, str, str | None]]]:
+             ) -> tuple[dict[str, tuple[str, str | None, str | None]], list[Problem],
+                        dict[str, tuple[str, str, str | None]], dict[str, tuple[str, str]]]:
     """Each report file checked once per content (memo by key); rel -> (name, key, reportedAt) of
-    the valid ones."""
+    the valid ones, and rel -> (key, row message) of an object whose only reports do not read (the
+    first by name; a report whose path names no object is a warning only)."""
     reports: dict[str, tuple[str, str | None, str | None]] = {}
     problems: list[Problem] = []
     by_rel: dict[str, tuple[str, str, str | None]] = {}
+    unread: dict[str, tuple[str, str]] = {}
     for name in sorted(n for n in listing.reports if n != SYNC_FILE):
         path, key = listing.reports[name]
         before = _known_report(old, name) if old is not None else None
@@ -252,6 +264,9 @@ def _reports(listing: MailboxListing, old: Detail | None, run: Run
             if isinstance(found, list):
                 problems.extend(found)
                 reports[name] = (key, None, None)
+                named = report_rel(name)
+                if named and named not in unread:
+                    unread[named] = (key, unread_message(name, found))
                 continue
             rel, at = found.rel, str(found.doc["reportedAt"])
         if rel in by_rel:  # e.g. name.yaml and name.json: keep the first (sorted), report the other
@@ -260,17 +275,20 @@ def _reports(listing: MailboxListing, old: Detail | None, run: Run
             continue
         reports[name] = (key, rel, at)
         by_rel[rel] = (name, key, at)
-    return reports, problems, by_rel
+    return reports, problems, by_rel, {rel: bad for rel, bad in unread.items() if rel not in by_rel}
 
 
 def _row(inputs: tuple[Any, ...], run: Run) -> Row:
-    data, patch, report, (wds, placements, singleton, _text), error, drift = inputs
-    health, message, generation = run.judgement(data, patch, report[1] if report is not None else "")
+    data, patch, report, (wds, placements, singleton, _text, whole), error, drift, unread = inputs
+    health, message, generation = run.judgement(data, patch, report[1] if report is not None else "", whole)
+    if unread is not None and message != UNREADABLE:  # the WEC reported, but nothing can be judged by it
+        health, message = Health.UNKNOWN.value, unread[1]
     at = intern(report[2]) if report is not None and report[2] is not None else None  # a valid report's time
     # interned: rows of one object (or one WEC) then share their strings, in memory and in the memo;
     # made as the tuple it is (a NamedTuple's own constructor is a call into Python per row)
     return _make_row(Row, (intern(wds), health, message, at, generation, run.shared(placements), singleton,
-                           intern(data), intern(patch), report[1] if report else "", error, drift))
+                           intern(data), intern(patch), report[1] if report else "", error, drift,
+                           unread[0] if unread is not None else "", whole))
 
 
 _make_row = tuple.__new__

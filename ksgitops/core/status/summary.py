@@ -167,15 +167,19 @@ class _PlanView(Struct):
     digest: str
     along: frozenset[str] = frozenset()  # rels of CRDs that came along: never a singleton wish
     frozen: bool = False  # a frozen WDS's placement, from its record
+    whole: frozenset[str] = frozenset()  # rels of objects a StatusCollector of theirs reads `obj` of
 
     def wants_singleton(self, rel: str) -> bool:
         return self.singleton and rel not in self.along
 
 
 class _Contexts:
-    def __init__(self, plans: list[_PlanView], objects: dict[tuple[str, str], ObjectContext]) -> None:
+    def __init__(self, plans: list[_PlanView], objects: dict[tuple[str, str], ObjectContext],
+                 collectors: Collectors, problems: list[Problem]) -> None:
         self.plans = plans
         self.objects = objects
+        self.collectors = collectors
+        self.problems = problems  # what compiling the collectors found so far
         self._infos: dict[tuple[int, ...], dict[str, Info]] = {}
 
     def reaching(self, mailbox: str) -> list[_PlanView]:
@@ -208,9 +212,16 @@ def _frozen_views(result: Any) -> list[_PlanView]:
     return views
 
 
-def _contexts(result: Any, reconcile: Mapping[str, ParsedProblems]) -> _Contexts:
+def _contexts(result: Any, reconcile: Mapping[str, ParsedProblems], collectors: Collectors | None = None) -> _Contexts:
+    """`whole`: the objects whose rows are judged from the object sent, patch and all, because a
+    StatusCollector that some placement of theirs names reads `obj` (its CombinedStatus evaluates it
+    over every WEC the object is on, whichever placement put it there)."""
     plans: list[_PlanView] = _frozen_views(result) if result.frozen else []
+    collectors = collectors if collectors is not None else Collectors(result)
+    problems: list[Problem] = []
     objects: dict[tuple[str, str], ObjectContext] = {}
+    made: list[tuple[str, Any, dict[str, str], set[str]]] = []
+    whole: set[tuple[str, str]] = set()
     for wds in sorted(result.placements):
         for plan in result.placements[wds]:
             rels: dict[str, str] = {}
@@ -226,11 +237,18 @@ def _contexts(result: Any, reconcile: Mapping[str, ParsedProblems]) -> _Contexts
                     along.add(rel)
                 context = objects.setdefault((wds, rel), ObjectContext(wds, rel, obj))
                 context.placements.add(plan.obj.name)
-            singleton = plan.spec.get("wantSingletonReportedState") is True
-            digest = _digest(wds, plan.obj.name, str(singleton), repr(sorted(rels.items())), repr(sorted(along)))
-            plans.append(_PlanView(wds, plan.obj.name, singleton, plan.mailboxes, rels, digest, frozenset(along)))
+            made.append((wds, plan, rels, along))
+            if collectors.reads_obj(wds, plan.obj.name, problems):
+                whole.update((wds, rel) for rel in rels)
+    for wds, plan, rels, along in made:
+        singleton = plan.spec.get("wantSingletonReportedState") is True
+        read = frozenset(rel for rel in rels if (wds, rel) in whole)
+        digest = _digest(wds, plan.obj.name, str(singleton), repr(sorted(rels.items())), repr(sorted(along)),
+                         repr(sorted(read)))
+        plans.append(_PlanView(wds, plan.obj.name, singleton, plan.mailboxes, rels, digest, frozenset(along),
+                               whole=read))
     _attach_errors(objects, reconcile)
-    return _Contexts(plans, objects)
+    return _Contexts(plans, objects, collectors, problems)
 
 
 def _attach_errors(objects: dict[tuple[str, str], ObjectContext], reconcile: Mapping[str, ParsedProblems]) -> None:
@@ -246,21 +264,21 @@ def _attach_errors(objects: dict[tuple[str, str], ObjectContext], reconcile: Map
 
 
 def _infos(reaching: list[_PlanView]) -> dict[str, Info]:
-    """rel -> (wds, placements, singleton wish, text) for one mailbox; two WDSes placing the same
-    identity is a conflict (reconcile reports it): no row."""
-    found: dict[str, tuple[str, list[str], bool, str]] = {}
+    """rel -> (wds, placements, singleton wish, text, whole) for one mailbox; two WDSes placing the
+    same identity is a conflict (reconcile reports it): no row."""
+    found: dict[str, tuple[str, list[str], bool, str, bool]] = {}
     conflicts: set[str] = set()
     for plan in reaching:
         for rel, text in plan.objects.items():
             item = found.get(rel)
             if item is None:
-                found[rel] = (plan.wds, [plan.name], plan.wants_singleton(rel), text)
+                found[rel] = (plan.wds, [plan.name], plan.wants_singleton(rel), text, rel in plan.whole)
             elif item[0] != plan.wds:
                 conflicts.add(rel)
             else:
                 item[1].append(plan.name)
-                found[rel] = (item[0], item[1], item[2] or plan.wants_singleton(rel), text)
-    return {rel: (w, tuple(sorted(ps)), s, t) for rel, (w, ps, s, t) in found.items() if rel not in conflicts}
+                found[rel] = (item[0], item[1], item[2] or plan.wants_singleton(rel), text, item[4])
+    return {rel: (w, tuple(sorted(ps)), s, t, r) for rel, (w, ps, s, t, r) in found.items() if rel not in conflicts}
 
 
 # --- CombinedStatus files --------------------------------------------------------------------------
@@ -291,10 +309,10 @@ def _rows_kept(memo: StatusMemo, contexts: _Contexts, context: ObjectContext, de
 
 def _combine(result: Any, contexts: _Contexts, memo: StatusMemo, changes: Changes, names: dict[str, str],
              run: Run, limit: int, fresh: set[str], spread: Spread) -> StatusOutput:
-    problems: list[Problem] = []
+    problems: list[Problem] = list(contexts.problems)
     details: dict[str, Detail] = {}  # mailboxes' rows decoded for objects the memo held none for
     combined: dict[tuple[str, str], bytes] = {}
-    collectors = Collectors(result)
+    collectors = contexts.collectors
     todo: list[tuple[tuple[str, str], str, dict[str, Row]]] = []  # (object, context key, its rows)
     for key in sorted(contexts.objects):
         context = contexts.objects[key]

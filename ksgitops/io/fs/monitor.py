@@ -169,6 +169,8 @@ def serve(work_tree: Path, git_dir: Path, ready: Any = None, warm: Warm | None =
     if warm is not None:
         warm.refresh(state)
     seen = monitor.history.token
+    if warm is not None and warm.plan_ahead and not monitor.bare:  # once at the start too: a record as of
+        warm.due = time.monotonic() + SETTLE  # this history, so the first command is answered from the feed
     try:
         while not stop:
             due = warm.due if warm is not None and warm.plan_ahead else None
