@@ -6,10 +6,10 @@ they were given (they deep-copy before customizing).
 from __future__ import annotations
 
 import hashlib
-from typing import Any, Callable, Iterable, Literal
+from typing import Any, Callable, Iterable, Literal, Mapping
 
 from msgspec import Struct
-from msgspec.structs import force_setattr
+from msgspec.structs import force_setattr, replace
 import orjson
 
 Severity = Literal["error", "warning"]
@@ -181,7 +181,8 @@ class Problem(Struct, frozen=True, order=True):
     """One finding, always with provenance. `wec` (a mailbox) is set for per-(object, WEC)
     findings, `obj` (an ObjRef's text) when the finding concerns one object. The same finding on
     several WECs is one Problem (`grouped_by_wec`): `wec` is the first of them (sorted) and `wecs`
-    holds them all; `wecs` is empty for a single WEC."""
+    holds them all; `wecs` is empty for a single WEC. Mailboxes identify WECs; people read WEC
+    names (`named` sets `names`: the SyncTarget names of the first few, sorted)."""
 
     origin: Origin
     message: str
@@ -189,6 +190,7 @@ class Problem(Struct, frozen=True, order=True):
     wec: str = ""
     obj: str = ""
     wecs: tuple[str, ...] = ()
+    names: tuple[str, ...] = ()
 
     def __str__(self) -> str:
         prefix = "warning: " if self.severity == "warning" else ""
@@ -197,9 +199,23 @@ class Problem(Struct, frozen=True, order=True):
     @property
     def wec_text(self) -> str:
         """` [WEC a]`, or ` [3 WECs: a, b, c]`, naming at most FEW_WECS of them."""
+        if not self.wec:
+            return ""
         if not self.wecs:
-            return f" [WEC {self.wec}]" if self.wec else ""
-        return f" [{len(self.wecs)} WECs: {few(self.wecs)}]"
+            return f" [WEC {self.shown[0]}]"
+        return f" [{len(self.wecs)} WECs: {few(self.shown, len(self.wecs))}]"
+
+    @property
+    def shown(self) -> tuple[str, ...]:
+        """The WEC names a message shows: `names`, or the mailboxes when nothing named them."""
+        return self.names or self.mailboxes[:FEW_WECS]
+
+    def named(self, names: Mapping[str, str]) -> Problem:
+        """This problem naming its WECs as people do: `names` maps a mailbox to its WEC's name
+        (the SyncTarget's, or `<space>/<synctarget>` when several inventory spaces share it)."""
+        if not self.wec:
+            return self
+        return replace(self, names=tuple(sorted(names.get(mb, mb) for mb in self.mailboxes)[:FEW_WECS]))
 
     @property
     def mailboxes(self) -> tuple[str, ...]:
@@ -244,6 +260,11 @@ def grouped_by_wec(problems: "Iterable[Problem]") -> list[Problem]:
         wecs = tuple(sorted(found))
         out.append(Problem(origin, message, severity, wecs[0], obj, wecs if len(wecs) > 1 else ()))  # type: ignore[arg-type]
     return sorted(set(out))
+
+
+def named_wecs(problems: "Iterable[Problem]", names: Mapping[str, str]) -> list[Problem]:
+    """Every problem naming its WECs by `names` (mailbox -> WEC name): see `Problem.named`."""
+    return [problem.named(names) for problem in problems]
 
 
 class KsgitopsError(Exception):

@@ -410,8 +410,10 @@ def break_after_good_reconcile(repo: Path, cli, breakage: Callable[[Path], None]
 
 
 def on_wec(mailbox: str, count: int) -> str:
-    """How a problem line names its WECs: one, or all of them on one line (`[2 WECs: a, b]`)."""
-    return rf"\[WEC {mailbox}\]" if count == 1 else rf"\[{count} WECs: [^]]*\b{mailbox}\b"
+    """How a problem line names its WECs, by SyncTarget name: one, or all of them on one line
+    (`[2 WECs: a, b]`)."""
+    wec = mailbox.partition("-mb-")[2]
+    return rf"\[WEC {wec}\]" if count == 1 else rf"\[{count} WECs: [^]]*\b{wec}\b"
 
 
 def _identity_of(rel: str) -> tuple[str, str, str]:
@@ -493,7 +495,7 @@ def test_two_wds_placing_one_identity_keeps_previous_copy(example: Path, cli) ->
     result = ks("reconcile", example)
     line = next(ln for ln in result.stderr.splitlines() if "two workload description spaces" in ln)
     assert f"{HTTPD_C}:{cm_line}" in line and "spaces/wmw-s/dup.yaml:1" in line  # both sources named
-    assert "[WEC imw1-mb-florin]" not in result.stderr
+    assert "[WEC florin]" not in result.stderr and "[WEC guilder]" in result.stderr
     florin = (example / f"spaces/imw1-mb-florin/objects/{CM_REL}.yaml").read_text()
     assert "This is THE common web site." in florin  # no conflict there: updated
     guilder = (example / f"spaces/imw1-mb-guilder/objects/{CM_REL}.yaml").read_text()
@@ -537,7 +539,7 @@ def test_error_on_one_wec_only(example: Path, cli) -> None:
     edit(example, HTTPD_C, "Running in %(loc-name).", "Running in %(loc-name) %(extended).")
     result = cli("reconcile", str(example))
     assert result.code == 0, result
-    assert "[WEC imw1-mb-florin]" in result.err and "[WEC imw1-mb-guilder]" not in result.err
+    assert "[WEC florin]" in result.err and "[WEC guilder]" not in result.err and "-mb-" not in result.err
     assert not (example / copy_files("imw1-mb-florin", CM_REL)[0]).exists()
     rendered = cli("render", "guilder", str(example))
     assert "Running in guilder si." in rendered.out

@@ -93,53 +93,6 @@ def test_version_real_entry_point() -> None:
     assert "Traceback" not in proc.stderr
 
 
-# ---------------------------------------------------------------------------------------------- init
-
-def test_init_scaffolds_a_repo_that_validates_and_reconciles(cli: Any, tmp_path: Path) -> None:
-    target = tmp_path / "new-repo"
-    res = run(cli, "init", str(target))
-    assert str(target) in res.out
-    for rel in ("spaces/imw1/florin.yaml", "spaces/imw1/guilder.yaml", "spaces/wmw-c/edge-placement-c.yaml",
-                "spaces/wmw-s/edge-placement-s.yaml"):
-        assert (target / rel).is_file(), rel
-    assert not list(target.rglob("__init__.py"))
-    assert "valid: 2 WECs" in run(cli, "validate", str(target)).out
-    reconcile(cli, target)
-    for mailbox in MAILBOXES:
-        assert (target / mailbox / "kustomization.yaml").is_file()
-
-
-def test_init_real_entry_point_into_an_existing_empty_dir(tmp_path: Path) -> None:
-    """An existing but empty DIR is accepted (only a non-empty one is refused)."""
-    target = tmp_path / "empty"
-    target.mkdir()
-    proc = run_cli_subprocess("init", str(target))
-    assert "Traceback" not in proc.stderr
-    assert proc.returncode == 0, proc
-    assert (target / "spaces/imw1/florin.yaml").is_file()
-
-
-def test_init_failure_is_never_a_traceback(tmp_path: Path) -> None:
-    """Whatever init's outcome in this install, stderr holds at most one line and no traceback."""
-    proc = run_cli_subprocess("init", str(tmp_path / "fresh"))
-    assert "Traceback" not in proc.stderr
-    if proc.returncode == 0:
-        assert (tmp_path / "fresh/spaces").is_dir()
-    else:
-        one_line_error(proc.stderr)
-
-
-def test_init_refuses_a_non_empty_dir(cli: Any, tmp_path: Path) -> None:
-    target = tmp_path / "busy"
-    target.mkdir()
-    (target / "keep.txt").write_text("mine\n")
-    res = run(cli, "init", str(target), code=2)
-    line = one_line_error(res.err)
-    assert str(target) in line and "not empty" in line
-    assert sorted(p.name for p in target.iterdir()) == ["keep.txt"]
-    assert (target / "keep.txt").read_text() == "mine\n"
-
-
 # ------------------------------------------------------------------------------------------ validate
 
 def test_validate_ok_prints_summary(cli: Any, example: Path) -> None:

@@ -123,7 +123,7 @@ def test_the_previous_copy_is_kept_and_validate_exits_2(tree: Tree, cli: Any) ->
     cm.write_text(cm.read_text().replace("value: '\"%(n)\"'", "value: '%(n)'"))
     checked = cli("validate", str(repo))
     assert checked.code == 2 and "spaces/wds/cm.yaml:1: ConfigMap ns/a: customized metadata.annotations.note: the " \
-                                  "value is a number, not a string; keeping the previous copy [WEC inv-mb-one]" \
+                                  "value is a number, not a string; keeping the previous copy [WEC one]" \
                                   in checked.err, checked
     result = cli("reconcile", str(repo))
     assert result.code == 0 and "keeping the previous copy" in result.err, result

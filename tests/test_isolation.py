@@ -280,7 +280,7 @@ def test_a_healthy_wds_placing_what_a_frozen_one_placed_keeps_the_previous_copy(
     [line] = [ln for ln in result.err.splitlines() if "two workload description spaces" in ln]
     assert line.startswith("spaces/wmw-s/dup.yaml:1: ConfigMap commonstuff/httpd-htdocs: placed by two workload "
                            "description spaces: spaces/wmw-s/dup.yaml:1 and the frozen space wmw-c; keeping the "
-                           "previous copy [2 WECs: imw1-mb-guilder, imw2-mb-zloty]"), line
+                           "previous copy [2 WECs: guilder, zloty]"), line
     assert (repo / rel).read_bytes() == before
 
 

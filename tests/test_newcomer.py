@@ -199,6 +199,30 @@ def test_readme_quick_start_and_ci_run_the_same_test_command() -> None:
     assert 'requires-python = ">=3.11"' in (ROOT / "pyproject.toml").read_text()
 
 
+def test_readme_own_repository_path_end_to_end(tmp_path: Path) -> None:
+    """The README's `ksgitops init fleet && cd fleet && ksgitops wecs`, then the commands a newcomer
+    tries next, in a fresh folder: every one exits 0, the commit modes work, nothing is left
+    uncommitted, and a customization error names its WEC as `wecs` lists it."""
+    found = re.search(r"`(ksgitops init fleet && cd fleet && ksgitops wecs)`", (ROOT / "README.md").read_text())
+    assert found is not None
+    cwd = tmp_path
+    for step in found.group(1).split(" && "):
+        if step.startswith("cd "):
+            cwd = cwd / step[3:]
+            continue
+        proc = run_cli_subprocess(*step.split()[1:], cwd=cwd)
+        assert proc.returncode == 0 and proc.stderr == "", (step, proc)
+    assert proc.stdout.split()[5:7] == ["florin", "imw1"], proc.stdout  # `wecs`: the first row
+    for args in (["reconcile"], ["status"], ["reconcile", "--commit"], ["diff"]):
+        proc = run_cli_subprocess(*args, cwd=cwd)
+        assert proc.returncode == 0 and "Traceback" not in proc.stderr, (args, proc)
+    assert git(cwd, "status", "--porcelain") == "" and len(git(cwd, "log", "--format=%H").split()) == 1
+    page = cwd / "spaces/wmw-c/httpd.yaml"
+    page.write_text(page.read_text().replace("%(loc-name)", "%(nope)"))
+    proc = run_cli_subprocess("diff", cwd=cwd)
+    assert proc.returncode == 1 and proc.stderr.rstrip().endswith("[2 WECs: florin, guilder]"), proc
+
+
 def test_readme_tables_are_made_from_the_click_definitions() -> None:
     readme = (ROOT / "README.md").read_text()
     start, end = readme.index(BEGIN), readme.index(END) + len(END) + 1

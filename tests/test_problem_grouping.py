@@ -10,7 +10,7 @@ from typing import Any
 
 import yaml
 
-from ksgitops.model import FEW_WECS, Origin, Problem, grouped_by_wec
+from ksgitops.model import Origin, Problem, grouped_by_wec
 
 WECS = 12
 
@@ -56,11 +56,12 @@ def test_one_problem_per_object_and_message_in_every_output(tmp_path: Path, cli:
     assert len(lines) == 2, lines  # two messages: 'a' and 'b' missing (6 WECs), 'b' missing (4 WECs)
     both = next(ln for ln in lines if "parameters 'a', 'b'" in ln)
     only_b = next(ln for ln in lines if "parameter 'b' is not" in ln)
-    assert both.endswith("[6 WECs: inv-mb-w00, inv-mb-w01, inv-mb-w02, inv-mb-w03, inv-mb-w04, …]"), both
-    assert only_b.endswith("[4 WECs: inv-mb-w06, inv-mb-w07, inv-mb-w08, inv-mb-w09]"), only_b
+    assert both.endswith("[6 WECs: w00, w01, w02, w03, w04, …]"), both  # WECs by SyncTarget name, as STATUS.md
+    assert only_b.endswith("[4 WECs: w06, w07, w08, w09]"), only_b
     problems = json.loads(result.out)["problems"]
-    assert sorted((p["wecCount"], len(p["wecs"])) for p in problems) == [(4, 4), (6, FEW_WECS)]
-    assert all("wec" not in p for p in problems)
+    assert sorted((p["wecCount"], p["wecs"]) for p in problems) == [
+        (4, ["w06", "w07", "w08", "w09"]), (6, ["w00", "w01", "w02", "w03", "w04"])]
+    assert all("wec" not in p and "mailbox" not in p for p in problems)
 
     doc = yaml.safe_load((repo / "spaces/wds/.ksgitops/problems.yaml").read_text())
     assert doc["errors"] == 2 and doc["state"] == "Reconciled"
@@ -75,7 +76,33 @@ def test_one_problem_per_object_and_message_in_every_output(tmp_path: Path, cli:
     assert sorted(p["wecCount"] for p in combined["problems"] if p["source"] == "reconcile") == [4, 6]
 
     rendered = cli("render", "w07", str(repo))  # builds w07's mailbox only: its own problem
-    assert rendered.code == 0 and rendered.err.splitlines() == [only_b.rpartition(" [")[0] + " [WEC inv-mb-w07]"]
+    assert rendered.code == 0 and rendered.err.splitlines() == [only_b.rpartition(" [")[0] + " [WEC w07]"]
+    explained = json.loads(cli("explain", "w07", str(repo), "-o", "json").out)
+    assert [p.rpartition(" [")[2] for p in explained["problems"]] == ["WEC w07]"]
+    validated = cli("validate", str(repo), "-o", "json")
+    one = next(p for p in json.loads(validated.out)["errors"] if p.get("wecCount") == 4)
+    assert validated.code == 2 and one["wecs"] == ["w06", "w07", "w08", "w09"]
+
+
+def test_a_problem_on_one_wec_names_it_and_its_mailbox_in_json(tmp_path: Path, cli: Any) -> None:
+    repo = fleet(tmp_path)
+    wecs = repo / "spaces/inv/wecs.yaml"
+    docs = [d for d in yaml.safe_load_all(wecs.read_text()) if d["metadata"]["name"] in ("w00", "w10")]
+    wecs.write_text(yaml.safe_dump_all(docs))
+    result = cli("reconcile", str(repo), "-o", "json")
+    assert result.err.rstrip().endswith(" [WEC w00]"), result.err
+    [problem] = json.loads(result.out)["problems"]
+    assert (problem["wec"], problem["mailbox"]) == ("w00", "inv-mb-w00") and "wecs" not in problem
+
+
+def test_same_synctarget_name_in_two_inventory_spaces_is_named_with_its_space(tmp_path: Path, cli: Any) -> None:
+    repo = fleet(tmp_path)
+    (repo / "spaces/inv2").mkdir()
+    (repo / "spaces/inv2/w00.yaml").write_text(yaml.safe_dump_all(
+        [d for d in yaml.safe_load_all((repo / "spaces/inv/wecs.yaml").read_text()) if d["metadata"]["name"] == "w00"]))
+    lines = cli("reconcile", str(repo)).err.splitlines()
+    both = next(ln for ln in lines if "parameters 'a', 'b'" in ln)
+    assert both.endswith("[7 WECs: inv/w00, inv2/w00, w01, w02, w03, …]"), both  # as `render inv2/w00` names it
 
 
 def test_grouping_keeps_what_differs() -> None:
@@ -88,3 +115,7 @@ def test_grouping_keeps_what_differs() -> None:
         ("other", "error", "mb-3", ())]
     assert str(found[0]) == "spaces/wds/a.yaml:3: m [2 WECs: mb-1, mb-2]" and found[0].mailboxes == ("mb-1", "mb-2")
     assert str(found[1]) == "spaces/wds/a.yaml:3: warning: m [WEC mb-4]"
+    names = {"mb-1": "zeta", "mb-2": "alpha", "mb-4": "four"}
+    named = [p.named(names) for p in found]
+    assert str(named[0]) == "spaces/wds/a.yaml:3: m [2 WECs: alpha, zeta]" and named[0].mailboxes == ("mb-1", "mb-2")
+    assert str(named[1]) == "spaces/wds/a.yaml:3: warning: m [WEC four]" and named[2] == found[2]

@@ -5,9 +5,7 @@ future runtimes (poller, action) call the same functions.
 """
 from __future__ import annotations
 
-import shutil
 import sys
-from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
@@ -23,7 +21,7 @@ from ..io.git.branch import git_dir
 from ..io.git.refs import bare_git_dir, branch_tip
 from ..io.git.cache import DiskCache
 from ..lazy import lazy_module
-from ..model import KsgitopsError, Progress
+from ..model import Progress
 from .sources import (WORKTREE, Source, commit_on_branch, compute, open_branch, open_source, parse_ahead,
                       worktree_cache)
 
@@ -56,19 +54,6 @@ else:  # loaded by a run that computes, diffs or reads commits: a proven work tr
         if name in _STATUS_FACE:
             return getattr(lazy_module("ksgitops.app.status"), name)
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def init_repo(directory: Path) -> None:
-    """`ksgitops init`: copy the bundled example into DIRECTORY (absent or empty)."""
-    if directory.exists() and any(directory.iterdir()):
-        raise KsgitopsError(f"{directory}: exists and is not empty")
-    checkout = Path(__file__).resolve().parents[2] / "examples" / "repo"  # a source checkout
-    installed = Path(str(resources.files("ksgitops"))) / "example"  # shipped in the wheel
-    source = checkout if checkout.is_dir() else installed
-    if not source.is_dir():
-        raise KsgitopsError(f"the bundled example is missing ({installed})")
-    shutil.copytree(source, directory, dirs_exist_ok=True,
-                    ignore=shutil.ignore_patterns("__init__.py", "__pycache__"))
 
 
 class _Reported:

@@ -13,7 +13,7 @@ import click
 
 from ..lazy import lazy_module
 from ..io.fs.locate import locate
-from ..model import FEW_WECS, Problem
+from ..model import Problem
 from ..names import printable
 
 if TYPE_CHECKING:
@@ -135,8 +135,9 @@ def problem_json(p: Problem) -> dict[str, Any]:
     has_file = p.origin.path != "ksgitops"
     return {"file": p.origin.path if has_file else None, "line": p.origin.line or None,
             "space": p.space or None, "message": p.message, "severity": p.severity,
-            **({"wec": p.wec} if p.wec and not p.wecs else {}), **({"object": p.obj} if p.obj else {}),
-            **({"wecCount": len(p.wecs), "wecs": list(p.wecs[:FEW_WECS])} if p.wecs else {})}
+            **({"wec": p.shown[0], "mailbox": p.wec} if p.wec and not p.wecs else {}),
+            **({"object": p.obj} if p.obj else {}),
+            **({"wecCount": len(p.wecs), "wecs": list(p.shown)} if p.wecs else {})}
 
 
 def print_frozen(result: Any) -> list[Any]:

@@ -57,12 +57,34 @@ def cli() -> None:
     """
 
 
-@cli.command(exits="0; 2 DIRECTORY is not empty")
+@cli.command(exits="0; 2 DIRECTORY is not empty; 3 git failed")
 @click.argument("directory", type=click.Path(path_type=Path))
-def init(directory: Path) -> None:
-    """Scaffold a repo in DIRECTORY from the bundled example."""
-    app.init_repo(directory)
-    click.echo(f"initialized {directory} from the example; run: ksgitops reconcile {directory}")
+@click.option("--git/--no-git", "git", default=None,
+              help="Make DIRECTORY a git repository whose first commit is the starter (default: unless it "
+                   "lies in a git work tree already); --no-git: never.")
+@click.option("--demo-reports", is_flag=True,
+              help="Also copy the example's made-up WEC reports (mailboxes' reported/), so that `status` "
+                   "shows health as WECs report it; no cluster sent them.")
+def init(directory: Path, git: bool | None, demo_reports: bool) -> None:
+    """Start a repository in DIRECTORY from the bundled example (KubeStellar's example1: two WECs,
+    two workload spaces), reconciled, its STATUS.md written (no WEC has reported yet), and made a
+    git repository with the starter as its first commit."""
+    import shlex
+    from ..app import starter  # init's own use case
+    started = starter.init_repo(directory, git, demo_reports)
+    reports = ("demonstration reports in the mailboxes' reported/ (made up: no cluster sent them)"
+               if started.demo_reports else "no WEC has reported yet")
+    click.echo(f"initialized {directory} from the example: {counted(len(started.wecs), 'WEC')} "
+               f"({', '.join(started.wecs)}), reconciled; {reports}: {started.healthy} healthy")
+    if started.first is not None:
+        click.echo(f"{directory}: a new git repository, the starter its first commit "
+                   f"{started.first.commit[:12]} on {started.first.branch} (by {started.first.author})")
+    elif started.enclosing is not None:
+        click.echo(f"{directory} lies in the git work tree {started.enclosing}: nothing committed, no repository "
+                   "made (--git makes it one of its own; `--commit` needs spaces/ at the top of a repository)")
+    else:
+        click.echo(f"{directory}: not a git repository (--no-git); `reconcile --commit` needs one")
+    click.echo(f"next: cd {shlex.quote(str(directory))} && ksgitops wecs")
 
 
 @cli.command(exits="0 valid; 2 invalid (with --strict: also any warning)")

@@ -14,7 +14,7 @@ from msgspec import Struct, field
 
 from .. import __version__
 from ..kinds import KindTable, is_control
-from ..model import KsgitopsError, Obj, Origin, Problem, Progress, grouped_by_wec
+from ..model import KsgitopsError, Obj, Origin, Problem, Progress, grouped_by_wec, named_wecs
 from ..names import file_stem
 from .emit.files import Emitter, sps_yaml
 from .load.read import INVENTORY_ANNOTATION
@@ -99,10 +99,11 @@ def reconcile(snapshot: Snapshot, previous: Previous = NO_PREVIOUS,
     generated = _generated(loaded, config.skip_spaces, placements, mailboxes, wecs, isolation, memo)
     generated.update({root: tree for root, tree in space_out.generated.items()
                       if root.split("/")[1] not in isolation.broken})  # space step: discovered Spaces
-    problems = grouped_by_wec(problems + _not_mailboxes(wecs, loaded)
-                              + [p for plan in mailboxes.values() for p in plan.problems])
+    names = wec_names(wecs)
+    problems = named_wecs(grouped_by_wec(problems + _not_mailboxes(wecs, loaded)
+                                         + [p for plan in mailboxes.values() for p in plan.problems]), names)
     owned = [s for s in loaded.spaces if s not in config.skip_spaces]
-    generated.update(problem_files(owned, problems, wec_names(wecs), isolation.frozen))
+    generated.update(problem_files(owned, problems, names, isolation.frozen))
     return Result(loaded, config, kinds, wecs, placements, mailboxes, dict(sorted(generated.items())), problems,
                   digests, space_out.plan, isolation.frozen)
 

@@ -13,7 +13,7 @@ from ..load.selectors import selector_mismatch
 from .suggest import did_you_mean
 from ..place.edgeplacement import SOURCE, clause_label
 from ..place.what import ALONG, along_line, explain_object, namespace_labels
-from ..place.where import Wec
+from ..place.where import Wec, wec_names
 
 OBJECT_FORMAT = "Kind[.group]/[namespace/]name"
 
@@ -33,13 +33,13 @@ def object_matches(obj: Obj, spec: str) -> bool:
 
 def explain_wec(result: Result, mailbox: str) -> dict[str, Any]:
     plan = result.mailboxes[mailbox]
-    wec = plan.wec
+    wec, names = plan.wec, wec_names(result.wecs)
     return {
         "wec": wec.name, "inventorySpace": wec.space, "mailbox": mailbox,
         "locations": [loc.name for loc in wec.locations],
         "placements": [_placement_line(p, mailbox) for p in plan.placements],
         "objects": [_entry_info(rel, plan) for rel in plan.entries],
-        "problems": [str(p) for p in plan.problems],
+        "problems": [str(p.named(names)) for p in plan.problems],
     }
 
 
@@ -105,7 +105,7 @@ def _parameter_location(entry: Entry, plan: MailboxPlan) -> str | None:
 def explain_object_on(result: Result, mailbox: str, spec: str) -> dict[str, Any]:
     """Every candidate object matching OBJECT, with each placement's verdict for this WEC: does it
     reach the WEC (its locationSelectors against the WEC's Locations), does a clause select the object."""
-    plan = result.mailboxes[mailbox]
+    plan, names = result.mailboxes[mailbox], wec_names(result.wecs)
     candidates = [(wds, o) for wds, objs in result.loaded.spaces.items() for o in objs
                   if not is_control(o) and object_matches(o, spec)]
     reports = []
@@ -116,7 +116,7 @@ def explain_object_on(result: Result, mailbox: str, spec: str) -> dict[str, Any]
         entry = next((e for e in plan.entries.values() if e.base.obj is obj), None)
         report = {"object": str(obj.ref), "space": wds, "source": str(obj.origin),
                   "placed": entry is not None, "placements": verdicts,
-                  "problems": [str(p) for p in plan.problems if p.origin == obj.origin]}
+                  "problems": [str(p.named(names)) for p in plan.problems if p.origin == obj.origin]}
         if wds in result.frozen.broken:
             report["why"] = (f"space {wds} has errors of its own, so it is frozen: what it placed at its last good "
                              "state stays as it is, its current objects are not used")

@@ -27,11 +27,11 @@ class Need(Enum):
 def locate(repo: Path | None, need: Need = Need.WORKTREE) -> Path:
     """The repository a command works on: `repo` checked as given, else found from the cwd."""
     if repo is not None:
-        return _check_given(Path(repo), need)
+        return _not_below_a_top(_check_given(Path(repo), need), need)
     start = Path.cwd()
     for folder in (start, *start.parents):
         if _holds_spaces(folder):
-            return folder
+            return _not_below_a_top(folder, need)
         if (folder / ".git").exists():
             break
     if need is Need.GIT:
@@ -41,6 +41,20 @@ def locate(repo: Path | None, need: Need = Need.WORKTREE) -> Path:
     top = folder if (folder / ".git").exists() else Path(start.anchor)
     raise KsgitopsError(f"not inside a ksgitops repository: no {SPACES}/ folder in {start} or any parent up to "
                         f"{top} (give REPO, or run `ksgitops init DIR` to make one)")
+
+
+def _not_below_a_top(root: Path, need: Need) -> Path:
+    """A repository whose commits are read must be the top of its git work tree: a commit holds
+    spaces/ at its top, and one of a work tree around `root` holds `root` somewhere below."""
+    if need is not Need.GIT or not _holds_spaces(root) or (root / ".git").exists():
+        return root
+    found = pygit2.discover_repository(str(root))
+    workdir = pygit2.Repository(found).workdir if found is not None else None
+    if workdir and Path(workdir).resolve() != root.resolve():
+        raise KsgitopsError(f"{root}: lies below the top of the git work tree {Path(workdir)}, and commands that "
+                            f"read commits need {SPACES}/ at the top of a repository (`git init {root}` makes it "
+                            "one of its own)")
+    return root
 
 
 def _holds_spaces(folder: Path) -> bool:

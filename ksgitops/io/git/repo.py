@@ -91,7 +91,8 @@ def git_dir_at(path: Path) -> tuple[bool, str] | None:
 def open_repo(path: Path) -> pygit2.Repository:
     found = pygit2.discover_repository(str(path))
     if found is None:
-        raise KsgitopsError(f"{path}: not a git repository")
+        raise KsgitopsError(f"{path}: not a git repository, and this command reads commits (`git init`, then "
+                            "commit the sources; `ksgitops init` does both for a new repository)")
     # Opened from `path`, not from the git directory found: a `.git` file (`git init
     # --separate-git-dir`) names a git directory whose config has no core.worktree, and libgit2
     # opening that directory alone takes its parent folder for the work tree.

@@ -1,0 +1,78 @@
+"""`ksgitops init`: a starter repository made from the bundled example (KubeStellar's example1),
+reconciled, with a STATUS.md that tells the truth (no WEC has reported: every placed object is
+Missing), and, unless it already lies in one, a git repository of its own whose first commit is
+the starter (`reconcile --commit`, `status --commit` and Flux or Argo CD need commits).
+
+The example in this repository carries reports made up for the documentation (the mailboxes'
+`reported/` folders); a starter gets them only when asked (`--demo-reports`).
+"""
+from __future__ import annotations
+
+import shutil
+from importlib import resources
+from pathlib import Path
+from typing import Callable
+
+from msgspec import Struct
+
+from ..core.load.repoconfig import DEFAULT_AUTHOR_EMAIL, DEFAULT_AUTHOR_NAME
+from ..core.place.where import wec_names
+from ..io.git.newrepo import FirstCommit, enclosing_repository, first_commit, new_repository
+from ..model import KsgitopsError
+
+FIRST_COMMIT = "ksgitops init: a starter repository from the bundled example"
+REPORTS = ("reported", "upsynced")  # what transports write into a mailbox
+
+
+class Started(Struct):
+    directory: Path
+    wecs: list[str]
+    healthy: str  # STATUS.md's headline figure, `0/6`
+    demo_reports: bool
+    first: FirstCommit | None = None  # the repository init made
+    enclosing: str | None = None  # the repository DIRECTORY already lies in (init made none)
+
+
+def example_dir() -> Path:
+    checkout = Path(__file__).resolve().parents[2] / "examples" / "repo"  # a source checkout
+    installed = Path(str(resources.files("ksgitops"))) / "example"  # shipped in the wheel
+    source = checkout if checkout.is_dir() else installed
+    if not source.is_dir():
+        raise KsgitopsError(f"the bundled example is missing ({installed})")
+    return source
+
+
+def init_repo(directory: Path, git: bool | None = None, demo_reports: bool = False) -> Started:
+    """Copy the example into DIRECTORY (absent or empty), without its reports unless
+    `demo_reports`; write STATUS.md from what is there; `git` None: make DIRECTORY a repository
+    unless it lies in one, True: make it one anyway, False: never."""
+    if directory.exists() and not directory.is_dir():
+        raise KsgitopsError(f"{directory}: exists and is not a folder")
+    if directory.exists() and any(directory.iterdir()):
+        raise KsgitopsError(f"{directory}: exists and is not empty")
+    source = example_dir()
+    shutil.copytree(source, directory, dirs_exist_ok=True, ignore=_ignored(source, demo_reports))
+    enclosing = enclosing_repository(directory) if git is None else None
+    make = git is True or (git is None and enclosing is None)
+    if make:
+        new_repository(directory)  # first: status keeps its memo in the new repository's git directory
+    from .status import status_worktree  # status's rooms load only when a command needs them
+    outcome = status_worktree(directory)
+    counts = outcome.output.counts
+    started = Started(directory, sorted(wec_names(outcome.result.wecs).values()),
+                      f"{counts.get('Healthy', 0)}/{sum(counts.values())}", demo_reports, enclosing=enclosing)
+    if make:
+        started.first = first_commit(directory, FIRST_COMMIT, DEFAULT_AUTHOR_NAME, DEFAULT_AUTHOR_EMAIL)
+    return started
+
+
+def _ignored(source: Path, demo_reports: bool) -> Callable[[str, list[str]], set[str]]:
+    """What copytree leaves out: package files, and without `demo_reports` the example's reports
+    (the transports' folders of each mailbox: `spaces/<mailbox>/reported/`, `upsynced/`)."""
+    def ignored(folder: str, names: list[str]) -> set[str]:
+        out = {n for n in names if n in ("__init__.py", "__pycache__")}
+        parts = Path(folder).relative_to(source).parts
+        if not demo_reports and len(parts) == 2 and parts[0] == "spaces" and "space.yaml" in names:
+            out |= {n for n in names if n in REPORTS}
+        return out
+    return ignored

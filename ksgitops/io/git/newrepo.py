@@ -1,0 +1,51 @@
+"""`ksgitops init`'s git: whether a folder already belongs to a repository, and a new repository
+whose first commit holds everything in its folder (`git init`, then `git add -A && git commit`)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from msgspec import Struct
+
+from ..pygit import pygit2
+from ...model import GitError
+
+
+def enclosing_repository(path: Path) -> str | None:
+    """The work tree (a bare repository: its folder) of the git repository `path` is in, or None."""
+    found = pygit2.discover_repository(str(path))
+    if found is None:
+        return None
+    repo = pygit2.Repository(found)
+    return str(Path(repo.workdir or repo.path))
+
+
+class FirstCommit(Struct, frozen=True):
+    commit: str
+    branch: str
+    author: str  # `name <email>`
+
+
+def new_repository(path: Path) -> None:
+    """`git init`: on the branch git would choose (init.defaultBranch)."""
+    try:
+        pygit2.init_repository(str(path))
+    except (pygit2.GitError, OSError) as e:
+        raise GitError(f"{path}: could not make it a git repository: {e}") from e
+
+
+def first_commit(path: Path, message: str, fallback_name: str, fallback_email: str) -> FirstCommit:
+    """`git add -A && git commit` in the new repository at `path`, by the user's git identity (else
+    the fallback's)."""
+    try:
+        repo = pygit2.Repository(str(path))
+        repo.index.add_all()
+        repo.index.write()
+        tree = repo.index.write_tree()
+        try:
+            author = repo.default_signature
+        except (KeyError, pygit2.GitError):  # no user.name / user.email configured
+            author = pygit2.Signature(fallback_name, fallback_email)
+        oid = repo.create_commit("HEAD", author, author, message, tree, [])
+        return FirstCommit(str(oid), repo.head.shorthand, f"{author.name} <{author.email}>")
+    except (pygit2.GitError, OSError) as e:
+        raise GitError(f"{path}: could not commit the starter: {e}") from e

@@ -1,0 +1,128 @@
+"""`ksgitops init DIR`: a starter repository from the bundled example, reconciled, with a truthful
+STATUS.md (no WEC has reported: the example's made-up reports only with --demo-reports), made a
+git repository whose first commit is the starter unless DIR lies in a git work tree already."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from conftest import git, run_cli_subprocess
+from test_cli import MAILBOXES, one_line_error, reconcile, run
+
+
+def reports_in(folder: Path) -> list[str]:
+    return sorted(str(p.relative_to(folder)) for p in folder.rglob("reported"))
+
+
+def test_init_scaffolds_a_repo_that_validates_and_reconciles(cli: Any, tmp_path: Path) -> None:
+    target = tmp_path / "new-repo"
+    res = run(cli, "init", str(target))
+    assert str(target) in res.out
+    for rel in ("spaces/imw1/florin.yaml", "spaces/imw1/guilder.yaml", "spaces/wmw-c/edge-placement-c.yaml",
+                "spaces/wmw-s/edge-placement-s.yaml"):
+        assert (target / rel).is_file(), rel
+    assert not list(target.rglob("__init__.py"))
+    assert "valid: 2 WECs" in run(cli, "validate", str(target)).out
+    reconcile(cli, target)
+    for mailbox in MAILBOXES:
+        assert (target / mailbox / "kustomization.yaml").is_file()
+
+
+def test_init_real_entry_point_into_an_existing_empty_dir(tmp_path: Path) -> None:
+    """An existing but empty DIR is accepted (only a non-empty one is refused)."""
+    target = tmp_path / "empty"
+    target.mkdir()
+    proc = run_cli_subprocess("init", str(target))
+    assert "Traceback" not in proc.stderr
+    assert proc.returncode == 0, proc
+    assert (target / "spaces/imw1/florin.yaml").is_file()
+
+
+def test_init_failure_is_never_a_traceback(tmp_path: Path) -> None:
+    """Whatever init's outcome in this install, stderr holds at most one line and no traceback."""
+    proc = run_cli_subprocess("init", str(tmp_path / "fresh"))
+    assert "Traceback" not in proc.stderr
+    if proc.returncode == 0:
+        assert (tmp_path / "fresh/spaces").is_dir()
+    else:
+        one_line_error(proc.stderr)
+
+
+def test_init_refuses_a_non_empty_dir_and_a_file(cli: Any, tmp_path: Path) -> None:
+    target = tmp_path / "busy"
+    target.mkdir()
+    (target / "keep.txt").write_text("mine\n")
+    res = run(cli, "init", str(target), code=2)
+    line = one_line_error(res.err)
+    assert str(target) in line and "not empty" in line
+    assert sorted(p.name for p in target.iterdir()) == ["keep.txt"]
+    assert (target / "keep.txt").read_text() == "mine\n"
+    afile = tmp_path / "afile"
+    afile.write_text("x\n")
+    assert "is not a folder" in one_line_error(run(cli, "init", str(afile), code=2).err)
+
+
+def test_init_makes_a_git_repository_whose_first_commit_is_the_starter(cli: Any, tmp_path: Path) -> None:
+    target = tmp_path / "fleet"
+    res = run(cli, "init", str(target))
+    assert "a new git repository, the starter its first commit" in res.out, res.out
+    assert git(target, "log", "--format=%s").splitlines() == ["ksgitops init: a starter repository from the bundled example"]
+    assert git(target, "status", "--porcelain") == ""  # everything committed, the index agrees
+    assert "no commit (unchanged)" in run(cli, "reconcile", "--commit", str(target)).out
+    assert "no commit (unchanged)" in run(cli, "status", "--commit", str(target)).out
+    assert run(cli, "diff", str(target)).out.splitlines()[-1] == "0 WECs affected"
+
+
+def test_init_ships_no_made_up_reports_and_status_md_says_none_came(cli: Any, tmp_path: Path) -> None:
+    target = tmp_path / "fleet"
+    res = run(cli, "init", str(target))
+    assert "no WEC has reported yet: 0/6 healthy" in res.out, res.out
+    assert reports_in(target) == []
+    markdown = (target / "STATUS.md").read_text()
+    assert "**0/6 healthy**" in markdown and "| florin | imw1-mb-florin | Unknown | never |" in markdown
+    assert "placed, but not reported by the WEC" in markdown
+    assert run(cli, "status", str(target)).out.endswith("0/6 healthy, 6 Missing; 0 status files changed\n")
+
+
+def test_init_demo_reports_are_the_examples_and_said_to_be_made_up(cli: Any, tmp_path: Path) -> None:
+    target = tmp_path / "demo"
+    res = run(cli, "init", "--demo-reports", str(target))
+    assert "demonstration reports" in res.out and "made up: no cluster sent them" in res.out, res.out
+    assert reports_in(target) == ["spaces/imw1-mb-florin/reported", "spaces/imw1-mb-guilder/reported"]
+    assert "**4/6 healthy**" in (target / "STATUS.md").read_text()
+    assert git(target, "status", "--porcelain") == ""
+
+
+def test_init_inside_a_work_tree_makes_no_repository_unless_asked(cli: Any, tmp_path: Path) -> None:
+    outer = tmp_path / "mono"
+    outer.mkdir()
+    git(outer, "init", "-q", "-b", "main")
+    res = run(cli, "init", str(outer / "fleet"))
+    assert f"lies in the git work tree {outer}: nothing committed" in res.out, res.out
+    assert not (outer / "fleet/.git").exists()
+    refused = run(cli, "reconcile", "--commit", str(outer / "fleet"), code=2)  # its commits hold no spaces/ at the top
+    assert "lies below the top of the git work tree" in one_line_error(refused.err)
+    res = run(cli, "init", "--git", str(outer / "own"))
+    assert (outer / "own/.git").is_dir() and "first commit" in res.out
+    assert "no commit (unchanged)" in run(cli, "reconcile", "--commit", str(outer / "own")).out
+
+
+def test_init_no_git_and_what_commit_modes_then_say(cli: Any, tmp_path: Path) -> None:
+    target = tmp_path / "plain"
+    res = run(cli, "init", "--no-git", str(target))
+    assert not (target / ".git").exists() and "not a git repository (--no-git)" in res.out, res.out
+    line = one_line_error(run(cli, "reconcile", "--commit", str(target), code=2).err)
+    assert "not a git repository" in line and "git init" in line
+
+
+def test_init_commits_as_ksgitops_when_git_knows_no_identity(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    env = {**os.environ, "HOME": str(home), "XDG_CONFIG_HOME": str(home), "GIT_CONFIG_NOSYSTEM": "1"}
+    env = {k: v for k, v in env.items() if not k.startswith(("GIT_AUTHOR", "GIT_COMMITTER"))}
+    proc = subprocess.run([sys.executable, "-m", "ksgitops", "init", str(tmp_path / "fleet")], capture_output=True,
+                          text=True, env=env)
+    assert proc.returncode == 0 and "(by ksgitops <ksgitops@users.noreply.github.com>)" in proc.stdout, proc
