@@ -84,6 +84,7 @@ def reconcile(snapshot: Snapshot, previous: Previous = NO_PREVIOUS,
     problems = loaded.problems + checked + space_out.problems
     # -- end space step
     isolation = isolate(spaces, loaded.mailboxes, problems, previous)
+    problems += isolation.problems
     if isolation.broken:
         wecs = inventory(isolation.valid, cache)  # placements reach WECs through inventory objects without errors
         isolation.frozen.settle(wecs)

@@ -3,7 +3,8 @@
 Work is shared wherever inputs are equal: WECs reached by the same placements share one entry set
 (and one objects/ tree); a customization is computed once per (object, values of the parameters it
 reads). A per-(object, WEC) error keeps the mailbox's previous copy of that object; so do the
-objects a frozen WDS placed at its last good state (isolation.py), as its records list them.
+objects a frozen WDS placed at its last good state (isolation.py), as its records list them: as
+they stand, a file that does not read included (kept.py).
 """
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from typing import Any, Callable, Iterable, Mapping, MutableMapping, NamedTuple
 from msgspec import Struct, field
 from msgspec.structs import replace
 
-from ...model import Obj, ObjRef, Problem, split_api_version
+from ...model import Obj, ObjRef, Problem
 from ...kinds import KindTable
 from ..place.base import Base, implied_namespace, make_base
 from ..customize.customizer import MAX_GROWTH, customize, find_customizer, wants_expansion
@@ -21,9 +22,10 @@ from ..customize.patchdiff import make_patch
 from ..customize.templates import Templates, find_templates, label_values
 from ..place.records import Recorded, RecordedPlacement
 from ..load.selectors import label_key_error, label_value_error
-from ..serialize import canonical_json, dump_json, load_yaml
+from ..serialize import canonical_json, dump_json
 from ..place.what import ALONG, Placed
 from ..place.where import Destination, Wec
+from .kept import KeptFiles
 from .parameters import placement_sets, set_parameters
 
 Reader = Callable[[str], "bytes | None"]
@@ -96,12 +98,11 @@ class MailboxBuilder:
         self._memo = memo if memo is not None else {}
         self._bases: dict[int, Base] = {}
         self._customizers = customizers
-        self._read_previous = read_previous
+        self._kept = KeptFiles(read_previous, kinds)
         self._groups: dict[tuple[tuple[str, str], ...], _Group] = {}
         self._custom: dict[tuple[int, tuple[tuple[str, str | None], ...]], _Customized] = {}
         self._customizer_keys: dict[int, frozenset[str]] = {}
         self._how: dict[int, _How] = {}
-        self._kept_bases: dict[tuple[str, bytes], Base | None] = {}
 
     def build(self, wec: Wec, plans: list[PlacementPlan], frozen: list[RecordedPlacement] | None = None
               ) -> MailboxPlan:
@@ -127,7 +128,7 @@ class MailboxBuilder:
         plan.group = plan.group + tuple((f"{p.space} (frozen)", p.name) for p in frozen)
         for placement in frozen:
             for item in placement.objects:
-                kept = self._kept_copy(plan.wec.mailbox, item, placement)
+                kept = self._kept_copy(plan, item, placement)
                 if kept is None:
                     continue
                 present = entries.get(item.rel)
@@ -144,17 +145,17 @@ class MailboxBuilder:
             entries.setdefault(implied.rel, Entry(implied, implied.data))
         plan.entries = dict(sorted(entries.items()))
 
-    def _kept_copy(self, mailbox: str, item: Recorded, placement: RecordedPlacement) -> Entry | None:
-        data = self._read_previous(f"spaces/{mailbox}/objects/{item.rel}.yaml")
+    def _kept_copy(self, plan: MailboxPlan, item: Recorded, placement: RecordedPlacement) -> Entry | None:
+        data, patch = self._kept.files(plan.wec.mailbox, item.rel)
         if data is None:
             return None
-        key = (item.rel, data)
-        if key not in self._kept_bases:
-            self._kept_bases[key] = _kept_base(item.rel, data)
-        base = self._kept_bases[key]
+        base = self._kept.base(plan.wec.mailbox, item, data)
         if base is None:
             return None
-        patch = self._read_previous(f"spaces/{mailbox}/patches/{item.rel}.json")
+        problem = self._kept.trouble(plan.wec.mailbox, item.rel, data, patch, item.text,
+                                     f"space {placement.space} is frozen", "the space's errors are fixed")
+        if problem is not None:
+            plan.problems.append(problem)
         via = Via(placement.space, placement.name, ALONG if item.along else FROZEN_CLAUSE,
                   placement.singleton and not item.along)
         return Entry(base, data, patch, (via,), kept=True)
@@ -214,7 +215,7 @@ class MailboxBuilder:
         """A per-(object, WEC) error: report it and keep the previous copy (or none)."""
         base = entry.base
         assert base.obj is not None
-        kept = self._previous(plan.wec.mailbox, entry)
+        kept = self._previous(plan, entry)
         outcome = "keeping the previous copy" if kept else "not placed (no previous copy)"
         plan.problems.append(Problem(base.obj.origin, f"{base.ref}: {message}; {outcome}", wec=plan.wec.mailbox,
                                      obj=str(base.ref)))
@@ -226,11 +227,14 @@ class MailboxBuilder:
             entries[entry.rel] = kept
             plan.entries = dict(sorted(entries.items()))  # a conflict's copy was not in the dict
 
-    def _previous(self, mailbox: str, entry: Entry) -> Entry | None:
-        data = self._read_previous(f"spaces/{mailbox}/objects/{entry.rel}.yaml")
+    def _previous(self, plan: MailboxPlan, entry: Entry) -> Entry | None:
+        data, patch = self._kept.files(plan.wec.mailbox, entry.rel)
         if data is None:
             return None
-        patch = self._read_previous(f"spaces/{mailbox}/patches/{entry.rel}.json")
+        problem = self._kept.trouble(plan.wec.mailbox, entry.rel, data, patch, str(entry.base.ref),
+                                     "the object has an error on this WEC", "that error is fixed")
+        if problem is not None:
+            plan.problems.append(problem)
         return replace(entry, data=data, patch=patch, kept=True, params=())
 
     def _own(self, plan: MailboxPlan) -> dict[str, Entry]:
@@ -373,23 +377,6 @@ def _merge(plans: list[PlacementPlan], base_of: Callable[[Obj], Base]
             entries.setdefault(implied.rel, Entry(implied, implied.data))
     failed = [(base_of(chosen[ref][0]), message) for ref, message in sorted(conflicts.items())]
     return dict(sorted(entries.items())), failed
-
-
-def _kept_base(rel: str, data: bytes) -> Base | None:
-    """A kept object file read back as a base copy (for its kustomization entry and the
-    SyncerConfig); None when it is not one this mailbox path can hold."""
-    try:
-        body = load_yaml(data)
-    except Exception:  # noqa: BLE001 - not our file any more: it is not kept
-        return None
-    md = body.get("metadata") if isinstance(body, dict) else None
-    if not isinstance(md, dict) or not isinstance(body.get("apiVersion"), str) or not isinstance(body.get("kind"), str):
-        return None
-    _, resource, namespace, _ = rel.split("/")
-    ref = ObjRef(split_api_version(body["apiVersion"])[0], body["kind"], str(md.get("namespace") or ""),
-                 str(md.get("name") or ""))
-    base = Base(ref, body["apiVersion"], resource, namespace != "_cluster", body, data, None)
-    return base if base.rel == rel else None
 
 
 def upsync_sets(plans: Iterable[Any]) -> list[Any]:

@@ -7,20 +7,17 @@ copy may be a Secret's). Reading takes the fast path; only a failure is looked a
 """
 from __future__ import annotations
 
-import re
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import jsonpatch
 import jsonpointer
 import orjson
 
 from ...model import KsgitopsError, Origin, Problem, Severity
+from ..load.unreadable import common_trouble, parsed_file, unquoted, why_yaml
 from ..serialize import load_yaml
 
-if TYPE_CHECKING:
-    from ..load.parse import ParsedFile
-
-REWRITE = "a generated file: `ksgitops reconcile` writes it anew"
+REWRITE = "a generated file: `ksgitops reconcile` writes it anew, unless an error keeps it as it stands"
 
 
 class Unreadable(KsgitopsError):
@@ -52,14 +49,14 @@ def read_object(path: str, data: bytes) -> dict[str, Any]:
         return doc
     if doc is not None:
         raise Unreadable(path, 1, "not an object: apiVersion, kind or metadata missing or of the wrong type")
-    raise Unreadable(path, *_why_yaml(path, data))
+    raise Unreadable(path, *why_yaml(path, data))
 
 
 def read_mapping(path: str, data: bytes) -> dict[str, Any]:
     """A generated YAML file of one mapping (the SyncerConfig)."""
     doc = _mapping(path, data)
     if doc is None:
-        raise Unreadable(path, *_why_yaml(path, data))
+        raise Unreadable(path, *why_yaml(path, data))
     return doc
 
 
@@ -101,66 +98,24 @@ def rendered(folder: str, rel: str, data: bytes, patch: bytes | None) -> dict[st
 
 
 def _mapping(path: str, data: bytes) -> dict[str, Any] | None:
-    if b"&" in data and b"*" in data and _parsed(path, data).problems:
+    if b"&" in data and b"*" in data and parsed_file(path, data).problems:
         return None  # aliases, maybe a billion laughs: bounded as in the sources, else not read
     try:
         doc = load_yaml(data)
-    except Exception:  # noqa: BLE001 - _why_yaml says what is wrong
+    except Exception:  # noqa: BLE001 - why_yaml says what is wrong
         return None
     return doc if isinstance(doc, dict) else None
 
 
-_CONFLICT = re.compile(rb"^(<<<<<<<|>>>>>>>)( |$)", re.MULTILINE)
-_QUOTED = re.compile(r"""\s*('[^']*'|"[^"]*")""")
-_WORDY = re.compile(r"[^\W_]")
-
-
-def _why_yaml(path: str, data: bytes) -> tuple[int, str]:
-    """(line, what is wrong) of a YAML file that is not one mapping."""
-    found = _common(data)
-    if found:
-        return found
-    parsed = _parsed(path, data)
-    if parsed.problems:
-        first = parsed.problems[0]
-        return first.origin.line, _unquoted(first.message)
-    if len(parsed.docs) > 1:
-        return parsed.docs[1][0], f"{len(parsed.docs)} documents where reconcile writes one"
-    return 1, "not one YAML mapping, as reconcile writes it"
-
-
-def _parsed(path: str, data: bytes) -> ParsedFile:
-    """load.parse's reading, with its checks and located findings. Imported here: ~9 ms of the
-    start-up of every command rendering a mailbox (the sync agent's), for files that rarely need it."""
-    from ..load.parse import parse_file
-    return parse_file(path, data)
-
-
 def _why_json(data: bytes, error: orjson.JSONDecodeError) -> tuple[int, str]:
-    found = _common(data)
+    found = common_trouble(data)
     if found:
         return found
     try:
         data.decode("utf-8")
     except UnicodeDecodeError as e:
         return data[: e.start].count(b"\n") + 1, "file is not valid UTF-8"
-    return int(getattr(error, "lineno", 0) or 1), f"malformed JSON: {_unquoted(error.msg)}"
-
-
-def _unquoted(message: str) -> str:
-    """A parser's message without what it quotes of the file (a Secret's, maybe); quoted syntax
-    (`expected ',' or ']'`) stays."""
-    return _QUOTED.sub(lambda m: "" if _WORDY.search(m.group(1)) else m.group(0), message)
-
-
-def _common(data: bytes) -> tuple[int, str] | None:
-    """What is wrong with a file of any format: nothing in it, or a merge's conflict markers."""
-    if not data.strip():
-        return 1, "the file is empty"
-    marker = _CONFLICT.search(data)
-    if marker:
-        return data[: marker.start()].count(b"\n") + 1, "a merge left its conflict markers (`<<<<<<<`, `>>>>>>>`) in it"
-    return None
+    return int(getattr(error, "lineno", 0) or 1), f"malformed JSON: {unquoted(error.msg)}"
 
 
 __all__ = ["REWRITE", "Unreadable", "read_object", "read_mapping", "read_patch", "patched", "rendered"]

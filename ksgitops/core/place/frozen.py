@@ -25,6 +25,8 @@ class FrozenSpace(Struct, eq=False):
     placements: tuple[RecordedPlacement, ...] = ()  # what its records keep
     whole: tuple[str, ...] = ()  # mailboxes kept whole: SinglePlacementSlices without records
     mailboxes: set[str] = field(default_factory=set)  # current mailboxes where it keeps something
+    unreadable: tuple[str, ...] = ()  # its records and slices that do not read (mailboxes kept whole for them)
+    unrecorded: bool = False  # a SinglePlacementSlice without a record (an older ksgitops wrote it)
 
     def kept(self) -> str:
         """What the frozen space keeps, in a sentence."""
@@ -33,12 +35,22 @@ class FrozenSpace(Struct, eq=False):
         if self.placements:
             names = ", ".join(p.name for p in self.placements)
             text = f"the objects its placements ({names}) placed at its last good state stay in {where}"
-            return text + ("; other mailboxes are kept whole (SinglePlacementSlices without records)"
-                           if self.whole else "")
+            return text + (f"; other mailboxes are kept whole ({self._why_whole()})" if self.whole else "")
         if self.whole:
-            return (f"{where} its SinglePlacementSlices reach are kept whole: it has no placement records "
-                    "(an older ksgitops wrote them)")
+            return f"{where} its SinglePlacementSlices reach are kept whole: {self._why_whole()}"
         return "it contributes nothing until its errors are fixed (no last good state is recorded)"
+
+    def _why_whole(self) -> str:
+        reasons = []
+        if self.unreadable:
+            n = len(self.unreadable)
+            reasons.append(f"{few(self.unreadable)} do{'es' if n == 1 else ''} not read; reconcile writes "
+                           f"{'it' if n == 1 else 'them'} anew once the space's errors are fixed")
+        if self.unrecorded or not self.unreadable:
+            reasons.append("it has no placement records (an older ksgitops wrote them)"
+                           if not self.placements and not self.unreadable
+                           else "SinglePlacementSlices without records")
+        return "; ".join(reasons)
 
 
 class FrozenUnit(NamedTuple):

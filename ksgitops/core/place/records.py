@@ -8,8 +8,9 @@ healthy: the mailbox-relative path and identity of every object the placement pl
 the SinglePlacementSlice names the destinations. When the WDS is frozen (isolation.py), the
 records say which files of each mailbox are its last good contribution.
 
-Records are read back only for a frozen WDS. They sit in git where anyone may edit them, so a
-record that does not read back cleanly (or a path that is not a mailbox path) counts as none.
+Records are read back only for a frozen WDS. They sit in git where anyone may edit them: a
+record that does not read back cleanly (or a path that is not a mailbox path) keeps every mailbox
+its SinglePlacementSlice reaches whole, as no record does, and `record_trouble` says where and why.
 """
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ from msgspec import Struct, field
 from ...kinds import KindTable
 from ...names import file_stem
 from ...names import rel_path
+from ..load.unreadable import why_yaml
 from ..serialize import dump_yaml, load_yaml, yaml_str
 from .what import ALONG
 from ...names import mailbox_name
@@ -104,6 +106,33 @@ def parse_record(space: str, data: Any, mailboxes: dict[str, str]) -> RecordedPl
                              mailboxes)
 
 
+def record_trouble(path: str, data: Any) -> tuple[int, str]:
+    """(line, what is wrong) of a record file `parse_record` refuses, never quoting it."""
+    if not isinstance(data, bytes):
+        return 0, "a folder where reconcile writes a placement record"
+    try:
+        doc = load_yaml(data)
+    except Exception:  # noqa: BLE001 - why_yaml says what is wrong
+        doc = None
+    if not isinstance(doc, dict):
+        return why_yaml(path, data)
+    return 1, (f"not a {KIND} as reconcile writes it (metadata.name, and objects, each with a mailbox path "
+               "and an object)")
+
+
+def sps_trouble(path: str, data: bytes) -> tuple[int, str] | None:
+    """(line, what is wrong) of a SinglePlacementSlice file that does not read (None: it does)."""
+    try:
+        doc = load_yaml(data)
+    except Exception:  # noqa: BLE001 - why_yaml says what is wrong
+        doc = None
+    if not isinstance(doc, dict):
+        return why_yaml(path, data)
+    if not isinstance(doc.get("destinations") or [], list):
+        return 1, "not a SinglePlacementSlice as reconcile writes it (destinations is not a list)"
+    return None
+
+
 def _recorded(item: Any) -> Recorded | None:
     if not isinstance(item, dict) or not isinstance(item.get("path"), str) or not isinstance(item.get("object"), str):
         return None
@@ -127,4 +156,4 @@ def sps_mailboxes(data: Any) -> dict[str, str]:
 
 
 __all__ = ["RECORDS_DIR", "SPS_DIR", "Recorded", "RecordedPlacement", "record_file", "record_yaml", "parse_record",
-           "sps_mailboxes"]
+           "record_trouble", "sps_mailboxes", "sps_trouble"]

@@ -42,7 +42,7 @@ class ObjectChange(Struct, frozen=True):
         """`Kind[.group] [namespace/]name`, as problems name objects (characters a terminal would
         obey, or that would end the header line, escaped)."""
         group, kind, namespace, name = _identity(self.body)
-        if not kind:  # no object to name (a file that does not read)
+        if not kind or not name:  # no object to name (a file that does not read, the kustomization)
             return printable(self.path)
         gk = f"{kind}.{group}" if group else kind
         return printable(f"{gk} {namespace}/{name}" if namespace else f"{gk} {name}")
@@ -52,7 +52,7 @@ class ObjectChange(Struct, frozen=True):
         """`[group.]version.Kind.namespace.name`: how `kubectl diff` names an object's file, with
         the name spelled as in mailboxes (names.file_stem: short, portable, never colliding)."""
         group, kind, namespace, name = _identity(self.body)
-        if not kind:
+        if not kind or not name:
             return self.path.replace("/", ".")
         version = str(self.body.get("apiVersion") or "").rpartition("/")[2]
         return f"{group + '.' if group else ''}{version}.{kind}.{namespace}.{file_stem(name)}"
@@ -106,8 +106,9 @@ class DiffResult(Struct):
 
 def mailbox_changes(old: FileTree | None, new: FileTree | None, mailbox: str = "") -> list[ObjectChange]:
     """The objects of one mailbox that render differently (none when they render the same), and
-    its SyncerConfig when that changes: it steers what the WEC's syncer does. A file that does
-    not read (a hand edit, a merge's conflict) is a difference too, shown as what is wrong with it."""
+    its kustomization.yaml and SyncerConfig when they change: one says what `kubectl apply -k`
+    sends, the other steers what the WEC's syncer does. A file that does not read (a hand edit, a
+    merge's conflict) is a difference too, shown as what is wrong with it."""
     from .render import mailbox_inputs, redact_pair  # a diff that finds nothing never renders
     folder = f"spaces/{mailbox}" if mailbox else ""
     old_inputs, new_inputs = (mailbox_inputs(old) if old else []), (mailbox_inputs(new) if new else [])
@@ -120,12 +121,33 @@ def mailbox_changes(old: FileTree | None, new: FileTree | None, mailbox: str = "
         a, b = redact_pair(before.get(rel), after.get(rel), rel.startswith(SECRETS))
         if a != b:
             changes.append(ObjectChange(rel, a, b, patched=rel in patched))
-    files = (old.get(SYNCER_CONFIG) if old else None, new.get(SYNCER_CONFIG) if new else None)
-    if files[0] != files[1]:
-        syncer = (_syncer_config(files[0], folder), _syncer_config(files[1], folder))
-        if syncer[0] != syncer[1]:
-            changes.append(ObjectChange(SYNCER_CONFIG, *syncer, file=SYNCER_CONFIG))
+    for name, view in ((KUSTOMIZATION, _kustomization), (SYNCER_CONFIG, None)):
+        files = (old.get(name) if old else None, new.get(name) if new else None)
+        if files[0] != files[1] and (name != KUSTOMIZATION or (old and new and not _follows(old, folder))):
+            sides = (_generated_mapping(name, files[0], folder, view), _generated_mapping(name, files[1], folder, view))
+            if sides[0] != sides[1]:
+                changes.append(ObjectChange(name, *sides, file=name))
     return changes
+
+
+def _follows(tree: FileTree, folder: str) -> bool:
+    """Whether a mailbox's kustomization.yaml lists its objects/ and patches/ files as reconcile
+    does, and nothing else: then the objects' changes say all that its own change does."""
+    from ..emit.readback import Unreadable, read_mapping
+    data = tree.get(KUSTOMIZATION)
+    try:
+        doc = read_mapping(KUSTOMIZATION, data) if isinstance(data, bytes) else None
+    except Unreadable:
+        return False
+    if doc is None or doc.get("kind") != "Kustomization" or not set(doc) <= _KUSTOMIZATION_KEYS:
+        return False
+    resources, patches = doc.get("resources") or [], doc.get("patches") or []
+    if not isinstance(resources, list) or not isinstance(patches, list) or \
+            not all(isinstance(p, dict) and set(p) <= {"path", "target"} for p in patches):
+        return False
+    folders = [(top, tree.get(top)) for top in ("objects", "patches")]
+    listed = sorted(f"{top}/{path}" for top, sub in folders if isinstance(sub, dict) for path, _ in walk(sub))
+    return sorted(map(str, resources)) + sorted(str(p.get("path")) for p in patches) == listed
 
 
 def _rendered(inputs: list[tuple[str, bytes, bytes | None]], only: set[str], folder: str
@@ -154,17 +176,33 @@ def _moved(old: list[tuple[str, bytes, bytes | None]], new: list[tuple[str, byte
 
 
 SYNCER_CONFIG = "syncerconfig.yaml"
+KUSTOMIZATION = "kustomization.yaml"  # what `kubectl apply -k` reads: a change to it changes what the WEC receives
 SECRETS = "core/secrets/"  # where a mailbox keeps Secrets (names.rel_path)
+_KUSTOMIZATION_KEYS = frozenset({"apiVersion", "kind", "resources", "patches"})  # what reconcile writes there
+HIDDEN = "<not shown>"
 
 
-def _syncer_config(data: Any, folder: str) -> dict[str, Any] | None:
+def _generated_mapping(name: str, data: Any, folder: str, view: Any) -> dict[str, Any] | None:
     from ..emit.readback import Unreadable, read_mapping
     if not isinstance(data, bytes):
         return None
     try:
-        return read_mapping(f"{folder}/{SYNCER_CONFIG}" if folder else SYNCER_CONFIG, data)
+        doc = read_mapping(f"{folder}/{name}" if folder else name, data)
     except Unreadable as e:
         return unreadable(e)
+    return view(doc) if view is not None else doc
+
+
+def _kustomization(doc: dict[str, Any]) -> dict[str, Any]:
+    """A kustomization as a diff shows it: what reconcile writes there; anything a person added (a
+    secretGenerator, an inline patch) only by its key, as it may hold a Secret's data."""
+    shown: dict[str, Any] = {}
+    for key, value in doc.items():
+        if key == "patches" and isinstance(value, list):
+            value = [{k: v if k in ("path", "target") else HIDDEN for k, v in p.items()} if isinstance(p, dict)
+                     else HIDDEN for p in value]
+        shown[str(key)] = value if key in _KUSTOMIZATION_KEYS else HIDDEN
+    return shown
 
 
 def changes_diff(mailbox: str, changes: list[ObjectChange]) -> str:
