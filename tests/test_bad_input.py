@@ -452,7 +452,7 @@ def test_unparsable_replacement_path_freezes_the_space(example: Path, cli) -> No
     edit(example, HTTPD_C, "$.spec.template.spec.containers.0.env.0.value", "$.spec.template.spec[nothere")
     edit(example, HTTPD_C, "replicas: 1", "replicas: 3")  # would change commond's base copy
     edit(example, "spaces/wmw-s/httpd.yaml", "library/httpd:2.4", "library/httpd:2.5")
-    line = _doc_line(example, HTTPD_C, "kind: Customizer") - 1
+    line = _doc_line(example, HTTPD_C, "[nothere")  # the replacement's path, not its document
     result = ks("reconcile", example)
     assert result.returncode == 2, result
     assert_clean(result.stderr)
@@ -554,23 +554,23 @@ WARNED: dict[str, tuple[Files, str, int | None, str]] = {
     "placement-bad-operator": (
         {"spaces/wmw-c/p2.yaml": "# p2\n" + PLACEMENT + "metadata: {name: p2}\nspec:\n  locationSelectors:\n"
                                  "  - matchExpressions:\n    - {key: env, operator: Near, values: [x]}\n"},
-        "spaces/wmw-c/p2.yaml", 2, r"locationSelectors\[0\].*Near.*matches nothing"),
+        "spaces/wmw-c/p2.yaml", 7, r"locationSelectors\[0\].*Near.*matches nothing"),  # the selector's line
     "placement-in-without-values": (
         {"spaces/wmw-c/p2.yaml": PLACEMENT + "metadata: {name: p2}\nspec:\n  locationSelectors: [{}]\n  downsync:\n"
                                  "  - labelSelectors:\n    - matchExpressions:\n      - {key: app, operator: In}\n"},
-        "spaces/wmw-c/p2.yaml", 1, r"downsync\[0\]\.labelSelectors\[0\].*values?.*matches nothing"),
+        "spaces/wmw-c/p2.yaml", 8, r"downsync\[0\]\.labelSelectors\[0\].*values?.*matches nothing"),
     "placement-namespace-selector-bad": (
         {"spaces/wmw-c/p2.yaml": PLACEMENT + "metadata: {name: p2}\nspec:\n  downsync:\n"
                                  "  - namespaceSelectors:\n    - matchExpressions:\n      - {key: app, operator: Exists, values: [a]}\n"},
-        "spaces/wmw-c/p2.yaml", 1, r"namespaceSelectors\[0\].*matches nothing"),
+        "spaces/wmw-c/p2.yaml", 7, r"namespaceSelectors\[0\].*matches nothing"),
     "location-selector-bad-operator": (
         {"spaces/imw1/loc.yaml": EDGE + "kind: Location\nmetadata: {name: loc2}\nspec:\n  instanceSelector:\n"
                                  "    matchExpressions:\n    - {key: env, operator: Like, values: [x]}\n"},
-        "spaces/imw1/loc.yaml", 1, r"instanceSelector.*Like.*matches nothing"),
+        "spaces/imw1/loc.yaml", 5, r"instanceSelector.*Like.*matches nothing"),
     "location-selector-in-without-values": (
         {"spaces/imw1/loc.yaml": EDGE + "kind: Location\nmetadata: {name: loc2}\nspec:\n  instanceSelector:\n"
                                  "    matchExpressions:\n    - {key: env, operator: In, values: []}\n"},
-        "spaces/imw1/loc.yaml", 1, r"instanceSelector.*values?.*matches nothing"),
+        "spaces/imw1/loc.yaml", 5, r"instanceSelector.*values?.*matches nothing"),
     "unknown-kind": (
         {"spaces/wmw-c/w.yaml": "\n\napiVersion: example.com/v1\nkind: Widget\nmetadata: {name: w, namespace: commonstuff}\n"},
         "spaces/wmw-c/w.yaml", 4, r"kind Widget of apiVersion example.com/v1 is unknown"),  # the kind: line
@@ -751,7 +751,7 @@ def test_annotations_that_are_not_a_map_are_an_input_error(tree: Callable[[Files
     result = ks("reconcile", repo)
     assert_clean(result.stderr)
     assert result.returncode == 2, result
-    assert_problem(result.stderr, "spaces/wmw-c/ann.yaml", 1, r"metadata\.annotations")
+    assert_problem(result.stderr, "spaces/wmw-c/ann.yaml", 6, r"metadata\.annotations")  # the field's line
 
 
 def test_labels_that_are_not_a_map_are_an_input_error(tree: Callable[[Files], Path]) -> None:
@@ -760,7 +760,7 @@ def test_labels_that_are_not_a_map_are_an_input_error(tree: Callable[[Files], Pa
     result = ks("reconcile", repo)
     assert result.returncode == 2, result
     assert_clean(result.stderr)
-    assert_problem(result.stderr, "spaces/wmw-c/lab.yaml", 1, r"metadata\.labels")
+    assert_problem(result.stderr, "spaces/wmw-c/lab.yaml", 6, r"metadata\.labels")
 
 
 def test_nan_and_infinity_are_input_errors(tree: Callable[[Files], Path]) -> None:

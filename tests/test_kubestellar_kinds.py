@@ -242,6 +242,40 @@ def test_odd_clauses_are_located_warnings_saying_what_they_match(clause: str, sa
     assert [str(p) for p in problems] == [f"spaces/wds/x.yaml:4: warning: EdgePlacement p: {said}"]
 
 
+# A multi-document file: each finding that names a field is at that field's line (the key's; a list
+# item's), whether schema/ (convert.py), the clause checks or the selector checks found it.
+FIELDS = ("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm\n  namespace: default\n  annotations:\n"
+          "    edge.kcp.io/expand-parameters: 'true'\n---\n"  # 1-8
+          + V2 + "kind: EdgePlacement\nmetadata: {name: p}\nspec:\n  downsync:\n"  # 9-13
+          "  - apiGroup: core\n    resources: [configmaps]\n  - {}\n"  # 14-16
+          "  - apiGroup: ''\n    resources:\n    - configmaps\n    - ConfigMap\n"  # 17-20
+          "  wantSingletonReportedState: 'yes'\n  bogus: 1\n---\n"  # 21-23
+          + V2 + "kind: SyncTarget\nmetadata:\n  name: st\n  resourceVersion: '4'\n---\n"  # 24-29
+          + V2 + "kind: Location\nmetadata: {name: l}\nspec:\n  instanceSelector:\n"  # 30-34
+          "    matchExpressions: [{key: env, operator: Like, values: [x]}]\n")  # 35
+FIELD_LINES = [(7, "annotation edge.kcp.io/expand-parameters is KubeStellar v0.6's name"),
+               (14, "EdgePlacement p: spec.downsync[0].apiGroup: 'core' is not the core group"),
+               (16, "EdgePlacement p: spec.downsync[1]: the clause has no criteria"),
+               (20, "EdgePlacement p: spec.downsync[2].resources[1]: 'ConfigMap' is a kind"),
+               (21, "EdgePlacement p: spec.wantSingletonReportedState: must be of type boolean"),  # an error
+               (22, "EdgePlacement p: spec.bogus: unknown field"),
+               (28, "SyncTarget st: metadata.resourceVersion dropped"),
+               (34, "Location l: spec.instanceSelector: matchExpressions[0]: operator 'Like'")]
+JSON_PLACEMENT = ('{\n  "apiVersion": "edge.kubestellar.io/v2alpha1",\n  "kind": "EdgePlacement",\n'
+                  '  "metadata": {"name": "j"},\n  "spec": {\n    "downsync": [\n'
+                  '      {"apiGroup": "", "resources": ["configmaps"]},\n      {}\n    ],\n'
+                  '    "wantSingletonReportedState": "yes"\n  }\n}\n')
+
+
+def test_findings_are_at_the_line_of_their_field(tree: Tree) -> None:
+    problems = compute(tree({"spaces/wds/x.yaml": FIELDS, "spaces/wds/j.json": JSON_PLACEMENT})).problems
+    found = [(p.origin.line, p.message) for p in problems if p.origin.path == "spaces/wds/x.yaml"]
+    for line, start in FIELD_LINES:
+        assert [at for at, message in found if message.startswith(start)] == [line], (start, found)
+    in_json = sorted((p.origin.line, p.message.split(": ")[1]) for p in problems if p.origin.path.endswith(".json"))
+    assert in_json == [(8, "spec.downsync[1]"), (10, "spec.wantSingletonReportedState")]
+
+
 def test_a_resource_named_by_a_crd_in_the_repo_is_no_oddity() -> None:
     crd = ("apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata: {name: crontabs.stable.example.com}\n"
            "spec: {group: stable.example.com, scope: Namespaced, names: {kind: CronTab, plural: crontabs}}\n")
@@ -266,14 +300,14 @@ ODD_PLACEMENT = V2 + "kind: EdgePlacement\nmetadata: {name: p}\nspec:\n  downsyn
 
 def test_warnings_reach_validate_reconcile_and_diff(tree: Tree, cli: Callable[..., Any]) -> None:
     repo = tree({"spaces/wds/p.yaml": ODD_PLACEMENT, "spaces/wds/w.yaml": WORKLOAD})
-    line = "spaces/wds/p.yaml:1: warning: EdgePlacement p: spec.downsync[0].apiGroup: 'core' is not the core group"
+    line = "spaces/wds/p.yaml:5: warning: EdgePlacement p: spec.downsync[0].apiGroup: 'core' is not the core group"
     for args in (("validate",), ("reconcile",), ("diff",)):
         result = cli(*args, str(repo))
         assert result.code == 0 and line in result.err, (args, result)
     for args in (("validate", "-o", "json"), ("reconcile", "-o", "json"), ("diff", "-o", "json")):
         data = json.loads(cli(*args, str(repo)).out)
         found = [p for p in data["problems"] if "'core' is not the core group" in p["message"]]
-        assert found and found[0]["severity"] == "warning" and found[0]["line"] == 1, (args, data)
+        assert found and found[0]["severity"] == "warning" and found[0]["line"] == 5, (args, data)
 
 
 def test_strict_makes_warnings_errors(tree: Tree, cli: Callable[..., Any]) -> None:
@@ -343,5 +377,5 @@ def test_a_customizer_path_that_does_not_parse_is_an_error_of_its_space(tree: Tr
                                           "replacements: [{path: spec.replicas, value: '3'}]\n"})
     result = compute(repo)
     assert [str(p) for p in result.confined_errors] == [
-        "spaces/wds/c.yaml:1: Customizer c: replacements[0].path: invalid path 'spec.replicas': must start with '$'"]
+        "spaces/wds/c.yaml:4: Customizer c: replacements[0].path: invalid path 'spec.replicas': must start with '$'"]
     assert "wds" in result.frozen.spaces

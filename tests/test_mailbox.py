@@ -151,7 +151,8 @@ def test_a_customizer_that_does_not_parse_is_an_error_of_its_space(tree) -> None
     repo: Path = tree({"spaces/inv/wec.yaml": INVENTORY, "spaces/wds/cms.yaml": cms,
                        "spaces/wds/p.yaml": placement("p", False, ["a"])})
     result = reconcile(WorkTreeSnapshot(repo))
-    assert [(p.origin.line, p.obj, p.wec) for p in result.problems] == [(9, "Customizer.edge.kubestellar.io ns/custom", "")] * 2
+    assert [(p.origin.line, p.obj, p.wec) for p in result.problems] == [  # each at its replacement's field
+        (16, "Customizer.edge.kubestellar.io ns/custom", ""), (17, "Customizer.edge.kubestellar.io ns/custom", "")]
     messages = sorted(p.message for p in result.problems)
     assert "replacements[0].path: invalid path '$.data['" in messages[0]
     assert "replacements[1].value is not valid JSON" in messages[1] and "'x'" not in messages[1]

@@ -23,7 +23,7 @@ import pytest
 
 from ksgitops.app import usecases as app
 from ksgitops.core.customize.customizer import wants_expansion
-from ksgitops.core.load import locate
+from ksgitops.core.load import convert, locate
 from ksgitops.core.pipeline import reconcile
 from ksgitops.io.fs.tree import WorkTreeSnapshot
 
@@ -284,6 +284,34 @@ def test_a_memoized_warning_takes_the_line_of_the_file_as_it_now_is(tree: Tree, 
     again = shown()
     assert again[0].startswith(f"{CASE}:3: warning: kind Deploymnet")
     assert again == [str(p) for p in reconcile(WorkTreeSnapshot(repo)).problems if p.origin.path == CASE]
+
+
+def test_a_finding_memoized_by_content_takes_each_file_s_field_line(tree: Tree, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Schema findings are memoized by a document's content without its metadata (convert.py), so
+    b.yaml's document, below another one, reuses a.yaml's; each warning is at its own file's field
+    line, an unchanged run reads no file for it, and a document added above moves it."""
+    doc = (EDGE + "kind: EdgePlacement\nmetadata: {name: %s}\nspec:\n  locationSelectors: [{matchLabels: {env: prod}}]\n"
+           "  downsync:\n  - {}\n  bogus: 1\n")
+    cm = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c, namespace: ns}\n---\n"
+    repo = tree({**BASE, "spaces/wds/a.yaml": doc % "a", "spaces/wds/b.yaml": cm + doc % "b"})
+    cache: dict[Any, Any] = {}
+    checked: list[str] = []
+    real = convert.schema_findings
+    monkeypatch.setattr(convert, "schema_findings", lambda name, body: checked.append(body["metadata"]["name"])
+                        or real(name, body))
+
+    def shown() -> list[tuple[str, int, str]]:
+        return sorted((p.origin.path[len("spaces/wds/"):], p.origin.line, p.message.split(": ")[1])
+                      for p in reconcile(WorkTreeSnapshot(repo), cache=cache).problems
+                      if p.origin.path in ("spaces/wds/a.yaml", "spaces/wds/b.yaml") and ": spec." in p.message)
+    assert shown() == [("a.yaml", 7, "spec.downsync[0]"), ("a.yaml", 8, "spec.bogus"),
+                       ("b.yaml", 11, "spec.downsync[0]"), ("b.yaml", 12, "spec.bogus")]
+    assert checked.count("a") == 2 and "b" not in checked  # checked, dropped, checked again: once for both
+    monkeypatch.setattr(locate.FieldLines, "_compose", lambda *a: pytest.fail("read again for an unchanged file"))
+    assert shown()[3] == ("b.yaml", 12, "spec.bogus")
+    monkeypatch.undo()
+    (repo / "spaces/wds/b.yaml").write_text("# moved\n" + cm + doc % "b")
+    assert shown()[2:] == [("b.yaml", 12, "spec.downsync[0]"), ("b.yaml", 13, "spec.bogus")]
 
 
 SKIPPED = ("warning: a kustomize Kustomization, not an object: skipped (ksgitops reads every object file of a space "

@@ -134,14 +134,15 @@ def find_customizer(obj: Obj, customizers: Mapping[tuple[str, str], Obj]
     return found, None
 
 
-def customizer_errors(customizer: Obj) -> list[str]:
+def customizer_errors(customizer: Obj) -> list[tuple[str, tuple[str | int, ...]]]:
     """What makes a Customizer unusable for every object and WEC alike: a replacement path that is
     no JSONPath, a value that is no JSON (each read before expansion, so text holding `%` under
-    `expand-parameters` is checked per WEC instead). The shapes (strings, jsonPatch ops) are the
-    schema's; KubeStellar's CRD takes any string, and its customizer would fail on each use."""
+    `expand-parameters` is checked per WEC instead), each with the field it is about. The shapes
+    (strings, jsonPatch ops) are the schema's; KubeStellar's CRD takes any string, and its
+    customizer would fail on each use."""
     expand = wants_expansion(customizer.annotations)
     items = customizer.body.get("replacements")
-    found = []
+    found: list[tuple[str, tuple[str | int, ...]]] = []
     for i, item in enumerate(items if isinstance(items, list) else []):
         if not isinstance(item, dict):
             continue
@@ -150,14 +151,14 @@ def customizer_errors(customizer: Obj) -> list[str]:
             try:
                 parse_path(path)
             except PathError as exc:
-                found.append(f"replacements[{i}].path: {exc}")
+                found.append((f"replacements[{i}].path: {exc}", ("replacements", i, "path")))
         if isinstance(text, str) and not (expand and "%" in text):
             try:
                 orjson.loads(text)
             except orjson.JSONDecodeError as exc:
                 # not quoted: the value may be meant for a Secret
-                found.append(f"replacements[{i}].value is not valid JSON ({exc}); write it JSON-encoded, "
-                             "e.g. '\"text\"' or '3'")
+                found.append((f"replacements[{i}].value is not valid JSON ({exc}); write it JSON-encoded, "
+                              "e.g. '\"text\"' or '3'", ("replacements", i, "value")))
     return found
 
 

@@ -15,59 +15,66 @@ from typing import Any, Iterable
 from ...kinds import KindTable
 from ...model import Obj
 from ...names import dns1123_label_error, dns1123_subdomain_error
+from .jsonshape import FieldPath, located
 from .selectors import selector_error
 
 MATCHES_NOTHING = "it matches nothing"
 
+Oddity = tuple[str, FieldPath]  # `<field path>: <what is odd>`, and that field (validate.py gives its line)
 
-def clause_warnings(placement: Obj, kinds: KindTable) -> list[str]:
-    """`<field path>: <what is odd>` for every odd clause of an EdgePlacement (v1alpha1 or v2alpha1)."""
+
+def clause_warnings(placement: Obj, kinds: KindTable) -> list[Oddity]:
+    """Every odd clause of an EdgePlacement (v1alpha1 or v2alpha1)."""
     spec = placement.spec
     known = _Known(kinds)
-    found: list[str] = []
+    found: list[Oddity] = []
     for i, clause in _dicts(spec.get("downsync")):
-        found += _downsync_warnings(f"spec.downsync[{i}]", clause, known)
+        found += _downsync_warnings(("spec", "downsync", i), clause, known)
     for i, entry in _dicts(spec.get("nonNamespacedObjects")):
-        path = f"spec.nonNamespacedObjects[{i}]"
+        path: FieldPath = ("spec", "nonNamespacedObjects", i)
         found += (_group_warnings(path, entry.get("apiGroup"))
                   or _resource_warnings(path, entry.get("apiGroup") or "", entry.get("resources"), known, strict=True))
     for i, upsync in _dicts(spec.get("upsync")):
-        path = f"spec.upsync[{i}]"
+        path = ("spec", "upsync", i)
         found += (_group_warnings(path, upsync.get("apiGroup"))
                   or _resource_warnings(path, upsync.get("apiGroup") or "", upsync.get("resources"), known, strict=False))
     return found + selector_warnings(placement)
+
+
+def _said(at: FieldPath, text: str) -> Oddity:
+    return located(text, at), at
 
 
 def _dicts(value: Any) -> list[tuple[int, dict[str, Any]]]:
     return [(i, v) for i, v in enumerate(value) if isinstance(v, dict)] if isinstance(value, list) else []
 
 
-def _downsync_warnings(path: str, clause: dict[str, Any], known: "_Known") -> list[str]:
+def _downsync_warnings(path: FieldPath, clause: dict[str, Any], known: "_Known") -> list[Oddity]:
     if not any(clause.get(k) for k in ("resources", "namespaces", "namespaceSelectors", "objectNames",
                                        "labelSelectors")) and clause.get("apiGroup") is None:
-        return [f"{path}: the clause has no criteria: it matches every workload object of this space "
-                "(KubeStellar's CRD also requires apiGroup); name an apiGroup and resources"]
+        return [_said(path, "the clause has no criteria: it matches every workload object of this space "
+                            "(KubeStellar's CRD also requires apiGroup); name an apiGroup and resources")]
     group = clause.get("apiGroup")
     found = _group_warnings(path, group)  # a group that matches nothing makes its resources moot
     found = found or _resource_warnings(path, group, clause.get("resources"), known, strict=True)
     return found + _namespace_warnings(path, clause.get("namespaces"))
 
 
-def _group_warnings(path: str, group: Any) -> list[str]:
+def _group_warnings(path: FieldPath, group: Any) -> list[Oddity]:
     if not isinstance(group, str) or group == "":
         return []
+    at = (*path, "apiGroup")
     if group == "core":
-        return [f"{path}.apiGroup: 'core' is not the core group but a group named core: {MATCHES_NOTHING}; "
-                "write apiGroup: \"\" for the core group (ConfigMaps, Secrets, ...)"]
+        return [_said(at, f"'core' is not the core group but a group named core: {MATCHES_NOTHING}; "
+                          "write apiGroup: \"\" for the core group (ConfigMaps, Secrets, ...)")]
     if "/" in group:
-        return [f"{path}.apiGroup: {group!r} holds a version: {MATCHES_NOTHING}; write apiGroup: "
-                f"{group.split('/')[0]!r}"]
+        return [_said(at, f"{group!r} holds a version: {MATCHES_NOTHING}; write apiGroup: {group.split('/')[0]!r}")]
     if dns1123_subdomain_error(group):
-        return [f"{path}.apiGroup: {group!r} is not an API group name: {MATCHES_NOTHING}"]
+        return [_said(at, f"{group!r} is not an API group name: {MATCHES_NOTHING}")]
     return []
 
 
-def _resource_warnings(path: str, group: Any, resources: Any, known: "_Known", strict: bool) -> list[str]:
+def _resource_warnings(path: FieldPath, group: Any, resources: Any, known: "_Known", strict: bool) -> list[Oddity]:
     if not isinstance(resources, list):
         return []
     found = []
@@ -75,24 +82,26 @@ def _resource_warnings(path: str, group: Any, resources: Any, known: "_Known", s
         if not isinstance(resource, str) or resource == "*" or known.is_resource(group, resource):
             continue
         hint = known.hint(group, resource)
+        at = (*path, "resources", j)
         if hint:
-            found.append(f"{path}.resources[{j}]: {hint}")
+            found.append(_said(at, hint))
         elif strict:
-            found.append(f"{path}.resources[{j}]: {resource!r} is no resource ksgitops knows "
-                         f"(built-in, CRD in the repo or RepoConfig kinds): {MATCHES_NOTHING} here")
+            found.append(_said(at, f"{resource!r} is no resource ksgitops knows "
+                                   f"(built-in, CRD in the repo or RepoConfig kinds): {MATCHES_NOTHING} here"))
     return found
 
 
-def _namespace_warnings(path: str, namespaces: Any) -> list[str]:
+def _namespace_warnings(path: FieldPath, namespaces: Any) -> list[Oddity]:
     if not isinstance(namespaces, list):
         return []
     found = []
     for j, namespace in enumerate(namespaces):
+        at = (*path, "namespaces", j)
         if namespace == "":
-            found.append(f"{path}.namespaces[{j}]: \"\" matches no object (a cluster-scoped object has no "
-                         "namespace, and is matched by \"*\" or by leaving namespaces empty)")
+            found.append(_said(at, "\"\" matches no object (a cluster-scoped object has no namespace, and is "
+                                   "matched by \"*\" or by leaving namespaces empty)"))
         elif isinstance(namespace, str) and namespace != "*" and dns1123_label_error(namespace):
-            found.append(f"{path}.namespaces[{j}]: {namespace!r} is not a namespace name: {MATCHES_NOTHING}")
+            found.append(_said(at, f"{namespace!r} is not a namespace name: {MATCHES_NOTHING}"))
     return found
 
 
@@ -124,7 +133,7 @@ class _Known:
         return ""
 
 
-def selector_warnings(obj: Obj) -> list[str]:
+def selector_warnings(obj: Obj) -> list[Oddity]:
     """Label selectors that do not convert, anywhere in an EdgePlacement or Location: each
     matches nothing."""
     spec = obj.spec
@@ -132,23 +141,23 @@ def selector_warnings(obj: Obj) -> list[str]:
     for path, selector in _selectors(spec):
         error = selector_error(selector) if selector is not None else None
         if error:
-            found.append(f"{path}: {error}: the selector matches nothing")
+            found.append(_said(path, f"{error}: the selector matches nothing"))
     return found
 
 
-def _selectors(spec: dict[str, Any]) -> Iterable[tuple[str, Any]]:
+def _selectors(spec: dict[str, Any]) -> Iterable[tuple[FieldPath, Any]]:
     if "instanceSelector" in spec:
-        yield "spec.instanceSelector", spec["instanceSelector"]
+        yield ("spec", "instanceSelector"), spec["instanceSelector"]
     if "namespaceSelector" in spec:
-        yield "spec.namespaceSelector", spec["namespaceSelector"]
-    yield from _listed("spec.locationSelectors", spec.get("locationSelectors"))
+        yield ("spec", "namespaceSelector"), spec["namespaceSelector"]
+    yield from _listed(("spec", "locationSelectors"), spec.get("locationSelectors"))
     for field in ("downsync", "nonNamespacedObjects"):
         for i, clause in _dicts(spec.get(field)):
             for name in ("namespaceSelectors", "labelSelectors"):
-                yield from _listed(f"spec.{field}[{i}].{name}", clause.get(name))
+                yield from _listed(("spec", field, i, name), clause.get(name))
 
 
-def _listed(path: str, selectors: Any) -> Iterable[tuple[str, Any]]:
+def _listed(path: FieldPath, selectors: Any) -> Iterable[tuple[FieldPath, Any]]:
     if isinstance(selectors, list):
         for i, selector in enumerate(selectors):
-            yield f"{path}[{i}]", selector
+            yield (*path, i), selector

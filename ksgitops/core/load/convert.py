@@ -18,7 +18,9 @@ What the rest of the pipeline then never has to know about:
 Findings under `metadata` are left to validation, which checks names, namespaces, labels and
 annotations for every kind alike. With a memo (the persistent parse cache), schema findings are
 memoized by the document's content: a file that changed mostly holds documents that did not
-(one Location edited in a file of a hundred WECs checks one document, not two hundred).
+(one Location edited in a file of a hundred WECs checks one document, not two hundred). So a
+problem about one field keeps that field's path, not its line (a `FieldProblem`, locate.py):
+the line is looked up when the file's problems are collected (read.py), and only for those.
 """
 from __future__ import annotations
 
@@ -26,9 +28,11 @@ import hashlib
 from typing import Any, MutableMapping
 
 from msgspec import Struct, field
+from msgspec.structs import replace
 import orjson
 
 from ...model import Origin, Problem, split_api_version
+from .locate import at_field
 from .parse import ParsedFile, parse_file
 from .schemas import PRUNED_GROUPS, SCHEMA_FILES, Finding, finding_problem, schema_findings
 
@@ -94,8 +98,8 @@ def _rename_old_group(body: dict[str, Any], origin: Origin) -> list[Problem]:
         resource = body.get("spec", {}).get("resource") if isinstance(body.get("spec"), dict) else None
         if isinstance(resource, dict) and resource.get("group") == OLD_GROUP:
             resource["group"] = EDGE_GROUP
-        problems.append(Problem(origin, f"apiVersion {api_version} is KubeStellar v0.6's API group: read as "
-                                        f"{new}; rename it", "warning"))
+        problems.append(at_field(Problem(origin, f"apiVersion {api_version} is KubeStellar v0.6's API group: "
+                                                 f"read as {new}; rename it", "warning"), ("apiVersion",)))
     md = body.get("metadata")
     annotations = md.get("annotations") if isinstance(md, dict) else None
     if isinstance(annotations, dict):
@@ -103,21 +107,24 @@ def _rename_old_group(body: dict[str, Any], origin: Origin) -> list[Problem]:
             new_key = EDGE_GROUP + key[len(OLD_GROUP):]
             value = annotations.pop(key)
             annotations.setdefault(new_key, value)
-            problems.append(Problem(origin, f"annotation {key} is KubeStellar v0.6's name: read as {new_key}; "
-                                            "rename it", "warning"))
+            warning = Problem(origin, f"annotation {key} is KubeStellar v0.6's name: read as {new_key}; rename it",
+                              "warning")
+            problems.append(at_field(warning, ("metadata", "annotations", key)))
     return problems
 
 
 def _drop_server_set(body: dict[str, Any], origin: Origin, label: str, has_status_subresource: bool) -> list[Problem]:
     md = body.get("metadata")
-    dropped = [f"metadata.{key}" for key in SERVER_SET if isinstance(md, dict) and md.pop(key, None) is not None]
+    dropped: list[tuple[str, ...]] = [("metadata", key) for key in SERVER_SET
+                                      if isinstance(md, dict) and md.pop(key, None) is not None]
     if has_status_subresource and body.pop("status", None) is not None:
-        dropped.append("status")
+        dropped.append(("status",))
     if not dropped:
         return []
-    return [Problem(origin, f"{label}: {', '.join(dropped)} dropped: the API server sets "
-                            f"{'them' if len(dropped) > 1 else 'it'} itself (as in `kubectl get -o yaml` output)",
-                    "warning")]
+    fields = ", ".join(".".join(d) for d in dropped)
+    return [at_field(Problem(origin, f"{label}: {fields} dropped: the API server sets "
+                                     f"{'them' if len(dropped) > 1 else 'it'} itself (as in `kubectl get -o yaml` "
+                                     "output)", "warning"), dropped[0])]
 
 
 def _check(schema: str, body: dict[str, Any], origin: Origin, label: str, prunes: bool,
@@ -130,7 +137,7 @@ def _check(schema: str, body: dict[str, Any], origin: Origin, label: str, prunes
         for finding in dropped:
             _delete(body, finding.path)
         found = dropped + list(_findings(schema, body, memo))
-    problems = [finding_problem(f, origin, label, prunes) for f in found]
+    problems = [at_field(finding_problem(f, origin, label, prunes), f.path) for f in found]
     return [_emptied_selector(p, f, body) if f in dropped else p for p, f in zip(problems, found)]
 
 
@@ -179,8 +186,7 @@ def _emptied_selector(problem: Problem, finding: Finding, body: dict[str, Any]) 
     holder = parent[-1] if parent and isinstance(parent[-1], str) else parent[-2] if len(parent) > 1 else ""
     if not (isinstance(holder, str) and holder.endswith(("Selector", "Selectors")) and _at(body, parent) == {}):
         return problem
-    return Problem(problem.origin, f"{problem.message}; the selector is now {{}}, which matches everything",
-                   problem.severity, problem.wec, problem.obj)
+    return replace(problem, message=f"{problem.message}; the selector is now {{}}, which matches everything")
 
 
 def _at(body: Any, path: tuple[str | int, ...]) -> Any:
@@ -205,12 +211,14 @@ def _managed_as_type(body: dict[str, Any], origin: Origin, label: str) -> list[P
         return []
     managed = spec.pop("Managed")
     read_as = "managed" if managed else "unmanaged"
+    at = ("spec", "Managed")
     if "Type" in spec:
-        return [Problem(origin, f"{label}: spec.Managed (KubeStellar v0.7's field) is ignored: spec.Type "
-                                f"{spec['Type']!r} says what the space is; remove spec.Managed", "warning")]
+        return [at_field(Problem(origin, f"{label}: spec.Managed (KubeStellar v0.7's field) is ignored: spec.Type "
+                                         f"{spec['Type']!r} says what the space is; remove spec.Managed",
+                                 "warning"), at)]
     spec["Type"] = read_as
-    return [Problem(origin, f"{label}: spec.Managed: {str(managed).lower()} is KubeStellar v0.7's field: read as "
-                            f"spec.Type: {read_as}; write that instead", "warning")]
+    return [at_field(Problem(origin, f"{label}: spec.Managed: {str(managed).lower()} is KubeStellar v0.7's field: "
+                                     f"read as spec.Type: {read_as}; write that instead", "warning"), at)]
 
 
 __all__ = ["read_source", "convert"]

@@ -8,6 +8,10 @@ is found and its line is not in the cache. The line is kept by blob, path, docum
 so a run whose files did not change reads none; a memo of per-object checks keeps the `Located`
 (its content, not its text, decides it) and its line is looked up anew for the blob at hand.
 Without a snapshot (or when anything fails) a problem keeps its document's line.
+
+Problems found while a file is parsed (convert.py's schema checks, memoized by document content)
+are `FieldProblem`s: Problems at the document's line that keep the field's path, which
+`FieldLines.resolved` turns into the field's line when the file's problems are collected (read.py).
 """
 from __future__ import annotations
 
@@ -33,6 +37,22 @@ class Located(Struct, frozen=True):
     at: FieldPath
 
 
+class FieldProblem(Problem, frozen=True, order=True):
+    """A Problem about the field `at` of its document, made where no snapshot is at hand (while a
+    file is parsed). A Problem to whatever reads a parse, it is made one at the field's line by
+    `FieldLines.resolved` before it is reported."""
+
+    at: FieldPath = ()
+
+
+def at_field(problem: Problem, at: FieldPath) -> Problem:
+    """`problem` as a FieldProblem about `at` (itself when `at` names no field)."""
+    if not at:
+        return problem
+    return FieldProblem(problem.origin, problem.message, problem.severity, problem.wec, problem.obj, problem.wecs,
+                        problem.names, at=at)
+
+
 class FieldLines:
     """Lines of fields in a snapshot's files, kept in `cache` (the parse cache) by blob."""
 
@@ -44,6 +64,16 @@ class FieldLines:
     def placed(self, found: Iterable[Problem | Located], obj: Obj) -> list[Problem]:
         """`found` (an object's problems) as Problems, each Located one at its field's line."""
         return [self.at(item, obj) if isinstance(item, Located) else item for item in found]
+
+    def resolved(self, problems: Iterable[Problem], blob: str) -> list[Problem]:
+        """`problems` of the file whose content is `blob`, each FieldProblem a Problem at its field's line."""
+        return [self._resolved(p, blob) if isinstance(p, FieldProblem) else p for p in problems]
+
+    def _resolved(self, problem: FieldProblem, blob: str) -> Problem:
+        origin = problem.origin
+        line = self.line(blob, origin, problem.at) or origin.line
+        return Problem(Origin(origin.path, line), problem.message, problem.severity, problem.wec, problem.obj,
+                       problem.wecs, problem.names)
 
     def at(self, item: Located, obj: Obj) -> Problem:
         origin = item.problem.origin

@@ -14,6 +14,7 @@ from ...model import Obj, ObjRef, Origin, Problem, Progress, body_digest, ref_or
 from ...names import dns1123_label_error, not_utf8
 from .convert import FindingsMemo, read_source
 from .documents import read_by_document
+from .locate import FieldLines
 from .mailboxspace import INVENTORY_ANNOTATION, SPACE_API, SYNC_TARGET_ANNOTATION, own_space_document
 from .parse import ParsedFile
 from .snapshot import CONFIG_FILE, Snapshot, SourceFile, folder_key
@@ -50,13 +51,14 @@ def load(snapshot: Snapshot, cache: ParseCache | None = None, progress: Progress
     content), to store their `parsed_entries` as it likes (made in other processes)."""
     cache = {} if cache is None else cache
     loaded = Loaded()
-    sources = _sources(snapshot, cache, loaded)
+    lines = FieldLines(snapshot, cache)
+    sources = _sources(snapshot, cache, loaded, lines)
     if ahead is not None:
         ahead(cache, _to_parse(sources, cache))
     total, done = sum(len(files) for _, files in sources), 0
     for space, files in sources:
         loaded.digests[space] = _digest(files)
-        loaded.spaces[space] = _load_space(space, files, cache, loaded.problems)
+        loaded.spaces[space] = _load_space(space, files, cache, loaded.problems, lines)
         done += len(files)
         if progress is not None:
             progress("loading", done, total)
@@ -126,12 +128,13 @@ class _Overlay(MutableMapping[Any, Any]):
 _MISSING = object()
 
 
-def _sources(snapshot: Snapshot, cache: ParseCache, loaded: Loaded) -> list[tuple[str, list[SourceFile]]]:
+def _sources(snapshot: Snapshot, cache: ParseCache, loaded: Loaded,
+             lines: FieldLines) -> list[tuple[str, list[SourceFile]]]:
     """The files of each space to read as input, in order; the repository's config, the skipped
     and mailbox spaces and the names refused go into `loaded`."""
     config_file = snapshot.file(CONFIG_FILE)
     if config_file is not None:
-        objs = _objects("", config_file, cache, loaded.problems)
+        objs = _objects("", config_file, cache, loaded.problems, lines)
         loaded.config = objs[0] if len(objs) == 1 else None
         if len(objs) > 1:
             loaded.problems.append(Problem(objs[1].origin, f"{CONFIG_FILE} must hold one RepoConfig"))
@@ -232,10 +235,11 @@ def _mailbox_space(snapshot: Snapshot, space: str, cache: ParseCache) -> Obj | N
     return objs[0] if len(objs) == 1 and is_mailbox_space(objs[0]) else None
 
 
-def _load_space(space: str, files: list[SourceFile], cache: ParseCache, problems: list[Problem]) -> list[Obj]:
+def _load_space(space: str, files: list[SourceFile], cache: ParseCache, problems: list[Problem],
+                lines: FieldLines) -> list[Obj]:
     seen: dict[tuple[str, str, str, str], Obj] = {}  # by ref_order: an ObjRef's fields, hashed and sorted in C
     for source in files:
-        for obj, order, missing in _identified(space, source, cache, problems):
+        for obj, order, missing in _identified(space, source, cache, problems, lines):
             if order is None:
                 problems.extend(missing)
                 continue
@@ -247,11 +251,12 @@ def _load_space(space: str, files: list[SourceFile], cache: ParseCache, problems
     return [seen[order] for order in sorted(seen)]
 
 
-def _identified(space: str, source: SourceFile, cache: ParseCache, problems: list[Problem]
+def _identified(space: str, source: SourceFile, cache: ParseCache, problems: list[Problem],
+                lines: FieldLines | None = None
                 ) -> tuple[tuple[Obj, tuple[str, str, str, str] | None, tuple[Problem, ...]], ...]:
     """Each of the file's objects with its ref's order, or None and why it has no identity: made
     once per blob (a fleet's inventory is thousands of objects), in the file's order."""
-    objs = _objects(space, source, cache, problems)
+    objs = _objects(space, source, cache, problems, lines)
     key = (IDENTIFIED, source.key, space, source.path)
     found = cache.get(key)
     if found is None:
@@ -269,7 +274,10 @@ def parse_key(source: SourceFile) -> str:
     return f"{source.key}:json" if source.path.endswith(".json") else source.key
 
 
-def _objects(space: str, source: SourceFile, cache: ParseCache, problems: list[Problem]) -> tuple[Obj, ...]:
+def _objects(space: str, source: SourceFile, cache: ParseCache, problems: list[Problem],
+             lines: FieldLines | None = None) -> tuple[Obj, ...]:
+    """The file's objects, made once per blob; its problems go into `problems`, each about one
+    field at that field's line when `lines` is given (else they are not reported)."""
     parsed_as = parse_key(source)
     parsed = cache.get(parsed_as)
     if parsed is None:
@@ -291,7 +299,7 @@ def _objects(space: str, source: SourceFile, cache: ParseCache, problems: list[P
             cache[(LAST_READ, source.path)] = parsed_as
         if parsed.problems and parsed.problems[0].origin.path != source.path:
             parsed = read_source(source.path, source.read(), FindingsMemo(cache))  # same bytes elsewhere: re-anchor
-    problems.extend(parsed.problems)
+    problems.extend(lines.resolved(parsed.problems, source.key) if lines is not None else parsed.problems)
     key = (OBJECTS_OF, source.key, space, source.path)  # anchored on the blob: kept in its shard
     objs = cache.get(key)
     if objs is None:

@@ -8,11 +8,14 @@ selectors and clauses KubeStellar's CRDs accept but that match nothing or everyt
 - a kind no built-in mapping, CRD in the repo or RepoConfig `kinds` entry describes is loaded, its
   scope taken from `metadata.namespace`, with one warning per kind (no clause can place it);
 - what workload.py finds (versions, top-level fields, ConfigMap and Secret values, KubeStellar's
-  annotations), each at the line of the field it is about;
+  annotations);
 - `metadata.namespace` on a cluster-scoped kind is ignored, as the API server clears it, and a
   namespaced object without `metadata.namespace` is read in namespace `default`, where
   `kubectl apply` with a default context puts it (a warning each; `with_scopes`, which the
   caller runs before `validate`).
+
+A problem that names a field (what workload.py finds, a clause, a selector, a Customizer's
+replacement, a label or annotation) is at that field's line (locate.py).
 """
 from __future__ import annotations
 
@@ -23,7 +26,8 @@ from msgspec.structs import replace
 from ...kinds import KindTable, api_version_error, crd_kind, is_control, name_error
 from ...model import Obj, ObjRef, Problem, object_digest, ref_order
 from ...names import dns1123_label_error
-from .clauses import clause_warnings, selector_warnings
+from .clauses import Oddity, clause_warnings, selector_warnings
+from .jsonshape import FieldPath
 from .locate import FieldLines, Located
 from .schemas import GENERATED_SCHEMAS, SCHEMA_FILES
 from ..customize.customizer import customizer_errors, wants_expansion
@@ -73,19 +77,24 @@ def _object_problems(obj: Obj, kinds: KindTable) -> Iterable[Problem | Located]:
         return
     for message, at, ref in object_findings(obj, kinds):
         yield Located(Problem(obj.origin, message, "warning", obj=ref), at)
-    messages = []
+    messages: list[tuple[str, FieldPath]] = []
     error = name_error(obj.group, obj.kind, obj.name)
     if error:
-        messages.append(f"{obj.kind} name {error}")
+        messages.append((f"{obj.kind} name {error}", ()))
     if obj.namespace:
         error = dns1123_label_error(obj.namespace)
-        messages.append(f"namespace {error}" if error else "")
+        messages.append((f"namespace {error}" if error else "", ()))
     messages.extend(_metadata_messages(obj.metadata, wants_expansion(obj.annotations)))
-    messages.extend(_crd_messages(obj))
-    yield from (Problem(obj.origin, m, obj=str(obj.ref)) for m in messages if m)
-    yield from (_warning(obj, f"{obj.kind} {obj.name}: {m}") for m in _control_warnings(obj, kinds))
+    messages.extend((m, ()) for m in _crd_messages(obj))
+    yield from (_located(Problem(obj.origin, m, obj=str(obj.ref)), at) for m, at in messages if m)
+    yield from (_located(_warning(obj, f"{obj.kind} {obj.name}: {m}"), at) for m, at in _control_warnings(obj, kinds))
     if obj.kind == "Customizer" and obj.group == "edge.kubestellar.io":
-        yield from (Problem(obj.origin, f"Customizer {obj.name}: {m}", obj=str(obj.ref)) for m in customizer_errors(obj))
+        yield from (_located(Problem(obj.origin, f"Customizer {obj.name}: {m}", obj=str(obj.ref)), at)
+                    for m, at in customizer_errors(obj))
+
+
+def _located(problem: Problem, at: FieldPath) -> Problem | Located:
+    return Located(problem, at) if at else problem
 
 
 def _warning(obj: Obj, message: str) -> Problem:
@@ -108,24 +117,25 @@ def _one_per_unknown_kind(problems: list[Problem]) -> list[Problem]:
     return out
 
 
-def _metadata_messages(md: dict[str, Any], expands: bool) -> list[str]:
-    messages = []
+def _metadata_messages(md: dict[str, Any], expands: bool) -> list[tuple[str, FieldPath]]:
+    messages: list[tuple[str, FieldPath]] = []
     for field in ("labels", "annotations"):
         value = md.get(field)
         if value is None:
             continue
         if not isinstance(value, dict):
-            messages.append(f"metadata.{field} must map strings to strings")
+            messages.append((f"metadata.{field} must map strings to strings", ("metadata", field)))
             continue
         for key, item in value.items():
+            at = ("metadata", field, key if isinstance(key, str) else None)
             if not isinstance(item, str):
                 if isinstance(item, (dict, list)):
-                    messages.append(f"metadata.{field}.{key}: must be a string, not a {type(item).__name__}")
+                    messages.append((f"metadata.{field}.{key}: must be a string, not a {type(item).__name__}", at))
                 continue  # a boolean, number or null: parse.py reported it where it is written
             check_value = field == "labels" and not (expands and "%(" in item)  # expanded per WEC
             error = label_key_error(key) or (label_value_error(item) if check_value else None)
             if error:
-                messages.append(f"metadata.{field}: {error}")
+                messages.append((f"metadata.{field}: {error}", at))
     return messages
 
 
@@ -136,10 +146,10 @@ def _crd_messages(obj: Obj) -> list[str]:
             "spec.names.kind a kind and spec.names.plural a DNS-1123 label (the API server refuses it otherwise)"]
 
 
-def _control_warnings(obj: Obj, kinds: KindTable) -> list[str]:
+def _control_warnings(obj: Obj, kinds: KindTable) -> list[Oddity]:
     if obj.kind == "CombinedStatus" and obj.group == "control.kubestellar.io":
-        return ["a CombinedStatus is what `ksgitops status` writes (in .ksgitops/status/): one in a source "
-                "space is never placed and has no effect (remove it)"]
+        return [("a CombinedStatus is what `ksgitops status` writes (in .ksgitops/status/): one in a source "
+                 "space is never placed and has no effect (remove it)", ())]
     if obj.group != "edge.kubestellar.io":
         return []
     if obj.kind == "EdgePlacement":
