@@ -128,3 +128,12 @@ def test_the_previous_copy_is_kept_and_validate_exits_2(tree: Tree, cli: Any) ->
     result = cli("reconcile", str(repo))
     assert result.code == 0 and "keeping the previous copy" in result.err, result
     assert patch_file.read_bytes() == before and b'"7"' in before
+
+
+def test_of_two_wrongs_the_first_by_key_is_said_whatever_their_order() -> None:
+    """The message must not depend on the order the keys came in (a file's key order is no input)."""
+    from ksgitops.core.emit.mailbox import _metadata_error
+    one = {"metadata": {"labels": {"tier": 7, "app": "100%"}}}
+    other = {"metadata": {"labels": {"app": "100%", "tier": 7}}}
+    assert _metadata_error(one) == _metadata_error(other)
+    assert "label value '100%' is invalid" in (_metadata_error(one) or "")

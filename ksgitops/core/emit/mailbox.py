@@ -329,7 +329,7 @@ def _metadata_error(body: dict[str, Any]) -> str | None:
             continue
         if not isinstance(values, dict):
             return f"customized metadata.{part} is {_json_type(values)}, not a map of strings"
-        for key, value in values.items():
+        for key, value in sorted(values.items(), key=lambda item: str(item[0])):  # the first by name: any order
             if not isinstance(value, str):
                 return f"customized metadata.{part}.{key}: the value is {_json_type(value)}, not a string"
             error = label_key_error(key) or (label_value_error(value) if part == "labels" else None)
