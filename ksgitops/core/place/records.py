@@ -110,11 +110,8 @@ def record_trouble(path: str, data: Any) -> tuple[int, str]:
     """(line, what is wrong) of a record file `parse_record` refuses, never quoting it."""
     if not isinstance(data, bytes):
         return 0, "a folder where reconcile writes a placement record"
-    try:
-        doc = load_yaml(data)
-    except Exception:  # noqa: BLE001 - why_yaml says what is wrong
-        doc = None
-    if not isinstance(doc, dict):
+    doc = _mapping(data)
+    if doc is None:
         return why_yaml(path, data)
     return 1, (f"not a {KIND} as reconcile writes it (metadata.name, and objects, each with a mailbox path "
                "and an object)")
@@ -122,15 +119,21 @@ def record_trouble(path: str, data: Any) -> tuple[int, str]:
 
 def sps_trouble(path: str, data: bytes) -> tuple[int, str] | None:
     """(line, what is wrong) of a SinglePlacementSlice file that does not read (None: it does)."""
-    try:
-        doc = load_yaml(data)
-    except Exception:  # noqa: BLE001 - why_yaml says what is wrong
-        doc = None
-    if not isinstance(doc, dict):
+    doc = _mapping(data)
+    if doc is None:
         return why_yaml(path, data)
     if not isinstance(doc.get("destinations") or [], list):
         return 1, "not a SinglePlacementSlice as reconcile writes it (destinations is not a list)"
     return None
+
+
+def _mapping(data: bytes) -> dict[str, Any] | None:
+    """The generated file's one map (None: it does not read as one; why_yaml says why)."""
+    try:
+        doc = load_yaml(data)
+    except Exception:  # noqa: BLE001 - why_yaml says what is wrong
+        return None
+    return doc if isinstance(doc, dict) else None
 
 
 def _recorded(item: Any) -> Recorded | None:
