@@ -19,8 +19,8 @@ from .base import KsCommand, dump, output_option
 @click.option("--foreground", is_flag=True, help="`start`: run the monitor in this process until SIGTERM (a container's "
                                                  "main process, a service manager's unit).")
 @click.option("--plan-ahead/--no-plan-ahead", default=True, show_default=True,
-              help="`start`: once the work tree is quiet (0.3 s after a change), run a quiet `diff` at a lower "
-                   "priority and keep its plan, so that the next `diff` or `reconcile` applies it instead of "
+              help="`start`: as it starts, and once the work tree is quiet (0.3 s after a change), run a quiet `diff` "
+                   "at a lower priority and keep its plan, so that the next `diff` or `reconcile` applies it instead of "
                    "computing. --no-plan-ahead spends no CPU between commands.")
 @click.option("--idle-exit", type=click.FloatRange(min=0), default=0, metavar="SECONDS",
               help="`start`: stop after SECONDS in which no command asked it anything (0, the default: never). "
