@@ -30,32 +30,57 @@ def _add(group: str, namespaced: bool, *pairs: str) -> None:
         _BUILTIN[(group, kind)] = KindInfo(resource, namespaced)
 
 
+# Every kind Kubernetes 1.29 on serves as a resource of its own (the resources of the Kubernetes
+# Python client for release 1.37, each with its scope and plural), those only created or only
+# read included: a clause may name them, and delivery.py keeps the ones that never reach a WEC off.
 _add("", True, "ConfigMap:configmaps", "Secret:secrets", "Service:services", "Pod:pods",
      "ServiceAccount:serviceaccounts", "Endpoints:endpoints", "PersistentVolumeClaim:persistentvolumeclaims",
      "ReplicationController:replicationcontrollers", "LimitRange:limitranges",
-     "ResourceQuota:resourcequotas", "PodTemplate:podtemplates", "Event:events")
-_add("", False, "Namespace:namespaces", "PersistentVolume:persistentvolumes", "Node:nodes")
+     "ResourceQuota:resourcequotas", "PodTemplate:podtemplates", "Event:events", "Binding:bindings")
+_add("", False, "Namespace:namespaces", "PersistentVolume:persistentvolumes", "Node:nodes",
+     "ComponentStatus:componentstatuses")
 _add("apps", True, "Deployment:deployments", "ReplicaSet:replicasets", "StatefulSet:statefulsets",
      "DaemonSet:daemonsets", "ControllerRevision:controllerrevisions")
 _add("batch", True, "Job:jobs", "CronJob:cronjobs")
 _add("autoscaling", True, "HorizontalPodAutoscaler:horizontalpodautoscalers")
 _add("policy", True, "PodDisruptionBudget:poddisruptionbudgets")
 _add("networking.k8s.io", True, "Ingress:ingresses", "NetworkPolicy:networkpolicies")
-_add("networking.k8s.io", False, "IngressClass:ingressclasses")
+_add("networking.k8s.io", False, "IngressClass:ingressclasses", "IPAddress:ipaddresses", "ServiceCIDR:servicecidrs")
 _add("discovery.k8s.io", True, "EndpointSlice:endpointslices")
+_add("events.k8s.io", True, "Event:events")
 _add("rbac.authorization.k8s.io", True, "Role:roles", "RoleBinding:rolebindings")
 _add("rbac.authorization.k8s.io", False, "ClusterRole:clusterroles", "ClusterRoleBinding:clusterrolebindings")
-_add("storage.k8s.io", False, "StorageClass:storageclasses", "CSIDriver:csidrivers",
-     "VolumeAttachment:volumeattachments")
+_add("storage.k8s.io", False, "StorageClass:storageclasses", "CSIDriver:csidrivers", "CSINode:csinodes",
+     "VolumeAttachment:volumeattachments", "VolumeAttributesClass:volumeattributesclasses")
+_add("storage.k8s.io", True, "CSIStorageCapacity:csistoragecapacities")
+_add("storagemigration.k8s.io", False, "StorageVersionMigration:storageversionmigrations")
 _add("scheduling.k8s.io", False, "PriorityClass:priorityclasses")
+_add("scheduling.k8s.io", True, "Workload:workloads", "PodGroup:podgroups", "CompositePodGroup:compositepodgroups")
 _add("node.k8s.io", False, "RuntimeClass:runtimeclasses")
-_add("coordination.k8s.io", True, "Lease:leases")
+_add("coordination.k8s.io", True, "Lease:leases", "LeaseCandidate:leasecandidates")
 _add("apiextensions.k8s.io", False, "CustomResourceDefinition:customresourcedefinitions")
 _add("apiregistration.k8s.io", False, "APIService:apiservices")
 _add("admissionregistration.k8s.io", False,
      "MutatingWebhookConfiguration:mutatingwebhookconfigurations",
-     "ValidatingWebhookConfiguration:validatingwebhookconfigurations")
-_add("certificates.k8s.io", False, "CertificateSigningRequest:certificatesigningrequests")
+     "ValidatingWebhookConfiguration:validatingwebhookconfigurations",
+     "ValidatingAdmissionPolicy:validatingadmissionpolicies",
+     "ValidatingAdmissionPolicyBinding:validatingadmissionpolicybindings",
+     "MutatingAdmissionPolicy:mutatingadmissionpolicies",
+     "MutatingAdmissionPolicyBinding:mutatingadmissionpolicybindings")
+_add("certificates.k8s.io", False, "CertificateSigningRequest:certificatesigningrequests",
+     "ClusterTrustBundle:clustertrustbundles")
+_add("certificates.k8s.io", True, "PodCertificateRequest:podcertificaterequests")
+_add("flowcontrol.apiserver.k8s.io", False, "FlowSchema:flowschemas",
+     "PriorityLevelConfiguration:prioritylevelconfigurations")
+_add("resource.k8s.io", True, "ResourceClaim:resourceclaims", "ResourceClaimTemplate:resourceclaimtemplates")
+_add("resource.k8s.io", False, "DeviceClass:deviceclasses", "DeviceTaintRule:devicetaintrules",
+     "ResourceSlice:resourceslices", "ResourcePoolStatusRequest:resourcepoolstatusrequests")
+_add("internal.apiserver.k8s.io", False, "StorageVersion:storageversions")
+_add("lifecycle.k8s.io", True, "Eviction:evictions", "EvictionRequest:evictionrequests")
+_add("authentication.k8s.io", False, "TokenReview:tokenreviews", "SelfSubjectReview:selfsubjectreviews")
+_add("authorization.k8s.io", True, "LocalSubjectAccessReview:localsubjectaccessreviews")
+_add("authorization.k8s.io", False, "SelfSubjectAccessReview:selfsubjectaccessreviews",
+     "SelfSubjectRulesReview:selfsubjectrulesreviews", "SubjectAccessReview:subjectaccessreviews")
 # ksgitops / KubeStellar control kinds (never workload, but they still have resources)
 _add("edge.kubestellar.io", False, "SyncTarget:synctargets", "Location:locations",
      "EdgePlacement:edgeplacements", "SinglePlacementSlice:singleplacementslices")
@@ -77,23 +102,68 @@ CONTROL_KINDS = frozenset({
 CONTROL_GROUPS = frozenset({"edge.kubestellar.io", "space.kubestellar.io", "control.kubestellar.io",
                             "ksgitops.kubestellar.io"})
 
-# The versions Kubernetes 1.29 to 1.31 serves the built-in kinds above at, by group: the beta
-# versions of all of them were removed by 1.26 (batch/v1beta1 CronJob in 1.25, autoscaling/v2beta2 in 1.26).
+# The versions some Kubernetes release from 1.29 on serves the built-in kinds above at, by group
+# (an alpha version too: a cluster may enable it). Gone by 1.29: every beta version of the
+# groups served at v1 alone (batch/v1beta1 CronJob in 1.25, autoscaling/v2beta2 in 1.26,
+# flowcontrol.apiserver.k8s.io/v1beta2 in 1.29).
 SERVED_VERSIONS: dict[str, tuple[str, ...]] = {
     "": ("v1",), "apps": ("v1",), "batch": ("v1",), "autoscaling": ("v1", "v2"), "policy": ("v1",),
-    "networking.k8s.io": ("v1",), "discovery.k8s.io": ("v1",), "rbac.authorization.k8s.io": ("v1",),
-    "storage.k8s.io": ("v1",), "scheduling.k8s.io": ("v1",), "node.k8s.io": ("v1",),
-    "coordination.k8s.io": ("v1",), "apiextensions.k8s.io": ("v1",), "apiregistration.k8s.io": ("v1",),
-    "admissionregistration.k8s.io": ("v1",), "certificates.k8s.io": ("v1",),
+    "networking.k8s.io": ("v1",), "discovery.k8s.io": ("v1",), "events.k8s.io": ("v1",),
+    "rbac.authorization.k8s.io": ("v1",), "storage.k8s.io": ("v1",), "scheduling.k8s.io": ("v1",),
+    "node.k8s.io": ("v1",), "coordination.k8s.io": ("v1",), "apiextensions.k8s.io": ("v1",),
+    "apiregistration.k8s.io": ("v1",), "admissionregistration.k8s.io": ("v1",), "certificates.k8s.io": ("v1",),
+    "flowcontrol.apiserver.k8s.io": ("v1", "v1beta3"), "storagemigration.k8s.io": ("v1", "v1alpha1", "v1beta1"),
+    "resource.k8s.io": ("v1", "v1alpha2", "v1alpha3", "v1beta1", "v1beta2"),
+    "internal.apiserver.k8s.io": ("v1alpha1",), "lifecycle.k8s.io": ("v1alpha1",),
+    "authentication.k8s.io": ("v1",), "authorization.k8s.io": ("v1",),
 }
-# Kinds Kubernetes serves that share a name with one above in another group
-SAME_NAME_SERVED = frozenset({("events.k8s.io", "Event")})
+_ALPHA_BETA_GA = ("v1", "v1alpha1", "v1beta1")
+# Kinds served at other versions than the rest of their group
+_KIND_VERSIONS: dict[tuple[str, str], tuple[str, ...]] = {
+    **{("admissionregistration.k8s.io", kind): _ALPHA_BETA_GA for kind in (
+        "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding", "MutatingAdmissionPolicy",
+        "MutatingAdmissionPolicyBinding")},
+    ("authentication.k8s.io", "SelfSubjectReview"): _ALPHA_BETA_GA,
+    ("certificates.k8s.io", "ClusterTrustBundle"): _ALPHA_BETA_GA,
+    ("certificates.k8s.io", "PodCertificateRequest"): _ALPHA_BETA_GA,
+    ("coordination.k8s.io", "LeaseCandidate"): ("v1alpha1", "v1alpha2", "v1beta1"),
+    ("networking.k8s.io", "IPAddress"): _ALPHA_BETA_GA,
+    ("networking.k8s.io", "ServiceCIDR"): _ALPHA_BETA_GA,
+    ("storage.k8s.io", "VolumeAttributesClass"): _ALPHA_BETA_GA,
+    ("resource.k8s.io", "DeviceClass"): ("v1", "v1alpha3", "v1beta1", "v1beta2"),
+    ("resource.k8s.io", "DeviceTaintRule"): ("v1", "v1alpha3", "v1beta2"),
+    ("resource.k8s.io", "ResourcePoolStatusRequest"): ("v1alpha3",),
+    ("scheduling.k8s.io", "Workload"): ("v1alpha1", "v1alpha3", "v1beta1"),
+    ("scheduling.k8s.io", "PodGroup"): ("v1alpha3", "v1beta1"),
+    ("scheduling.k8s.io", "CompositePodGroup"): ("v1alpha3",),
+}
+# Kinds Kubernetes serves that share a name with one above in another group: policy/v1 Eviction,
+# the body of a Pod's eviction subresource
+SAME_NAME_SERVED = frozenset({("policy", "Eviction")})
+
+
+def builtin_versions(group: str, kind: str) -> tuple[str, ...]:
+    """The versions Kubernetes serves the built-in kind (group, kind) at; () for any other kind."""
+    if (group, kind) not in _BUILTIN or group in CONTROL_GROUPS:
+        return ()
+    return _KIND_VERSIONS.get((group, kind)) or SERVED_VERSIONS.get(group, ())
 
 
 _PATH_SEGMENT_BUILTINS = frozenset({
     ("rbac.authorization.k8s.io", "Role"), ("rbac.authorization.k8s.io", "ClusterRole"),
     ("rbac.authorization.k8s.io", "RoleBinding"), ("rbac.authorization.k8s.io", "ClusterRoleBinding"),
     ("certificates.k8s.io", "CertificateSigningRequest"),
+    # a rule of their own that takes names no DNS-1123 subdomain is, all of them path segments: an
+    # IP address (`2001:db8::1`), a signer name's prefix (`example.com:signer:name`), group.resource
+    ("networking.k8s.io", "IPAddress"), ("certificates.k8s.io", "ClusterTrustBundle"),
+    ("internal.apiserver.k8s.io", "StorageVersion"),
+    # requests never stored, and alpha kinds whose rule may change: no more than the path-segment rule
+    ("authentication.k8s.io", "TokenReview"), ("authentication.k8s.io", "SelfSubjectReview"),
+    ("authorization.k8s.io", "SubjectAccessReview"), ("authorization.k8s.io", "SelfSubjectAccessReview"),
+    ("authorization.k8s.io", "SelfSubjectRulesReview"), ("authorization.k8s.io", "LocalSubjectAccessReview"),
+    ("lifecycle.k8s.io", "Eviction"), ("lifecycle.k8s.io", "EvictionRequest"), ("scheduling.k8s.io", "Workload"),
+    ("scheduling.k8s.io", "PodGroup"), ("scheduling.k8s.io", "CompositePodGroup"),
+    ("resource.k8s.io", "ResourcePoolStatusRequest"),
 })
 
 
@@ -103,8 +173,9 @@ def name_error(group: str, kind: str, name: str) -> str | None:
     Kubernetes v1.29 pkg/apis/core/validation (Namespace: DNS-1123 label; Service: DNS-1035 label;
     most other built-in kinds: DNS-1123 subdomain), pkg/apis/rbac/validation (ValidateRBACName:
     path segment), pkg/apis/certificates/validation (any name; the storage key's path-segment rule
-    remains), apiextensions-apiserver's custom resource strategy (path segment: every kind not
-    built in, KubeStellar's included)."""
+    remains), pkg/apis/flowcontrol/validation (DNS-1123 subdomain); the kinds of a rule of their
+    own in `_PATH_SEGMENT_BUILTINS` get only the path-segment rule; apiextensions-apiserver's
+    custom resource strategy (path segment: every kind not built in, KubeStellar's included)."""
     if (group, kind) == ("", "Namespace"):
         return dns1123_label_error(name)
     if (group, kind) == ("", "Service"):
@@ -161,7 +232,7 @@ class KindTable:
         found = self._versions.get((group, kind))
         if found is not None:
             return found
-        return SERVED_VERSIONS.get(group, ()) if (group, kind) in _BUILTIN else ()
+        return builtin_versions(group, kind)
 
     def is_builtin(self, group: str, kind: str) -> bool:
         """A Kubernetes kind of the built-in table (not KubeStellar's), not redefined by a CRD or RepoConfig."""

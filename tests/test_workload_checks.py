@@ -106,9 +106,10 @@ def test_what_kubernetes_serves_and_takes_is_not_warned_about(tree: Tree, text: 
 
 
 def test_a_kind_kubernetes_serves_under_the_same_name_elsewhere_is_only_unknown(tree: Tree) -> None:
-    """events.k8s.io/v1 Event is served; the table lacks it (it is never delivered): unknown, no claim."""
-    (found,) = case_warnings(tree, obj("events.k8s.io/v1", "Event"))
-    assert "kind Event of apiVersion events.k8s.io/v1 is unknown" in found and "serves" not in found
+    """policy/v1 Eviction is served, as the body of a Pod's eviction subresource, not as a resource of
+    the table (which has lifecycle.k8s.io's): unknown, no claim that it belongs elsewhere."""
+    (found,) = case_warnings(tree, obj("policy/v1", "Eviction"))
+    assert "kind Eviction of apiVersion policy/v1 is unknown" in found and "serves" not in found
     (found,) = case_warnings(tree, obj("example.com/v1", "Deployment"))  # a CRD's kind, its CRD elsewhere
     assert "kind Deployment of apiVersion example.com/v1 is unknown" in found and "serves" not in found
 

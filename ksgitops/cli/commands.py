@@ -94,7 +94,8 @@ def init(directory: Path, git: bool | None, demo_reports: bool) -> None:
 def validate(repo: Path | None, output: str, strict: bool) -> None:
     """Check the input: KubeStellar's and ksgitops' kinds against their schemas; every object's
     identity, name, labels and annotations; of other objects only the kind and version, top-level
-    fields and ConfigMap and Secret values (no Kubernetes schema: kubectl checks the rest); every
+    fields, ConfigMap and Secret keys and values, and the keys a Secret's type requires (no
+    Kubernetes schema: kubectl checks the rest); every
     StatusCollector's CEL, as `status` does. Exit 2 on any error (customization errors included).
     Warnings (`file:line: warning: ...`) never fail it, unless --strict."""
     root = locate(repo)

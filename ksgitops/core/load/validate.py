@@ -7,8 +7,9 @@ selectors and clauses KubeStellar's CRDs accept but that match nothing or everyt
 (clauses.py). What a KubeStellar CRD and `kubectl apply` accept is a warning at worst:
 - a kind no built-in mapping, CRD in the repo or RepoConfig `kinds` entry describes is loaded, its
   scope taken from `metadata.namespace`, with one warning per kind (no clause can place it);
-- what workload.py finds (versions, top-level fields, ConfigMap and Secret values, KubeStellar's
-  annotations);
+- what workload.py finds (versions, top-level fields, ConfigMap and Secret keys and values, the
+  keys a Secret's type requires, KubeStellar's annotations), each at the line of the field it is
+  about;
 - `metadata.namespace` on a cluster-scoped kind is ignored, as the API server clears it, and a
   namespaced object without `metadata.namespace` is read in namespace `default`, where
   `kubectl apply` with a default context puts it (a warning each; `with_scopes`, which the

@@ -4,24 +4,24 @@ have it, or not at all). Each names the field it is about, and validate.py gives
 line (locate.py):
 
 - a kind neither Kubernetes, a CRD in the repo nor a RepoConfig `kinds` entry describes (with the
-  closest kind of its group), a built-in kind in a group or at a version Kubernetes (1.29 to 1.31)
+  closest kind of its group), a built-in kind in a group or at a version Kubernetes (1.29 on)
   does not serve it in, a custom resource at a version its CRD does not serve;
 - a top-level field a built-in kind does not have (`namespace:` slipped out of `metadata`);
-- a ConfigMap's or Secret's value that is not a string (`data: {a: 2}`), or not base64 where
-  base64 is wanted (`binaryData`, a Secret's `data`), naming the key and never a Secret's value;
+- in a ConfigMap or Secret (configdata.py), a value that is not a string or not base64, a key the
+  API server refuses, a Secret without the keys its built-in type requires, naming the key and
+  never a Secret's value;
 - an annotation `edge.kubestellar.io/...` KubeStellar does not define, and `expand-parameters`
   with a value other than "true" or "false" (KubeStellar expands only for exactly "true").
 """
 from __future__ import annotations
 
-import binascii
 import difflib
-from base64 import b64decode
-from typing import Any, Iterator
+from typing import Iterator
 
-from ...kinds import CONTROL_GROUPS, CONTROL_KINDS, SAME_NAME_SERVED, SERVED_VERSIONS, KindTable, builtin_groups_of
+from ...kinds import CONTROL_GROUPS, CONTROL_KINDS, SAME_NAME_SERVED, KindTable, builtin_groups_of, builtin_versions
 from ...model import Obj
-from ..customize.customizer import EXPAND_ANNOTATION, wants_expansion
+from ..customize.customizer import EXPAND_ANNOTATION
+from .configdata import data_findings
 from .jsonshape import FieldPath
 
 Finding = tuple[str, FieldPath]  # a message and the field it is about
@@ -30,8 +30,10 @@ UNKNOWN_KIND = "unknown kind"  # a Problem's `obj` for the unknown-kind warning:
 
 _COMMON = ("apiVersion", "kind", "metadata", "status")  # status: what `kubectl get -o yaml` shows
 _SPEC = ("spec",)
-# Every other top-level field of each built-in kind, as Kubernetes 1.29 to 1.31 defines it
+# Every other top-level field of each built-in kind, as Kubernetes 1.29 on defines it
 _TOP_LEVEL: dict[tuple[str, str], tuple[str, ...]] = {
+    ("", "Binding"): ("target",),
+    ("", "ComponentStatus"): ("conditions",),
     ("", "ConfigMap"): ("binaryData", "data", "immutable"),
     ("", "Secret"): ("data", "immutable", "stringData", "type"),
     ("", "ServiceAccount"): ("automountServiceAccountToken", "imagePullSecrets", "secrets"),
@@ -39,6 +41,9 @@ _TOP_LEVEL: dict[tuple[str, str], tuple[str, ...]] = {
     ("", "PodTemplate"): ("template",),
     ("", "Event"): ("action", "count", "eventTime", "firstTimestamp", "involvedObject", "lastTimestamp", "message",
                     "reason", "related", "reportingComponent", "reportingInstance", "series", "source", "type"),
+    ("events.k8s.io", "Event"): ("action", "deprecatedCount", "deprecatedFirstTimestamp", "deprecatedLastTimestamp",
+                                 "deprecatedSource", "eventTime", "note", "reason", "regarding", "related",
+                                 "reportingController", "reportingInstance", "series", "type"),
     ("apps", "ControllerRevision"): ("data", "revision"),
     ("discovery.k8s.io", "EndpointSlice"): ("addressType", "endpoints", "ports"),
     ("rbac.authorization.k8s.io", "Role"): ("rules",),
@@ -47,6 +52,9 @@ _TOP_LEVEL: dict[tuple[str, str], tuple[str, ...]] = {
     ("rbac.authorization.k8s.io", "ClusterRoleBinding"): ("roleRef", "subjects"),
     ("storage.k8s.io", "StorageClass"): ("allowVolumeExpansion", "allowedTopologies", "mountOptions", "parameters",
                                          "provisioner", "reclaimPolicy", "volumeBindingMode"),
+    ("storage.k8s.io", "CSIStorageCapacity"): ("capacity", "maximumVolumeSize", "nodeTopology", "storageClassName"),
+    ("storage.k8s.io", "VolumeAttributesClass"): ("driverName", "parameters"),
+    ("authentication.k8s.io", "SelfSubjectReview"): (),
     ("scheduling.k8s.io", "PriorityClass"): ("description", "globalDefault", "preemptionPolicy", "value"),
     ("node.k8s.io", "RuntimeClass"): ("handler", "overhead", "scheduling"),
     ("admissionregistration.k8s.io", "MutatingWebhookConfiguration"): ("webhooks",),
@@ -95,7 +103,8 @@ def _served_elsewhere(obj: Obj) -> str:
     group = obj.group
     if ("." in group and not group.endswith(".k8s.io")) or (group, obj.kind) in SAME_NAME_SERVED:
         return ""
-    return " or ".join(f"{g}/{v}" if g else v for g in builtin_groups_of(obj.kind) for v in SERVED_VERSIONS[g])
+    kind = obj.kind
+    return " or ".join(f"{g}/{v}" if g else v for g in builtin_groups_of(kind) for v in builtin_versions(g, kind))
 
 
 def _unknown_kind(obj: Obj, kinds: KindTable) -> str:
@@ -116,9 +125,14 @@ def _close_kind(obj: Obj, kinds: KindTable) -> str:
     return close[0] if close else next((k for k in known if k.lower() == obj.kind.lower()), "")
 
 
+def top_level_fields(group: str, kind: str) -> tuple[str, ...]:
+    """Every top-level field of the built-in kind (group, kind), `status` included."""
+    return _COMMON + _TOP_LEVEL.get((group, kind), _SPEC)
+
+
 def top_level_findings(obj: Obj) -> Iterator[tuple[str, FieldPath]]:
     """Top-level fields a built-in kind does not have."""
-    allowed = _COMMON + _TOP_LEVEL.get((obj.group, obj.kind), _SPEC)
+    allowed = top_level_fields(obj.group, obj.kind)
     for key in obj.body:
         if key not in allowed:
             hint = _field_hint(key, allowed) or f"; a {obj.kind} has {', '.join(sorted(allowed))}"
@@ -130,46 +144,6 @@ def _field_hint(key: str, allowed: tuple[str, ...]) -> str:
         return f" (did you mean metadata.{key}?)"
     close = difflib.get_close_matches(key, allowed, n=1, cutoff=0.6)
     return f" (did you mean {close[0]}?)" if close else ""
-
-
-_WORDS = {bool: "a boolean", int: "a number", float: "a number", dict: "a mapping", list: "a list"}
-
-
-def data_findings(obj: Obj) -> Iterator[tuple[str, FieldPath]]:
-    """ConfigMap and Secret values that are not strings, or not base64 where kubectl wants it."""
-    if obj.group != "" or obj.kind not in ("ConfigMap", "Secret"):
-        return
-    text: tuple[str, ...] = ("data",)
-    base64: tuple[str, ...] = ("binaryData",)
-    if obj.kind == "Secret":
-        text, base64 = ("stringData",), ("data",)
-    expands = wants_expansion(obj.annotations)
-    for field in text + base64:
-        values = obj.body.get(field)
-        if values is None:
-            continue
-        if not isinstance(values, dict):
-            yield f"{field} must map keys to strings, not be {_WORDS.get(type(values), 'a value')}", (field,)
-            continue
-        for key, value in values.items():
-            problem = _value_problem(value, field in base64, expands)
-            if problem:
-                yield f"{field}.{key}: {problem}", (field, key)
-
-
-def _value_problem(value: Any, base64: bool, expands: bool) -> str:
-    if value is None or (isinstance(value, str) and (not base64 or (expands and "%(" in value))):
-        return ""  # null: read as ""; a parameter: expanded per WEC first
-    if not isinstance(value, str):
-        what = _WORDS.get(type(value), "not a string")
-        if base64:
-            return f"the value is {what}, but it must be base64 text (kubectl refuses it): encode it in base64"
-        return f"the value is {what}, but it must be a string (kubectl refuses it): quote it"
-    try:
-        b64decode(value.replace("\n", "").replace("\r", ""), validate=True)
-    except (binascii.Error, ValueError):
-        return "the value is not base64 (kubectl refuses it): encode it, or use a field that takes text"
-    return ""
 
 
 def annotation_findings(obj: Obj) -> Iterator[tuple[str, FieldPath]]:
