@@ -52,6 +52,14 @@ def work_tree_files(root: Path) -> dict[str, bytes]:
     return out
 
 
+@pytest.fixture(autouse=True)
+def no_monitor_started(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No test's command starts a monitor by itself (KSGITOPS_MONITOR, app/monitor.py) unless the
+    test asks: one started in a test's folder would run for hours after it, whatever the caller's
+    environment says (`on` exported, `pytest -s` at a terminal)."""
+    monkeypatch.setenv("KSGITOPS_MONITOR", "off")
+
+
 @pytest.fixture
 def tree(tmp_path: Path) -> Callable[[dict[str, str | bytes]], Path]:
     """tree({...}) writes a repo into a fresh folder and returns it."""

@@ -126,3 +126,26 @@ def test_init_commits_as_ksgitops_when_git_knows_no_identity(tmp_path: Path) -> 
     proc = subprocess.run([sys.executable, "-m", "ksgitops", "init", str(tmp_path / "fleet")], capture_output=True,
                           text=True, env=env)
     assert proc.returncode == 0 and "(by ksgitops <ksgitops@users.noreply.github.com>)" in proc.stdout, proc
+
+
+def test_init_says_in_one_line_why_it_could_not_make_the_folder(tmp_path: Path) -> None:
+    link = tmp_path / "link"
+    link.symlink_to(tmp_path / "missing")
+    done = run_cli_subprocess("init", str(link))
+    assert done.returncode == 2, done
+    assert one_line_error(done.stderr) == f"ksgitops: {link}: a symbolic link to {tmp_path / 'missing'}, which does not exist"
+    assert not (tmp_path / "missing").exists()
+    read_only = tmp_path / "ro"
+    read_only.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(read_only)], capture_output=True).returncode:
+        return  # no mount here (not root): the symbolic link was the real check
+    try:
+        (read_only / "fleet").mkdir()
+        subprocess.run(["mount", "-o", "remount,ro", str(read_only)], check=True)
+        done = run_cli_subprocess("init", str(read_only / "fleet"))
+        assert done.returncode == 3, done
+        line = one_line_error(done.stderr)
+        assert line.startswith(f"ksgitops: {read_only / 'fleet'}: could not copy the example into it: "), line
+        assert "Read-only file system" in line and "[(" not in line, line
+    finally:
+        subprocess.run(["umount", str(read_only)], check=True)

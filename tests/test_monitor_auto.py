@@ -14,6 +14,7 @@ import pytest
 
 from conftest import run_cli_subprocess
 from ksgitops.app import monitor as monitoring, usecases as app
+from ksgitops.io.fs.feed import MONITOR_LOCK
 from ksgitops.io.fs.paths import STATE_DIR
 from test_monitor import alive
 from test_worktree_proof import until_proven
@@ -35,9 +36,40 @@ def _running(repo: Path, within: float = 60.0) -> dict[str, Any]:
 def stopped_after(example_git: Path) -> Iterator[Path]:
     """The example's work tree; whatever monitor runs for it at the end is killed."""
     yield example_git
-    facts = monitoring.status(example_git)
-    if facts is not None:
-        os.kill(int(facts["pid"]), signal.SIGKILL)
+    kill_monitor_of(example_git)
+
+
+def kill_monitor_of(repo: Path, within: float = 60.0) -> None:
+    """Kill the monitor of `repo`, also one a command started that does not answer yet (it walks
+    the work tree, or its process is still starting): left, it would run for its 3 hours."""
+    tried = (repo / ".git" / STATE_DIR / monitoring.LOG).exists()  # a start was tried: wait for it
+    deadline = time.monotonic() + (within if tried else 0.0)
+    free_since = time.monotonic()
+    while True:
+        facts = monitoring.status(repo)
+        if facts is not None:
+            os.kill(int(facts["pid"]), signal.SIGKILL)
+            return
+        if _lock_taken(repo):
+            free_since = time.monotonic()
+        elif time.monotonic() - free_since > 1.5 or time.monotonic() > deadline:
+            return
+        time.sleep(0.1)
+
+
+def _lock_taken(repo: Path) -> bool:
+    import fcntl
+    try:
+        fd = os.open(repo / ".git" / STATE_DIR / MONITOR_LOCK, os.O_RDWR)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)
+    return False
 
 
 @pytest.mark.parametrize("asked, terminal, ci, paths, wanted", [
@@ -137,3 +169,66 @@ def _cli_with_env(env: dict[str, str], *args: str) -> Any:
     import subprocess
     return subprocess.run([sys.executable, "-m", "ksgitops", *args], capture_output=True, text=True,
                           env={**os.environ, **env})
+
+
+def test_a_repository_below_the_top_of_a_work_tree_gets_its_monitor(tmp_path: Path) -> None:
+    """The monitor watches a work tree's files wherever spaces/ lies in it (`ksgitops init` inside
+    a monorepo makes one there); only commands that read commits need spaces/ at the top."""
+    from conftest import copy_example_sources, git
+    outer = tmp_path / "mono"
+    outer.mkdir()
+    git(outer, "init", "-q", "-b", "main")
+    repo = copy_example_sources(outer / "fleet")
+    try:
+        done = _cli_with_env({"KSGITOPS_MONITOR": "on"}, "reconcile", str(repo))
+        assert done.returncode == 0 and "starting `ksgitops monitor`" in done.stderr, done.stderr
+        facts = _running(repo, within=30)
+        assert facts["idleExit"] == monitoring.AUTO_IDLE_EXIT
+        assert monitoring.stop(repo)
+        shown = run_cli_subprocess("monitor", "start", str(repo), "-o", "json")
+        assert shown.returncode == 0, shown.stderr
+        assert json.loads(shown.stdout)["state"] == "started"
+    finally:
+        kill_monitor_of(repo)
+
+
+def test_runs_loop_starts_no_monitor_and_prints_no_hint(
+        stopped_after: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """`run` (its local work tree's cycles) logs in its own format (JSON lines) and a monitor it
+    started would outlive it by hours: its reconciles neither start one nor print a hint."""
+    from ksgitops.app import runtimes
+    from ksgitops.io.serve import Observer
+    repo = stopped_after
+    until_proven(repo)
+    monkeypatch.setenv("KSGITOPS_MONITOR", "on")
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True)
+    monkeypatch.setattr(app, "ADVISE_FROM", 1)
+    capsys.readouterr()
+    runtimes.LocalRuntime(repo, Observer(), status=False).cycle()
+    assert capsys.readouterr().err == ""
+    time.sleep(0.5)
+    assert not (repo / ".git" / STATE_DIR / monitoring.LOG).exists()  # no start was even tried
+    assert monitoring.status(repo) is None
+
+
+def test_while_a_monitor_holds_its_lock_a_command_says_nothing_of_starting_one(
+        stopped_after: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """A monitor still walking the work tree (or one watching another folder of the repository)
+    holds the lock and answers no command yet: the command neither says it starts one nor tries."""
+    import fcntl
+    repo = stopped_after
+    until_proven(repo)
+    monkeypatch.setenv("KSGITOPS_MONITOR", "on")
+    state = repo / ".git" / STATE_DIR
+    lock = os.open(state / MONITOR_LOCK, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # as a monitor does for its life, from before its first walk
+        capsys.readouterr()
+        app.reconcile_worktree(repo)
+        assert capsys.readouterr().err == ""
+    finally:
+        os.close(lock)
+    assert not (state / monitoring.LOG).exists()  # no start was tried
+    app.reconcile_worktree(repo)  # the lock free: this one starts it
+    assert "starting `ksgitops monitor`" in capsys.readouterr().err
+    _running(repo)

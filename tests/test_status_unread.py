@@ -111,6 +111,8 @@ def test_the_row_of_a_secret_whose_report_does_not_read_quotes_nothing(example: 
     item = wec(out, "wmw-c", SECRET, "florin")
     assert item["health"] == "Unknown" and item["message"].startswith(f"{UNREAD}: reported/{SECRET}.yaml:"), item
     assert SECRET_VALUE.encode() not in out.markdown + b"".join(out.combined.values())
+    warnings = [p for p in out.problems if p.origin.path == f"spaces/{FLORIN}/reported/{SECRET}.yaml"]
+    assert warnings and all(SECRET_VALUE not in str(p) for p in warnings), warnings  # the warnings say where, not what
 
 
 def test_with_a_memo_a_report_that_stops_or_starts_reading_gives_the_bytes_of_a_fresh_run(example: Path) -> None:

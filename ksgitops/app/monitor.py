@@ -120,18 +120,8 @@ def start_in_background(root: Path, idle_exit: float = AUTO_IDLE_EXIT) -> bool:
     is starting (it holds its lock), or it could not be started; a monitor that then fails to
     watch says why in its log and leaves nothing behind."""
     where, log = state_of(root)
-    state = Path(where) / STATE_DIR
-    try:
-        state.mkdir(parents=True, exist_ok=True)
-        lock = os.open(state / MONITOR_LOCK, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
-    except OSError:
+    if not _lock_free(Path(where) / STATE_DIR):
         return False
-    try:
-        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)  # taken: a monitor runs, or walks the tree to start
-    except BlockingIOError:
-        return False
-    finally:
-        os.close(lock)
     try:
         with open(log, "ab") as out:
             subprocess.Popen([sys.executable, "-m", "ksgitops", "monitor", "start", str(root), "--foreground",
@@ -139,6 +129,23 @@ def start_in_background(root: Path, idle_exit: float = AUTO_IDLE_EXIT) -> bool:
                              start_new_session=True, close_fds=True)
     except OSError:
         return False
+    return True
+
+
+def _lock_free(state: Path) -> bool:
+    """No monitor holds the lock of the state folder `state` (one that runs, or walks the work
+    tree to start, holds it), and the folder can hold one."""
+    try:
+        state.mkdir(parents=True, exist_ok=True)
+        lock = os.open(state / MONITOR_LOCK, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return False
+    finally:
+        os.close(lock)
     return True
 
 
@@ -160,6 +167,8 @@ def advise(record: Any, least: int) -> None:
                   f"folders, more than the kernel allows (fs.inotify.max_user_watches = {allowed:,})", file=sys.stderr)
         return
     work_tree = Path(record.work_tree)
+    if not _lock_free(Path(record.state)):  # one is starting (its first walk), or watches another folder
+        return  # of this repository: nothing to start, and a hint would not help
     later(record.state, lambda: _in_background(work_tree))
     print("starting `ksgitops monitor` for this work tree: from the next command on, reconcile and diff look only "
           "at what changed (it stops after 3 hours without a command, or with `ksgitops monitor stop`; "

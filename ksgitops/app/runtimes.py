@@ -216,7 +216,7 @@ class LocalRuntime:
         guard = guard or Shutdown()
         started = time.perf_counter()
         guard.checkpoint()
-        outcome = app.reconcile_worktree(self.path)
+        outcome = app.reconcile_worktree(self.path, advise=False)  # no monitor started, no hint in its log
         self.generated = set(outcome.roots if isinstance(outcome, app.ProvenOutcome) else outcome.result.generated)
         self.poll_interval = outcome.result.config.poll_interval
         status_files = 0

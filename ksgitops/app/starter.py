@@ -8,6 +8,7 @@ The example in this repository carries reports made up for the documentation (th
 """
 from __future__ import annotations
 
+import os
 import shutil
 from importlib import resources
 from pathlib import Path
@@ -46,12 +47,18 @@ def init_repo(directory: Path, git: bool | None = None, demo_reports: bool = Fal
     """Copy the example into DIRECTORY (absent or empty), without its reports unless
     `demo_reports`; write STATUS.md from what is there; `git` None: make DIRECTORY a repository
     unless it lies in one, True: make it one anyway, False: never."""
+    if directory.is_symlink() and not directory.exists():
+        raise KsgitopsError(f"{directory}: a symbolic link to {os.readlink(directory)}, which does not exist")
     if directory.exists() and not directory.is_dir():
         raise KsgitopsError(f"{directory}: exists and is not a folder")
     if directory.exists() and any(directory.iterdir()):
         raise KsgitopsError(f"{directory}: exists and is not empty")
     source = example_dir()
-    shutil.copytree(source, directory, dirs_exist_ok=True, ignore=_ignored(source, demo_reports))
+    try:
+        shutil.copytree(source, directory, dirs_exist_ok=True, ignore=_ignored(source, demo_reports))
+    except shutil.Error as e:  # its first argument lists (source, target, why) of each file it did not copy
+        failed = e.args[0] if e.args and isinstance(e.args[0], list) and e.args[0] else [("", "", str(e))]
+        raise KsgitopsError(f"{directory}: could not copy the example into it: {failed[0][2]}", exit_code=3) from None
     enclosing = enclosing_repository(directory) if git is None else None
     make = git is True or (git is None and enclosing is None)
     if make:

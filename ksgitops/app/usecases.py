@@ -91,13 +91,13 @@ class ProvenOutcome(_Reported, Struct):
 
 
 def reconcile_worktree(path: Path, progress: Progress | None = None,
-                       source: str = WORKTREE) -> ReconcileOutcome | ProvenOutcome:
+                       source: str = WORKTREE, advise: bool = True) -> ReconcileOutcome | ProvenOutcome:
     """Write the generated files into the work tree, from the work tree's sources or a commit's
     (`source` a REF); previous copies always come from the work tree, which is what is written.
     A mailbox whose inputs and files are as the work tree's record says is not rebuilt (REUSE);
     a work tree the record proves as the last reconcile left it is not computed at all, nor one
     the monitor saw unchanged since a `diff` computed it (that diff's plan is applied)."""
-    src, record = open_recorded(path, source)
+    src, record = open_recorded(path, source, advise)
     answer = proof.proven(record) if source == WORKTREE else None
     if answer is not None:
         record.save()  # as of the monitor's new token, when there is one
@@ -118,9 +118,11 @@ def reconcile_worktree(path: Path, progress: Progress | None = None,
     return ReconcileOutcome(result, changed)
 
 
-def open_recorded(path: Path, source: str = WORKTREE) -> tuple[Source, Any]:
+def open_recorded(path: Path, source: str = WORKTREE, advise: bool = True) -> tuple[Source, Any]:
     """open_source, with the work tree's stat record (io/fs/statcache.py): the sources of the work
-    tree read through it, and every recorded generated root observed (lstat only)."""
+    tree read through it, and every recorded generated root observed (lstat only); with `advise`
+    (a command; not `run`'s loop, which logs in its own format and which a monitor it started
+    would outlive by hours), a large one gets a monitor started or a hint (`_advise_monitor`)."""
     src = open_source(path, source)
     where = git_dir(path)
     record = statcache.WorkTreeRecord.load(path, where)
@@ -130,7 +132,8 @@ def open_recorded(path: Path, source: str = WORKTREE) -> tuple[Source, Any]:
         record.follow(str(where))
         record.check(path)
         fstree.check_mailbox_tops(path, [root for root in record.roots if root.count("/") == 1 and record.may_differ(root)])
-        _advise_monitor(record)
+        if advise:
+            _advise_monitor(record)
     return src, record
 
 

@@ -57,7 +57,7 @@ def cli() -> None:
     """
 
 
-@cli.command(exits="0; 2 DIRECTORY is not empty; 3 git failed")
+@cli.command(exits="0; 2 DIRECTORY is not empty (or not a folder); 3 writing DIRECTORY or git failed")
 @click.argument("directory", type=click.Path(path_type=Path))
 @click.option("--git/--no-git", "git", default=None,
               help="Make DIRECTORY a git repository whose first commit is the starter (default: unless it "

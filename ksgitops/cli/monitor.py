@@ -40,7 +40,7 @@ def monitor_cmd(action: str, repo: Path | None, foreground: bool, plan_ahead: bo
     one by one starts a monitor itself, after its answer (KSGITOPS_MONITOR: `auto`, the default;
     `on`: always, as a script may ask; `off`: never, only a hint)."""
     from ..app import monitor
-    root = locate(repo, Need.GIT)  # a bare repository's monitor watches nothing and runs its commands
+    root = locate(repo, Need.WATCH)  # a bare repository's monitor watches nothing and runs its commands
     if action == "start" and (foreground or ready_fd is not None):
         from .entry import preload, run
         sys.exit(monitor.serve(root, ready_fd, run, preload, plan_ahead, idle_exit))

@@ -11,7 +11,7 @@ never stop the summary of the others. Pure: no I/O.
 from __future__ import annotations
 
 import re
-from typing import Any, NamedTuple
+from typing import Any, Iterable, NamedTuple
 
 import orjson
 
@@ -39,7 +39,7 @@ def _checked(name: str, path: str, data: bytes
     plain = plain_json(data)
     parsed = ParsedFile(((1, plain),), ()) if plain is not None else _parse_further(path, data)
     if parsed.problems:
-        return [_warn(p.origin, p.message) for p in parsed.problems], False
+        return _warnings(rel, parsed.problems), False
     if len(parsed.docs) != 1:
         line = parsed.docs[1][0] if parsed.docs else 0
         return [_warn(Origin(path, line), f"reported state: a report file holds exactly one "
@@ -52,7 +52,7 @@ def _checked(name: str, path: str, data: bytes
         mismatch = _identity_mismatch(rel, doc)
         found = [Problem(origin, f"reported state: {mismatch}")] if mismatch else []
     if found:
-        return [_warn(p.origin, p.message) for p in found], False
+        return _warnings(rel, found), False
     return (rel, origin, doc), plain is not None and plainly
 
 
@@ -147,11 +147,15 @@ def unread_message(name: str, problems: list[Problem]) -> str:
     the warnings that say why: where (the mailbox's `reported/` file and line) and the first reason,
     without the values it quotes (a Secret's report may hold anything)."""
     first = min(problems, key=lambda p: (p.origin.line, p.message))
-    what = first.message.removeprefix("reported state: ").removesuffix(", skipped")
-    what = _QUOTED.sub(_one_character, _GOT.sub("", what))
+    what = _unquoted(first.message.removeprefix("reported state: ").removesuffix(", skipped"))
     where = f"reported/{name}" + (f":{first.origin.line}" if first.origin.line else "")
     more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
     return f"{UNREAD}: {where}: {what}{more}"
+
+
+def _unquoted(message: str) -> str:
+    """`message` without the values it quotes."""
+    return _QUOTED.sub(_one_character, _GOT.sub("", message))
 
 
 def _one_character(quote: re.Match[str]) -> str:
@@ -242,6 +246,13 @@ def _identity_mismatch(rel: str, doc: dict[str, Any]) -> str:
 
 def _warn(origin: Origin, message: str) -> Problem:
     return Problem(origin, message, "warning")
+
+
+def _warnings(rel: str, problems: Iterable[Problem]) -> list[Problem]:
+    """`problems` of the report on `rel` as warnings; a Secret's report (its path names one) has
+    none of the values it holds quoted, as its object's row does not (`unread_message`)."""
+    secret = rel.startswith("core/secrets/")
+    return [_warn(p.origin, _unquoted(p.message) if secret else p.message) for p in problems]
 
 
 __all__ = ["parse_report", "report_rel", "unread_message", "UNREAD", "dump_report", "load_report", "read_document",

@@ -3,7 +3,8 @@
 A REPO given on the command line must be the repository itself; without one, the search walks up
 from the current directory (after any `-C DIR`) to the first folder holding `spaces/`, stopping at
 the top of a git work tree or of the file system. Commands that read commits (`--commit`, `--push`,
-`fold-in`) also accept a bare git repository, which has no work tree to hold `spaces/`.
+`fold-in`) also accept a bare git repository, which has no work tree to hold `spaces/`, and refuse
+`spaces/` below the top of a work tree; `monitor` accepts both.
 Every refusal is one line that says what was expected and where it looked, before anything runs.
 """
 from __future__ import annotations
@@ -22,6 +23,7 @@ SPACES = "spaces"
 class Need(Enum):
     WORKTREE = "worktree"  # reads or writes files in a work tree
     GIT = "git"  # reads commits: a bare repository will do
+    WATCH = "watch"  # the monitor: a work tree (spaces/ anywhere in it) or a bare repository, whose commands it runs
 
 
 def locate(repo: Path | None, need: Need = Need.WORKTREE) -> Path:
@@ -34,7 +36,7 @@ def locate(repo: Path | None, need: Need = Need.WORKTREE) -> Path:
             return _not_below_a_top(folder, need)
         if (folder / ".git").exists():
             break
-    if need is Need.GIT:
+    if need is not Need.WORKTREE:
         bare = _bare_repository(start)
         if bare is not None:
             return bare
@@ -70,7 +72,7 @@ def _check_given(path: Path, need: Need) -> Path:
         return path
     bare = _bare_repository(path)
     if bare is not None:
-        if need is Need.GIT:
+        if need is not Need.WORKTREE:
             return path
         raise KsgitopsError(f"{path}: a bare git repository has no work tree, and this command reads the work "
                             f"tree (use a clone with a work tree, or --commit where the command has it)")
