@@ -8,11 +8,13 @@ from typing import TYPE_CHECKING, Any
 
 from ...model import Origin, Problem
 from .celcompile import cel_library, is_panic
+from .celcost import LIMIT, Weights, bound
 
 if TYPE_CHECKING:
     from .collectors import Expr
 
 SAMPLE_WECS = 3
+TOO_COSTLY = f"not evaluated: its estimated cost over this object's data exceeds Kubernetes' limit of {LIMIT:,}"
 _UNDEFINED = re.compile(r"Undefined variable or function: '([A-Za-z_][\w.]*)'")
 _FUNCTION_ERROR = re.compile(r"Function '([A-Za-z_]\w*)' error")
 
@@ -47,6 +49,38 @@ class RowContexts:
                 raise
             self.ctx = None
             return None
+
+
+class Evaluation:
+    """One evaluation of a collector over the rows of one workload object: the errors, and which
+    expressions cost too much over which row's data (celcost.py), each found once per expression
+    and the values it reads (one object's rows share its `obj`)."""
+
+    def __init__(self) -> None:
+        self.errors = EvaluationErrors()
+        self.weights = Weights()
+        self.too_costly: dict[tuple[int, ...], bool] = {}
+
+    def run(self, expr: Expr, ctx: Any, row: Any, wec: str) -> tuple[bool, Any]:
+        """(True, value), or (False, None) with the error noted."""
+        if expr.model is not None and self._too_costly(expr, row):
+            self.errors.add(expr.path, TOO_COSTLY, wec)
+            return False, None
+        ok, value = run_expression(expr, ctx)
+        if not ok:
+            self.errors.add(expr.path, value, wec)
+            return False, None
+        return True, value
+
+    def _too_costly(self, expr: Expr, row: dict[str, Any]) -> bool:
+        model = expr.model
+        assert model is not None
+        values = [row[name] for name in model.reads if name in row]
+        key = (id(expr), *(id(v) for v in values))  # the values live as long as this evaluation
+        if key not in self.too_costly:
+            heaviest = max((self.weights.of(v) for v in values), default=0)
+            self.too_costly[key] = heaviest > model.most_weight and bound(model.tree, row, self.weights) > LIMIT
+        return self.too_costly[key]
 
 
 def run_expression(expr: Expr, ctx: Any) -> tuple[bool, Any]:

@@ -88,7 +88,8 @@ Expressions are compiled without type declarations (neither library type-checks)
 catches syntax errors, identifiers other than `inventory`, `obj`, `returned` (and comprehension
 variables and type names), functions outside CEL's standard library and expressions past the limits
 of `celcompile.py` (size, nesting, comprehensions); the rest (a missing field, a wrong operand
-type) is an evaluation error, handled as above.
+type) is an evaluation error, handled as above. So is an expression whose cost over a binding's data
+could exceed Kubernetes' limit (`celcost.py`): it is not evaluated on that binding.
 """
 from __future__ import annotations
 
@@ -99,7 +100,8 @@ from msgspec import Struct
 from ...model import Obj, Origin, Problem
 from .celvalues import aggregate, canonical_text, cel_type, as_number, sort_key, to_value
 from .celcompile import VARIABLES, compile_expression
-from .celeval import EvaluationErrors, RowContexts, run_expression, wec_name
+from .celcost import Model, model
+from .celeval import Evaluation, RowContexts, wec_name
 
 AGGREGATORS = ("COUNT", "SUM", "AVG", "MIN", "MAX")
 DEFAULT_LIMIT = 20
@@ -121,6 +123,7 @@ class Expr(Struct, frozen=True, eq=False):
     path: str
     source: str
     program: Any  # cel.Program
+    model: Model | None = None  # what bounds its cost over a binding's data (celcost.py)
 
 
 class Column(Struct, frozen=True, eq=False):
@@ -155,56 +158,55 @@ class Collector(Struct, frozen=True, eq=False):
 
     def evaluate_with_problems(self, rows: Sequence[Binding]) -> tuple[dict[str, Any], list[Problem]]:
         """`evaluate`, plus warnings (at the collector's origin) about evaluation errors."""
-        errors = EvaluationErrors()
+        run = Evaluation()
         if self.select:
-            out_rows = self._select(rows, errors)
+            out_rows = self._select(rows, run)
         elif self.combined:
-            out_rows = self._aggregate(rows, errors)
+            out_rows = self._aggregate(rows, run)
         else:
             out_rows = []
         result = {"name": self.name, "columnNames": self.column_names,
                   "rows": [{"columns": columns} for columns in out_rows]}
-        return result, errors.problems(self.origin, f"StatusCollector {self.name}")
+        return result, run.errors.problems(self.origin, f"StatusCollector {self.name}")
 
     # --- evaluation steps ---------------------------------------------------------------------
 
-    def _kept(self, rows: Sequence[Binding], errors: EvaluationErrors) -> Iterator[tuple[str, Any]]:
-        """(WEC name, CEL context) of each row the filter keeps. The context is only valid until
-        the next item is asked for (it is reused: see RowContexts), so callers evaluate at once."""
+    def _kept(self, rows: Sequence[Binding], run: Evaluation) -> Iterator[tuple[str, Any, Binding]]:
+        """(WEC name, CEL context, row) of each row the filter keeps. The context is only valid
+        until the next item is asked for (it is reused: see RowContexts), so callers evaluate at once."""
         contexts = RowContexts(self.variables)
         for row in rows:
             wec = wec_name(row)
             ctx = contexts.context(row)
             if ctx is None:
-                errors.add("binding", "cannot be converted to CEL values", wec)
+                run.errors.add("binding", "cannot be converted to CEL values", wec)
                 continue
             if self.filter is not None:
-                ok, value = run_expression(self.filter, ctx)
+                ok, value = run.run(self.filter, ctx, row, wec)
                 if not ok:
-                    errors.add(self.filter.path, value, wec)
                     continue
                 if value is not True:
                     if value is not None and value is not False:
-                        errors.add(self.filter.path, f"evaluated to {cel_type(value)}, not a bool", wec)
+                        run.errors.add(self.filter.path, f"evaluated to {cel_type(value)}, not a bool", wec)
                     continue
-            yield wec, ctx
+            yield wec, ctx, row
 
-    def _select(self, rows: Sequence[Binding], errors: EvaluationErrors) -> list[list[dict[str, Any]]]:
+    def _select(self, rows: Sequence[Binding], run: Evaluation) -> list[list[dict[str, Any]]]:
         out = []
-        for wec, ctx in self._kept(rows, errors):
-            columns = [self._value(column, ctx, wec, errors) for column in self.select]
+        for wec, ctx, row in self._kept(rows, run):
+            columns = [self._value(column, ctx, row, wec, run) for column in self.select]
             out.append(((wec, [sort_key(v) for v in columns]), columns))
         out.sort(key=lambda r: r[0])
         return [columns for _, columns in out[: self.limit]]
 
-    def _aggregate(self, rows: Sequence[Binding], errors: EvaluationErrors) -> list[list[dict[str, Any]]]:
+    def _aggregate(self, rows: Sequence[Binding], run: Evaluation) -> list[list[dict[str, Any]]]:
         # group key (canonical JSON of the groupBy Values) -> (the Values, each member's subjects)
         groups: dict[tuple[str, ...], tuple[list[dict[str, Any]], list[list[int | float | None]]]] = {}
         if not self.group_by:
             groups[()] = ([], [])  # one row even when no binding is kept (the zero-WEC case)
-        for wec, ctx in self._kept(rows, errors):
-            values = [self._value(column, ctx, wec, errors) for column in self.group_by]
-            subjects = [self._subject(column, ctx, wec, errors) for column in self.combined]
+        for wec, ctx, row in self._kept(rows, run):
+            values = [self._value(column, ctx, row, wec, run) for column in self.group_by]
+            subjects = [self._subject(column, ctx, row, wec, run) for column in self.combined]
             key = tuple(canonical_text(v) for v in values)
             groups.setdefault(key, (values, []))[1].append(subjects)
         out = []
@@ -217,25 +219,21 @@ class Collector(Struct, frozen=True, eq=False):
         return [columns for _, columns in out[: self.limit]]
 
     @staticmethod
-    def _value(column: Column, ctx: Any, wec: str, errors: EvaluationErrors) -> dict[str, Any]:
+    def _value(column: Column, ctx: Any, row: Binding, wec: str, run: Evaluation) -> dict[str, Any]:
         assert column.expr is not None
-        ok, value = run_expression(column.expr, ctx)
-        if not ok:
-            errors.add(column.expr.path, value, wec)
-            return {"type": "Null"}
-        return to_value(value)
+        ok, value = run.run(column.expr, ctx, row, wec)
+        return to_value(value) if ok else {"type": "Null"}
 
     @staticmethod
-    def _subject(column: Column, ctx: Any, wec: str, errors: EvaluationErrors) -> int | float | None:
+    def _subject(column: Column, ctx: Any, row: Binding, wec: str, run: Evaluation) -> int | float | None:
         if column.aggregator == "COUNT" or column.expr is None:
             return None
-        ok, value = run_expression(column.expr, ctx)
+        ok, value = run.run(column.expr, ctx, row, wec)
         if not ok:
-            errors.add(column.expr.path, value, wec)
             return None
         number, reason = as_number(value)
         if reason:
-            errors.add(column.expr.path, reason, wec)
+            run.errors.add(column.expr.path, reason, wec)
         return number
 
 
@@ -283,10 +281,12 @@ class _SpecReader:
             self.messages.append(f"{path}: must be a non-empty CEL expression (a string)")
             return None
         program, error = compile_expression(text)
+        if not error:
+            cost, error = model(text, VARIABLES)
         if error:
             self.messages.append(f"{path}: {error}")
             return None
-        return Expr(path, text, program)
+        return Expr(path, text, program, cost)
 
     def entries(self, field: str, shape: str) -> Iterator[tuple[str, dict[str, Any]]]:
         """(path, item) of each object in spec.<field>, reporting what is not a list of objects."""
