@@ -58,18 +58,7 @@ def kill_monitor_of(repo: Path, within: float = 60.0) -> None:
 
 
 def _lock_taken(repo: Path) -> bool:
-    import fcntl
-    try:
-        fd = os.open(repo / ".git" / STATE_DIR / MONITOR_LOCK, os.O_RDWR)
-    except OSError:
-        return False
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        return True
-    finally:
-        os.close(fd)
-    return False
+    return not monitoring._lock_free(repo / ".git" / STATE_DIR)  # the monitor's own test of it
 
 
 @pytest.mark.parametrize("asked, terminal, ci, paths, wanted", [
