@@ -144,3 +144,15 @@ def test_a_monitor_preloads_what_a_proven_work_tree_run_executes(tmp_path: Path)
             "print(type(out).__name__, *sorted(executed() - before - {'ksgitops.io.fs.feed'}))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.split() == ["ProvenOutcome"], done.stdout + done.stderr
+
+
+def test_the_cel_library_loads_without_its_shell() -> None:
+    """The CEL package's __init__ imports its interactive shell (prompt_toolkit, ~0.15 s): status
+    loads only the native module, and a later `import cel` still works, with that same module."""
+    code = ("import sys\nfrom ksgitops.core.status.celcompile import cel_library\nlib = cel_library()\n"
+            "assert lib.compile('size(x) + 1').execute(lib.Context(variables={'x': [1, 2]})) == 3\n"
+            "print('prompt_toolkit' in sys.modules, 'cel.cli' in sys.modules)\n"
+            "import cel\nprint(cel.compile('1 + 1').execute(cel.Context(variables={})), sys.modules['cel.cel'] is lib)\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["False", "False", "2", "True"]
