@@ -24,8 +24,7 @@ Modes: `worktree` (reconcile), `commit` (reconcile --commit in a checkout), `sta
     python benchmarks/crash.py --wecs 10 --objects 10 --kills 5                        # a smoke test
 
 Prints one Markdown row per mode; exits 1 when anything was lost, torn, divergent or left over.
-tests/test_crash.py runs the same code on a small fleet.
-"""
+tests/test_crash.py runs the same code on a small fleet."""
 from __future__ import annotations
 
 import argparse
@@ -39,23 +38,17 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import pygit2  # noqa: E402
-import yaml  # noqa: E402
-
-from fleet import edit_workload_object, generate  # noqa: E402
+from crash_files import Files, State, by_root, forget_reads, git, head_tree, snapshot  # noqa: E402
+from crash_modes import Run, modes  # noqa: E402
 from ksgitops.app import usecases as app  # noqa: E402
-from ksgitops.core.status.reported import dump_report  # noqa: E402
 
 MODES = ("worktree", "commit", "status", "status-commit", "fold-in")
 LEFTOVER_MARKS = (".ksgitops-stage", ".ksgitops-trash", ".ksgitops-journal", ".ksgitops-tmp", ".ksgitops-new",
                   ".ksgitops-old")
-GIT_ENV = {"GIT_AUTHOR_NAME": "crash", "GIT_AUTHOR_EMAIL": "crash@example.invalid", "GIT_COMMITTER_NAME": "crash",
-           "GIT_COMMITTER_EMAIL": "crash@example.invalid"}
 
 
 @dataclass
@@ -72,226 +65,6 @@ class Tally:
 
     def ok(self) -> bool:
         return not (self.lost or self.torn or self.divergent or self.leftovers or self.failures)
-
-
-@dataclass
-class State:
-    files: dict[str, bytes]  # the whole work tree (without .git)
-    tree: str = ""  # HEAD's tree id (checkout modes)
-
-
-Files = dict[str, bytes]
-
-
-_READ: dict[str, tuple[tuple[int, int, int, int], bytes]] = {}  # path -> (stat key, content)
-
-
-def snapshot(root: Path) -> Files:
-    """The whole work tree (without .git). A file whose inode, size, mtime and ctime are those of
-    an earlier read is not read again (ksgitops writes by rename, so a rewrite changes the inode);
-    one changed in the last second is never cached, so a rewrite within one timestamp tick is seen."""
-    out: Files = {}
-    racy = time.time_ns() - 1_000_000_000
-    stack = [str(root)]
-    while stack:
-        folder = stack.pop()
-        for entry in os.scandir(folder):
-            if entry.is_dir(follow_symlinks=False):
-                if not (folder == str(root) and entry.name == ".git"):
-                    stack.append(entry.path)
-                continue
-            st = entry.stat(follow_symlinks=False)
-            key = (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
-            cached = _READ.get(entry.path)
-            if cached is not None and cached[0] == key:
-                data = cached[1]
-            else:
-                with open(entry.path, "rb") as f:
-                    data = f.read()
-                if max(st.st_mtime_ns, st.st_ctime_ns) < racy:
-                    _READ[entry.path] = (key, data)
-            out[os.path.relpath(entry.path, root)] = data
-    return out
-
-
-def git(repo: Path, *args: str) -> str:
-    env = {**os.environ, **GIT_ENV}
-    return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True, text=True, env=env).stdout
-
-
-def head_tree(repo: Path) -> str:
-    return str(pygit2.Repository(str(repo)).head.peel(pygit2.Commit).tree_id)
-
-
-def mailboxes(repo: Path) -> list[str]:
-    return sorted(p.name for p in (repo / "spaces").iterdir() if "-mb-" in p.name)
-
-
-def root_of(path: str) -> str | None:
-    """The generated root a path belongs to (None: a source file or a kept one)."""
-    parts = path.split("/")
-    if path == "STATUS.md":
-        return path
-    if len(parts) > 3 and parts[0] == "spaces" and parts[2] == ".ksgitops":
-        return "/".join(parts[:4])
-    if len(parts) > 2 and parts[0] == "spaces" and "-mb-" in parts[1]:
-        owned = parts[2] in ("space.yaml", "syncerconfig.yaml", "kustomization.yaml", "objects", "patches")
-        return "/".join(parts[:2]) if owned else None
-    return None
-
-
-def by_root(files: Files) -> dict[str, Files]:
-    out: dict[str, Files] = {}
-    for path, data in files.items():
-        root = root_of(path)
-        if root is not None:
-            out.setdefault(root, {})[path] = data
-    return out
-
-
-# --- the files ksgitops did not generate ----------------------------------------------------------
-
-_IDENTITIES: dict[tuple[str, str], list[tuple[str, dict[str, Any]]]] = {}
-_IDENTITY_OF: dict[bytes, dict[str, Any]] = {}  # base copies repeat across mailboxes: parse each once
-_REPORTS: dict[tuple[str, str, int], Files] = {}
-
-
-def identities(repo: Path, mailbox: str) -> list[tuple[str, dict[str, Any]]]:
-    """(path under objects/, identity) of every object of a mailbox; the states toggle contents,
-    never which objects a mailbox holds, so they are read once."""
-    key = (str(repo), mailbox)
-    if key not in _IDENTITIES:
-        base = repo / "spaces" / mailbox / "objects"
-        found = []
-        for path in sorted(base.rglob("*.yaml")):
-            data = path.read_bytes()
-            if data not in _IDENTITY_OF:
-                body = yaml.load(data, Loader=yaml.CSafeLoader)
-                md = body["metadata"]
-                identity = {"apiVersion": body["apiVersion"], "kind": body["kind"], "name": md["name"],
-                            "generation": 1}
-                if md.get("namespace"):
-                    identity["namespace"] = md["namespace"]
-                _IDENTITY_OF[data] = identity
-            found.append((path.relative_to(base).as_posix(), _IDENTITY_OF[data]))
-        _IDENTITIES[key] = found
-    return _IDENTITIES[key]
-
-
-def reports_for(repo: Path, mailbox: str, day: int) -> Files:
-    """A report for every object of a mailbox, dated `day` (what collect or sync would write)."""
-    key = (str(repo), mailbox, day)
-    if key not in _REPORTS:
-        _REPORTS[key] = {f"spaces/{mailbox}/reported/{rel}": dump_report(
-            {"object": identity, "reportedAt": f"2026-11-{day:02d}T00:00:00Z", "status": {}})
-            for rel, identity in identities(repo, mailbox)}
-    return _REPORTS[key]
-
-
-def place_kept(repo: Path, day: int) -> Files:
-    """Reports, an upsynced object and a person's note in every mailbox; returns them."""
-    kept: Files = {}
-    for mb in mailboxes(repo):
-        kept.update(reports_for(repo, mb, day))
-        kept[f"spaces/{mb}/upsynced/core/configmaps/default/seen.yaml"] = f"seen by {mb}\n".encode()
-        kept[f"spaces/{mb}/NOTES.md"] = f"# {mb}\nA person wrote this; ksgitops must keep it.\n".encode()
-    for path, data in kept.items():
-        (repo / path).parent.mkdir(parents=True, exist_ok=True)
-        (repo / path).write_bytes(data)
-    return kept
-
-
-# --- the modes --------------------------------------------------------------------------------------
-
-@dataclass
-class Mode:
-    name: str
-    argv: list[str]
-    checkout: bool
-    toggle: Callable[["Run", int], None]
-    rerun: Callable[[Path], Any]
-
-
-class Run:
-    """One mode's fleet and what it takes to move it between its two states."""
-
-    def __init__(self, mode: Mode, repo: Path, wecs: int, objects: int) -> None:
-        self.mode, self.repo = mode, repo
-        generate(repo, wecs=wecs, objects=objects, seed=1)
-        self.sources = {0: snapshot(repo)}
-        edit_workload_object(repo)  # every prod WEC's mailbox changes between the two states
-        self.sources[1] = snapshot(repo)
-        self.write_sources(0)
-        app.reconcile_worktree(repo)
-        self.kept = place_kept(repo, 1)
-        if mode.checkout:
-            git(repo, "init", "-q", "-b", "main")
-            git(repo, "add", "-A")
-            git(repo, "commit", "-q", "-m", "fleet")
-            for mb in mailboxes(repo):  # written by a person after the commit: untracked
-                note = f"{mb}: handed over, not committed\n".encode()
-                (repo / "spaces" / mb / "HANDOFF.txt").write_bytes(note)
-                self.kept[f"spaces/{mb}/HANDOFF.txt"] = note
-
-    def write_sources(self, state: int) -> None:
-        for path, data in self.sources[state].items():
-            if (self.repo / path).read_bytes() != data:
-                (self.repo / path).write_bytes(data)
-
-    def command(self) -> list[str]:
-        return [sys.executable, "-m", "ksgitops", *self.mode.argv, str(self.repo)]
-
-
-def _toggle_sources(run: Run, state: int) -> None:
-    run.write_sources(state)
-    if run.mode.checkout:
-        git(run.repo, "commit", "-qam", f"sources {state}")
-
-
-def _toggle_reports(run: Run, state: int) -> None:
-    for mb in mailboxes(run.repo):
-        for path, data in reports_for(run.repo, mb, 10 + state).items():
-            (run.repo / path).write_bytes(data)
-            run.kept[path] = data
-    if run.mode.checkout:
-        git(run.repo, "add", "-A", "spaces")
-        git(run.repo, "commit", "-qm", f"reports {state}")
-
-
-def _toggle_refs(run: Run, state: int) -> None:
-    """Every WEC's agent pushes a report ref dated by `state` (as `ksgitops sync` does)."""
-    from ksgitops.io.git.repo import TreeWriter
-    run.kept = {p: d for p, d in run.kept.items() if "/reported/" not in p and "/upsynced/" not in p}  # the refs' now
-    repo = pygit2.Repository(str(run.repo))
-    head = repo.head.peel(pygit2.Commit)
-    writer = TreeWriter(repo)
-    for mb in mailboxes(run.repo):
-        files = reports_for(run.repo, mb, 20 + state)
-        tree: dict[str, Any] = {}
-        for path, data in files.items():
-            node = tree
-            *dirs, leaf = path.split("/")[3:]
-            for part in dirs:
-                node = node.setdefault(part, {})
-            node[leaf] = data
-        tree_id = writer.apply(None, {f"spaces/{mb}/reported": tree})
-        ref = f"refs/heads/ksgitops/reported/{mb}"
-        parent = repo.references[ref].target if ref in repo.references else head.id
-        message = f"sync: reports of {mb}\n\nKsgitops-Source: {head.id}\nKsgitops-Mailbox: {mb}\n"
-        oid = repo.create_commit(None, pygit2.Signature("agent", "a@example.invalid", 1_700_000_000 + state, 0),
-                                 pygit2.Signature("agent", "a@example.invalid", 1_700_000_000 + state, 0),
-                                 message, tree_id, [parent])
-        repo.references.create(ref, oid, force=True)
-
-
-def modes() -> dict[str, Mode]:
-    return {m.name: m for m in (
-        Mode("worktree", ["reconcile"], False, _toggle_sources, app.reconcile_worktree),
-        Mode("commit", ["reconcile", "--commit"], True, _toggle_sources, lambda r: app.reconcile_commit(r, "HEAD")),
-        Mode("status", ["status"], False, _toggle_reports, app.status_worktree),
-        Mode("status-commit", ["status", "--commit"], True, _toggle_reports, lambda r: app.status_commit(r, "HEAD")),
-        Mode("fold-in", ["fold-in"], True, _toggle_refs, lambda r: app.fold_in(r, "HEAD")),
-    )}
 
 
 # --- one trial ---------------------------------------------------------------------------------------
@@ -432,8 +205,7 @@ def run_mode(name: str, base: Path, wecs: int, objects: int, kills: int, seed: i
              budget: float | None = None, progress: bool = False) -> Tally:
     """`kills` trials (fewer when `budget` seconds run out first) of one mode."""
     mode = modes()[name]
-    for cache in (_READ, _IDENTITIES, _REPORTS):  # another mode's fleet: nothing to reuse, much to hold
-        cache.clear()
+    forget_reads()  # another mode's fleet: nothing to reuse, much to hold
     run = Run(mode, base / name, wecs, objects)
     states: dict[int, State] = {}
     for state in (1, 0):

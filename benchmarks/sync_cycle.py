@@ -4,7 +4,7 @@
 
 A synthetic fleet (fleet.py) is committed with the git CLI and reconciled (`ksgitops reconcile
 --commit`); the mailbox holding the most objects is chosen (`--objects` is raised until it holds at
-least that many). The loopback Kubernetes REST server of tests/kubeserver.py runs in this process.
+least that many). The loopback Kubernetes REST server of tests/kubeserver/ runs in this process.
 `ksgitops sync --once` then runs as fresh subprocesses against the local repository: a first cycle
 (applies everything, pushes the first report commit), then `--rounds` cycles with nothing changed.
 The same no-change cycle is also timed in-process (`agent.Agent(...).cycle()`, a warm-up call

@@ -1,6 +1,6 @@
 """pytest plugin: workload execution clusters (WECs) for tests.
 
-By default each WEC is a fresh in-memory KubeServer (tests/kubeserver.py) running stand-ins of a
+By default each WEC is a fresh in-memory KubeServer (tests/kubeserver/) running stand-ins of a
 cluster's controllers (tests/kubecontrollers.py). With KSGITOPS_TEST_KUBECONFIG the same tests run
 against real clusters instead, their controllers running: a comma-separated list of `PATH` (that
 kubeconfig's current context) or `PATH#CONTEXT` entries, one per cluster, each a different cluster
@@ -313,12 +313,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def start_kubeservers(count: int, folder: Path) -> tuple[list[subprocess.Popen[bytes]], list[Path]]:
-    """Start `count` `tests/kubeserver.py` processes, controllers included; their kubeconfigs once
+    """Start `count` `tests/kubeserver` processes, controllers included; their kubeconfigs once
     they listen."""
     processes, paths = [], []
     for i in range(count):
         path = folder / f"kubeserver{i + 1}.kubeconfig"
-        processes.append(subprocess.Popen([sys.executable, str(HERE / "kubeserver.py"), "--kubeconfig", str(path),
+        processes.append(subprocess.Popen([sys.executable, str(HERE / "kubeserver"), "--kubeconfig", str(path),
                                            "--context", f"kubeserver{i + 1}", "--controllers"],
                                           stdout=subprocess.DEVNULL))
         paths.append(path)

@@ -1,5 +1,5 @@
 """Stand-ins for the controllers of a real cluster, for the loopback KubeServer
-(`KubeServer(controllers=True)`, `python tests/kubeserver.py --controllers`).
+(`KubeServer(controllers=True)`, `python tests/kubeserver --controllers`).
 
 On a real cluster kube-controller-manager answers every change a moment later: it writes the
 status of ReplicaSets and Deployments, makes their ReplicaSets and Pods, empties and removes

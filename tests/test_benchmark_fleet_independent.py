@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from conftest import benchmark_module, run_cli_subprocess
-from test_kustomize_oracle import KUBECTL, assert_oracle_agrees, mailboxes, reconcile
+from kustomize_oracle import KUBECTL, assert_oracle_agrees, mailboxes, reconcile
 
 
 fleet = benchmark_module("fleet_independent")

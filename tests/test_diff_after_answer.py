@@ -18,7 +18,7 @@ from conftest import work_tree_files
 from ksgitops.app import usecases as app
 from ksgitops.io.fs import paths
 from ksgitops.io.fs.statcache import WorkTreeRecord
-from test_handoff import ks, served
+from handoff_twins import ks, served
 from test_plan import _label, _plan_file, _twin_repos
 from test_worktree_proof import Pipeline, until_proven
 

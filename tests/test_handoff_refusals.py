@@ -20,7 +20,7 @@ import pytest
 from conftest import copy_example_sources, git_init
 from ksgitops.io.fs import handoff
 from ksgitops.io.fs.feed import request
-from test_handoff import ks, served
+from handoff_twins import ks, served
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the monitor is Linux's")
 EXTRA = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: extra\n  namespace: commonstuff\n"

@@ -132,7 +132,7 @@ def test_a_path_git_ignores_is_not_a_silent_success(tmp_path: Path) -> None:
     journal would go and the index lack the entry. Such a path comes from a WEC's report ref
     (fold-in takes its reported/ as it is); libgit2 refuses it loudly, keeping the journal."""
     from ksgitops.app import usecases as app
-    from test_foldin import CM, cm_report, reconciled_repo, report_ref
+    from report_refs import CM, cm_report, reconciled_repo, report_ref
     repo = reconciled_repo(tmp_path)
     path = Path(repo.workdir)
     report_ref(repo, "imw1-mb-florin", {f"spaces/imw1-mb-florin/{CM}": cm_report("2030-01-01T00:00:00Z")})

@@ -17,8 +17,8 @@ from gitdaemon import GitDaemon, git_daemon  # noqa: F401 - the fixture
 from isolation_cases import CASES, assert_isolated, base_repo, break_it, tree_files
 from ksgitops.app import runtime, runtimes
 from ksgitops.app.shutdown import Shutdown
-from test_action import run_action
-from test_runtime import BRANCH, remote_head, remote_runtime
+from action_runner import run_action
+from served_fleet import BRANCH, remote_head, remote_runtime
 
 
 def sample(rt: runtimes.RemoteRuntime, name: str) -> float:

@@ -1,11 +1,11 @@
 """The Kubernetes tests against API servers they can reach only through the API, as real clusters:
-KubeServers in processes of their own (`python tests/kubeserver.py --controllers`, stand-ins of a
+KubeServers in processes of their own (`python tests/kubeserver --controllers`, stand-ins of a
 cluster's controllers racing the tests as a real cluster's do), named by KSGITOPS_TEST_KUBECONFIG.
 Nothing skips, and every test leaves the servers as it found them (once their namespace controller
 has removed what the tests deleted).
 
 The whole agent, collect and space set runs this way with
-`python -m pytest tests/test_sync.py tests/test_collect_cmd.py tests/test_spaceproviders.py --kubeservers 2`
+`python -m pytest tests/test_sync*.py tests/test_collect_cmd.py tests/test_spaceproviders*.py --kubeservers 2`
 (.ci/run does); here a sample of each kind of test keeps that mode from rotting.
 """
 from __future__ import annotations
@@ -26,12 +26,13 @@ from kubeapi import CRDS, NAMESPACES, KubeApi
 SAMPLE = [
     "tests/test_sync.py::test_first_cycle_creates_namespaces_first_then_applies_with_ssa",  # the wire's record
     "tests/test_sync.py::test_a_cycle_with_nothing_changed_writes_nothing",  # waits for the controllers
-    "tests/test_sync.py::test_namespaces_are_pruned_only_when_the_agent_created_them_and_they_hold_nothing_else",
-    "tests/test_sync.py::test_upsync_follows_the_syncerconfig",  # CRDs and custom resources made by the test
+    "tests/test_sync_objects.py::"
+    "test_namespaces_are_pruned_only_when_the_agent_created_them_and_they_hold_nothing_else",
+    "tests/test_sync_objects.py::test_upsync_follows_the_syncerconfig",  # CRDs and custom resources made by the test
     "tests/test_sync.py::test_apply_and_prune_on_any_cluster",  # the agent straight to the server
     "tests/test_collect_cmd.py::test_an_unreachable_wec_is_one_line_exit_3_and_the_others_are_collected",
     "tests/test_collect_cmd.py::test_status_reflects_the_collected_health",  # statuses set by the test
-    "tests/test_spaceproviders.py::test_watch_across_spaces",  # watches through the wire
+    "tests/test_spaceproviders_kube.py::test_watch_across_spaces",  # watches through the wire
     "tests/test_kubecontrollers.py::test_a_deployment_gets_a_replicaset_and_a_status_from_its_controller",
 ]
 SYSTEM_NAMESPACES = ["default", "kube-node-lease", "kube-public", "kube-system"]

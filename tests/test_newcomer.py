@@ -4,7 +4,7 @@ command's --help, `-o json` on success and on failure, the pipe into kubectl, th
 `render | kubectl apply --dry-run=client -f -` needs an API server even in client dry-run: kubectl
 asks the server's discovery which resource each kind is (without one it fails with "unable to
 recognize STDIN: ... connection refused"). So the pipe runs against the loopback API server of
-tests/kubeserver.py; it serves no OpenAPI schemas, hence `--validate=false`. A real apply (not a
+tests/kubeserver/; it serves no OpenAPI schemas, hence `--validate=false`. A real apply (not a
 dry run) there proves the order matters: the server refuses an object whose Namespace does not
 exist yet, and the same objects with the Namespaces last fail.
 """

@@ -18,7 +18,7 @@ import pytest
 from conftest import copy_example_sources, git, git_init
 from gitdaemon import GitDaemon, git_daemon  # noqa: F401 - the fixture
 from ksgitops.app.shutdown import Abandoned, Shutdown
-from test_runtime import BRANCH, remote_head, served_example
+from served_fleet import BRANCH, remote_head, served_example
 
 BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
 

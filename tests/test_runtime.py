@@ -1,8 +1,10 @@
-"""`ksgitops run` and `--push` against a real `git daemon` on 127.0.0.1.
+"""`ksgitops run` and `--push` against a real `git daemon` on 127.0.0.1: one reconciler's cycles,
+reconcilers racing each other and a human, and SIGKILL at random points.
 
 A "human" is the git CLI in a clone of its own; reconcilers are RemoteRuntimes (in-process) or
 `ksgitops` subprocesses. Every remote is a bare repository that logs its ref updates, so a test
-can prove that no update was forced: each logged head is a descendant of the one before.
+can prove that no update was forced: each logged head is a descendant of the one before
+(tests/served_fleet.py). The process around the loop: tests/test_runtime_service.py.
 """
 from __future__ import annotations
 
@@ -13,114 +15,16 @@ import subprocess
 import sys
 import threading
 import time
-import urllib.error
-import urllib.request
 from pathlib import Path
-from typing import Any
 
-import pygit2
 import pytest
 
-from conftest import copy_example_sources, git, git_init
+from conftest import git
 from gitdaemon import GitDaemon, git_daemon  # noqa: F401 - the fixture
-from ksgitops.app import publish as publishing, usecases as app, runtime, runtimes
-from ksgitops.core.load.repoconfig import SOURCE_TRAILER
-from ksgitops.io.serve import Observer, serve
+from ksgitops.app import publish as publishing
 from ksgitops.model import GitError
-
-BRANCH = "main"
-
-
-# --- helpers ---------------------------------------------------------------------------------------
-
-def served_example(daemon: GitDaemon, tmp_path: Path, name: str = "fleet.git") -> Path:
-    """The example's sources, committed and served as `name`; ref updates are logged."""
-    source = git_init(copy_example_sources(tmp_path / f"seed-{name}"))
-    bare = daemon.bare(name, source)
-    subprocess.run(["git", "-C", str(bare), "config", "core.logAllRefUpdates", "always"], check=True)
-    return bare
-
-
-def human_clone(daemon: GitDaemon, tmp_path: Path, name: str = "fleet.git", who: str = "human") -> Path:
-    path = tmp_path / who
-    subprocess.run(["git", "clone", "-q", daemon.url(name), str(path)], check=True)
-    return path
-
-
-def human_edit(clone: Path, path: str, old: str, new: str, message: str) -> str:
-    """Commit a source edit in the human's clone and push it (rebasing on what reconcilers pushed)."""
-    file = clone / path
-    for _ in range(20):
-        git(clone, "pull", "-q", "--rebase", "origin", BRANCH)
-        file.write_text(file.read_text().replace(old, new))
-        git(clone, "commit", "-qam", message)
-        try:
-            git(clone, "push", "-q", "origin", BRANCH)
-            return git(clone, "rev-parse", "HEAD")
-        except subprocess.CalledProcessError:
-            git(clone, "reset", "-q", "--hard", "HEAD~1")
-            time.sleep(0.05)
-    raise AssertionError("the human could not push")
-
-
-def flip_env(clone: Path, path: str, message: str) -> str:
-    """Commit and push a change of the file's first `env:` label (prod <-> dev)."""
-    git(clone, "pull", "-q", "--rebase", "origin", BRANCH)
-    text = (clone / path).read_text()
-    old, new = ("env: prod", "env: dev") if "env: prod" in text else ("env: dev", "env: prod")
-    return human_edit(clone, path, old, new, message)
-
-
-def remote_head(bare: Path) -> str:
-    return git(bare, "rev-parse", BRANCH)
-
-
-def fast_forward_only(bare: Path) -> list[str]:
-    """The branch's logged heads, oldest first; asserts each update was a fast-forward."""
-    lines = (bare / "logs" / "refs" / "heads" / BRANCH).read_text().splitlines()
-    heads = []
-    for line in lines:
-        old, new = line.split()[:2]
-        if set(old) != {"0"}:
-            assert subprocess.run(["git", "-C", str(bare), "merge-base", "--is-ancestor", old, new]).returncode == 0, \
-                f"forced update {old[:12]} -> {new[:12]}"
-        heads.append(new)
-    return heads
-
-
-def fresh_generated(bare: Path, tmp_path: Path, label: str) -> dict[str, str]:
-    """Tree ids of the generated roots a fresh reconcile + status of the head's sources gives."""
-    clone = tmp_path / f"fresh-{label}"
-    subprocess.run(["git", "clone", "-q", "--bare", str(bare), str(clone)], check=True)
-    repo = pygit2.Repository(str(clone))
-    src = repo.references[f"refs/heads/{BRANCH}"].peel(pygit2.Commit)
-    app.reconcile_commit(clone, BRANCH)
-    app.status_commit(clone, BRANCH)
-    return generated_ids(clone, src)
-
-
-def generated_ids(repo_path: Path, exclude_sources_of: Any = None) -> dict[str, str]:
-    """{path: tree or blob id} of every generated root of the branch head (mailboxes, .ksgitops, STATUS.md)."""
-    repo = pygit2.Repository(str(repo_path))
-    tree = repo.references[f"refs/heads/{BRANCH}"].peel(pygit2.Commit).tree
-    ids = {"STATUS.md": str(tree["STATUS.md"].id)} if "STATUS.md" in tree else {}
-    for space in repo[tree["spaces"].id]:
-        sub = repo[space.id]
-        if "-mb-" in space.name:
-            ids[f"spaces/{space.name}"] = str(space.id)
-        elif ".ksgitops" in sub:
-            ids[f"spaces/{space.name}/.ksgitops"] = str(sub[".ksgitops"].id)
-    return ids
-
-
-def trailer(bare: Path, rev: str = BRANCH) -> str | None:
-    message = git(bare, "log", "-1", "--format=%B", rev)
-    found = [line.split(": ", 1)[1] for line in message.splitlines() if line.startswith(f"{SOURCE_TRAILER}: ")]
-    return found[0] if found else None
-
-
-def remote_runtime(daemon: GitDaemon, tmp_path: Path, name: str = "fleet.git", who: str = "rt") -> runtimes.RemoteRuntime:
-    return runtimes.RemoteRuntime(daemon.url(name), BRANCH, tmp_path / f"work-{who}", Observer(), retries=8)
+from served_fleet import (BRANCH, fast_forward_only, flip_env, fresh_generated, generated_ids, human_clone,
+                          human_edit, remote_head, remote_runtime, served_example, trailer)
 
 
 # --- one reconciler -----------------------------------------------------------------------------------
@@ -291,124 +195,3 @@ def test_sigkill_at_random_points_never_leaves_a_partial_commit(git_daemon: GitD
     check = subprocess.run(["git", "-C", str(bare), "fsck", "--no-dangling"], capture_output=True, text=True)
     assert check.returncode == 0, check.stdout + check.stderr
     fast_forward_only(bare)
-
-
-# --- the process: signals, probes, metrics, logs ------------------------------------------------------
-
-def test_probes_and_metrics(git_daemon: GitDaemon, tmp_path: Path) -> None:
-    served_example(git_daemon, tmp_path)
-    observer = Observer()
-    server = serve(0, observer, host="127.0.0.1")
-    port = server.port
-
-    def get(path: str) -> tuple[int, str]:
-        try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=5) as r:
-                return r.status, r.read().decode()
-        except urllib.error.HTTPError as e:
-            return e.code, e.read().decode()
-
-    try:
-        assert get("/readyz")[0] == 503 and get("/healthz")[0] == 200
-        rt = runtimes.RemoteRuntime(git_daemon.url("fleet.git"), BRANCH, tmp_path / "work", observer)
-        assert runtime.loop(rt, 0.1, threading.Event(), once=True) == 0
-        assert get("/readyz") == (200, "ready\n")
-        status, text = get("/metrics")
-        assert status == 200
-        values = {line.split(" ")[0]: float(line.split(" ")[1]) for line in text.splitlines()
-                  if line and not line.startswith("#")}
-        assert values["ksgitops_cycles_total"] == 1 and values["ksgitops_cycle_failures_total"] == 0
-        assert values["ksgitops_wecs"] == 2 and values["ksgitops_commits_total"] == 1
-        assert values["ksgitops_reconcile_seconds_count"] == 1 and values["ksgitops_last_success_timestamp_seconds"] > 0
-        assert get("/nope")[0] == 404
-    finally:
-        server.shutdown()
-
-
-def test_run_process_serves_probes_logs_json_and_exits_0_on_sigterm(git_daemon: GitDaemon, tmp_path: Path) -> None:
-    served_example(git_daemon, tmp_path)
-    import socket
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    env = dict(os.environ, KSGITOPS_GIT_TOKEN="s3cr3t-token-value", PYTHONUNBUFFERED="1")
-    proc = subprocess.Popen([sys.executable, "-m", "ksgitops", "run", "--repo", git_daemon.url("fleet.git"),
-                             "--interval", "0.2", "--port", str(port), "--log-format", "json",
-                             "--workdir", str(tmp_path / "work")], env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        deadline = time.monotonic() + 60
-        ready = False
-        while time.monotonic() < deadline and not ready:
-            try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{port}/readyz", timeout=1) as r:
-                    ready = r.status == 200
-            except (urllib.error.URLError, ConnectionError):
-                time.sleep(0.1)
-        assert ready, "never became ready"
-        time.sleep(0.5)  # a few idle cycles
-        proc.send_signal(signal.SIGTERM)
-        _, err = proc.communicate(timeout=30)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-    assert proc.returncode == 0, err
-    events = [json.loads(line) for line in err.splitlines() if line.startswith("{")]
-    actions = [e["action"] for e in events if e.get("event") == "cycle"]
-    assert actions[0] == "reconciled" and "idle" in actions[1:]
-    assert "s3cr3t-token-value" not in err
-
-
-def test_credentials_never_appear_in_errors(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("KSGITOPS_GIT_TOKEN", "tok-123-secret")
-    with pytest.raises(GitError) as info:
-        runtimes.RemoteRuntime("http://user:pa55word@127.0.0.1:9/none.git", BRANCH, tmp_path, Observer()).cycle()
-    text = str(info.value.problems[0])
-    assert "127.0.0.1:9" in text and "pa55word" not in text and "tok-123-secret" not in text
-
-
-def test_local_watch_mode_reconciles_on_change(example: Path) -> None:
-    rt = runtimes.LocalRuntime(example, Observer())
-    stop = threading.Event()
-    cycles: list[Any] = []
-    thread = threading.Thread(target=runtime.loop, args=(rt, 30.0, stop),
-                              kwargs={"watch": True, "on_cycle": cycles.append})
-    thread.start()
-    try:
-        deadline = time.monotonic() + 20
-        while not cycles and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert (example / "spaces/imw1-mb-florin/kustomization.yaml").is_file()
-        assert (example / "STATUS.md").is_file()
-        florin = example / "spaces/imw1/florin.yaml"
-        florin.write_text(florin.read_text().replace("env: prod", "env: dev"))
-        while len(cycles) < 2 and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert len(cycles) >= 2, "no cycle after a source change (the interval is 30 s: only the watch can do it)"
-        assert not (example / "spaces/imw1-mb-florin/objects/core/configmaps/commonstuff").exists()
-        time.sleep(1.0)
-        assert len(cycles) == 2  # its own writes do not trigger it again
-    finally:
-        stop.set()
-        thread.join(timeout=10)
-
-
-def test_an_unreachable_remote_fails_cycles_without_ending_the_loop(tmp_path: Path) -> None:
-    with GitDaemon(tmp_path / "served") as daemon:
-        served_example(daemon, tmp_path)
-        observer = Observer()
-        rt = runtimes.RemoteRuntime(daemon.url("fleet.git"), BRANCH, tmp_path / "work", observer)
-        assert runtime.loop(rt, 0.05, threading.Event(), once=True) == 0 and observer.ready
-    # the daemon is gone: every fetch fails
-    assert runtime.loop(rt, 0.05, threading.Event(), once=True) == 3
-    assert observer.ready  # one failed cycle is not enough to be taken out of service
-    stop = threading.Event()
-    thread = threading.Thread(target=runtime.loop, args=(rt, 0.05, stop), kwargs={"max_backoff": 0.1})
-    thread.start()
-    time.sleep(0.5)
-    stop.set()
-    thread.join(timeout=10)
-    assert not thread.is_alive()
-    failures = observer.failures._value.get()  # noqa: SLF001 - the counter's own value
-    assert failures >= 3, failures
-    assert not observer.ready and "fetch of main" in observer.readiness()[1]

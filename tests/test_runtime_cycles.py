@@ -24,8 +24,8 @@ from ksgitops.app import runtime, runtimes
 from ksgitops.core.load.repoconfig import SOURCE_TRAILER
 from ksgitops.io.serve import JsonFormatter, Observer
 from ksgitops.model import GitError, KsgitopsError, Origin, Problem
-from test_runtime import (BRANCH, fast_forward_only, fresh_generated, generated_ids, human_clone, human_edit,
-                          remote_head, remote_runtime, served_example)
+from served_fleet import (BRANCH, fast_forward_only, fresh_generated, generated_ids, human_clone, human_edit,
+                         remote_head, remote_runtime, served_example)
 
 REPORT = ('{"object": {"apiVersion": "v1", "kind": "ConfigMap", "namespace": "commonstuff", "name": "httpd-htdocs"},'
           ' "reportedAt": "2030-01-01T00:00:00Z"}\n')

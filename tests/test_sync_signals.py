@@ -22,7 +22,7 @@ from conftest import ROOT, git
 from gitdaemon import GitDaemon, git_daemon  # noqa: F401 - the fixture
 from kube_fixtures import Wec
 from stallproxy import StallingProxy, stalling_proxy  # noqa: F401 - the fixture
-from test_sync import FLORIN, REF, Fleet, fleet, wec, writes  # noqa: F401 - the fixtures
+from sync_fleet import FLORIN, REF, Fleet, fleet, wec, writes  # noqa: F401 - the fixtures
 
 
 def start_sync(fleet: Fleet, wec: Wec, url: str, cache: Path, *extra: str) -> subprocess.Popen[str]:

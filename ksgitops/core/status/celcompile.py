@@ -17,7 +17,7 @@ from typing import Any
 from . import celscan
 
 VARIABLES = ("inventory", "obj", "returned")
-# CEL's standard functions that the library implements (tests/test_collect.py calls each one).
+# CEL's standard functions that the library implements (tests/test_collect_compile.py calls each one).
 # Operators (`_+_`, `!_`, `-_`, `@in`, ...) are always allowed; macros (has, all, exists,
 # exists_one, map, filter) do not appear as functions.
 FUNCTIONS = frozenset({
