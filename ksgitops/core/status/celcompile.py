@@ -6,7 +6,6 @@ library is loaded on first use."""
 from __future__ import annotations
 
 import functools
-import importlib
 import importlib.machinery
 import importlib.util
 import os
@@ -52,8 +51,13 @@ def cel_library() -> Any:
     `status` and `validate` with a StatusCollector), so its native module is loaded alone (0.03 s),
     under the name the package gives it: an `import cel` later reuses it."""
     if not _LIBRARY:
-        _LIBRARY.append(_native_module() or importlib.import_module("cel"))
+        _LIBRARY.append(_native_module() or _package())
     return _LIBRARY[0]
+
+
+def _package() -> Any:
+    import cel  # the whole package, its shell included
+    return cel
 
 
 def _native_module() -> Any:
