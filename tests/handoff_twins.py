@@ -15,7 +15,7 @@ import pytest
 from conftest import copy_example_sources, git_init, work_tree_files
 from ksgitops.io.fs import handoff
 from ksgitops.io.fs.feed import request
-from test_monitor import alive, start
+from monitor_process import alive, start
 
 
 def ks(*args: str, cwd: Path | None = None, handed: bool = True, env: dict[str, str] | None = None,

@@ -20,9 +20,9 @@ import pytest
 
 from conftest import run_cli_on_a_terminal, work_tree_files
 from ksgitops.io.fs import handoff
-from test_monitor import alive
 from handoff_twins import ks, same_run, served
 from handoff_twins import twins  # noqa: F401 - the fixture
+from monitor_process import alive
 
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the monitor is Linux's")

@@ -20,8 +20,8 @@ from conftest import copy_example_sources, git_init
 from ksgitops.io.fs import handoff, paths
 from ksgitops.io.git import cache
 from ksgitops.io.fs.feed import request
-from test_monitor import start
 from handoff_twins import ks, served
+from monitor_process import start
 
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the monitor is Linux's")

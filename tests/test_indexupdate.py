@@ -15,7 +15,7 @@ import pytest
 
 from conftest import EXAMPLE, git, git_init
 from ksgitops.io.git import indexupdate
-from test_monitor import alive
+from monitor_process import alive
 
 
 def _fleet(tmp_path: Path, name: str) -> Path:

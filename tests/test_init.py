@@ -9,8 +9,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from cli_run import MAILBOXES, one_line_error, reconcile, run
 from conftest import git, run_cli_subprocess
-from test_cli import MAILBOXES, one_line_error, reconcile, run
 
 
 def reports_in(folder: Path) -> list[str]:

@@ -16,7 +16,7 @@ from conftest import run_cli_subprocess
 from ksgitops.app import monitor as monitoring, usecases as app
 from ksgitops.io.fs.feed import MONITOR_LOCK
 from ksgitops.io.fs.paths import STATE_DIR
-from test_monitor import alive
+from monitor_process import alive
 from test_worktree_proof import until_proven
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="inotify is Linux's")

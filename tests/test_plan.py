@@ -19,7 +19,7 @@ from conftest import benchmark_module, git_init, run_cli_subprocess, work_tree_f
 from ksgitops.app import usecases as app
 from ksgitops.io.fs import plan as plans
 from ksgitops.io.fs.feed import request
-from test_monitor import alive, start
+from monitor_process import alive, start
 from test_worktree_proof import Pipeline, until_proven
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="inotify is Linux's")

@@ -1,7 +1,7 @@
 """The same per-(object, WEC) problem on many WECs is reported once, naming the WECs (how many,
 and the first few, sorted), in every output: stderr, `-o json`, problems.yaml, STATUS.md and the
 object's CombinedStatus; per-WEC detail stays only where the message differs. The previous-copy
-rule stays per WEC (test_bad_input.py)."""
+rule stays per WEC (test_bad_input_per_wec.py)."""
 from __future__ import annotations
 
 import json

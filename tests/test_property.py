@@ -16,7 +16,7 @@ Properties:
   independent reading of kustomization.yaml, and with `kubectl kustomize` for a few examples).
 
 Hostile values (big integers, NaN, deep nesting, alias bombs) appear among the garbage files;
-explicit-key nesting and deep JSON have their own tests in test_bad_input.py."""
+explicit-key nesting and deep JSON have their own tests in test_bad_input_hostile.py."""
 from __future__ import annotations
 
 import json

@@ -177,7 +177,7 @@ def test_judgement_is_assess_for_every_row_whatever_was_judged_before() -> None:
 
 
 def _json_reports(rng: random.Random, step: int) -> dict[str, dict[str, bytes]]:
-    from test_status_incremental import COMMOND, COMMON_CM, FLORIN, GUILDER
+    from status_reports import COMMOND, COMMON_CM, FLORIN, GUILDER
     rs = {"object": {"apiVersion": "apps/v1", "kind": "ReplicaSet", "namespace": "commonstuff", "name": "commond",
                      "generation": 1}}
     cm = {"object": {"apiVersion": "v1", "kind": "ConfigMap", "namespace": "commonstuff", "name": "httpd-htdocs"}}
@@ -196,7 +196,7 @@ def test_status_with_report_shapes_is_status_without(example: Any, monkeypatch: 
     from ksgitops.app import usecases as app
     from ksgitops.core.status import reported
     from ksgitops.core.status.summary import MemorySource, StatusMemo, summarize, with_reports
-    from test_status_incremental import outputs
+    from status_reports import outputs
     result = app.compute(app.open_source(example, app.WORKTREE))
     rng = random.Random(3)
     memo = StatusMemo()

@@ -22,7 +22,7 @@ from ksgitops.core.status.recompute import in_sequence
 from ksgitops.core.status.summary import MemorySource, StatusMemo, summarize, with_reports
 from ksgitops.io.fs import forked
 from ksgitops.app import usecases as app
-from test_status_incremental import COMMOND, COMMON_CM, FLORIN, GUILDER, cm_report, outputs, rs_report
+from status_reports import COMMOND, COMMON_CM, FLORIN, GUILDER, cm_report, outputs, rs_report
 
 ROOT = Path(__file__).resolve().parent.parent
 CPUS = len(os.sched_getaffinity(0))

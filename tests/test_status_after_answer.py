@@ -25,8 +25,8 @@ from ksgitops.core.status.summary import MemorySource, summarize, with_reports
 from ksgitops.io import status_sources as ss
 from ksgitops.io.fs import paths
 from ksgitops.io.git import cache
-from test_handoff import ks, served
-from test_status_incremental import COMMOND, FLORIN, rs_report
+from handoff_twins import ks, served
+from status_reports import COMMOND, FLORIN, rs_report
 
 SLOW_MEMO = '''
 import os, time

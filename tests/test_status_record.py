@@ -18,7 +18,7 @@ from ksgitops.core.status.summary import STATUS_MD
 from ksgitops.io.fs.paths import LinkError
 from ksgitops.io.git.cache import PLACED_FILE, DiskCache
 from ksgitops.kinds import KindInfo, KindTable
-from test_status_incremental import COMMOND, FLORIN, GUILDER, rs_report
+from status_reports import COMMOND, FLORIN, GUILDER, rs_report
 
 
 @pytest.fixture
