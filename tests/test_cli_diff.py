@@ -28,7 +28,7 @@ def test_diff_right_after_reconcile_is_empty(cli: Any, example: Path) -> None:
     res = run(cli, "diff", str(example))
     assert res.out == "0 WECs affected\n"
     assert json.loads(run(cli, "diff", str(example), "-o", "json").out) == {
-        "changed": False, "affectedWecs": [], "wecs": {}, "problems": [], "frozen": []}
+        "changed": False, "affectedWecs": [], "wecs": {}, "problems": [], "frozen": [], "generatedOnly": []}
 
 
 def test_diff_after_editing_a_common_configmap(cli: Any, example: Path) -> None:
@@ -69,7 +69,7 @@ def test_diff_after_editing_a_special_configmap_names_one_wec(cli: Any, example:
     assert f"--- a/{GUILDER}/" in res.out and FLORIN not in res.out
 
     data = json.loads(run(cli, "diff", str(example), "-o", "json", code=1).out)
-    assert set(data) == {"changed", "affectedWecs", "wecs", "problems", "frozen"}
+    assert set(data) == {"changed", "affectedWecs", "wecs", "problems", "frozen", "generatedOnly"}
     assert data["changed"] is True
     assert data["affectedWecs"] == ["guilder"]
     assert set(data["wecs"]) == {"guilder"}

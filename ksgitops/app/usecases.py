@@ -281,13 +281,16 @@ def plan_diff(path: Path, against: str | None,
     wec_names = wec_display_names(new)
     changed = False
     wecs = []
+    others: list[str] = []  # generated roots that change while no WEC receives different objects
     for root, new_tree in new.generated.items():
         # kept as it stands (frozen, or reused), or as the record vouches: no change
         if new_tree is REUSE or (record is not None and record.enabled and record.unchanged(root, new_tree)):
             continue
         old_file = old_src.snapshot.read(root)
         if isinstance(new_tree, bytes) or old_file is not None:  # a file root (a problems file)
-            changed = changed or old_file != new_tree
+            if old_file != new_tree:
+                changed = True
+                others.append(root)
             continue
         old_tree = old_src.snapshot.read_tree(root)
         if same_files(old_tree, new_tree):
@@ -300,6 +303,8 @@ def plan_diff(path: Path, against: str | None,
             if changes or gone is not None:
                 wecs.append(diffs.WecDiff(wec_names.get(mailbox) or _old_wec_name(old_tree, mailbox), mailbox,
                                           diffs.changes_diff(mailbox, changes), changes, gone))
+                continue
+        others.append(root)
     if record is not None:
         def keep_memos() -> None:  # a diff answers first: its record and plan only save the next run time
             keep_record(record, old_src, new, inputs=False)
@@ -307,7 +312,7 @@ def plan_diff(path: Path, against: str | None,
                 plans.keep(record, old_src.snapshot, new)  # for the reconcile that follows
         later(record.state, keep_memos)
     wecs.sort(key=lambda w: w.wec)
-    return new, diffs.DiffResult(changed, wecs, frozen_units(new))
+    return new, diffs.DiffResult(changed, wecs, frozen_units(new), others)
 
 
 def _old_wec_name(old: FileTree | None, mailbox: str) -> str:

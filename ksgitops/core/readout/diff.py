@@ -91,6 +91,17 @@ class DiffResult(Struct):
     changed: bool
     wecs: list[WecDiff] = field(default_factory=list)
     frozen: list[Any] = field(default_factory=list)  # core.isolation.FrozenUnit: what reconcile would keep
+    others: list[str] = field(default_factory=list)  # generated roots that change, sending no WEC anything new
+
+    @property
+    def others_line(self) -> str:
+        """What changes besides what WECs receive (placement records, slices, problems files, a
+        mailbox's files that render the same): reconcile would write them, so diff exits 1."""
+        if not self.others:
+            return ""
+        shown = ", ".join(printable(p) for p in self.others[:5]) + (", ..." if len(self.others) > 5 else "")
+        return (f"{counted(len(self.others), 'generated folder or file', 'generated folders and files')} would "
+                f"change without a WEC receiving different objects: {shown}")
 
     @property
     def affected(self) -> list[str]:
@@ -101,7 +112,7 @@ class DiffResult(Struct):
                 "wecs": {w.wec: {"mailbox": w.mailbox, "diff": w.diff,
                                  **({"goesAway": {"notWritten": w.gone}} if w.gone is not None else {})}
                          for w in self.wecs},
-                "frozen": [u.as_json() for u in self.frozen]}
+                "frozen": [u.as_json() for u in self.frozen], "generatedOnly": self.others}
 
 
 def mailbox_changes(old: FileTree | None, new: FileTree | None, mailbox: str = "") -> list[ObjectChange]:
@@ -237,6 +248,8 @@ def markdown(result: DiffResult) -> str:
                   "", f"{fence}diff", w.diff.rstrip("\n"), fence, "</details>", ""]
         if w.gone is not None:
             lines += [html.escape(w.gone_line, quote=False), ""]
+    if result.others:
+        lines += [html.escape(result.others_line, quote=False), ""]
     if result.frozen:
         lines += ["#### Frozen", "", "These parts have errors: reconcile keeps them as they are (the run fails).", ""]
         lines += [f"- `spaces/{printable(u.space)}`: {html.escape(printable(u.kept), quote=False)}" for u in result.frozen]
@@ -249,4 +262,5 @@ _BACKTICKS = re.compile(r"`{3,}")  # a fence longer than any run in the diff: no
 def text(result: DiffResult) -> str:
     body = "".join(w.diff + (f"{w.gone_line}\n" if w.gone is not None else "") for w in result.wecs)
     frozen = "".join(f"{u}\n" for u in result.frozen)
-    return body + frozen + f"{counted(len(result.wecs), 'WEC')} affected\n"
+    others = f"{result.others_line}\n" if result.others else ""
+    return body + frozen + others + f"{counted(len(result.wecs), 'WEC')} affected\n"
