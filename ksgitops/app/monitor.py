@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
 from ..io.fs.afterwards import later
-from ..io.fs.feed import ANOTHER, MONITOR_LOCK, identity_of, request
+from ..io.fs.feed import ANOTHER, hold_monitor_lock, identity_of, request
 from ..io.fs.paths import STATE_DIR
 from ..io.git.discover import git_dir
 from ..model import KsgitopsError
@@ -114,38 +114,30 @@ def watches_allowed() -> int | None:
         return None
 
 
-def start_in_background(root: Path, idle_exit: float = AUTO_IDLE_EXIT) -> bool:
+def start_in_background(root: Path, idle_exit: float = AUTO_IDLE_EXIT) -> None:
     """Start the monitor of `root` as `monitor start --foreground` in its own session, without
-    waiting for its first walk (the command that starts it has answered). False when one runs or
-    is starting (it holds its lock), or it could not be started; a monitor that then fails to
-    watch says why in its log and leaves nothing behind."""
+    waiting for its first walk (the command that starts it has answered); nothing when one runs or
+    is starting (it holds its lock), or it cannot be started. A monitor that then fails to watch
+    says why in its log and leaves nothing behind."""
     where, log = state_of(root)
     if not _lock_free(Path(where) / STATE_DIR):
-        return False
+        return
     try:
         with open(log, "ab") as out:
             subprocess.Popen([sys.executable, "-m", "ksgitops", "monitor", "start", str(root), "--foreground",
                               "--idle-exit", f"{idle_exit:g}"], stdin=subprocess.DEVNULL, stdout=out, stderr=out,
                              start_new_session=True, close_fds=True)
     except OSError:
-        return False
-    return True
+        pass
 
 
 def _lock_free(state: Path) -> bool:
     """No monitor holds the lock of the state folder `state` (one that runs, or walks the work
     tree to start, holds it), and the folder can hold one."""
     try:
-        state.mkdir(parents=True, exist_ok=True)
-        lock = os.open(state / MONITOR_LOCK, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        os.close(hold_monitor_lock(state))
     except OSError:
         return False
-    try:
-        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        return False
-    finally:
-        os.close(lock)
     return True
 
 
@@ -169,14 +161,10 @@ def advise(record: Any, least: int) -> None:
     work_tree = Path(record.work_tree)
     if not _lock_free(Path(record.state)):  # one is starting (its first walk), or watches another folder
         return  # of this repository: nothing to start, and a hint would not help
-    later(record.state, lambda: _in_background(work_tree))
+    later(record.state, lambda: start_in_background(work_tree))
     print("starting `ksgitops monitor` for this work tree: from the next command on, reconcile and diff look only "
           "at what changed (it stops after 3 hours without a command, or with `ksgitops monitor stop`; "
           f"{POLICY}=off starts none)", file=sys.stderr)
-
-
-def _in_background(work_tree: Path) -> None:
-    start_in_background(work_tree)
 
 
 def _folders(record: Any) -> int:

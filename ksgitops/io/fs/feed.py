@@ -8,6 +8,7 @@ events all mean "unknown": everything is checked, as without a monitor.
 """
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import re
@@ -22,6 +23,20 @@ FORMAT = 1
 MONITOR_LOCK = "monitor.lock"  # in the state folder: held by the work tree's monitor for its life
 ANOTHER = "another monitor watches this work tree"  # why a monitor does not start (monitor.py)
 _UNWATCHED = re.compile(r"\..+\.ksgitops-[a-z]+")  # a writer's staging, new or trash sibling (staging.py)
+
+
+def hold_monitor_lock(state: Path) -> int:
+    """Take the work tree's monitor lock in the state folder `state`, for as long as the descriptor
+    returned stays open (OSError(ANOTHER): another monitor holds it; a second one would take the
+    socket's name from the first and leave it answering no one)."""
+    state.mkdir(parents=True, exist_ok=True)
+    fd = os.open(state / MONITOR_LOCK, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        raise OSError(ANOTHER) from None
+    return fd
 
 
 def unwatched(name: str) -> bool:

@@ -12,8 +12,8 @@ from __future__ import annotations
 from enum import Enum
 from pathlib import Path
 
+from ..git.discover import enclosing
 from ..git.refs import bare_git_dir
-from ..pygit import pygit2
 
 from ...model import KsgitopsError
 
@@ -50,8 +50,8 @@ def _not_below_a_top(root: Path, need: Need) -> Path:
     spaces/ at its top, and one of a work tree around `root` holds `root` somewhere below."""
     if need is not Need.GIT or not _holds_spaces(root) or (root / ".git").exists():
         return root
-    found = pygit2.discover_repository(str(root))
-    workdir = pygit2.Repository(found).workdir if found is not None else None
+    found = enclosing(root)
+    workdir = found[1] if found is not None else None
     if workdir and Path(workdir).resolve() != root.resolve():
         raise KsgitopsError(f"{root}: lies below the top of the git work tree {Path(workdir)}, and commands that "
                             f"read commits need {SPACES}/ at the top of a repository (`git init {root}` makes it "
@@ -94,11 +94,5 @@ def _bare_repository(path: Path) -> Path | None:
     plain = bare_git_dir(str(path))
     if plain is not None:  # as its own config says: no need to load libgit2
         return Path(plain)
-    found = pygit2.discover_repository(str(path))
-    if found is None:
-        return None
-    try:
-        repo = pygit2.Repository(found)
-    except pygit2.GitError:
-        return None
-    return Path(found) if repo.is_bare else None
+    found = enclosing(path)
+    return Path(found[0]) if found is not None and found[1] is None else None

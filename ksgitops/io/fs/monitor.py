@@ -10,7 +10,6 @@ a token of another history, or of a history trimmed since (more than HISTORY_LIM
 """
 from __future__ import annotations
 
-import fcntl
 import json
 import os
 import secrets
@@ -23,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from . import handoff_worker
-from .feed import ANOTHER, FORMAT, MONITOR_LOCK, address, identity_of
+from .feed import FORMAT, address, hold_monitor_lock, identity_of
 from .handoff import FDS, peer_pid
 from .handoff_worker import Warm
 from .paths import STATE_DIR
@@ -144,7 +143,7 @@ def serve(work_tree: Path, git_dir: Path, ready: Any = None, warm: Warm | None =
     (handoff_worker.py; None: the monitor only answers what changed)."""
     where = address(git_dir)
     try:
-        lock = _only_one(Path(git_dir) / STATE_DIR / MONITOR_LOCK)
+        lock = hold_monitor_lock(Path(git_dir) / STATE_DIR)
         monitor = Monitor(work_tree, git_dir)
         monitor.idle_exit = idle_exit
         listener = _listen(where)
@@ -226,19 +225,6 @@ def serve(work_tree: Path, git_dir: Path, ready: Any = None, warm: Warm | None =
         os.close(lock)
     log("stopped")
     return 0
-
-
-def _only_one(path: Path) -> int:
-    """Hold the work tree's monitor lock for this process's life: a second monitor would take the
-    socket's name from the first and leave it answering no one."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        os.close(fd)
-        raise OSError(ANOTHER) from None
-    return fd
 
 
 def _inode(where: str) -> int:

@@ -17,6 +17,18 @@ def git_dir(path: Path | str) -> str | None:
     return found if found is not None else pygit2.discover_repository(str(path))
 
 
+def enclosing(path: Path | str) -> tuple[str, str | None] | None:
+    """(git directory, work tree: None for a bare repository) of the repository containing `path`
+    (None: there is none, or libgit2 cannot open it)."""
+    found = git_dir(path)
+    if found is None:
+        return None
+    try:
+        return found, pygit2.Repository(found).workdir
+    except pygit2.GitError:
+        return None
+
+
 def _plain(path: str) -> str | None:
     start = os.path.abspath(path)
     try:

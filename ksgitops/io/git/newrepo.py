@@ -7,16 +7,14 @@ from pathlib import Path
 from msgspec import Struct
 
 from ..pygit import pygit2
+from .discover import enclosing
 from ...model import GitError
 
 
 def enclosing_repository(path: Path) -> str | None:
     """The work tree (a bare repository: its folder) of the git repository `path` is in, or None."""
-    found = pygit2.discover_repository(str(path))
-    if found is None:
-        return None
-    repo = pygit2.Repository(found)
-    return str(Path(repo.workdir or repo.path))
+    found = enclosing(path)
+    return None if found is None else str(Path(found[1] or found[0]))
 
 
 class FirstCommit(Struct, frozen=True):
