@@ -76,9 +76,14 @@ class WecDiff(Struct):
     def gone_line(self) -> str:
         if self.gone is None:
             return ""
-        shown = ", ".join(printable(p) for p in self.gone[:5]) + (", ..." if len(self.gone) > 5 else "")
-        others = f", and with it {counted(len(self.gone), 'file')} reconcile did not write: {shown}" if self.gone else ""
+        others = f", and with it {counted(len(self.gone), 'file')} reconcile did not write: {_first_paths(self.gone)}" \
+            if self.gone else ""
         return f"spaces/{printable(self.mailbox)}: the mailbox goes away with its SyncTarget{others}"
+
+
+def _first_paths(paths: list[str]) -> str:
+    """The first five paths, printable, then `...` when there are more."""
+    return ", ".join(printable(p) for p in paths[:5]) + (", ..." if len(paths) > 5 else "")
 
 
 def files_not_written(tree: FileTree | None) -> list[str]:
@@ -99,9 +104,8 @@ class DiffResult(Struct):
         mailbox's files that render the same): reconcile would write them, so diff exits 1."""
         if not self.others:
             return ""
-        shown = ", ".join(printable(p) for p in self.others[:5]) + (", ..." if len(self.others) > 5 else "")
         return (f"{counted(len(self.others), 'generated folder or file', 'generated folders and files')} would "
-                f"change without a WEC receiving different objects: {shown}")
+                f"change without a WEC receiving different objects: {_first_paths(self.others)}")
 
     @property
     def affected(self) -> list[str]:
