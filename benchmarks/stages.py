@@ -31,7 +31,7 @@ import fleet  # noqa: E402
 from measure import commit_to_bare, git, init_repo  # noqa: E402
 
 from ksgitops.app import usecases  # noqa: E402
-from ksgitops.cli.commands import GC_THRESHOLD  # noqa: E402
+from ksgitops.cli.entry import GC_THRESHOLD  # noqa: E402
 from ksgitops.core import pipeline  # noqa: E402
 from ksgitops.core.emit import mailbox  # noqa: E402
 from ksgitops.core.place import where  # noqa: E402

@@ -1,7 +1,10 @@
 """The pack writer: ids as git computes them, packs that git verifies and libgit2 reads."""
 from __future__ import annotations
 
+import errno
+import os
 import subprocess
+import sys
 from pathlib import Path
 
 import pygit2
@@ -128,3 +131,23 @@ def test_a_pack_is_read_only_and_as_private_as_the_umask(tmp_path: Path, umask: 
         os.umask(before)
     assert pack is not None
     assert [oct(p.stat().st_mode & 0o777) for p in (pack, pack.with_suffix(".idx"))] == [oct(mode)] * 2
+
+
+def test_a_pack_that_cannot_be_written_raises_and_leaves_no_file(tmp_path: Path) -> None:
+    """The pack is written and synced beside the index: its failure (here a file size limit, as on
+    a full disk) is raised once both are done, and neither file nor temporary remains."""
+    probe = (
+        "import os, random, resource, sys\n"
+        "from pathlib import Path\n"
+        "from ksgitops.io.git.pack import write_pack, object_id\n"
+        "big = random.Random(1).randbytes(200_000)\n"
+        "resource.setrlimit(resource.RLIMIT_FSIZE, (50_000, 50_000))\n"
+        "try:\n"
+        "    write_pack(Path(sys.argv[1]), {object_id(b'blob', big): (b'blob', big)})\n"
+        "except OSError as e:\n"
+        "    print('raised', e.errno)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", probe, str(tmp_path)], capture_output=True, text=True, check=True, cwd=tmp_path,
+                          env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])})
+    assert done.stdout.split() == ["raised", str(errno.EFBIG)]
+    assert sorted(p.name for p in (tmp_path / "pack").iterdir()) == []

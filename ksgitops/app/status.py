@@ -11,7 +11,6 @@ from ..core.load.read import load
 from ..core.load.repoconfig import SOURCE_TRAILER, parse_repo_config, trailers
 from ..core.results import PlacedResult
 from ..io.fs.forked import spread
-from ..io.fs.worktree import write_generated
 from ..io.git import foldin, repo as git, runrecord
 from ..io.git.branch import git_dir
 from ..io.git.cache import DiskCache, gc_paused
@@ -55,6 +54,7 @@ def status_worktree(path: Path) -> StatusOutcome:
     # every command through this module, they cost ~0.08 s of each start-up (farm-bench, 2026-11-26)
     from ..core.status.summary import STATUS_MD, summarize
     from ..io import status_sources as ss
+    from ..io.fs.worktree import write_generated  # the work tree's writer: not loaded by `status --commit`
     src = open_source(path, WORKTREE)
     result = placements_only(src)
     memo_file = ss.memo_path(git_dir(path), "worktree")

@@ -21,6 +21,7 @@ from .. import __version__
 from .base import KsGroup, color_enabled, complete_wecs, confined_json, drop_stdout, dump, exit_if_confined, fail, global_options, output_option, print_frozen, print_problems, problem_json, wants_json
 from .fleet import FLEET_COMMANDS
 from .monitor import monitor_cmd
+from .entry import GC_THRESHOLD
 from .output import ProgressBars, print_paged, style_diff, wec_table
 from ..io.fs import afterwards
 from ..io.fs.locate import Need, locate
@@ -273,11 +274,6 @@ def wecs(repo: Path | None, output: str) -> None:
 
 for _command in (*FLEET_COMMANDS, monitor_cmd):
     cli.add_command(_command)
-
-
-# A run allocates millions of small objects and makes almost no reference cycles: collecting the
-# youngest generation every 700 allocations cost ~13% of a full reconcile (1,000 WECs).
-GC_THRESHOLD = (100_000, 50, 100)
 
 
 def main(argv: list[str] | None = None) -> None:

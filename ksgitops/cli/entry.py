@@ -2,9 +2,16 @@
 code (io/fs/handoff.py: no start-up, no imports), else it runs here (cli/commands.py)."""
 from __future__ import annotations
 
+import gc
 import sys
 
-from ..io.fs.handoff import hand_off
+# A run allocates millions of small objects and makes almost no reference cycles: collecting the
+# youngest generation every 700 allocations cost ~13% of a full reconcile (1,000 WECs), and ~6 ms of
+# the imports, which come first and make ~36,000 objects and no garbage.
+GC_THRESHOLD = (100_000, 50, 100)
+gc.set_threshold(*GC_THRESHOLD)
+
+from ..io.fs.handoff import hand_off  # noqa: E402 - loaded under the threshold above
 
 # What a handed-over command would import: the monitor loads it once, its workers inherit it.
 PRELOADED = ("ksgitops.cli.commands", "ksgitops.app.usecases", "ksgitops.app.status", "ksgitops.core.pipeline",

@@ -34,13 +34,14 @@ import threading
 import traceback
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import Any, Callable, Iterator
 
 from .paths import open_plain
 
 LOCK_FILE = "memos.lock"
 
 _queue: list[tuple[str, Callable[[], None]]] | None = None  # None: work is done at once
+_handed: list[Any] = []  # the work a child took over
 _held: list[int] = []  # the locks taken by `hold`
 _waiting: list[int] = []  # the locks `hold` found taken: `finish` waits for them
 _program = False  # this process is the program (cli/entry.py), not a library's caller nor a test's
@@ -92,6 +93,7 @@ def _leave_to_a_child() -> None:
             finish()
         finally:
             os._exit(0)
+    _handed.append(_queue)  # not freed here: the objects it holds are the run's, which the exit frees at once
     _queue = None  # the child does the work and holds the locks (an flock is the open file's, shared by the fork)
     _close_locks()
 

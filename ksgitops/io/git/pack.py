@@ -7,9 +7,11 @@ version 2 pack with its index, which git and libgit2 read like any fetched pack.
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import struct
+import threading
 import zlib
 from pathlib import Path
 
@@ -60,8 +62,22 @@ def write_pack(objects_dir: Path, objects: dict[bytes, tuple[bytes, bytes]]) -> 
         body.update(chunk)
     pack_sha = body.digest()
     name = pack_sha.hex()
-    _write_atomically(pack_dir / f"pack-{name}.pack", chunks + [pack_sha])
-    _write_atomically(pack_dir / f"pack-{name}.idx", [_index(ids, crcs, offsets, pack_sha)])
+    pack, idx = pack_dir / f"pack-{name}.pack", pack_dir / f"pack-{name}.idx"
+    failed: list[BaseException] = []
+    writer = threading.Thread(target=_write_synced_into, args=(pack, chunks + [pack_sha], failed))
+    writer.start()  # the two files are synced at once: the system's fsync releases the GIL
+    try:
+        _write_synced(idx, [_index(ids, crcs, offsets, pack_sha)])
+    except BaseException as e:  # noqa: BLE001 - raised below, once the pack's thread is done
+        failed.insert(0, e)
+    writer.join()
+    if failed:
+        for tmp in (_tmp_name(idx), _tmp_name(pack)):
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+        raise failed[0]
+    os.replace(_tmp_name(pack), pack)
+    os.replace(_tmp_name(idx), idx)
     fsync_dir(pack_dir)
     return pack_dir / f"pack-{name}.pack"
 
@@ -92,31 +108,32 @@ def _index(ids: list[bytes], crcs: list[int], offsets: list[int], pack_sha: byte
     return data + hashlib.sha1(data).digest()
 
 
-def _write_atomically(path: Path, chunks: list[bytes]) -> None:
-    """Written under a temporary name, fsynced, then renamed: a ref may point at these objects
-    only once they are on disk (the caller fsyncs the folder after both files)."""
-    tmp = path.with_name(f"tmp_{path.name}_{os.getpid()}")
-    with open(tmp, "wb") as f:
+def _tmp_name(path: Path) -> Path:
+    return path.with_name(f"tmp_{path.name}_{os.getpid()}")
+
+
+def _write_synced(path: Path, chunks: list[bytes]) -> None:
+    """`path`'s content written and fsynced under its temporary name (`_tmp_name`): a ref may
+    point at these objects only once they are on disk (the caller renames both files, the pack
+    first, then fsyncs the folder). Created read-only, as git makes a pack, and no more readable
+    than the umask lets it (the system applies the umask to the mode it is created with; the
+    descriptor that creates it may still write)."""
+    tmp = _tmp_name(path)
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(tmp)  # a crashed run's, under a pid used again: read-only, so not opened for writing
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o444)
+    with open(fd, "wb") as f:
         for chunk in chunks:
             f.write(chunk)
         f.flush()
         os.fsync(f.fileno())
-    os.chmod(tmp, 0o444 & ~_umask())  # read-only, and no more readable than the umask lets git make a pack
-    os.replace(tmp, path)
 
 
-def _umask() -> int:
-    """This process's umask, read without changing it (another thread may be creating files)."""
+def _write_synced_into(path: Path, chunks: list[bytes], failed: list[BaseException]) -> None:
     try:
-        with open("/proc/self/status", encoding="ascii", errors="replace") as status:
-            for line in status:
-                if line.startswith("Umask:"):
-                    return int(line.split()[1], 8)
-    except (OSError, ValueError, IndexError):
-        pass
-    current = os.umask(0o077)  # elsewhere: read by setting it, briefly to a stricter one
-    os.umask(current)
-    return current
+        _write_synced(path, chunks)
+    except BaseException as e:  # noqa: BLE001 - raised again by the thread that waits for it
+        failed.append(e)
 
 
 def index_ids(idx: Path) -> list[bytes]:

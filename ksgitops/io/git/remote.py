@@ -15,7 +15,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from ..pygit import pygit2
+from ..pygit import certificates, pygit2
 
 from ...model import GitError
 from ..fs.durable import moving_refs
@@ -29,7 +29,9 @@ class PushRejected(GitError):
 
 def Credentials() -> Any:  # noqa: N802 - called as the class it makes
     """RemoteCallbacks that answer credential requests from the environment and record what the
-    remote said of a push (the class is made on the first call: pygit2 loads when it is needed)."""
+    remote said of a push (the class is made on the first call: pygit2 loads when it is needed).
+    Every clone, fetch and push takes one, so libgit2 gets its certificates here (io/pygit.py)."""
+    certificates()
     return _credentials_class()()
 
 
