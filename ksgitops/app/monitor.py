@@ -1,7 +1,8 @@
 """`ksgitops monitor`: start, stop and ask after a work tree's change feed (io/fs/monitor.py).
 
 The monitor runs as its own process, detached from the command that started it, and writes its
-log beside the work tree's records (`<git dir>/ksgitops-state/monitor.log`).
+log beside the folder's records (`monitor.log` in its own state folder: `<git dir>/ksgitops-state/`
+for the folder at the top of the work tree, a sub-folder of it for one below: io/fs/folderstate.py).
 """
 from __future__ import annotations
 
@@ -16,7 +17,8 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from ..io.fs.afterwards import later
 from ..io.fs.feed import ANOTHER, hold_monitor_lock, identity_of, request
-from ..io.fs.paths import STATE_DIR
+from ..io.fs.folderstate import place_of
+from ..io.fs.paths import LinkError, check_path
 from ..io.git.discover import git_dir
 from ..model import KsgitopsError
 
@@ -31,18 +33,20 @@ ANOTHER_WAIT = 60.0  # seconds another monitor holding the lock may take to answ
 STARTING = "monitor.start.lock"  # held by a `start` from its check that none runs until its monitor answers
 
 
-def state_of(root: Path) -> tuple[str, Path]:
-    """(git directory, log file) of the work tree at `root`."""
+def state_of(root: Path) -> tuple[str, str, Path]:
+    """(git directory, the folder's own state folder in it, log file) of the ksgitops folder `root`."""
     where = git_dir(root)
     if where is None:
         raise KsgitopsError(f"{root}: not in a git work tree (the monitor keeps its socket in the git directory)")
-    return where, Path(where) / STATE_DIR / LOG
+    place = place_of(root)
+    check_path(Path(where), f"{place}/{LOG}", shown=where.rstrip("/"))  # never written through a link
+    return where, place, Path(where) / place / LOG
 
 
 def status(root: Path) -> dict[str, Any] | None:
     """What the running monitor of `root` says of itself (None: none runs for it)."""
-    where, _ = state_of(root)
-    reply = request(where, {"op": "status"}, timeout=10.0)
+    where, place, _ = state_of(root)
+    reply = request(where, {"op": "status"}, timeout=10.0, place=place)
     if reply is None or not _watches(reply, root):
         return None
     return reply
@@ -53,7 +57,7 @@ def start(root: Path, plan_ahead: bool = True, idle_exit: float = 0.0) -> tuple[
     running = status(root)
     if running is not None:
         return running, False
-    _, log = state_of(root)
+    _, _, log = state_of(root)
     log.parent.mkdir(parents=True, exist_ok=True)
     # One start at a time: another one's monitor may hold its lock but not answer yet (walking the
     # work tree), and this one's would then fail for that lock with no monitor to show for it.
@@ -119,8 +123,11 @@ def start_in_background(root: Path, idle_exit: float = AUTO_IDLE_EXIT) -> None:
     waiting for its first walk (the command that starts it has answered); nothing when one runs or
     is starting (it holds its lock), or it cannot be started. A monitor that then fails to watch
     says why in its log and leaves nothing behind."""
-    where, log = state_of(root)
-    if not _lock_free(Path(where) / STATE_DIR):
+    try:
+        _, _, log = state_of(root)
+    except LinkError:
+        return
+    if not _lock_free(log.parent):
         return
     try:
         with open(log, "ab") as out:
@@ -159,8 +166,8 @@ def advise(record: Any, least: int) -> None:
                   f"folders, more than the kernel allows (fs.inotify.max_user_watches = {allowed:,})", file=sys.stderr)
         return
     work_tree = Path(record.work_tree)
-    if not _lock_free(Path(record.state)):  # one is starting (its first walk), or watches another folder
-        return  # of this repository: nothing to start, and a hint would not help
+    if not _lock_free(record.path.parent):  # one is starting (its first walk): nothing to start, and a
+        return  # hint would not help
     later(record.state, lambda: start_in_background(work_tree))
     print("starting `ksgitops monitor` for this work tree: from the next command on, reconcile and diff look only "
           "at what changed (it stops after 3 hours without a command, or with `ksgitops monitor stop`; "
@@ -186,12 +193,12 @@ def _answer_of_another(root: Path) -> dict[str, Any] | None:
 
 def stop(root: Path) -> bool:
     """Stop the monitor of `root`; False when none was running."""
-    where, _ = state_of(root)
+    where, place, _ = state_of(root)
     if status(root) is None:
         return False
-    request(where, {"op": "stop"})
+    request(where, {"op": "stop"}, place=place)
     deadline = time.monotonic() + 10.0
-    while time.monotonic() < deadline and request(where, {"op": "status"}, timeout=1.0) is not None:
+    while time.monotonic() < deadline and request(where, {"op": "status"}, timeout=1.0, place=place) is not None:
         time.sleep(0.05)
     return True
 
@@ -201,7 +208,7 @@ def serve(root: Path, ready_fd: int | None, run: Runner | None = None,
     """Run the monitor of `root` in this process, until it is stopped; with `run` (and the
     `preload` that imports what it needs), it also runs the commands handed to it, and with
     `plan_ahead` a quiet `diff` whenever the work tree settles (io/fs/plan.py keeps its plan)."""
-    where, _ = state_of(root)
+    where, _, _ = state_of(root)
     if not sys.platform.startswith("linux"):
         raise KsgitopsError("the monitor watches with Linux's inotify; without it, every run looks at every path")
     from ..io.fs import monitor  # inotify, loaded only by the monitor itself

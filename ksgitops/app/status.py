@@ -15,6 +15,7 @@ from ..io.git import foldin, repo as git, runrecord
 from ..io.git.branch import git_dir
 from ..io.git.cache import DiskCache, gc_paused
 from ..io.fs.afterwards import later
+from ..io.fs.folderstate import place_of
 from ..io.git.foldin import report_refs
 from ..model import Progress, counted
 from .sources import WORKTREE, Source, commit_on_branch, compute, open_branch, open_source
@@ -57,7 +58,7 @@ def status_worktree(path: Path) -> StatusOutcome:
     from ..io.fs.worktree import write_generated  # the work tree's writer: not loaded by `status --commit`
     src = open_source(path, WORKTREE)
     result = placements_only(src)
-    memo_file = ss.memo_path(git_dir(path), "worktree")
+    memo_file = ss.memo_path(git_dir(path), "worktree", place_of(path))  # its folder's own (io/fs/folderstate.py)
     memo = ss.load_memo(memo_file)
     try:
         with gc_paused():  # see summarize_placed

@@ -36,6 +36,7 @@ def monitor_cmd(action: str, repo: Path | None, foreground: bool, plan_ahead: bo
     hand themselves to it and run in a process it forks, without start-up or imports (when it runs
     the same interpreter and package files; KSGITOPS_HANDOFF=0 keeps every command in its own process).
     In a bare repository it watches nothing and only runs the commands given that repository.
+    Each ksgitops folder of a repository has its own (a monorepo's infra/staging/ and infra/prod/).
     A work-tree `reconcile` or `diff` at a terminal that checked 50,000 generated paths or more
     one by one starts a monitor itself, after its answer (KSGITOPS_MONITOR: `auto`, the default;
     `on`: always, as a script may ask; `off`: never, only a hint)."""

@@ -27,6 +27,7 @@ from ..core.status.syncreport import REVISION_FILES, REVISION_FOLDERS, revision_
 from .git.cache import code_fingerprint, gc_paused, held_key
 from .fs.tree import walk_files
 from .fs.afterwards import later, settled
+from .fs.folderstate import shared
 from .fs.paths import STATE_DIR, check_path
 from .git.blobread import PackedFirst
 from .git.repo import TreeIndex, blob_keys, tree_at
@@ -145,7 +146,7 @@ def load_memo(path: Path | None) -> StatusMemo:
     In a monitor's worker the small part is the monitor's (`warm_memos`) when the index read is
     the very one the monitor read (each save writes a new generation into it)."""
     if path is not None:
-        settled(path.parent)  # a run that answered may still be writing its memo
+        settled(Path(shared(path.parent)))  # a run that answered may still be writing its memo
     store = _MemoStore.open(path) if path is not None else None
     if store is None or path is None:
         return StatusMemo()
@@ -242,7 +243,7 @@ def save_memo(path: Path | None, memo: StatusMemo) -> None:
     if path is None or not memo.changed:
         return
     memo.changed = False
-    later(path.parent, lambda: _write_memo(path, memo, loaded, index))
+    later(Path(shared(path.parent)), lambda: _write_memo(path, memo, loaded, index))
 
 
 def release_memo(memo: StatusMemo) -> None:
@@ -373,13 +374,14 @@ class _MemoStore:
             pass
 
 
-def memo_path(git_dir: str | None, kind: str) -> Path | None:
-    """Where the memo lives (a link on the way is a LinkError: it is never read or written through)."""
+def memo_path(git_dir: str | None, kind: str, place: str = STATE_DIR) -> Path | None:
+    """Where the memo lives: in the state folder `place` of `git_dir` (a work tree's: its folder's
+    own, io/fs/folderstate.py). A link on the way is a LinkError: it is never read or written through."""
     if not git_dir:
         return None
     for suffix in ("", "-journal"):
-        check_path(Path(git_dir), f"{STATE_DIR}/{memo_name(kind)}{suffix}", shown=git_dir.rstrip("/"))
-    return Path(git_dir) / STATE_DIR / memo_name(kind)
+        check_path(Path(git_dir), f"{place}/{memo_name(kind)}{suffix}", shown=git_dir.rstrip("/"))
+    return Path(git_dir) / place / memo_name(kind)
 
 
 MEMO_KINDS = ("git", "worktree")  # over a commit's tree, over a work tree

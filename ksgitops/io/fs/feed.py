@@ -16,18 +16,19 @@ import socket
 from pathlib import Path
 from typing import Any, Iterable, NamedTuple
 
+from .folderstate import STATE
 from .handoff import address, same_user
 
 TIMEOUT = 5.0  # seconds an answer may take (a monitor re-walking after lost events) before checking everything
 FORMAT = 1
-MONITOR_LOCK = "monitor.lock"  # in the state folder: held by the work tree's monitor for its life
+MONITOR_LOCK = "monitor.lock"  # in its folder's state folder (folderstate.py): held by the monitor for its life
 ANOTHER = "another monitor watches this work tree"  # why a monitor does not start (monitor.py)
 _UNWATCHED = re.compile(r"\..+\.ksgitops-[a-z]+")  # a writer's staging, new or trash sibling (staging.py)
 
 
 def hold_monitor_lock(state: Path) -> int:
-    """Take the work tree's monitor lock in the state folder `state`, for as long as the descriptor
-    returned stays open (OSError(ANOTHER): another monitor holds it; a second one would take the
+    """Take the monitor lock in the folder's own state folder `state` (folderstate.py), for as
+    long as the descriptor returned stays open (OSError(ANOTHER): another monitor holds it; a second one would take the
     socket's name from the first and leave it answering no one)."""
     state.mkdir(parents=True, exist_ok=True)
     fd = os.open(state / MONITOR_LOCK, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
@@ -96,9 +97,10 @@ class Answer(NamedTuple):
     changes: Changes | None  # None: unknown, check everything
 
 
-def ask(git_dir: str, since: str | None, identity: Any, timeout: float = TIMEOUT) -> Answer | None:
-    """The work tree's monitor's answer (None: there is no monitor, or it watches another folder)."""
-    reply = request(git_dir, {"since": since}, timeout)
+def ask(git_dir: str, since: str | None, identity: Any, timeout: float = TIMEOUT, place: str = STATE) -> Answer | None:
+    """The answer of the monitor of the folder whose state folder is `place` (folderstate.py)
+    (None: there is no monitor, or it watches another folder)."""
+    reply = request(git_dir, {"since": since}, timeout, place)
     if reply is None or reply.get("format") != FORMAT or list(reply.get("identity") or ()) != list(identity):
         return None
     changed = reply.get("changed")
@@ -110,12 +112,13 @@ def ask(git_dir: str, since: str | None, identity: Any, timeout: float = TIMEOUT
     return Answer(token, Changes(changed))
 
 
-def request(git_dir: str, message: dict[str, Any], timeout: float = TIMEOUT) -> dict[str, Any] | None:
-    """One question to the monitor of `git_dir` (None: none answers)."""
+def request(git_dir: str, message: dict[str, Any], timeout: float = TIMEOUT,
+            place: str = STATE) -> dict[str, Any] | None:
+    """One question to the monitor of the folder whose state folder in `git_dir` is `place` (None: none answers)."""
     conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     conn.settimeout(timeout)
     try:
-        conn.connect(address(git_dir))
+        conn.connect(address(git_dir, place))
         if not same_user(conn):
             return None  # another user's process holds the name (an abstract socket has no file mode)
         conn.sendall(json.dumps(message).encode() + b"\n")

@@ -22,8 +22,9 @@ import struct
 import sys
 from typing import Any
 
+from .folderstate import STATE, place_of
+
 SOCKET = "monitor.sock"
-STATE = "ksgitops-state"  # as io/fs/paths.STATE_DIR (not imported: it would load pathlib)
 ENV = "KSGITOPS_HANDOFF"  # "0": never hand a command over
 COMMANDS = frozenset({"reconcile", "diff", "validate", "render", "explain", "wecs", "status"})
 CONNECT_TIMEOUT = 1.0  # seconds to reach a monitor and get its worker's pid; then the command runs here
@@ -32,10 +33,11 @@ FDS = b"F"  # the byte the descriptors travel with, before the request
 PACKAGE = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
-def address(git_dir: str | os.PathLike[str]) -> str:
-    """The monitor's socket: a file in the git directory's state folder, or, when that path is too
-    long for a unix socket, a name in Linux's abstract namespace made from it."""
-    path = os.path.join(os.path.realpath(git_dir), STATE, SOCKET)
+def address(git_dir: str | os.PathLike[str], place: str = STATE) -> str:
+    """The monitor's socket: a file in its folder's state folder `place` in the git directory
+    (folderstate.py), or, when that path is too long for a unix socket, a name in Linux's
+    abstract namespace made from it."""
+    path = os.path.join(os.path.realpath(git_dir), place, SOCKET)
     if len(os.fsencode(path)) < 100:
         return path
     import hashlib
@@ -83,7 +85,7 @@ def hand_off(args: list[str]) -> int | None:
         for folder in folders:
             git_dir = _plain_git_dir(folder)
             if git_dir is not None:
-                conn = _worker(address(git_dir), args)
+                conn = _worker(address(git_dir, place_of(_ksgitops_folder(folder))), args)
                 if conn is not None:
                     return _follow(*conn)
     except OSError:  # a working folder gone or unreadable: the command here says so
@@ -125,6 +127,19 @@ def _plain_git_dir(path: str) -> str | None:
         parent = os.path.dirname(folder)
         if parent == folder:
             return None
+        folder = parent
+
+
+def _ksgitops_folder(path: str) -> str:
+    """The ksgitops folder holding `path`, as the command will find it: the nearest folder at or
+    above it holding `spaces/`, up to the top of its work tree (else that top: its monitor's)."""
+    folder = os.path.realpath(path)
+    while True:
+        if os.path.isdir(os.path.join(folder, "spaces")):
+            return folder
+        parent = os.path.dirname(folder)
+        if parent == folder or os.path.lexists(os.path.join(folder, ".git")):
+            return folder
         folder = parent
 
 

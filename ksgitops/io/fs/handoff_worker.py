@@ -55,12 +55,13 @@ class Warm:
         self.due: float | None = None  # when the work tree will have been quiet long enough for one
         self.askers: dict[int, float] = {}  # runs that asked what changed, and when: no plan-ahead beside them
 
-    def refresh(self, state: str) -> None:
-        """Read the state folder's pickles that changed (the cache, the records) and the status
-        memos' small parts: a worker takes them from memory when their bytes are the same
-        (io/git/cache.py `unpickle`, io/status_sources.py `load_memo`)."""
+    def refresh(self, states: list[str]) -> None:
+        """Read the state folders' pickles that changed (the cache, the records) and the status
+        memos' small parts (the repository's, and the watched folder's own: folderstate.py): a
+        worker takes them from memory when their bytes are the same (io/git/cache.py `unpickle`,
+        io/status_sources.py `load_memo`)."""
         from ..status_sources import warm_memos
-        if cache.warm(state) | warm_memos(state):
+        if any([cache.warm(state) | warm_memos(state) for state in states]):
             gc.freeze()
 
     def unchanged(self) -> bool:

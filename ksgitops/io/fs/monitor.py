@@ -1,6 +1,6 @@
 """The change feed of one work tree: a process that outlives the commands, keeps its folders under
-inotify watches (watchtree.py) and answers, over a unix socket in the git directory, "which paths
-changed since token T?" (feed.py asks).
+inotify watches (watchtree.py) and answers, over a unix socket in the git directory (in the
+folder's own state folder, folderstate.py), "which paths changed since token T?" (feed.py asks).
 
 A token is `<history>:<n>`: the history is new each time the monitor starts or loses events, and n
 counts the batches of changes it has read. Before answering, the monitor reads the kernel's queue
@@ -25,6 +25,7 @@ from . import handoff_worker
 from .feed import FORMAT, address, hold_monitor_lock, identity_of
 from .handoff import FDS, peer_pid
 from .handoff_worker import Warm
+from .folderstate import place_of
 from .paths import STATE_DIR
 from .watchtree import CannotWatch, Overflow, WatchTree
 
@@ -141,9 +142,10 @@ def serve(work_tree: Path, git_dir: Path, ready: Any = None, warm: Warm | None =
     no command asked anything for that many seconds. `ready`: a file descriptor told "ready" (or
     why not) once the first watches are in place; `warm`: the code commands are handed to
     (handoff_worker.py; None: the monitor only answers what changed)."""
-    where = address(git_dir)
+    place = place_of(work_tree)  # the folder's own state folder: two folders of a repository, two monitors
+    where = address(git_dir, place)
     try:
-        lock = hold_monitor_lock(Path(git_dir) / STATE_DIR)
+        lock = hold_monitor_lock(Path(git_dir) / place)
         monitor = Monitor(work_tree, git_dir)
         monitor.idle_exit = idle_exit
         listener = _listen(where)
@@ -164,9 +166,9 @@ def serve(work_tree: Path, git_dir: Path, ready: Any = None, warm: Warm | None =
         f"{monitor.root}: a repository without a work tree: nothing watched, commands run")
     events, restarts = monitor.tree.fileno(), 0
     listening = _inode(where)
-    state = os.path.join(monitor.git_dir, STATE_DIR)
+    states = list(dict.fromkeys([os.path.join(monitor.git_dir, STATE_DIR), os.path.join(monitor.git_dir, place)]))
     if warm is not None:
-        warm.refresh(state)
+        warm.refresh(states)
     seen = monitor.history.token
     if warm is not None and warm.plan_ahead and not monitor.bare:  # once at the start too: a record as of
         warm.due = time.monotonic() + SETTLE  # this history, so the first command is answered from the feed
@@ -189,7 +191,7 @@ def serve(work_tree: Path, git_dir: Path, ready: Any = None, warm: Warm | None =
                     events, restarts = monitor.tree.fileno(), monitor.restarts
                     selector.register(events, selectors.EVENT_READ, "events")
             if (_reap(warm) or not woken) and warm is not None:  # a worker ended, or nothing to do
-                warm.refresh(state)
+                warm.refresh(states)
             if warm is not None and warm.plan_ahead and not monitor.bare:
                 if monitor.history.token != seen:  # the work tree changed: plan once it is quiet
                     seen, warm.due = monitor.history.token, time.monotonic() + SETTLE

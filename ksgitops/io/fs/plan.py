@@ -24,7 +24,7 @@ from typing import Any, NamedTuple
 
 from ...core.results import PlannedResult
 from ..git.cache import code_fingerprint, unpickle
-from .paths import STATE_DIR, LinkError, check_path, write_file
+from .paths import LinkError, check_path, write_file
 from .proof import linked_of, still_as_observed
 
 PLAN_FILE = "plan.pickle"
@@ -91,12 +91,13 @@ def forget(record: Any) -> None:
 
 
 def _path(record: Any) -> Path | None:
-    """The plan's file beside the record; None without a record or where a link was planted."""
+    """The plan's file beside the record, in its folder's own state folder (folderstate.py); None
+    without a record or where a link was planted."""
     if not record.enabled:
         return None
-    git_dir = record.path.parent.parent
+    git_dir = record.state.parent
     try:
-        check_path(git_dir, f"{STATE_DIR}/{PLAN_FILE}", shown=str(git_dir))
+        check_path(git_dir, f"{record.place}/{PLAN_FILE}", shown=str(git_dir))
     except LinkError:
         return None
     return record.path.with_name(PLAN_FILE)  # type: ignore[no-any-return]

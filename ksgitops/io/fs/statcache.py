@@ -18,8 +18,7 @@ change in the same tick as the observation could leave the stamp as it was. So a
 kept only when its newest timestamp is older than `clock()`, a time read from the file system
 itself (a probe file's mtime, set to "now") before the content was read or the files were
 written; a later change then gets a newer timestamp. A racy path is just not recorded (read again
-next time). The probe lives beside the record, so the record is used only when the git directory
-is on the work tree's file system.
+next time). The probe is in the git directory: a record needs it on the work tree's file system.
 
 Caches are only caches: a missing, stale, foreign (other code, other folder) or corrupt record
 means reading and comparing, with the same bytes out.
@@ -41,6 +40,7 @@ from msgspec import Struct, field
 from ..git.cache import code_fingerprint, unpickle
 from .forked import in_child as _in_child, may_fork as _may_fork
 from .afterwards import settled
+from .folderstate import place_of, shared
 from .paths import STATE_DIR, check_path, write_file
 from .shapes import Shape, content_digest, shape_of
 
@@ -153,6 +153,7 @@ class WorkTreeRecord(Struct):
 
     path: Path | None
     identity: tuple[str, int, int] = ("", 0, 0)
+    place: str = STATE_DIR  # the folder's own state folder in the git directory (folderstate.py)
     sources: dict[str, SourceStat] = field(default_factory=dict)
     roots: dict[str, RootRecord] = field(default_factory=dict)
     intact: dict[str, bool] = field(default_factory=dict)  # root -> its stamps hold (checked this run)
@@ -170,12 +171,12 @@ class WorkTreeRecord(Struct):
 
     @classmethod
     def load(cls, work_tree: Path, git_dir: str | None) -> "WorkTreeRecord":
-        """The record of `work_tree` kept in `git_dir` (an empty one when there is none, it is
-        unreadable, or it was made by other code or for another folder)."""
+        """The record of `work_tree` in its own state folder in `git_dir` (folderstate.py); empty
+        when there is none, it is unreadable, or it was made by other code or for another folder."""
         if git_dir is None:
             return cls(None)
-        check_path(Path(git_dir), f"{STATE_DIR}/worktree.pickle", shown=str(git_dir).rstrip("/"))
-        path = Path(git_dir) / STATE_DIR / "worktree.pickle"
+        path = Path(git_dir) / (place := place_of(work_tree)) / "worktree.pickle"
+        check_path(Path(git_dir), f"{place}/worktree.pickle", shown=str(git_dir).rstrip("/"))
         try:
             top, cache_dir = os.stat(work_tree), os.stat(Path(git_dir))
         except OSError:
@@ -183,8 +184,8 @@ class WorkTreeRecord(Struct):
         if top.st_dev != cache_dir.st_dev:
             return cls(None)  # the probe would read another file system's clock
         identity = (os.path.realpath(work_tree), top.st_dev, top.st_ino)
-        record = cls(path, identity)
-        settled(path.parent)  # the last command may still be keeping it (afterwards.py)
+        record = cls(path, identity, place)
+        settled(Path(git_dir) / STATE_DIR)  # the last command may still be keeping it (afterwards.py)
         try:
             data = unpickle(path)
             if data.get("format") == f"{FORMAT}-{code_fingerprint()}-{sys.version}" and data["identity"] == identity:
@@ -196,13 +197,13 @@ class WorkTreeRecord(Struct):
 
     @property
     def state(self) -> Path | None:
-        """The state folder it is kept in (None: nothing is kept)."""
-        return self.path.parent if self.path is not None else None
+        """The repository's state folder, whose memos lock guards the record (None: nothing is kept)."""
+        return Path(shared(self.path.parent)) if self.path is not None else None
 
     def follow(self, git_dir: str) -> None:
         """Ask the work tree's monitor what changed since the record's token, before anything is looked at."""
         from .feed import ask  # a socket's round trip; nothing to load beyond it
-        answer = ask(git_dir, self.token, self.identity) if self.enabled else None
+        answer = ask(git_dir, self.token, self.identity, place=self.place) if self.enabled else None
         if answer is not None:
             self._fresh = answer.token
             self.changes = answer.changes if self.token is not None else None
@@ -260,12 +261,12 @@ class WorkTreeRecord(Struct):
         return self._clock
 
     def now(self) -> int:
-        """The file system's time now: the mtime of a probe file beside the record, set to now
+        """The file system's time now: the mtime of a probe file in the state folder, set to now
         (opened without following a link: a planted one means nothing is recorded)."""
-        assert self.path is not None
+        assert self.state is not None
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            fd = os.open(self.path.with_name("clock"), os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW, 0o644)
+            self.state.mkdir(parents=True, exist_ok=True)
+            fd = os.open(self.state / "clock", os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW, 0o644)
             try:
                 os.utime(fd)
                 return os.fstat(fd).st_mtime_ns
