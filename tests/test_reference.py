@@ -17,7 +17,7 @@ import yaml
 from conftest import ROOT
 from ksgitops.app import agent
 from ksgitops.cli.commands import cli as ksgitops_cli
-from ksgitops.cli.doc import OPTIONS_BEGIN, OPTIONS_END, options_reference, replace_in
+from ksgitops.cli.doc import OPTIONS_BEGIN, OPTIONS_END, options_reference, replace_in, synopsis
 from ksgitops.core.customize import customizer as customize
 from ksgitops.core.place import base
 from ksgitops.core.load import mailboxspace
@@ -83,6 +83,12 @@ def test_the_options_block_is_made_from_the_click_definitions() -> None:
         for param in command.params:
             if not getattr(param, "hidden", False) and param.opts[0].startswith("-"):
                 assert f"`{param.opts[0]}`" in section(block, f"ksgitops {name}"), (name, param.opts)
+
+
+def test_a_flag_pair_shows_both_names() -> None:
+    """`--git/--no-git` showed as `[--git]` in the usage line and the table, hiding the way out."""
+    assert "[--git/--no-git]" in synopsis("init", ksgitops_cli.commands["init"])
+    assert "| `--git`, `--no-git` | flag |" in options_reference()
 
 
 def test_replace_in_updates_each_block_and_refuses_a_file_without_one() -> None:

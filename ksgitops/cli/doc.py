@@ -41,7 +41,7 @@ def _cell(text: str) -> str:
 def _option(param: click.Option) -> str:
     flag = param.opts[0]
     if param.is_flag:
-        return f"[{flag}]"
+        return f"[{'/'.join([flag, *param.secondary_opts])}]"  # a pair, as --git/--no-git
     if isinstance(param.type, click.Choice):
         value = "|".join(str(c) for c in param.type.choices)
     else:
@@ -120,7 +120,7 @@ def _meaning(param: click.Parameter) -> str:
 
 def _name(param: click.Parameter) -> str:
     if isinstance(param, click.Option):
-        return ", ".join(f"`{o}`" for o in param.opts)
+        return ", ".join(f"`{o}`" for o in [*param.opts, *param.secondary_opts])
     return f"`{param.metavar or str(param.name).upper()}`".replace("[", "").replace("]", "")
 
 
