@@ -13,6 +13,7 @@ not `..` and not starting with `..`.
 """
 from __future__ import annotations
 
+import base64
 from pathlib import Path
 from typing import Callable
 
@@ -134,3 +135,41 @@ def test_a_docker_config_that_is_no_json_object(tree: Tree, rest: str, line: int
     key = rest.split(":\n  ")[1].split(":")[0]
     assert found == (f"{CASE}:{line}: warning: Secret o: {field}.{key}: type {rest.split()[1]} requires a JSON object "
                      "here (the API server refuses the Secret otherwise)")
+
+
+# --- size (ValidateConfigMap and ValidateSecret: the values together at most 1 MiB) -------------------
+
+MIB = 1024 * 1024
+
+
+@pytest.mark.parametrize(("rest", "total", "field"), [
+    (f"data:\n  a: {'x' * (MIB // 2)}\n  b: {'y' * (MIB // 2 + 1)}\n", MIB + 1, "data"),
+    (f"binaryData:\n  a: {base64.b64encode(b'z' * (MIB - 10)).decode()}\ndata:\n  b: {'x' * 11}\n", MIB + 1, "data"),
+    (f"binaryData:\n  a: {base64.b64encode(b'z' * (MIB + 3)).decode()}\n", MIB + 3, "binaryData"),
+], ids=["text", "text-and-binary", "binary"])
+def test_a_configmap_over_the_size_the_api_server_accepts(tree: Tree, rest: str, total: int, field: str) -> None:
+    (found,) = case_warnings(tree, obj("v1", "ConfigMap", rest))
+    line = 5 + rest.split("\n").index(f"{field}:")
+    assert found == (f"{CASE}:{line}: warning: ConfigMap o: {field}: the values total {total:,} bytes, more than the "
+                     f"{MIB:,} the API server accepts in a ConfigMap: split it"), found
+
+
+def test_a_configmap_of_exactly_the_size_is_accepted(tree: Tree) -> None:
+    rest = f"data:\n  a: {'x' * (MIB - 4)}\nbinaryData:\n  b: {base64.b64encode(b'1234').decode()}\n"
+    assert case_warnings(tree, obj("v1", "ConfigMap", rest)) == []
+
+
+def test_a_secret_over_the_size_shows_its_size_never_a_value(tree: Tree) -> None:
+    secret_value = "s3cr3t" * (MIB // 11)
+    rest = f"data:\n  a: {base64.b64encode(secret_value.encode()).decode()}\nstringData:\n  b: {secret_value}\n"
+    (found,) = case_warnings(tree, secret(rest))
+    total = 2 * len(secret_value)
+    assert found == (f"{CASE}:5: warning: Secret o: data: the values total {total:,} bytes, more than the {MIB:,} "
+                     "the API server accepts in a Secret: split it"), found
+    assert "s3cr3t" not in found
+
+
+def test_a_secret_key_in_data_and_string_data_counts_once(tree: Tree) -> None:
+    value = "v" * (MIB // 2 + 100)
+    rest = f"data:\n  a: {base64.b64encode(value.encode()).decode()}\nstringData:\n  a: {value}\n"
+    assert case_warnings(tree, secret(rest)) == []  # stringData replaces data's value: half a MiB in all

@@ -7,7 +7,9 @@ that name the field and key, and never show a Secret's value.
   `..` nor starting with `..`), and a ConfigMap key in both `data` and `binaryData`;
 - a Secret of a built-in `type` without the keys the API server requires of that type (a Secret's
   `stringData` is merged into its `data` before the API server checks it). Any other type is the
-  user's own and requires nothing.
+  user's own and requires nothing;
+- values that total more than the API server's 1 MiB (a ConfigMap's text and decoded binary
+  values; a Secret's decoded `data` with `stringData` over it): the size is shown, no value.
 """
 from __future__ import annotations
 
@@ -28,6 +30,7 @@ _CONFIG_KEY_MAX = 253
 _WORDS = {bool: "a boolean", int: "a number", float: "a number", dict: "a mapping", list: "a list"}
 
 SERVICE_ACCOUNT_NAME = "kubernetes.io/service-account.name"
+MAX_DATA_BYTES = 1024 * 1024  # the API server's limit on a ConfigMap's or a Secret's values together
 
 
 class _Need(NamedTuple):
@@ -73,6 +76,36 @@ def data_findings(obj: Obj) -> Iterator[Finding]:
         yield from _both_text_and_binary(obj.body)
     else:
         yield from _secret_type_findings(obj, expands)
+    yield from _too_large(obj)
+
+
+def _too_large(obj: Obj) -> Iterator[Finding]:
+    if obj.kind == "ConfigMap":
+        fields = ("data", "binaryData")
+        sizes = [_size(v, decode=False) for v in _values(obj.body, "data")]
+        sizes += [_size(v, decode=True) for v in _values(obj.body, "binaryData")]
+    else:
+        fields = ("data", "stringData")
+        sizes = [len(v) for v in _merged_data(obj.body).values() if v is not None]
+    total = sum(sizes)
+    if total > MAX_DATA_BYTES:
+        field = next(f for f in fields if isinstance(obj.body.get(f), dict))
+        yield (f"{field}: the values total {total:,} bytes, more than the {MAX_DATA_BYTES:,} the API server accepts "
+               f"in a {obj.kind}: split it"), (field,)
+
+
+def _values(body: dict[str, Any], field: str) -> list[Any]:
+    values = body.get(field)
+    return list(values.values()) if isinstance(values, dict) else []
+
+
+def _size(value: Any, decode: bool) -> int:
+    if not isinstance(value, str):
+        return 0  # another warning is about it
+    if decode:
+        found = _decoded(value)
+        return len(found) if found is not None else 0
+    return len(value.encode("utf-8", "replace"))
 
 
 def _key_problem(key: str) -> str:
