@@ -65,6 +65,31 @@ def test_a_json_list_expands_too() -> None:
     assert [doc["metadata"]["name"] for _, doc in parse_file("x.json", data).docs] == ["a"]
 
 
+def test_a_json_list_gives_each_item_its_line_and_each_label_its_own() -> None:
+    """A JSON file's objects were all at line 1, and so was every finding about them."""
+    text = ('\n\n{"apiVersion": "v1", "kind": "List", "items": [\n'
+            '  {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a"}},\n'
+            '  {"apiVersion": "v1", "kind": "ConfigMap",\n'
+            '   "metadata": {"name": "b", "labels": {"x": 5}}}\n]}\n')
+    parsed = parse_file("x.json", text.encode())
+    assert [(line, doc["metadata"]["name"]) for line, doc in parsed.docs] == [(4, "a"), (5, "b")]
+    assert [str(p) for p in parsed.problems] == [
+        'x.json:6: label x: the unquoted value 5 is read as a number, but a label value must be a string; quote it: x: "5"']
+
+
+def test_a_json_document_after_blank_lines_is_at_its_line() -> None:
+    parsed = parse_file("x.json", b'\n\n\n{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a"}}\n')
+    assert [line for line, _ in parsed.docs] == [4]
+
+
+def test_a_json_list_yaml_reads_otherwise_keeps_line_one() -> None:
+    """A key over 1,024 characters is JSON, and no YAML key: no lines to take."""
+    long_key = "k" * 1100
+    data = ('{"apiVersion": "v1", "kind": "List", "items": [\n'
+            f'  {{"apiVersion": "v1", "kind": "ConfigMap", "data": {{"{long_key}": "v"}}}}]}}').encode()
+    assert [line for line, _ in parse_file("x.json", data).docs] == [1]
+
+
 def test_a_list_item_that_is_no_mapping_is_an_error_at_its_line() -> None:
     parsed = parse_file("x.yaml", b"apiVersion: v1\nkind: List\nitems:\n- {apiVersion: v1, kind: ConfigMap}\n- 3\n")
     assert [str(p) for p in parsed.problems] == ["x.yaml:5: a List item is not a mapping (found int)"]

@@ -112,11 +112,24 @@ def _parse_json(path: str, text: str, source: bool = False) -> ParsedFile:
     error = None if plain else shape_error(doc)
     if error:
         return _fail(path, 1, located(*error))
+    node = _json_node(text) if is_list(doc) or not text.startswith("{") else None
     docs, problems = [], []
-    for line, body, _ in _expanded(1, doc, None):
+    for line, body, item in _expanded(node.start_mark.line + 1 if node is not None else 1, doc, node):
         docs.append((line, body))
-        problems.extend(_scalar_metadata_problems(path, line, body, None))
+        problems.extend(_scalar_metadata_problems(path, line, body, item))
     return _checked(path, docs, problems)
+
+
+def _json_node(text: str) -> yaml.Node | None:
+    """The JSON document as YAML composes it (JSON is YAML), for the lines of a List's items or of
+    a document after blank lines; None when YAML reads it otherwise (the document's line is 1)."""
+    loader = Loader(text)
+    try:
+        return loader.get_single_node()  # type: ignore[no-any-return]
+    except (yaml.YAMLError, ValueError, TypeError, RecursionError):
+        return None
+    finally:
+        loader.dispose()
 
 
 class _Duplicate(Exception):
