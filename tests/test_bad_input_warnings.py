@@ -132,17 +132,19 @@ def test_sync_target_names_that_are_no_dns_label_get_a_derived_mailbox(name: str
     assert cli("render", name, str(repo)).code == 0
 
 
-@pytest.mark.parametrize("spec, phrase", [
-    ("  locationSelectors:\n  - matchLabels: {env: nowhere}\n  downsync:\n  - resources: [configmaps]\n", "selects no WEC"),
-    ("  locationSelectors:\n  - matchLabels: {env: prod}\n  downsync:\n  - resources: [secrets]\n", "selects no object"),
-    ("  locationSelectors: []\n  downsync: []\n", "selects no WEC"),
+@pytest.mark.parametrize("spec, phrase, line", [
+    ("  locationSelectors:\n  - matchLabels: {env: nowhere}\n  downsync:\n  - resources: [configmaps]\n", "selects no WEC", 6),
+    ("  locationSelectors:\n  - matchLabels: {env: prod}\n  downsync:\n  - resources: [secrets]\n", "selects no object", 8),
+    ("  locationSelectors: []\n  downsync: []\n", "selects no WEC", 6),
+    ("  downsync: []\n", "selects no WEC", 5),  # no selectors to point at: the spec's line
 ])
-def test_placement_selecting_nothing_is_a_warning(spec: str, phrase: str, example: Path) -> None:
+def test_placement_selecting_nothing_is_a_warning_at_its_selectors(spec: str, phrase: str, line: int,
+                                                                   example: Path) -> None:
     (example / "spaces/wmw-c/p2.yaml").write_text("# extra\n" + PLACEMENT + "metadata: {name: p2}\nspec:\n" + spec)
     for command in ("reconcile", "validate"):
         result = ks(command, example)
         assert result.returncode == 0, result
         assert_clean(result.stderr)
-        found = assert_problem(result.stderr, "spaces/wmw-c/p2.yaml", 2, phrase)
+        found = assert_problem(result.stderr, "spaces/wmw-c/p2.yaml", line, phrase)
         assert "warning:" in found
     assert (example / "spaces/wmw-c/.ksgitops/singleplacementslices/p2.yaml").is_file()

@@ -29,7 +29,7 @@ from .place.spaces import Plan
 from .place.spacestep import SPACE_DIR, space_step
 from .serialize import canonical_json
 from .tree import REUSE, Generated
-from .load.locate import FieldLines
+from .load.locate import FieldLines, Located
 from .load.validate import validate, with_scopes
 from .place.dangling import idle_locations, unknown_collectors
 from .place.what import Placed, namespace_labels, placement_spec, select
@@ -90,7 +90,7 @@ def reconcile(snapshot: Snapshot, previous: Previous = NO_PREVIOUS,
         isolation.frozen.settle(wecs)
     prints = wec_prints(wecs)
     memo = _PlanMemo(cache, loaded.digests, wecs, kinds, prints, isolation.key)
-    placements = {wds: _plan_placements(objs, kinds, problems, memo.for_space(wds))
+    placements = {wds: _plan_placements(objs, kinds, problems, memo.for_space(wds), lines)
                   for wds, objs in spaces.items()
                   if wds not in isolation.broken and any(_is_placement(o) for o in objs)}
     problems += unknown_collectors(((p.obj, p.spec) for plans in placements.values() for p in plans), spaces, lines)
@@ -206,7 +206,8 @@ class _PlanMemo:
         return found  # type: ignore[no-any-return]
 
 
-def _plan_placements(objs: list[Obj], kinds: KindTable, warnings: list[Problem], memo: _PlanMemo) -> list[PlacementPlan]:
+def _plan_placements(objs: list[Obj], kinds: KindTable, warnings: list[Problem], memo: _PlanMemo,
+                     lines: FieldLines) -> list[PlacementPlan]:
     workload = [o for o in objs if not is_control(o)]
     ns_labels = namespace_labels(workload)
     plans = []
@@ -218,17 +219,19 @@ def _plan_placements(objs: list[Obj], kinds: KindTable, warnings: list[Problem],
         for dest in dests:
             reach.setdefault(dest.mailbox, dest.location_name)
         plans.append(PlacementPlan(placement, spec, placed, dests, reach))
-        warnings.extend(_placement_warnings(placement, placed, reach))
+        warnings.extend(lines.placed(_placement_warnings(placement, placed, reach), placement))
     return sorted(plans, key=lambda p: p.obj.name)
 
 
-def _placement_warnings(placement: Obj, placed: tuple[Any, ...], reach: dict[str, str]) -> list[Problem]:
+def _placement_warnings(placement: Obj, placed: tuple[Any, ...], reach: dict[str, str]) -> list[Located]:
+    """At the selectors that select nothing (as far as the file has them: an older KubeStellar's
+    field names, read as today's, leave the line at `spec`)."""
     name = f"EdgePlacement {placement.name}"
     found = []
     if not reach:
-        found.append(Problem(placement.origin, f"{name} selects no WEC", "warning"))
+        found.append(Located(Problem(placement.origin, f"{name} selects no WEC", "warning"), ("spec", "locationSelectors")))
     if not placed:
-        found.append(Problem(placement.origin, f"{name} selects no object", "warning"))
+        found.append(Located(Problem(placement.origin, f"{name} selects no object", "warning"), ("spec", "downsync")))
     return found
 
 
