@@ -151,3 +151,28 @@ def test_a_pack_that_cannot_be_written_raises_and_leaves_no_file(tmp_path: Path)
                           env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])})
     assert done.stdout.split() == ["raised", str(errno.EFBIG)]
     assert sorted(p.name for p in (tmp_path / "pack").iterdir()) == []
+
+
+def test_without_a_thread_to_be_had_the_pack_is_written_all_the_same(tmp_path: Path) -> None:
+    """The pack is synced by a thread beside the index; where no thread can be started (here no
+    room for its stack under the address-space limit, as under a limit on processes), both are
+    written one after the other."""
+    probe = (
+        "import resource, sys, threading\n"
+        "from pathlib import Path\n"
+        "from ksgitops.io.git.pack import write_pack, object_id\n"
+        "size = next(int(l.split()[1]) for l in open('/proc/self/status') if l.startswith('VmSize:')) * 1024\n"
+        "resource.setrlimit(resource.RLIMIT_AS, (size + (4 << 20), resource.RLIM_INFINITY))\n"
+        "try:\n"
+        "    threading.Thread(target=print).start()\n"
+        "    print('a thread started')\n"
+        "except RuntimeError:\n"
+        "    pass\n"
+        "print(write_pack(Path(sys.argv[1]), {object_id(b'blob', b'a\\n'): (b'blob', b'a\\n')}).name)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", probe, str(tmp_path)], capture_output=True, text=True, cwd=tmp_path,
+                          env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])})
+    assert done.returncode == 0, done.stderr
+    assert "a thread started" not in done.stdout  # the limit holds: the fallback is what ran
+    pack = tmp_path / "pack" / done.stdout.strip()
+    subprocess.run(["git", "verify-pack", str(pack.with_suffix(".idx"))], check=True, capture_output=True)

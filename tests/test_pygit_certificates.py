@@ -78,3 +78,18 @@ def test_a_certificate_file_that_does_not_load_is_a_git_error_at_the_first_remot
     env = {**os.environ, "SSL_CERT_FILE": str(empty), "PYTHONPATH": str(ROOT)}
     done = subprocess.run([sys.executable, "-c", probe], env=env, cwd=tmp_path, capture_output=True, text=True, check=True)
     assert done.stdout.startswith(f"GitError ksgitops: the TLS certificates ({empty}) do not load: ")
+
+
+def test_without_a_certificate_folder_pygit2_loads_with_its_file(tmp_path: Path) -> None:
+    """No folder of certificates (SSL_CERT_DIR naming none, or OpenSSL's default missing, as where
+    a bundle is all there is): shown no file either, libgit2 would refuse to load; so it is shown
+    the file, as pygit2 would be, and a remote still gets it."""
+    bundle = _bundle(tmp_path)
+    env = {**os.environ, "SSL_CERT_FILE": str(bundle), "SSL_CERT_DIR": str(tmp_path / "no-such-folder"),
+           "PYTHONPATH": str(ROOT)}
+    probe = PROBE.replace("THREAD", "False")
+    done = subprocess.run([sys.executable, "-c", probe], env=env, cwd=tmp_path, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    seen = json.loads(done.stdout)
+    assert seen["at_load"] == [str(bundle), None] and seen["handed"] == [str(bundle), None]
+    assert seen["after_load"] == str(bundle)

@@ -167,3 +167,33 @@ def test_a_folders_state_name_is_safe_short_and_its_own() -> None:
     assert all(len(n) <= 60 and not n.startswith(".") and all(c.isascii() and (c.isalnum() or c in "._+-") for c in n)
                for n in names), names
     assert name_of("infra/staging").startswith("infra+staging-") and name_of("infra/staging") == name_of("infra/staging")
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="inotify is Linux's")
+def test_a_folder_named_below_a_C_folder_is_handed_to_its_own_monitor(mono: tuple[Path, Path, Path],
+                                                                       pids: list[int]) -> None:
+    """REPO is found below the `-C` folders (each below the one before, wherever they are given),
+    as the command finds it: the hand-off asks that folder's monitor, not the top's."""
+    top, _, prod = mono
+    pids.append(start(prod))
+    for args in (("-C", "infra", "diff", "prod"), ("diff", "prod", "-C", "infra"), ("-C", "infra", "-C", "prod", "diff")):
+        before = _served(prod)
+        assert ks(*args, cwd=top).returncode in (0, 1, 2), args
+        assert _served(prod) == before + 1, args
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="inotify is Linux's")
+def test_a_bare_repository_below_a_ksgitops_folder_is_handed_to_its_own_monitor(mono: tuple[Path, Path, Path],
+                                                                                  tmp_path: Path, pids: list[int]) -> None:
+    """A bare repository's monitor keeps its state in the repository's own state folder: a command
+    given that repository asks it, wherever the repository lies (here inside infra/prod/)."""
+    top, _, prod = mono
+    solo = git_init(copy_example_sources(tmp_path / "solo"))
+    mirror = prod / "mirror.git"
+    git(top, "clone", "-q", "--bare", str(solo), str(mirror))
+    pids.append(start(mirror))
+    reply = request(str(mirror), {"op": "status"})
+    assert reply is not None and reply["served"] == 0
+    assert ks("status", "--commit", str(mirror), cwd=top).returncode == 0
+    reply = request(str(mirror), {"op": "status"})
+    assert reply is not None and reply["served"] == 1

@@ -21,9 +21,11 @@ _deferred = False  # pygit2 was loaded without the certificates, which certifica
 @contextlib.contextmanager
 def _no_certificate_file() -> Iterator[None]:
     """The environment names no certificate file while pygit2 loads (unless another thread runs:
-    the environment is the whole process's, and a program that thread starts would inherit it)."""
+    the environment is the whole process's, and a program that thread starts would inherit it;
+    nor without a folder of certificates: shown neither, libgit2 refuses to load)."""
     global _deferred
-    if threading.active_count() > 1:
+    import ssl  # pygit2 loads it too
+    if threading.active_count() > 1 or ssl.get_default_verify_paths().capath is None:
         yield
         return
     saved = os.environ.get(CERT_FILE_ENV)

@@ -94,22 +94,24 @@ def hand_off(args: list[str]) -> int | None:
 
 
 def _command_of(args: list[str]) -> tuple[str | None, list[str]]:
-    """The command's name and the folders where a monitor may be found: `-C DIR`, the working
-    folder, and any argument naming a folder."""
-    command, folders, after_c = None, [], False
+    """The command's name and the folders where a monitor may be found: any argument naming a
+    folder, found as the command finds it (below the `-C` folders, each below the one before,
+    wherever they are given), the last `-C` folder, and the working folder."""
+    command, named, base, after_c = None, [], "", False
     for arg in args:
         if after_c:
-            folders.append(arg)
+            base = os.path.join(base, arg)
             after_c = False
         elif arg == "-C":
             after_c = True
         elif arg.startswith("-C"):
-            folders.append(arg[2:])
+            base = os.path.join(base, arg[2:])
         elif command is None and not arg.startswith("-"):
             command = arg
-        elif command is not None and not arg.startswith("-") and os.path.isdir(arg):
-            folders.append(arg)
-    return command, [*folders, "."]
+        elif command is not None and not arg.startswith("-"):
+            named.append(arg)
+    named = [os.path.join(base, arg) for arg in named]
+    return command, [*(f for f in named if os.path.isdir(f)), *([base] if base else []), "."]
 
 
 def _plain_git_dir(path: str) -> str | None:
@@ -122,7 +124,7 @@ def _plain_git_dir(path: str) -> str | None:
             return candidate
         if os.path.lexists(candidate):
             return None  # a linked work tree or a submodule: no hand-off
-        if os.path.isfile(os.path.join(folder, "HEAD")) and os.path.isdir(os.path.join(folder, "objects")):
+        if _is_git_dir(folder):
             return folder
         parent = os.path.dirname(folder)
         if parent == folder:
@@ -132,15 +134,20 @@ def _plain_git_dir(path: str) -> str | None:
 
 def _ksgitops_folder(path: str) -> str:
     """The ksgitops folder holding `path`, as the command will find it: the nearest folder at or
-    above it holding `spaces/`, up to the top of its work tree (else that top: its monitor's)."""
+    above it holding `spaces/`, up to the top of its work tree (else that top: its monitor's), or
+    the bare repository it is in (whose monitor's state is its own, wherever it lies)."""
     folder = os.path.realpath(path)
     while True:
-        if os.path.isdir(os.path.join(folder, "spaces")):
+        if os.path.isdir(os.path.join(folder, "spaces")) or _is_git_dir(folder):
             return folder
         parent = os.path.dirname(folder)
         if parent == folder or os.path.lexists(os.path.join(folder, ".git")):
             return folder
         folder = parent
+
+
+def _is_git_dir(folder: str) -> bool:
+    return os.path.isfile(os.path.join(folder, "HEAD")) and os.path.isdir(os.path.join(folder, "objects"))
 
 
 def _worker(where: str, args: list[str]) -> tuple[socket.socket, int] | None:

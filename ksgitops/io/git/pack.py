@@ -65,12 +65,16 @@ def write_pack(objects_dir: Path, objects: dict[bytes, tuple[bytes, bytes]]) -> 
     pack, idx = pack_dir / f"pack-{name}.pack", pack_dir / f"pack-{name}.idx"
     failed: list[BaseException] = []
     writer = threading.Thread(target=_write_synced_into, args=(pack, chunks + [pack_sha], failed))
-    writer.start()  # the two files are synced at once: the system's fsync releases the GIL
+    try:
+        writer.start()  # the two files are synced at once: the system's fsync releases the GIL
+    except RuntimeError:  # no thread to be had (a limit on processes): one after the other
+        _write_synced_into(pack, chunks + [pack_sha], failed)
     try:
         _write_synced(idx, [_index(ids, crcs, offsets, pack_sha)])
     except BaseException as e:  # noqa: BLE001 - raised below, once the pack's thread is done
         failed.insert(0, e)
-    writer.join()
+    if writer.ident is not None:
+        writer.join()
     if failed:
         for tmp in (_tmp_name(idx), _tmp_name(pack)):
             with contextlib.suppress(OSError):
