@@ -160,6 +160,27 @@ def _cli_with_env(env: dict[str, str], *args: str) -> Any:
                           env={**os.environ, **env})
 
 
+@pytest.mark.parametrize("how", ["auto", "start"])
+def test_a_monitor_works_in_the_folder_it_watches_not_where_it_was_started(stopped_after: Path, how: str) -> None:
+    """It outlives the command by hours: in the folder the command ran in, it kept that folder in
+    use (an unmount refused, a deleted folder held)."""
+    repo = stopped_after
+    below = repo / "spaces" / "wmw-c"
+    if how == "auto":
+        done = _cli_in(below, {"KSGITOPS_MONITOR": "on"}, "reconcile")
+    else:
+        done = _cli_in(below, {}, "monitor", "start")
+    assert done.returncode == 0, done.stderr
+    pid = int(_running(repo)["pid"])
+    assert os.readlink(f"/proc/{pid}/cwd") == str(repo.resolve())
+
+
+def _cli_in(folder: Path, env: dict[str, str], *args: str) -> Any:
+    import subprocess
+    return subprocess.run([sys.executable, "-m", "ksgitops", *args], capture_output=True, text=True, cwd=folder,
+                          env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1]), **env})
+
+
 def test_a_repository_below_the_top_of_a_work_tree_gets_its_monitor(tmp_path: Path) -> None:
     """The monitor watches a work tree's files wherever spaces/ lies in it (`ksgitops init` inside
     a monorepo makes one there); only commands that read commits need spaces/ at the top."""

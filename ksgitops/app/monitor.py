@@ -75,11 +75,11 @@ def _start(root: Path, log: Path, plan_ahead: bool, idle_exit: float) -> tuple[d
         return running, False
     read, write = os.pipe()
     with open(log, "ab") as out:
-        argv = [sys.executable, "-m", "ksgitops", "monitor", "start", str(root), "--ready-fd", str(write),
+        argv = [sys.executable, "-m", "ksgitops", "monitor", "start", str(root.resolve()), "--ready-fd", str(write),
                 "--idle-exit", f"{idle_exit:g}"]
         child = subprocess.Popen(argv + (["--plan-ahead"] if plan_ahead else ["--no-plan-ahead"]),
                                  stdin=subprocess.DEVNULL, stdout=out, stderr=out, pass_fds=(write,),
-                                 start_new_session=True, close_fds=True)
+                                 start_new_session=True, close_fds=True, cwd=_home(root))
     os.close(write)
     told = _read_all(read, START_TIMEOUT)
     if not told.startswith("ready"):
@@ -131,11 +131,18 @@ def start_in_background(root: Path, idle_exit: float = AUTO_IDLE_EXIT) -> None:
         return
     try:
         with open(log, "ab") as out:
-            subprocess.Popen([sys.executable, "-m", "ksgitops", "monitor", "start", str(root), "--foreground",
-                              "--idle-exit", f"{idle_exit:g}"], stdin=subprocess.DEVNULL, stdout=out, stderr=out,
-                             start_new_session=True, close_fds=True)
+            subprocess.Popen([sys.executable, "-m", "ksgitops", "monitor", "start", str(root.resolve()),
+                              "--foreground", "--idle-exit", f"{idle_exit:g}"], stdin=subprocess.DEVNULL,
+                             stdout=out, stderr=out, start_new_session=True, close_fds=True, cwd=_home(root))
     except OSError:
         pass
+
+
+def _home(root: Path) -> str:
+    """The working folder of a monitor that outlives the command starting it: the folder it
+    watches, not the one the command ran in (which it would keep from being unmounted, or keep
+    in use once deleted, for hours)."""
+    return str(root.resolve())
 
 
 def _lock_free(state: Path) -> bool:
