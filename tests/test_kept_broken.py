@@ -129,6 +129,11 @@ def test_a_previous_copy_kept_on_an_error_that_does_not_read_gets_a_located_warn
         [warning] = [ln for ln in result.err.splitlines() if ln.startswith(f"{where}: warning: ")]
         assert what in warning and "kept as it stands (the object has an error on this WEC)" in warning, warning
         assert "reconcile writes it anew once that error is fixed" in warning
+    # a mailbox has no problems file: its warnings go to its WEC's inventory space's, for status
+    listed = yaml.safe_load((repo / "spaces/imw1/.ksgitops/problems.yaml").read_text())
+    assert [(p["file"], p["wec"], p["severity"]) for p in listed["problems"]] == [
+        (florin_patch, "florin", "warning"), (guilder_base, "guilder", "warning")]
+    assert listed["state"] == "Reconciled"
 
 
 @pytest.mark.parametrize("how", BREAKS)

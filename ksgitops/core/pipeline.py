@@ -104,7 +104,7 @@ def reconcile(snapshot: Snapshot, previous: Previous = NO_PREVIOUS,
     problems = named_wecs(grouped_by_wec(problems + _not_mailboxes(wecs, loaded)
                                          + [p for plan in mailboxes.values() for p in plan.problems]), names)
     owned = [s for s in loaded.spaces if s not in config.skip_spaces]
-    generated.update(problem_files(owned, problems, names, isolation.frozen))
+    generated.update(problem_files(owned, problems, names, isolation.frozen, {mb: w.space for mb, w in wecs.items()}))
     return Result(loaded, config, kinds, wecs, placements, mailboxes, dict(sorted(generated.items())), problems,
                   digests, space_out.plan, isolation.frozen)
 

@@ -84,13 +84,17 @@ def entry(problem: Problem, names: Mapping[str, str]) -> SpaceProblem:
 
 
 def problem_files(spaces: Iterable[str], problems: Iterable[Problem], names: Mapping[str, str],
-                  frozen: Any = None) -> Generated:
+                  frozen: Any = None, homes: Mapping[str, str] | None = None) -> Generated:
     """One root per space: its problems file, or None (no problems: the file goes). A space with
-    an error of its own is Frozen; `frozen` (isolation.Frozen) says what that keeps."""
+    an error of its own is Frozen; `frozen` (isolation.Frozen) says what that keeps. A problem in
+    a mailbox (a kept file that does not read) goes to the inventory space of its WEC (`homes`:
+    mailbox -> that space), as a mailbox holds no problems file of its own (a folder named as a
+    mailbox that reads as a source space keeps its own)."""
     owned = sorted(set(spaces))
     by_space: dict[str, set[SpaceProblem]] = {space: set() for space in owned}
+    homes = homes or {}
     for problem in problems:
-        found = by_space.get(problem.space)
+        found = by_space.get(problem.space) if problem.space in by_space else by_space.get(homes.get(problem.space, ""))
         if found is not None:
             found.add(entry(problem, names))
     out: Generated = {}
