@@ -226,13 +226,11 @@ def _plan_placements(objs: list[Obj], kinds: KindTable, warnings: list[Problem],
 def _placement_warnings(placement: Obj, placed: tuple[Any, ...], reach: dict[str, str]) -> list[Located]:
     """At the selectors that select nothing (as far as the file has them: an older KubeStellar's
     field names, read as today's, leave the line at `spec`)."""
-    name = f"EdgePlacement {placement.name}"
-    found = []
-    if not reach:
-        found.append(Located(Problem(placement.origin, f"{name} selects no WEC", "warning"), ("spec", "locationSelectors")))
-    if not placed:
-        found.append(Located(Problem(placement.origin, f"{name} selects no object", "warning"), ("spec", "downsync")))
-    return found
+    def warning(what: str, field: str) -> Located:
+        return Located(Problem(placement.origin, f"EdgePlacement {placement.name} selects no {what}", "warning"),
+                       ("spec", field))
+    return ([warning("WEC", "locationSelectors")] if not reach else []) + \
+        ([warning("object", "downsync")] if not placed else [])
 
 
 def digest_prefix(kinds: KindTable) -> bytes:
