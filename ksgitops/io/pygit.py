@@ -63,14 +63,13 @@ def certificates() -> None:
         return
     import ssl
     paths = ssl.get_default_verify_paths()
+    if paths.cafile is not None or paths.capath is not None:
+        try:
+            settings.set_ssl_cert_locations(paths.cafile, paths.capath)
+        except pygit2.GitError as e:  # said again by the next remote, not left to its handshake
+            if str(e) != "TLS backend doesn't support certificate locations":  # as pygit2 allows at its load
+                raise GitError(f"the TLS certificates ({paths.cafile or paths.capath}) do not load: {e}") from None
     _deferred = False
-    if paths.cafile is None and paths.capath is None:
-        return
-    try:
-        settings.set_ssl_cert_locations(paths.cafile, paths.capath)
-    except pygit2.GitError as e:
-        if str(e) != "TLS backend doesn't support certificate locations":  # as pygit2 allows at its load
-            raise GitError(f"the TLS certificates ({paths.cafile or paths.capath}) do not load: {e}") from None
 
 
 if TYPE_CHECKING:
