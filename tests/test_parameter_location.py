@@ -164,6 +164,9 @@ def test_one_placement_through_two_locations_takes_the_first_by_name(tree) -> No
     result = reconcile(WorkTreeSnapshot(repo))
     assert _patch_text(result, "core/configmaps/ns/cm") == "ccc"
     assert explained(result)["ConfigMap ns/cm"] == "ccc"
+    # explain's placement line named only the first; it names every Location the WEC is reached through
+    (line,) = explain_wec(result, MAILBOX)["placements"]
+    assert (line["location"], line["locations"]) == ("ccc", ["ccc", "mmm"])
 
 
 def test_an_incremental_run_after_the_foreign_location_equals_a_clean_run(tree, tmp_path: Path, cli) -> None:

@@ -43,8 +43,15 @@ def explain_wec(result: Result, mailbox: str) -> dict[str, Any]:
     }
 
 
-def _placement_line(p: PlacementPlan, mailbox: str) -> dict[str, str]:
-    return {"space": p.obj.space, "name": p.obj.name, "location": p.mailboxes[mailbox], "source": str(p.obj.origin)}
+def _placement_line(p: PlacementPlan, mailbox: str) -> dict[str, Any]:
+    """`location`: the first Location (by name) through which the placement reaches the WEC, the
+    one its objects take their parameters from; `locations` every one, when there are several."""
+    line: dict[str, Any] = {"space": p.obj.space, "name": p.obj.name, "location": p.mailboxes[mailbox]}
+    through = sorted({d.location_name for d in p.dests if d.mailbox == mailbox})
+    if len(through) > 1:
+        line["locations"] = through
+    line["source"] = str(p.obj.origin)
+    return line
 
 
 def _via_text(via: Via, specs: dict[tuple[str, str], dict[str, Any]]) -> str:
