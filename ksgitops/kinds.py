@@ -137,6 +137,22 @@ _KIND_VERSIONS: dict[tuple[str, str], tuple[str, ...]] = {
     ("scheduling.k8s.io", "PodGroup"): ("v1alpha3", "v1beta1"),
     ("scheduling.k8s.io", "CompositePodGroup"): ("v1alpha3",),
 }
+# Built-in kinds no Kubernetes release serves any more: (group, kind) -> (the release that removed
+# it, "" for an alpha API dropped along the way; what took its place, "" when nothing did)
+REMOVED_KINDS: dict[tuple[str, str], tuple[str, str]] = {
+    ("policy", "PodSecurityPolicy"): ("1.25", "Pod Security Admission (the label pod-security.kubernetes.io/enforce "
+                                              "on a Namespace)"),
+    ("extensions", "PodSecurityPolicy"): ("1.25", "Pod Security Admission (the label pod-security.kubernetes.io/"
+                                                  "enforce on a Namespace)"),
+    ("settings.k8s.io", "PodPreset"): ("1.20", ""),
+    ("auditregistration.k8s.io", "AuditSink"): ("1.19", ""),
+    ("admissionregistration.k8s.io", "InitializerConfiguration"): ("1.14", "admission webhooks"),
+    ("networking.k8s.io", "ClusterCIDR"): ("1.29", ""),
+    ("resource.k8s.io", "ResourceClass"): ("", "DeviceClass"),
+    ("resource.k8s.io", "ResourceClaimParameters"): ("", ""),
+    ("resource.k8s.io", "ResourceClassParameters"): ("", ""),
+    ("resource.k8s.io", "PodSchedulingContext"): ("", ""),
+}
 # Kinds Kubernetes serves that share a name with one above in another group: policy/v1 Eviction,
 # the body of a Pod's eviction subresource
 SAME_NAME_SERVED = frozenset({("policy", "Eviction")})

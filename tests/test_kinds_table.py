@@ -18,7 +18,7 @@ import pytest
 from ksgitops.core.load.workload import top_level_fields
 from ksgitops.core.pipeline import reconcile
 from ksgitops.io.fs.tree import WorkTreeSnapshot
-from ksgitops.kinds import KindInfo, KindTable
+from ksgitops.kinds import REMOVED_KINDS, KindInfo, KindTable
 
 from test_workload_checks import BASE, CASE, EDGE, case_warnings, obj
 
@@ -61,6 +61,12 @@ def client_resources() -> dict[tuple[str, str], set[tuple[str, str, bool, str]]]
 
 
 RESOURCES = client_resources()
+
+
+def test_no_kind_called_removed_is_served() -> None:
+    """kinds.REMOVED_KINDS names kinds no release serves: none is in the table, nor in the client's API."""
+    table = KindTable()
+    assert [k for k in REMOVED_KINDS if table.is_builtin(*k) or k in RESOURCES] == []
 
 
 def test_the_client_was_read() -> None:

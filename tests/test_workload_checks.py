@@ -105,6 +105,23 @@ def test_what_kubernetes_serves_and_takes_is_not_warned_about(tree: Tree, text: 
     assert case_warnings(tree, text) == []
 
 
+@pytest.mark.parametrize(("version", "kind", "said"), [
+    ("policy/v1beta1", "PodSecurityPolicy", "Kubernetes removed it in 1.25; use Pod Security Admission (the label "
+                                            "pod-security.kubernetes.io/enforce on a Namespace)"),
+    ("settings.k8s.io/v1alpha1", "PodPreset", "Kubernetes removed it in 1.20"),
+    ("resource.k8s.io/v1alpha2", "ResourceClass", "Kubernetes served it only as an alpha API, since removed; use "
+                                                  "DeviceClass"),
+], ids=["podsecuritypolicy", "podpreset", "resourceclass"])
+def test_a_kind_kubernetes_removed_says_so_not_to_add_a_crd(tree: Tree, version: str, kind: str, said: str) -> None:
+    """It got the unknown-kind advice, to add its CRD to a space: old YAML (a PodSecurityPolicy
+    beside a Deployment) is better told that the kind is gone, and what replaced it."""
+    (found,) = case_warnings(tree, obj(version, kind))
+    assert found == (f"{CASE}:3: warning: kind {kind} of apiVersion {version}: {said}: no cluster of a current "
+                     "release serves it, and no clause can place it"), found
+    (crd,) = case_warnings(tree, obj("example.com/v1", kind))  # a kind of that name in another group: a CRD's
+    assert "is unknown" in crd and "removed" not in crd
+
+
 def test_a_kind_kubernetes_serves_under_the_same_name_elsewhere_is_only_unknown(tree: Tree) -> None:
     """policy/v1 Eviction is served, as the body of a Pod's eviction subresource, not as a resource of
     the table (which has lifecycle.k8s.io's): unknown, no claim that it belongs elsewhere."""

@@ -18,7 +18,8 @@ from __future__ import annotations
 import difflib
 from typing import Iterator
 
-from ...kinds import CONTROL_GROUPS, CONTROL_KINDS, SAME_NAME_SERVED, KindTable, builtin_groups_of, builtin_versions
+from ...kinds import (CONTROL_GROUPS, CONTROL_KINDS, REMOVED_KINDS, SAME_NAME_SERVED, KindTable, builtin_groups_of,
+                      builtin_versions)
 from ...model import Obj
 from ..customize.customizer import EXPAND_ANNOTATION
 from .configdata import data_findings
@@ -86,6 +87,8 @@ def kind_findings(obj: Obj, kinds: KindTable) -> Iterator[tuple[str, FieldPath, 
         if elsewhere:
             yield (f"{obj.kind} {obj.api_version}: Kubernetes serves {obj.kind} as {elsewhere}; as written, no "
                    "clause can place it", ("apiVersion",), str(obj.ref))
+        elif (obj.group, obj.kind) in REMOVED_KINDS:
+            yield _removed_kind(obj), ("kind",), f"{UNKNOWN_KIND} {obj.group}/{obj.kind}"
         else:
             yield _unknown_kind(obj, kinds), ("kind",), f"{UNKNOWN_KIND} {obj.group}/{obj.kind}"
         return
@@ -105,6 +108,13 @@ def _served_elsewhere(obj: Obj) -> str:
         return ""
     kind = obj.kind
     return " or ".join(f"{g}/{v}" if g else v for g in builtin_groups_of(kind) for v in builtin_versions(g, kind))
+
+
+def _removed_kind(obj: Obj) -> str:
+    release, instead = REMOVED_KINDS[(obj.group, obj.kind)]
+    gone = f"Kubernetes removed it in {release}" if release else "Kubernetes served it only as an alpha API, since removed"
+    return (f"kind {obj.kind} of apiVersion {obj.api_version}: {gone}" + (f"; use {instead}" if instead else "")
+            + ": no cluster of a current release serves it, and no clause can place it")
 
 
 def _unknown_kind(obj: Obj, kinds: KindTable) -> str:
