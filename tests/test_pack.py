@@ -176,3 +176,28 @@ def test_without_a_thread_to_be_had_the_pack_is_written_all_the_same(tmp_path: P
     assert "a thread started" not in done.stdout  # the limit holds: the fallback is what ran
     pack = tmp_path / "pack" / done.stdout.strip()
     subprocess.run(["git", "verify-pack", str(pack.with_suffix(".idx"))], check=True, capture_output=True)
+
+
+def test_an_interrupt_while_the_pack_syncs_leaves_no_file(tmp_path: Path) -> None:
+    """Ctrl-C while the index waits for the pack's thread (a slow disk's fsync, made slow here):
+    the thread ends its write, then both temporary files go, and the interrupt is raised."""
+    probe = (
+        "import os, signal, sys, threading, time\n"
+        "from pathlib import Path\n"
+        "from ksgitops.io.git.pack import write_pack, object_id\n"
+        "real = os.fsync\n"
+        "def slow(fd):\n"
+        "    if '.pack_' in os.readlink(f'/proc/self/fd/{fd}'):\n"
+        "        time.sleep(1.5)\n"
+        "    real(fd)\n"
+        "os.fsync = slow\n"
+        "threading.Timer(0.5, lambda: os.kill(os.getpid(), signal.SIGINT)).start()\n"
+        "try:\n"
+        "    write_pack(Path(sys.argv[1]), {object_id(b'blob', b'a\\n'): (b'blob', b'a\\n')})\n"
+        "except KeyboardInterrupt:\n"
+        "    print('interrupted')\n"
+    )
+    done = subprocess.run([sys.executable, "-c", probe, str(tmp_path)], capture_output=True, text=True, cwd=tmp_path,
+                          env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])})
+    assert done.stdout.split() == ["interrupted"], (done.stdout, done.stderr)
+    assert sorted(p.name for p in (tmp_path / "pack").iterdir()) == []

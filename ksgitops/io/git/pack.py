@@ -74,7 +74,11 @@ def write_pack(objects_dir: Path, objects: dict[bytes, tuple[bytes, bytes]]) -> 
     except BaseException as e:  # noqa: BLE001 - raised below, once the pack's thread is done
         failed.insert(0, e)
     if writer.ident is not None:
-        writer.join()
+        try:
+            writer.join()
+        except BaseException as e:  # noqa: BLE001 - an interrupt while the pack syncs: it ends, then both files go
+            writer.join()
+            failed.insert(0, e)
     if failed:
         for tmp in (_tmp_name(idx), _tmp_name(pack)):
             with contextlib.suppress(OSError):
