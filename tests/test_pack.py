@@ -133,6 +133,12 @@ def test_a_pack_is_read_only_and_as_private_as_the_umask(tmp_path: Path, umask: 
     assert [oct(p.stat().st_mode & 0o777) for p in (pack, pack.with_suffix(".idx"))] == [oct(mode)] * 2
 
 
+def _probe(code: str, tmp_path: Path) -> subprocess.CompletedProcess[str]:
+    """`code` in a Python process of its own (its limits and signals its own), writing into `tmp_path`."""
+    return subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True, cwd=tmp_path,
+                          env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])})
+
+
 def test_a_pack_that_cannot_be_written_raises_and_leaves_no_file(tmp_path: Path) -> None:
     """The pack is written and synced beside the index: its failure (here a file size limit, as on
     a full disk) is raised once both are done, and neither file nor temporary remains."""
@@ -147,8 +153,8 @@ def test_a_pack_that_cannot_be_written_raises_and_leaves_no_file(tmp_path: Path)
         "except OSError as e:\n"
         "    print('raised', e.errno)\n"
     )
-    done = subprocess.run([sys.executable, "-c", probe, str(tmp_path)], capture_output=True, text=True, check=True, cwd=tmp_path,
-                          env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])})
+    done = _probe(probe, tmp_path)
+    assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["raised", str(errno.EFBIG)]
     assert sorted(p.name for p in (tmp_path / "pack").iterdir()) == []
 
@@ -170,8 +176,7 @@ def test_without_a_thread_to_be_had_the_pack_is_written_all_the_same(tmp_path: P
         "    pass\n"
         "print(write_pack(Path(sys.argv[1]), {object_id(b'blob', b'a\\n'): (b'blob', b'a\\n')}).name)\n"
     )
-    done = subprocess.run([sys.executable, "-c", probe, str(tmp_path)], capture_output=True, text=True, cwd=tmp_path,
-                          env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])})
+    done = _probe(probe, tmp_path)
     assert done.returncode == 0, done.stderr
     assert "a thread started" not in done.stdout  # the limit holds: the fallback is what ran
     pack = tmp_path / "pack" / done.stdout.strip()
@@ -197,7 +202,6 @@ def test_an_interrupt_while_the_pack_syncs_leaves_no_file(tmp_path: Path) -> Non
         "except KeyboardInterrupt:\n"
         "    print('interrupted')\n"
     )
-    done = subprocess.run([sys.executable, "-c", probe, str(tmp_path)], capture_output=True, text=True, cwd=tmp_path,
-                          env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])})
+    done = _probe(probe, tmp_path)
     assert done.stdout.split() == ["interrupted"], (done.stdout, done.stderr)
     assert sorted(p.name for p in (tmp_path / "pack").iterdir()) == []
