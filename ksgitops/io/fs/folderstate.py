@@ -32,7 +32,7 @@ def relative(folder: str | os.PathLike[str]) -> str:
     real = os.path.realpath(folder)
     here = real
     while True:
-        if os.path.lexists(os.path.join(here, ".git")) or _is_git_dir(here):
+        if os.path.lexists(os.path.join(here, ".git")) or is_git_dir(here):
             return "" if here == real else os.path.relpath(real, here).replace(os.sep, "/")
         parent = os.path.dirname(here)
         if parent == here:
@@ -40,7 +40,8 @@ def relative(folder: str | os.PathLike[str]) -> str:
         here = parent
 
 
-def _is_git_dir(folder: str) -> bool:
+def is_git_dir(folder: str) -> bool:
+    """`folder` is a git directory (a bare repository, or a work tree's `.git`), as git tells one."""
     return os.path.isfile(os.path.join(folder, "HEAD")) and os.path.isdir(os.path.join(folder, "objects"))
 
 

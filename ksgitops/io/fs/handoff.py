@@ -22,7 +22,7 @@ import struct
 import sys
 from typing import Any
 
-from .folderstate import STATE, place_of
+from .folderstate import STATE, is_git_dir, place_of
 
 SOCKET = "monitor.sock"
 ENV = "KSGITOPS_HANDOFF"  # "0": never hand a command over
@@ -124,7 +124,7 @@ def _plain_git_dir(path: str) -> str | None:
             return candidate
         if os.path.lexists(candidate):
             return None  # a linked work tree or a submodule: no hand-off
-        if _is_git_dir(folder):
+        if is_git_dir(folder):
             return folder
         parent = os.path.dirname(folder)
         if parent == folder:
@@ -138,16 +138,12 @@ def _ksgitops_folder(path: str) -> str:
     the bare repository it is in (whose monitor's state is its own, wherever it lies)."""
     folder = os.path.realpath(path)
     while True:
-        if os.path.isdir(os.path.join(folder, "spaces")) or _is_git_dir(folder):
+        if os.path.isdir(os.path.join(folder, "spaces")) or is_git_dir(folder):
             return folder
         parent = os.path.dirname(folder)
         if parent == folder or os.path.lexists(os.path.join(folder, ".git")):
             return folder
         folder = parent
-
-
-def _is_git_dir(folder: str) -> bool:
-    return os.path.isfile(os.path.join(folder, "HEAD")) and os.path.isdir(os.path.join(folder, "objects"))
 
 
 def _worker(where: str, args: list[str]) -> tuple[socket.socket, int] | None:
