@@ -74,19 +74,22 @@ def data_findings(obj: Obj) -> Iterator[Finding]:
                 yield f"{field}.{_shown(key)}: {problem}", (field, key)
     if obj.kind == "ConfigMap":
         yield from _both_text_and_binary(obj.body)
+        yield from _too_large(obj, None)
     else:
-        yield from _secret_type_findings(obj, expands)
-    yield from _too_large(obj)
+        merged = _merged_data(obj.body)  # decoded once, for the type's keys and for the size
+        yield from _secret_type_findings(obj, expands, merged)
+        yield from _too_large(obj, merged)
 
 
-def _too_large(obj: Obj) -> Iterator[Finding]:
-    if obj.kind == "ConfigMap":
+def _too_large(obj: Obj, merged: dict[str, bytes | None] | None) -> Iterator[Finding]:
+    """`merged`: a Secret's data as the API server checks it (None for a ConfigMap)."""
+    if merged is None:
         fields = ("data", "binaryData")
         sizes = [_size(v, decode=False) for v in _values(obj.body, "data")]
         sizes += [_size(v, decode=True) for v in _values(obj.body, "binaryData")]
     else:
         fields = ("data", "stringData")
-        sizes = [len(v) for v in _merged_data(obj.body).values() if v is not None]
+        sizes = [len(v) for v in merged.values() if v is not None]
     total = sum(sizes)
     if total > MAX_DATA_BYTES:
         field = next(f for f in fields if isinstance(obj.body.get(f), dict))
@@ -160,7 +163,7 @@ def _both_text_and_binary(body: dict[str, Any]) -> Iterator[Finding]:
                        "keep one"), ("binaryData", key)
 
 
-def _secret_type_findings(obj: Obj, expands: bool) -> Iterator[Finding]:
+def _secret_type_findings(obj: Obj, expands: bool, merged: dict[str, bytes | None]) -> Iterator[Finding]:
     kind = obj.body.get("type")
     if not isinstance(kind, str):
         return
@@ -171,7 +174,6 @@ def _secret_type_findings(obj: Obj, expands: bool) -> Iterator[Finding]:
                    "without it): name the ServiceAccount"), ("type",)
         return
     needs = _REQUIRED.get(kind, ())
-    merged = _merged_data(obj.body) if needs else {}
     for need in needs:
         present = [k for k in need.keys if k in merged and (not need.non_empty or merged[k] != b"")]
         if not present:
