@@ -74,12 +74,13 @@ def _start(root: Path, log: Path, plan_ahead: bool, idle_exit: float) -> tuple[d
     if running is not None:
         return running, False
     read, write = os.pipe()
+    home = _home(root)
     with open(log, "ab") as out:
-        argv = [sys.executable, "-m", "ksgitops", "monitor", "start", str(root.resolve()), "--ready-fd", str(write),
+        argv = [sys.executable, "-m", "ksgitops", "monitor", "start", home, "--ready-fd", str(write),
                 "--idle-exit", f"{idle_exit:g}"]
         child = subprocess.Popen(argv + (["--plan-ahead"] if plan_ahead else ["--no-plan-ahead"]),
                                  stdin=subprocess.DEVNULL, stdout=out, stderr=out, pass_fds=(write,),
-                                 start_new_session=True, close_fds=True, cwd=_home(root))
+                                 start_new_session=True, close_fds=True, cwd=home)
     os.close(write)
     told = _read_all(read, START_TIMEOUT)
     if not told.startswith("ready"):
@@ -129,19 +130,20 @@ def start_in_background(root: Path, idle_exit: float = AUTO_IDLE_EXIT) -> None:
         return
     if not _lock_free(log.parent):
         return
+    home = _home(root)
     try:
         with open(log, "ab") as out:
-            subprocess.Popen([sys.executable, "-m", "ksgitops", "monitor", "start", str(root.resolve()),
-                              "--foreground", "--idle-exit", f"{idle_exit:g}"], stdin=subprocess.DEVNULL,
-                             stdout=out, stderr=out, start_new_session=True, close_fds=True, cwd=_home(root))
+            subprocess.Popen([sys.executable, "-m", "ksgitops", "monitor", "start", home, "--foreground",
+                              "--idle-exit", f"{idle_exit:g}"], stdin=subprocess.DEVNULL, stdout=out, stderr=out,
+                             start_new_session=True, close_fds=True, cwd=home)
     except OSError:
         pass
 
 
 def _home(root: Path) -> str:
-    """The working folder of a monitor that outlives the command starting it: the folder it
-    watches, not the one the command ran in (which it would keep from being unmounted, or keep
-    in use once deleted, for hours)."""
+    """The folder a monitor that outlives the command starting it watches, resolved: named so on
+    its command line, and its working folder rather than the one the command ran in (which it
+    would keep from being unmounted, or keep in use once deleted, for hours)."""
     return str(root.resolve())
 
 
