@@ -56,3 +56,10 @@ def configmaps_placement() -> str:
     """An EdgePlacement `p` placing every ConfigMap of its space on the Locations labelled env=prod."""
     return ("apiVersion: edge.kubestellar.io/v2alpha1\nkind: EdgePlacement\nmetadata: {name: p}\nspec:\n"
             "  locationSelectors: [{matchLabels: {env: prod}}]\n  downsync: [{apiGroup: \"\", resources: [configmaps]}]\n")
+
+
+def gadget_crd(scope: str) -> str:
+    """The CustomResourceDefinition of example.com's Gadget (plural gadgets, served and stored at v1)."""
+    return ("apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata: {name: gadgets.example.com}\n"
+            "spec:\n  group: example.com\n  names: {kind: Gadget, plural: gadgets}\n"
+            f"  scope: {scope}\n  versions: [{{name: v1, served: true, storage: true}}]\n")

@@ -18,7 +18,7 @@ import pytest
 from ksgitops.core.pipeline import Result, reconcile
 from ksgitops.core.readout.explain import explain_object_on
 from ksgitops.io.fs.tree import WorkTreeSnapshot
-from minimal_fleet import one_wec_inventory
+from minimal_fleet import gadget_crd, one_wec_inventory
 
 Tree = Callable[[dict[str, str]], Path]
 MAILBOX = "inv-mb-one"
@@ -27,16 +27,7 @@ RBAC = "rbac.authorization.k8s.io"
 CLUSTER_ROLE = f"apiVersion: {RBAC}/v1\nkind: ClusterRole\nmetadata:\n  name: reader\n%s\nrules: []\n"
 STRAY = "  namespace: foo"
 NO_NAMESPACE = ""
-GADGET_CRD = """\
-apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata: {name: gadgets.example.com}
-spec:
-  group: example.com
-  names: {kind: Gadget, plural: gadgets}
-  scope: %s
-  versions: [{name: v1, served: true, storage: true}]
-"""
+GADGET_CRD = gadget_crd("%s")
 GADGET = "apiVersion: example.com/v1\nkind: Gadget\nmetadata:\n  name: g\n%s\n"
 CRD = GADGET_CRD.replace("metadata: {name: gadgets.example.com}", "metadata:\n  name: gadgets.example.com\n%s")
 REPO_CONFIG = """\

@@ -16,6 +16,7 @@ from ksgitops.app import usecases as app
 from ksgitops.core.load.schemas import validate_document
 from ksgitops.core.serialize import load_yaml
 from ksgitops.model import Origin
+from minimal_fleet import gadget_crd
 from status_summaries import (COMMON_CM, COMMOND, FLORIN, GUILDER, RS_FAILED, SPECIAL_CM, SPECIALD, as_reports, cm,
                               compute, deploy, edit, report, rs, status_of, summarize, write_reports)
 
@@ -80,15 +81,7 @@ def test_singleton_status_when_one_wec_reports_and_placement_wants_it(example: P
 def test_no_singleton_status_for_a_crd_that_came_along(example: Path) -> None:
     """KubeStellar v0.13+ pkg/placement/what-resolver.go adds a placed resource's CRD with
     ReturnSingletonState false, whatever the placement wants."""
-    (example / "spaces/wmw-s/gadgets.yaml").write_text("""\
-apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata: {name: gadgets.example.com}
-spec:
-  group: example.com
-  names: {kind: Gadget, plural: gadgets}
-  scope: Namespaced
-  versions: [{name: v1, served: true, storage: true}]
+    (example / "spaces/wmw-s/gadgets.yaml").write_text(gadget_crd("Namespaced") + """\
 ---
 apiVersion: example.com/v1
 kind: Gadget
