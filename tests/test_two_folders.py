@@ -197,3 +197,59 @@ def test_a_bare_repository_below_a_ksgitops_folder_is_handed_to_its_own_monitor(
     assert ks("status", "--commit", str(mirror), cwd=top).returncode == 0
     reply = request(str(mirror), {"op": "status"})
     assert reply is not None and reply["served"] == 1
+
+
+def _own(top: Path, folder: Path) -> Path:
+    return top / ".git" / place_of(folder)
+
+
+def test_a_renamed_folders_state_goes_when_its_new_name_settles_in(mono: tuple[Path, Path, Path]) -> None:
+    top, staging, prod = mono
+    for folder in (staging, prod):
+        assert run_cli_subprocess("reconcile", str(folder)).returncode in (0, 2)
+    settled(top / STATE)
+    old, kept = _own(top, staging), _own(top, prod)
+    assert (old / "folder").read_text() == "infra/staging" and (old / "worktree.pickle").is_file()
+    renamed = staging.rename(top / "infra/stage")
+    assert run_cli_subprocess("reconcile", str(renamed)).returncode in (0, 2)
+    settled(top / STATE)
+    assert (_own(top, renamed) / "worktree.pickle").is_file()
+    assert not old.exists()  # its folder holds no spaces/ any more
+    assert (kept / "worktree.pickle").is_file()  # prod is still there
+
+
+def test_a_monitored_or_young_unnamed_state_folder_stays(mono: tuple[Path, Path, Path]) -> None:
+    from ksgitops.io.fs.feed import hold_monitor_lock
+    top, staging, prod = mono
+    folders = top / STATE / "folders"
+    watched, young, old, foreign = (folders / n for n in ("gone-0", "new-1", "old-2", "odd-3"))
+    held = hold_monitor_lock(watched)  # a monitor still runs for a folder that is gone
+    for place in (young, old, foreign):
+        place.mkdir(parents=True)
+    (watched / "folder").write_text("infra/gone")
+    (foreign / "folder").write_text("../../elsewhere")  # names no folder of this work tree: not judged
+    os.utime(old, (time.time() - 7200, time.time() - 7200))
+    try:
+        assert run_cli_subprocess("reconcile", str(prod)).returncode in (0, 2)
+        settled(top / STATE)
+        assert sorted(p.name for p in folders.iterdir()) == sorted([watched.name, young.name, foreign.name,
+                                                                     _own(top, prod).name])
+    finally:
+        os.close(held)
+
+
+@pytest.mark.parametrize("top_is_a_folder", [False, True])
+def test_an_older_versions_files_for_a_nested_folder_go_from_the_top(mono: tuple[Path, Path, Path],
+                                                                      top_is_a_folder: bool) -> None:
+    """An older ksgitops kept a nested folder's record and status memo where the top's go."""
+    top, staging, _ = mono
+    state = top / STATE
+    state.mkdir()
+    for name in ("worktree.pickle", "status-worktree.sqlite", "cache.pickle"):
+        (state / name).write_bytes(b"left by an older version")
+    if top_is_a_folder:
+        (top / "spaces").mkdir()
+    assert run_cli_subprocess("reconcile", str(staging)).returncode in (0, 2)
+    settled(state)
+    left = {"worktree.pickle", "status-worktree.sqlite", "cache.pickle"} & {p.name for p in state.iterdir()}
+    assert left == ({"worktree.pickle", "status-worktree.sqlite", "cache.pickle"} if top_is_a_folder else {"cache.pickle"})

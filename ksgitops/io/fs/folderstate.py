@@ -15,7 +15,13 @@ and log — is that folder's own, so that two ksgitops folders of one repository
 The top is found as git finds it: the nearest folder at or above the ksgitops folder holding a
 `.git` entry (a work tree set up only through GIT_DIR or core.worktree has none: its folders
 share the top's state, as before). This module is loaded by every command before deciding on a
-hand-off (handoff.py), so it imports nothing beyond `os`.
+hand-off (handoff.py), so it imports nothing beyond `os` until a folder's state folder is made.
+
+A folder's own state folder names its folder in a file (`OWNER`). When one is made (`settle`), the
+state of folders that are gone is removed: a sub-folder whose folder no longer holds `spaces/` (it
+was renamed or deleted), and the top's own work-tree files when the top holds no `spaces/` (an
+older ksgitops kept a nested folder's there). Only caches go: a folder a monitor still holds, or a
+sub-folder younger than `UNMARKED_AGE` that names no folder (one being made), is left.
 """
 from __future__ import annotations
 
@@ -24,6 +30,9 @@ import os
 STATE = "ksgitops-state"  # as io/fs/paths.STATE_DIR (not imported: it would load pathlib)
 FOLDERS = "folders"
 SLUG = 40  # characters of the path kept in a folder's name
+OWNER = "folder"  # in a folder's own state folder: its path from the top
+TOP_FILES = ("worktree.pickle", "status-worktree.sqlite", "status-worktree.sqlite-journal")  # a work tree folder's own
+UNMARKED_AGE = 3600.0  # seconds after which a sub-folder naming no folder is not one being made
 
 
 def relative(folder: str | os.PathLike[str]) -> str:
@@ -66,3 +75,84 @@ def shared(own: str | os.PathLike[str]) -> str:
     if os.path.basename(up) == FOLDERS and os.path.basename(os.path.dirname(up)) == STATE:
         return os.path.dirname(up)
     return own
+
+
+def make_own(own: str, folder: str) -> None:
+    """Make the state folder `own` of the ksgitops folder `folder`; the first time a folder below
+    the top uses it, `settle` it."""
+    os.makedirs(own, exist_ok=True)
+    if own != shared(own) and not os.path.exists(os.path.join(own, OWNER)):
+        settle(own, folder)
+
+
+def settle(own: str, folder: str) -> None:
+    """After the state folder `own` of the ksgitops folder `folder` was made below the top: name
+    its folder in it, and remove the state of folders that are gone (the module's docstring)."""
+    rel = relative(folder)
+    if not rel:
+        return
+    _write(os.path.join(own, OWNER), rel)
+    top = os.path.realpath(folder)[: -len(rel)].rstrip("/") or "/"
+    state = shared(own)
+    folders = os.path.join(state, FOLDERS)
+    if os.path.islink(folders) or os.path.islink(state):
+        return
+    for name in sorted(os.listdir(folders)):
+        path = os.path.join(folders, name)
+        if path != own and not _in_use(path, top):
+            _remove(path)
+    if not os.path.isdir(os.path.join(top, "spaces")) and not _monitored(state):
+        for name in TOP_FILES:
+            try:
+                os.unlink(os.path.join(state, name))
+            except FileNotFoundError:
+                pass
+
+
+def _in_use(path: str, top: str) -> bool:
+    try:
+        with open(os.path.join(path, OWNER), encoding="utf-8") as file:
+            rel = file.read()
+    except FileNotFoundError:
+        import time
+        try:
+            return time.time() - os.lstat(path).st_mtime < UNMARKED_AGE or _monitored(path)
+        except FileNotFoundError:
+            return True  # removed meanwhile
+    except (OSError, UnicodeDecodeError):
+        return True  # not ours to judge
+    if not rel or os.path.isabs(rel) or ".." in rel.split("/") or name_of(rel) != os.path.basename(path):
+        return True
+    return os.path.isdir(os.path.join(top, rel, "spaces")) or _monitored(path)
+
+
+def _monitored(place: str) -> bool:
+    """A monitor holds the lock in the state folder `place` (io/fs/feed.py's `monitor.lock`)."""
+    import fcntl
+    try:
+        fd = os.open(os.path.join(place, "monitor.lock"), os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return False
+    except OSError:
+        return True
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        return False
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)
+
+
+def _write(path: str, text: str) -> None:
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+    try:
+        os.write(fd, text.encode())
+    finally:
+        os.close(fd)
+
+
+def _remove(path: str) -> None:
+    import shutil
+    if not os.path.islink(path):
+        shutil.rmtree(path, ignore_errors=True)

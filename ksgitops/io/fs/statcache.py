@@ -40,7 +40,7 @@ from msgspec import Struct, field
 from ..git.cache import code_fingerprint, unpickle
 from .forked import in_child as _in_child, may_fork as _may_fork
 from .afterwards import settled
-from .folderstate import place_of, shared
+from .folderstate import make_own, place_of, shared
 from .paths import STATE_DIR, check_path, write_file
 from .shapes import Shape, content_digest, shape_of
 
@@ -224,7 +224,7 @@ class WorkTreeRecord(Struct):
                 "sources": self.sources, "roots": roots, "run": self.run, "token": self.token,
                 "linked": sorted(self.linked)}
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
+            make_own(str(self.path.parent), self.identity[0])
             write_file(self.path, pickle.dumps(data, protocol=pickle.HIGHEST_PROTOCOL))
             self._dirty = False
         except OSError:
