@@ -227,8 +227,9 @@ def test_defaulting_a_namespace_may_make_a_duplicate(tree: Tree) -> None:
      "spec.downsync[0].resources[0]: 'deployments.apps' is kubectl's resource.group form, which KubeStellar does not "
      "read: it matches nothing; write apiGroup: apps and resources: [deployments]"),
     ("{apiGroup: '', resources: [configmaps], namespaces: ['']}",
-     "spec.downsync[0].namespaces[0]: \"\" matches no object (a cluster-scoped object has no namespace, and is "
-     "matched by \"*\" or by leaving namespaces empty)"),
+     "spec.downsync[0].namespaces[0]: \"\" matches only cluster-scoped objects (their namespace is \"\" to "
+     "KubeStellar's code; its API documentation admits them by \"*\" or an empty list): write \"*\", or leave "
+     "namespaces empty"),
     ("{}",
      "spec.downsync[0]: the clause has no criteria: it matches every workload object of this space (KubeStellar's "
      "CRD also requires apiGroup); name an apiGroup and resources"),

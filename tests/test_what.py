@@ -38,8 +38,11 @@ CRITERIA = [
     ("namespaces-miss", {"namespaces": ["ns2"]}, DEPLOY, "the object's namespace 'ns1'"),
     ("namespaces-cluster-empty", {"namespaces": []}, CROLE, None),
     ("namespaces-cluster-star", {"namespaces": ["*"]}, CROLE, None),
-    ("namespaces-cluster-named", {"namespaces": ["ns1"]}, CROLE, "which a cluster-scoped object needs"),
-    ("namespaces-cluster-empty-string", {"namespaces": [""]}, CROLE, "which a cluster-scoped object needs"),
+    ("namespaces-cluster-named", {"namespaces": ["ns1"]}, CROLE, "the namespace of a cluster-scoped object"),
+    # KubeStellar v0.14.2 pkg/placement/what-resolver.go `downsyncMatches` compares the namespace ""
+    # of a cluster-scoped object with the list as any other name
+    ("namespaces-cluster-empty-string", {"namespaces": [""]}, CROLE, None),
+    ("namespaces-namespaced-empty-string", {"namespaces": [""]}, DEPLOY, "nor the object's namespace 'ns1'"),
     # 4. namespaceSelectors
     ("nssel-empty", {"namespaceSelectors": []}, DEPLOY, None),
     ("nssel-hit", {"namespaceSelectors": [{"matchLabels": {"team": "a"}}]}, DEPLOY, None),

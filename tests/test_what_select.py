@@ -161,11 +161,11 @@ def test_explain_unknown_kind_and_no_clauses() -> None:
 
 
 def test_explain_names_v1alpha1_sources() -> None:
-    spec = placement_spec(placement({"namespaceSelector": {"matchLabels": {"team": "z"}},
+    spec = placement_spec(placement({"namespaceSelector": {"matchLabels": {"team": "a"}},
                                      "nonNamespacedObjects": [{"resources": ["namespaces"],
                                                                "resourceNames": ["ns1"]}]}, V1))
     lines = explain_object(spec, NS1, KINDS, NS_LABELS)
-    assert lines[0].startswith("spec.namespaceSelector (v1alpha1): does not match: ")
+    assert lines[0].startswith("spec.namespaceSelector (v1alpha1): does not match: ")  # a Namespace is cluster-scoped
     assert lines[1] == "spec.nonNamespacedObjects[0].resourceNames (v1alpha1): matches"
 
 

@@ -36,12 +36,13 @@ def test_v1alpha1_conversion_shape() -> None:
              "_source": "spec.namespaceSelector"},
             {"apiGroup": "rbac.authorization.k8s.io", "resources": ["clusterroles"], "objectNames": ["reader"],
              "_scope": "Cluster", "_source": "spec.nonNamespacedObjects[0].resourceNames"},
-            {"apiGroup": "", "resources": ["namespaces"], "objectNames": ["*"],
-             "_scope": "Cluster", "_source": "spec.nonNamespacedObjects[1].resourceNames"},
-            {"apiGroup": "", "resources": ["namespaces"], "labelSelectors": [{}],
-             "_scope": "Cluster", "_source": "spec.nonNamespacedObjects[1].labelSelectors"},
-            {"apiGroup": "", "resources": ["*"], "objectNames": ["*"],
-             "_scope": "Cluster", "_source": "spec.nonNamespacedObjects[4].resourceNames"},
+            {"apiGroup": "", "resources": ["namespaces"], "objectNames": ["*"], "_scope": "Cluster",
+             "_namespaceGate": {"matchLabels": {"team": "a"}}, "_source": "spec.nonNamespacedObjects[1].resourceNames"},
+            {"apiGroup": "", "resources": ["namespaces"], "labelSelectors": [{}], "_scope": "Cluster",
+             "_namespaceGate": {"matchLabels": {"team": "a"}},
+             "_source": "spec.nonNamespacedObjects[1].labelSelectors"},
+            {"apiGroup": "", "resources": ["*"], "objectNames": ["*"], "_scope": "Cluster",
+             "_namespaceGate": {"matchLabels": {"team": "a"}}, "_source": "spec.nonNamespacedObjects[4].resourceNames"},
         ],
         "upsync": [{"apiGroup": "", "resources": ["configmaps"], "namespaces": ["*"], "names": ["*"]}],
         "wantSingletonReportedState": False,
@@ -65,17 +66,19 @@ V1_SELECT = [
      {("ConfigMap", "cfg@ns1"), ("Deployment", "web@ns1")}),
     ("doesnotexist-ns-selector-not-cluster", {"namespaceSelector": {"matchExpressions": [
         {"key": "team", "operator": "DoesNotExist"}]}}, set()),
-    ("non-namespaced-core-default", {**NO_NS, "nonNamespacedObjects": [{"resources": ["namespaces"],
-                                                                       "resourceNames": ["ns1"]}]},
-     {("Namespace", "ns1@")}),
+    ("non-namespaced-core-default", {"namespaceSelector": {"matchLabels": {"team": "a"}},
+                                     "nonNamespacedObjects": [{"resources": ["namespaces"], "resourceNames": ["ns1"]}]},
+     {("Namespace", "ns1@"), ("ConfigMap", "cfg@ns1"), ("Deployment", "web@ns1")}),
     ("non-namespaced-star", {**NO_NS, "nonNamespacedObjects": [{"apiGroup": "rbac.authorization.k8s.io",
                                                                "resources": ["*"], "resourceNames": ["*"]}]},
      {("ClusterRole", "reader@")}),  # the namespaced Role of the same group is not admitted
     # v0.7 `whatMatches`: "*" means all only as the single entry; among others it is a literal name
     ("non-namespaced-star-among-resources-is-literal", {**NO_NS, "nonNamespacedObjects": [
-        {"resources": ["*", "namespaces"], "resourceNames": ["*"]}]}, {("Namespace", "ns1@"), ("Namespace", "ns2@")}),
+        {"apiGroup": "rbac.authorization.k8s.io", "resources": ["*", "clusterroles"], "resourceNames": ["*"]}]},
+     {("ClusterRole", "reader@")}),
     ("non-namespaced-star-among-names-is-literal", {**NO_NS, "nonNamespacedObjects": [
-        {"resources": ["namespaces"], "resourceNames": ["*", "ns2"]}]}, {("Namespace", "ns2@")}),
+        {"apiGroup": "rbac.authorization.k8s.io", "resources": ["clusterroles"], "resourceNames": ["*", "other"]}]},
+     set()),
     ("non-namespaced-only-literal-stars", {**NO_NS, "nonNamespacedObjects": [
         {"apiGroup": "rbac.authorization.k8s.io", "resources": ["*", "*"], "resourceNames": ["*"]}]}, set()),
     ("non-namespaced-wrong-group", {**NO_NS, "nonNamespacedObjects": [{"resources": ["clusterroles"],
@@ -87,14 +90,28 @@ V1_SELECT = [
     ("non-namespaced-empty-resources", {**NO_NS, "nonNamespacedObjects": [{"resources": [],
                                                                           "resourceNames": ["*"]}]}, set()),
     ("non-namespaced-names-or-labels", {**NO_NS, "nonNamespacedObjects": [{
-        "resources": ["namespaces"], "resourceNames": ["ns2"],
-        "labelSelectors": [{"matchLabels": {"team": "a"}}]}]}, {("Namespace", "ns1@"), ("Namespace", "ns2@")}),
+        "apiGroup": "rbac.authorization.k8s.io", "resources": ["clusterroles"], "resourceNames": ["other"],
+        "labelSelectors": [{"matchLabels": {"app": "web"}}]}]}, {("ClusterRole", "reader@")}),
     ("both", {"namespaceSelector": {"matchLabels": {"team": "b"}},
               "nonNamespacedObjects": [{"resources": ["namespaces"], "resourceNames": ["ns2"]}]},
      {("ConfigMap", "cfg@ns2"), ("Namespace", "ns2@")}),
-    ("upsync-carried-over", {"namespaceSelector": {},
-                             "upsync": [{"resources": ["configmaps"], "namespaces": ["*"], "names": ["*"]}]},
-     {("Deployment", "web@ns1"), ("Role", "reader@ns9x")}),
+    # KubeStellar v0.7.0 pkg/placement/what-resolver.go never reads `upsync`: it does not unselect
+    ("upsync-carried-over-does-not-unselect", {"namespaceSelector": {}, "upsync": [
+        {"resources": ["configmaps"], "namespaces": ["*"], "names": ["*"]}]}, ALL_NAMESPACED),
+    # ... and `setByMatch` places a Namespace only when namespaceSelector selects it, whatever
+    # nonNamespacedObjects says
+    ("namespace-named-but-not-selected", {**NO_NS, "nonNamespacedObjects": [
+        {"resources": ["namespaces"], "resourceNames": ["*"]}]}, set()),
+    ("namespace-by-labels-but-not-selected", {"namespaceSelector": {"matchLabels": {"team": "b"}},
+                                              "nonNamespacedObjects": [{"resources": ["*"], "resourceNames": ["ns1"],
+                                                                        "labelSelectors": [{}]}]},
+     {("Namespace", "ns2@"), ("ConfigMap", "cfg@ns2")}),
+    # the gate tests the Namespace's own labels, name label included (V1_NS_LABELS, what the
+    # namespaced half sees here, leaves that label out)
+    ("namespace-gate-sees-the-name-label", {
+        "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "ns2"}},
+        "nonNamespacedObjects": [{"resources": ["namespaces"], "resourceNames": ["*"]}]},
+     {("Namespace", "ns2@")}),
 ]
 
 V1_WORKLOAD = [
@@ -127,8 +144,22 @@ def test_v1alpha1_empty_selector_admits_namespaced_role_but_not_cluster_role() -
     assert "admits only namespaced objects" in (clause_mismatch(clause, CROLE, info(CROLE), {}) or "")
 
 
+def test_v1alpha1_explain_names_the_namespace_gate_and_the_upsync_that_does_not_win() -> None:
+    """KubeStellar v0.7.0 pkg/placement/what-resolver.go (`setByMatch`, `whatMatches`)."""
+    spec = placement_spec(placement({**NO_NS, "nonNamespacedObjects": [{"resources": ["namespaces"],
+                                                                       "resourceNames": ["ns1"]}],
+                                     "upsync": [{"resources": ["namespaces"], "names": ["*"]}]}, V1))
+    lines = explain_object(spec, NS1, KINDS, V1_NS_LABELS)
+    assert lines[1] == ("spec.nonNamespacedObjects[0].resourceNames (v1alpha1): does not match: a v1alpha1 "
+                        "placement places a Namespace only when its spec.namespaceSelector selects it, and it "
+                        "does not select the labels {'team': 'a', 'kubernetes.io/metadata.name': 'ns1'} of "
+                        "Namespace 'ns1'")
+    assert lines[2] == ("spec.upsync[0] matches it, but a v1alpha1 placement's upsync does not stop its downsync "
+                        "(KubeStellar v0.7)")
+
+
 def test_v2alpha1_clause_cannot_smuggle_private_markers() -> None:
-    spec = placement_spec(placement({"downsync": [{"_scope": "Namespaced", "_source": "x",
+    spec = placement_spec(placement({"downsync": [{"_scope": "Namespaced", "_source": "x", "_namespaceGate": {"a": 1},
                                                    "resources": ["clusterroles"]}]}))
     assert spec["downsync"] == [{"resources": ["clusterroles"]}]
     assert clause_matches(spec["downsync"][0], CROLE, info(CROLE), {})

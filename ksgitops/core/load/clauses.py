@@ -98,8 +98,9 @@ def _namespace_warnings(path: FieldPath, namespaces: Any) -> list[Oddity]:
     for j, namespace in enumerate(namespaces):
         at = (*path, "namespaces", j)
         if namespace == "":
-            found.append(_said(at, "\"\" matches no object (a cluster-scoped object has no namespace, and is "
-                                   "matched by \"*\" or by leaving namespaces empty)"))
+            found.append(_said(at, "\"\" matches only cluster-scoped objects (their namespace is \"\" to "
+                                   "KubeStellar's code; its API documentation admits them by \"*\" or an empty "
+                                   "list): write \"*\", or leave namespaces empty"))
         elif isinstance(namespace, str) and namespace != "*" and dns1123_label_error(namespace):
             found.append(_said(at, f"{namespace!r} is not a namespace name: {MATCHES_NOTHING}"))
     return found

@@ -16,7 +16,10 @@ pkg/apis/edge/v1alpha1/edge-placement.go defines it and pkg/placement/what-resol
   objects out: they are tested against empty labels, so a `{}` selector would otherwise admit them
   all. The Namespace objects themselves are cluster-scoped, so this clause does not match them: as
   in v0.7, a Namespace's own labels and annotations go only when `nonNamespacedObjects` selects
-  it; otherwise the mailbox gets an implied Namespace.
+  it; otherwise the mailbox gets an implied Namespace. A Namespace that `namespaceSelector` does not
+  select goes nowhere, even when `nonNamespacedObjects` names it (`setByMatch` drops a Namespace
+  whose namespace is not placed): each clause that could match Namespaces (core group, resources
+  `namespaces` or `"*"`) carries `_namespaceGate`, the namespaceSelector a Namespace must also match.
 - each `nonNamespacedObjects[i]` entry (`apiGroup` a plain string, "" = core, compared exactly;
   `resources`; `resourceNames`; `labelSelectors`; an object is in the set when its name is listed
   OR its labels match a selector) becomes up to two clauses, both with `apiGroup` set and
@@ -27,8 +30,10 @@ pkg/apis/edge/v1alpha1/edge-placement.go defines it and pkg/placement/what-resol
   name list (or selector list) yields no clause for that half.
 - Converted clauses carry `_source`, the field path they came from (e.g.
   `spec.nonNamespacedObjects[0].resourceNames`), used by `explain` instead of `spec.downsync[i]`.
-The private keys `_scope` and `_source` are never taken from user input: they are stripped from
-v2alpha1 clauses.
+The private keys `_scope`, `_source` and `_namespaceGate` are never taken from user input: they are
+stripped from v2alpha1 clauses. v0.7 gave upsync no precedence over downsync (its what-resolver never
+reads `upsync`), so `what.py` does not let the upsync sets of a converted spec (its clauses carry
+`_scope`) unselect anything.
 """
 from __future__ import annotations
 
@@ -42,7 +47,8 @@ SCOPE = "_scope"
 SOURCE = "_source"
 NAMESPACED = "Namespaced"
 CLUSTER = "Cluster"
-_PRIVATE = (SCOPE, SOURCE)
+NS_GATE = "_namespaceGate"
+_PRIVATE = (SCOPE, SOURCE, NS_GATE)
 
 
 def as_list(value: Any) -> list[Any]:
@@ -55,10 +61,13 @@ def _v2_clause(clause: Any) -> Any:
     return {k: copy.deepcopy(v) for k, v in clause.items() if k not in _PRIVATE}
 
 
-def _namespace_clause(spec: Mapping[str, Any]) -> dict[str, Any]:
+def _namespace_selector(spec: Mapping[str, Any]) -> Any:
     sel = spec.get("namespaceSelector")
-    sel = {} if sel is None else copy.deepcopy(sel)
-    return {"namespaceSelectors": [sel], SCOPE: NAMESPACED, SOURCE: "spec.namespaceSelector"}
+    return {} if sel is None else copy.deepcopy(sel)
+
+
+def _namespace_clause(spec: Mapping[str, Any]) -> dict[str, Any]:
+    return {"namespaceSelectors": [_namespace_selector(spec)], SCOPE: NAMESPACED, SOURCE: "spec.namespaceSelector"}
 
 
 def _v1_names(value: Any) -> list[Any]:
@@ -70,13 +79,15 @@ def _v1_names(value: Any) -> list[Any]:
     return [v for v in values if v != "*"]
 
 
-def _non_namespaced_clauses(i: int, entry: Any) -> list[dict[str, Any]]:
+def _non_namespaced_clauses(i: int, entry: Any, gate: Any) -> list[dict[str, Any]]:
     if not isinstance(entry, dict):
         return []
     resources = _v1_names(entry.get("resources"))
     if not resources:
         return []
     base = {"apiGroup": entry.get("apiGroup") or "", "resources": resources, SCOPE: CLUSTER}
+    if base["apiGroup"] == "" and (resources == ["*"] or "namespaces" in resources):
+        base[NS_GATE] = gate
     path = f"spec.nonNamespacedObjects[{i}]"
     out = []
     names = _v1_names(entry.get("resourceNames"))
@@ -92,7 +103,7 @@ def _non_namespaced_clauses(i: int, entry: Any) -> list[dict[str, Any]]:
 def _v1alpha1_downsync(spec: Mapping[str, Any]) -> list[dict[str, Any]]:
     clauses = [_namespace_clause(spec)]
     for i, entry in enumerate(as_list(spec.get("nonNamespacedObjects"))):
-        clauses.extend(_non_namespaced_clauses(i, entry))
+        clauses.extend(_non_namespaced_clauses(i, entry, _namespace_selector(spec)))
     return clauses
 
 
@@ -119,4 +130,5 @@ def clause_label(clause: Any, index: int) -> str:
     return f"spec.downsync[{index}]"
 
 
-__all__ = ["placement_spec", "clause_label", "as_list", "V1ALPHA1", "SCOPE", "SOURCE", "NAMESPACED", "CLUSTER"]
+__all__ = ["placement_spec", "clause_label", "as_list", "V1ALPHA1", "SCOPE", "SOURCE", "NAMESPACED", "CLUSTER",
+           "NS_GATE"]

@@ -102,7 +102,6 @@ def _steady(objects: list[SpaceObj], providers: list[ProviderDesc], wecs: Mappin
             and mailboxes[mb].annotations.get(INVENTORY_ANNOTATION) not in skipped}
 
 
-__all__ = ["space_step", "SpaceStep", "SPACE_DIR", "MANAGED_MARKER", "is_managed_marker", "plan", "simulate", "Plan", "Action", "SpaceObj", "ProviderDesc", "Observed", "DEFAULT_PROVIDER",
-           "CREATE_SPACE", "DELETE_SPACE", "DELETE_OBJECT", "WRITE_OBJECT", "SET_PHASE", "SPACE_API",
-           "SPACE_NAME_ANNOTATION", "CAN_CREATE", "space_from", "provider_from", "space_body", "inputs_from",
-           "is_space", "is_provider_desc", "SpaceInputs"]
+__all__ = ["space_step", "SpaceStep", "SPACE_DIR", "MANAGED_MARKER", "is_managed_marker", "plan", "Plan",
+           "SpaceObj", "ProviderDesc", "Observed", "DEFAULT_PROVIDER", "CREATE_SPACE", "DELETE_SPACE",
+           "WRITE_OBJECT", "SPACE_API", "space_body", "inputs_from"]

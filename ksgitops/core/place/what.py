@@ -4,13 +4,16 @@ CustomResourceDefinitions that come along.
 Downsync (KubeStellar v0.14.2 pkg/placement/what-resolver.go `downsyncMatches`): a clause matches
 an object when all six criteria hold: `apiGroup` (absent or null matches any group), `resources`,
 `namespaces`, `namespaceSelectors`, `objectNames` and `labelSelectors` (each: empty matches all).
-A cluster-scoped object has namespace "": `namespaces` admits it only when empty or containing "*"
-(a "" entry does not count, as KubeStellar's API doc says), and `namespaceSelectors` test it
-against empty labels. Scope comes from the kind table, so a stray `metadata.namespace` on a
+A cluster-scoped object has namespace "": `namespaces` admits it when empty or containing "*" or ""
+(the code compares "" as any other name, though the API doc names only "*"), and
+`namespaceSelectors` test it against empty labels. Scope comes from the kind table, so a stray `metadata.namespace` on a
 cluster-scoped object is ignored. A Namespace's labels are those of the Namespace object in the
 same WDS, plus `kubernetes.io/metadata.name: <name>`, which the API server puts on every Namespace
 (so a Namespace missing from the WDS has that label only). Clauses combine by OR. An object
-matching any upsync set of the placement is not downsynced (upsync wins).
+matching any upsync set of the placement is not downsynced (upsync wins), except under a
+converted v1alpha1 spec (its clauses carry `_scope`): KubeStellar v0.7.0's what-resolver never read
+`upsync`. A converted clause's `_namespaceGate` (`edgeplacement.py`) is one more criterion, for
+Namespaces only: v0.7 placed a Namespace only when `namespaceSelector` selected it.
 
 Upsync sets (KubeStellar's UpsyncSet): `apiGroup` is a plain string ("" = core) compared exactly;
 for `resources`, `namespaces` and `names`, `"*"` matches all and an empty list matches nothing;
@@ -36,8 +39,10 @@ from msgspec import Struct
 from ...kinds import KindInfo, KindTable, is_control
 from ...model import Obj, ref_order
 from .delivery import kind_off_edge, system_object
-from .edgeplacement import CLUSTER, NAMESPACED, SCOPE, SOURCE, V1ALPHA1, as_list, clause_label, placement_spec
-from ..load.selectors import any_matches, selector_error
+from .edgeplacement import (CLUSTER, NAMESPACED, NS_GATE, SCOPE, SOURCE, V1ALPHA1, as_list, clause_label,
+                            placement_spec)
+from ..load.selectors import any_matches, matches
+from .selectorcheck import selector_problems
 
 NsLabels = Mapping[str, Mapping[str, str]]
 NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
@@ -122,13 +127,13 @@ def _why_resources(c: Mapping[str, Any], s: _Subject) -> str:
 def _ok_namespaces(c: Mapping[str, Any], s: _Subject) -> bool:
     if s.namespaced:
         return _empty_or_contains(c.get("namespaces"), s.namespace)
-    return _empty_or_contains(c.get("namespaces"), "*")  # only [] or "*" admit cluster-scoped objects
+    return _empty_or_contains(c.get("namespaces"), "")  # [], "*" or "" admit cluster-scoped objects
 
 
 def _why_namespaces(c: Mapping[str, Any], s: _Subject) -> str:
     if not s.namespaced:
-        return (f"namespaces {c.get('namespaces')!r} do not include \"*\", which a cluster-scoped object "
-                "needs (its namespace is \"\")")
+        return (f"namespaces {c.get('namespaces')!r} include neither \"*\" nor \"\", the namespace of a "
+                "cluster-scoped object")
     return f"namespaces {c.get('namespaces')!r} include neither \"*\" nor the object's namespace {s.namespace!r}"
 
 
@@ -160,6 +165,19 @@ def _why_label_selectors(c: Mapping[str, Any], s: _Subject) -> str:
     return f"no labelSelector matches the object's labels {dict(s.labels)!r}"
 
 
+def _gated(c: Mapping[str, Any], s: _Subject) -> bool:
+    return NS_GATE in c and s.group == "" and s.resource == "namespaces"
+
+
+def _ok_namespace_gate(c: Mapping[str, Any], s: _Subject) -> bool:
+    return not _gated(c, s) or matches(c[NS_GATE], s.labels)
+
+
+def _why_namespace_gate(c: Mapping[str, Any], s: _Subject) -> str:
+    return (f"a v1alpha1 placement places a Namespace only when its spec.namespaceSelector selects it, "
+            f"and it does not select the labels {dict(s.labels)!r} of Namespace {s.name!r}")
+
+
 _Check = Callable[[Mapping[str, Any], _Subject], bool]
 _Why = Callable[[Mapping[str, Any], _Subject], str]
 _CRITERIA: tuple[tuple[_Check, _Why], ...] = (
@@ -170,6 +188,7 @@ _CRITERIA: tuple[tuple[_Check, _Why], ...] = (
     (_ok_namespace_selectors, _why_namespace_selectors),
     (_ok_object_names, _why_object_names),
     (_ok_label_selectors, _why_label_selectors),
+    (_ok_namespace_gate, _why_namespace_gate),
 )
 
 
@@ -223,6 +242,12 @@ def upsync_matches(upsync_sets: list[Any], obj: Obj, info: KindInfo) -> bool:
     return _upsync_index(upsync_sets, obj, info) is not None
 
 
+def upsync_wins(spec: Mapping[str, Any]) -> bool:
+    """Whether the spec's upsync sets unselect what its clauses select: not for a converted
+    v1alpha1 spec (see the module doc)."""
+    return not any(isinstance(c, dict) and SCOPE in c for c in _list(spec.get("downsync")))
+
+
 def never_reason(obj: Obj, info: KindInfo | None) -> str | None:
     """Why `obj` never reaches a WEC whatever the clauses say, or None (see the module doc)."""
     if is_control(obj):
@@ -254,11 +279,12 @@ def _first_clause(clauses: Sequence[Any], obj: Obj, info: KindInfo, ns_labels: N
     return None
 
 
-def _placed(spec: Mapping[str, Any], obj: Obj, kinds: KindTable, ns_labels: NsLabels) -> Placed | None:
+def _placed(spec: Mapping[str, Any], obj: Obj, kinds: KindTable, ns_labels: NsLabels,
+            upsync_first: bool) -> Placed | None:
     info = kinds.lookup(obj.group, obj.kind)
     if info is None or never_reason(obj, info) is not None:
         return None
-    if upsync_matches(spec.get("upsync") or [], obj, info):
+    if upsync_first and upsync_matches(spec.get("upsync") or [], obj, info):
         return None
     index = _first_clause(_list(spec.get("downsync")), obj, info, ns_labels)
     return None if index is None else Placed(obj, index)
@@ -304,7 +330,8 @@ def select(spec: Mapping[str, Any], workload: Sequence[Obj], kinds: KindTable,
     """The objects of `workload` that the (normalized) spec downsyncs, plus the CRDs that come
     along, sorted by identity. Skips never-downsynced objects, upsync-matched objects and unknown
     kinds (reported elsewhere)."""
-    placed = [p for p in (_placed(spec, obj, kinds, ns_labels) for obj in workload) if p is not None]
+    first = upsync_wins(spec)
+    placed = [p for p in (_placed(spec, obj, kinds, ns_labels, first) for obj in workload) if p is not None]
     placed += _along(placed, workload)
     return sorted(placed, key=lambda p: ref_order(p.obj.ref))
 
@@ -339,8 +366,11 @@ def explain_object(spec: Mapping[str, Any], obj: Obj, kinds: KindTable, ns_label
     if reason:
         lines.append(f"never downsynced: {reason}")
     index = _upsync_index(spec.get("upsync"), obj, info)
-    if index is not None:
+    if index is not None and upsync_wins(spec):
         lines.append(f"spec.upsync[{index}] matches it and upsync wins over downsync, so it is not downsynced")
+    elif index is not None:
+        lines.append(f"spec.upsync[{index}] matches it, but a v1alpha1 placement's upsync does not stop its "
+                     "downsync (KubeStellar v0.7)")
     return lines
 
 
@@ -350,50 +380,9 @@ def namespace_labels(workload: Sequence[Obj]) -> dict[str, Mapping[str, str]]:
     return {obj.name: _own_labels(obj) for obj in workload if _is_namespace(obj) and obj.name}
 
 
-# --- selector validation --------------------------------------------------------------------
-
-def _selector_list_problems(path: str, selectors: Any) -> list[str]:
-    if selectors is None:
-        return []
-    if not isinstance(selectors, list):
-        return [f"{path}: must be a list of label selectors"]
-    problems = []
-    for i, sel in enumerate(selectors):
-        err = "must be a label selector, not null" if sel is None else selector_error(sel)
-        if err:
-            problems.append(f"{path}[{i}]: {err}")
-    return problems
-
-
-def _clause_selector_problems(path: str, clause: Any) -> list[str]:
-    if not isinstance(clause, dict):
-        return []
-    return (_selector_list_problems(f"{path}.namespaceSelectors", clause.get("namespaceSelectors"))
-            + _selector_list_problems(f"{path}.labelSelectors", clause.get("labelSelectors")))
-
-
-def _list_field_problems(spec: Mapping[str, Any], field: str) -> list[str]:
-    problems: list[str] = []
-    for i, clause in enumerate(_list(spec.get(field))):
-        problems += _clause_selector_problems(f"spec.{field}[{i}]", clause)
-    return problems
-
-
-def selector_problems(placement: Obj) -> list[str]:
-    """Invalid label selectors anywhere in the placement, each prefixed by its field path."""
-    spec = placement.spec
-    problems = _selector_list_problems("spec.locationSelectors", spec.get("locationSelectors"))
-    problems += _list_field_problems(spec, "downsync")
-    err = selector_error(spec.get("namespaceSelector"))
-    if err:
-        problems.append(f"spec.namespaceSelector: {err}")
-    problems += _list_field_problems(spec, "nonNamespacedObjects")
-    return problems
-
-
 __all__ = [
     "ALONG", "CLUSTER", "NAMESPACED", "NAMESPACE_NAME_LABEL", "SCOPE", "SOURCE", "V1ALPHA1", "Placed",
     "along_line", "clause_label", "clause_matches", "clause_mismatch", "crd_definers", "defined_kind",
     "explain_object", "namespace_labels", "never_downsynced", "never_reason", "placement_spec", "select",
-    "selector_problems", "upsync_matches",
+    "selector_problems", "upsync_matches", "upsync_wins",
 ]
