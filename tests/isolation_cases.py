@@ -75,9 +75,6 @@ CASES: dict[str, Case] = {
     "wds-semantic": Case((), {"spaces/wmw-c/bad-name.yaml": "apiVersion: v1\nkind: ConfigMap\n"
                                                               "metadata: {name: Not_A_Name, namespace: commonstuff}\n"},
                          "space wmw-c", ("spaces/wmw-c/bad-name.yaml:1", "DNS-1123"), "wmw-c"),
-    "customizer": Case(((HTTPD_C, "$.spec.template.spec.containers.0.env.0.value", "$.spec.template.spec[nothere"),),
-                       {}, "space wmw-c", (f"{HTTPD_C}:27", "Customizer example-customizer: replacements[0].path"),
-                       "wmw-c"),
     "synctarget": Case((("spaces/imw1/florin.yaml", "    env: prod\n---", "    env: 'prod!'\n---"),), {},
                        "wec imw1/florin", ("spaces/imw1/florin.yaml:9", "metadata.labels"), "imw1",
                        in_mailboxes("imw1-mb-florin")),

@@ -120,9 +120,11 @@ def test_a_parameter_reference_in_a_secret_is_not_named_in_any_message(tmp_path:
 def test_a_customizer_value_meant_for_a_secret_is_not_quoted_when_it_is_no_json(tmp_path: Path) -> None:
     repo = customized(tmp_path, {"password": "c2VjcmV0"},
                       {"replacements": [{"path": "$.data.password", "value": '"aHVudGVyMg=='}]}, kind="Secret")
-    found = ksgitops("reconcile", str(repo))  # the Customizer is unusable: its space is frozen
-    assert found.returncode == 2 and "Customizer hostile: replacements[0].value is not valid JSON" in found.stderr
-    shown = found.stdout + found.stderr + (repo / WDS / ".ksgitops" / "problems.yaml").read_text()
+    checked = ksgitops("validate", str(repo))  # a warning on the Customizer, an error on the Secret using it
+    assert checked.returncode == 2 and "Customizer hostile: replacements[0].value is not valid JSON" in checked.stderr
+    assert "Secret commonstuff/target" in checked.stderr
+    found = ksgitops("reconcile", str(repo))
+    shown = checked.stderr + found.stdout + found.stderr + (repo / WDS / ".ksgitops" / "problems.yaml").read_text()
     assert "aHVudGVyMg" not in shown and "c2VjcmV0" not in shown
 
 

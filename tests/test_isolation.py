@@ -1,14 +1,13 @@
 """Blast radius = the broken part (core/place/isolation.py), in the work tree and with `--commit`.
 
 Each case (isolation_cases.py) breaks one part after a good reconcile: a WDS file that does not
-parse, a schema and a semantic error in a WDS, a Customizer that does not parse, a SyncTarget, a
-Location, and RepoConfig (repo-wide: nothing written). Then: the healthy part moves on, the frozen
-part stays byte for byte, the run exits 2 naming the problem, problems.yaml says Frozen, STATUS.md
-lists it, a commit carries the Ksgitops-Frozen trailer. Also: a WDS never valid contributes
-nothing; unfreezing gives what a clean run gives; frozen output does not depend on file order;
-older SinglePlacementSlices without records; WECs that come and go while a WDS is frozen.
-The `run` and Action modes are in test_isolation_modes.py.
-"""
+parse, a schema and a semantic error in a WDS, a SyncTarget, a Location, and RepoConfig (repo-wide:
+nothing written). Then: the healthy part moves on, the frozen part stays byte for byte, the run
+exits 2 naming the problem, problems.yaml says Frozen, STATUS.md lists it, a commit carries the
+Ksgitops-Frozen trailer. Also: a WDS never valid contributes nothing; unfreezing gives what a clean
+run gives; frozen output does not depend on file order; older SinglePlacementSlices without
+records; WECs that come and go while a WDS is frozen. The `run` and Action modes are in
+test_isolation_modes.py."""
 from __future__ import annotations
 
 import json

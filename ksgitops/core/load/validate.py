@@ -13,7 +13,10 @@ selectors and clauses KubeStellar's CRDs accept but that match nothing or everyt
 - `metadata.namespace` on a cluster-scoped kind is ignored, as the API server clears it, and a
   namespaced object without `metadata.namespace` is read in namespace `default`, where
   `kubectl apply` with a default context puts it (a warning each; `with_scopes`, which the
-  caller runs before `validate`).
+  caller runs before `validate`);
+- a Customizer replacement whose path is no JSONPath or whose value is no JSON: KubeStellar's
+  customizer skips it and ships the rest, so each (object, WEC) using it is an error there
+  (customizer.py), and the Customizer itself only warned of, once.
 
 A problem that names a field (what workload.py finds, a clause, a selector, a Customizer's
 replacement, a label or annotation) is at that field's line (locate.py).
@@ -37,6 +40,8 @@ from .workload import UNKNOWN_KIND, object_findings
 from ...names import mailbox_name
 
 DEFAULT_NAMESPACE = "default"
+UNUSABLE = ("; each object using this Customizer keeps its previous copy rather than going out "
+            "half-customized (KubeStellar's CRD takes it: a warning here)")
 
 
 def validate(spaces: dict[str, list[Obj]], kinds: KindTable,
@@ -90,8 +95,7 @@ def _object_problems(obj: Obj, kinds: KindTable) -> Iterable[Problem | Located]:
     yield from (_located(Problem(obj.origin, m, obj=str(obj.ref)), at) for m, at in messages if m)
     yield from (_located(_warning(obj, f"{obj.kind} {obj.name}: {m}"), at) for m, at in _control_warnings(obj, kinds))
     if obj.kind == "Customizer" and obj.group == "edge.kubestellar.io":
-        yield from (_located(Problem(obj.origin, f"Customizer {obj.name}: {m}", obj=str(obj.ref)), at)
-                    for m, at in customizer_errors(obj))
+        yield from (_located(_warning(obj, f"Customizer {obj.name}: {m}{UNUSABLE}"), at) for m, at in customizer_errors(obj))
 
 
 def _located(problem: Problem, at: FieldPath) -> Problem | Located:

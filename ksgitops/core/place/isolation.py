@@ -1,7 +1,7 @@
 """Blast radius = the broken part: which spaces and WECs a reconcile freezes, and what it keeps.
 
 Only repo-wide problems (ksgitops.yaml, git) stop a reconcile. An error confined to one space
-(parse, schema, names, duplicates, a Customizer that does not parse, the space step) makes the
+(parse, schema, names, duplicates, the space step) makes the
 space *broken*; `isolate` decides what that freezes:
 - a broken space that is (or was) a WDS is frozen: in every mailbox, the objects it placed keep
   the content they had at its last good state, read from the mailboxes as they stand, as its
