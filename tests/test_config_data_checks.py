@@ -173,3 +173,25 @@ def test_a_secret_key_in_data_and_string_data_counts_once(tree: Tree) -> None:
     value = "v" * (MIB // 2 + 100)
     rest = f"data:\n  a: {base64.b64encode(value.encode()).decode()}\nstringData:\n  a: {value}\n"
     assert case_warnings(tree, secret(rest)) == []  # stringData replaces data's value: half a MiB in all
+
+
+@pytest.mark.parametrize("kind", ["ConfigMap", "Secret"])
+def test_each_base64_value_is_decoded_once(kind: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Checked as base64, sized, and (a Secret's) read for its type's keys: one decoding serves all."""
+    from ksgitops.core.load import configdata
+    from ksgitops.model import Obj, Origin
+    decoded: list[str] = []
+    real = configdata._decoded
+
+    def counting(value: str) -> bytes | None:
+        decoded.append(value)
+        return real(value)
+
+    monkeypatch.setattr(configdata, "_decoded", counting)
+    values = {"a": "aGk=", "b": "not base64", "c": base64.b64encode(b"z" * 10).decode()}
+    field = "binaryData" if kind == "ConfigMap" else "data"
+    body = {"apiVersion": "v1", "kind": kind, "metadata": {"name": "o", "namespace": "ns"}, field: values,
+            **({"type": "kubernetes.io/dockercfg"} if kind == "Secret" else {})}
+    found = list(configdata.data_findings(Obj("wds", body, Origin("x.yaml", 1))))
+    assert [at for _, at in found] == [(field, "b")] + ([("type",)] if kind == "Secret" else []), found
+    assert sorted(decoded) == sorted(values.values()), decoded

@@ -1,5 +1,6 @@
 """The customization fast path (customize/templates.py) gives what expanding and diffing the whole
-object gives, byte for byte, or hands the object to that general path."""
+object gives, byte for byte (and the same warnings about the customized data), or hands the object
+to that general path."""
 from __future__ import annotations
 
 from typing import Any
@@ -9,6 +10,7 @@ from hypothesis import strategies as st
 
 from ksgitops.core.customize.params import referenced_keys
 from ksgitops.core.customize.templates import find_templates
+from ksgitops.core.emit.customdata import DataCheck
 from ksgitops.core.emit.mailbox import _patch, _templates
 from ksgitops.core.place.base import Base
 from ksgitops.model import ObjRef
@@ -46,8 +48,9 @@ def base_of(body: dict[str, Any]) -> Base:
 def test_the_fast_path_gives_what_the_general_path_gives(body: dict[str, Any], given_params: dict[str, str]) -> None:
     base = base_of(body)
     needed = tuple(sorted(base.object_keys))
-    general = _patch(base, None, given_params, needed, None)
-    fast = _patch(base, None, given_params, needed, _templates(base))
+    check = DataCheck("ConfigMap", body, True, "customized")
+    general = _patch(base, None, given_params, needed, None, check)
+    fast = _patch(base, None, given_params, needed, _templates(base), check)
     assert fast == general
 
 

@@ -25,6 +25,7 @@ from ..load.selectors import label_key_error, label_value_error
 from ..serialize import canonical_json, dump_json
 from ..place.what import ALONG, Placed
 from ..place.where import Destination, Wec
+from .customdata import DataCheck, data_check, data_warnings
 from .kept import KeptFiles
 from .parameters import placement_sets, set_parameters
 
@@ -169,7 +170,7 @@ class MailboxBuilder:
         cache_key = (id(base), values)
         if cache_key not in self._custom:
             self._custom[cache_key] = (_Customized(None, how.error) if how.error else
-                                       _patch(base, how.customizer, params, how.needed, how.templates))
+                                       _patch(base, how.customizer, params, how.needed, how.templates, how.data))
         patch, error, warnings = self._custom[cache_key]
         assert base.obj is not None
         for warning in warnings:
@@ -187,7 +188,7 @@ class MailboxBuilder:
         customizer, error = find_customizer(base.obj, self._customizers.get(base.obj.space, {}))
         needed = base.object_keys | (self._keys_of(customizer) if customizer is not None else frozenset())
         templates = _templates(base) if base.expand and customizer is None else None
-        return _How(customizer, error, tuple(sorted(needed)), templates)
+        return _How(customizer, error, tuple(sorted(needed)), templates, data_check(base, customizer))
 
     def _base(self, obj: Obj) -> Base:
         """The base copy of an object, made on first use (a reused mailbox never needs one)."""
@@ -264,30 +265,32 @@ def _group(plans: list[PlacementPlan], base_of: Callable[[Obj], Base]) -> _Group
 
 class _How(NamedTuple):
     """How one object is customized on every WEC: its Customizer (or the error naming it), the
-    parameters it reads (sorted), and its templated strings when the fast path may serve it."""
+    parameters it reads (sorted), its templated strings when the fast path may serve it, and the
+    check of its customized data (a ConfigMap's or a Secret's)."""
 
     customizer: Obj | None
     error: str | None
     needed: tuple[str, ...]
     templates: Templates | None
+    data: DataCheck | None = None
 
 
 class _Customized(NamedTuple):
     """One customization's outcome: the patch (None: none needed or an error), the error, and
-    the warnings (replacement paths that selected nothing)."""
+    the warnings (replacement paths that selected nothing, data the WEC's API server refuses)."""
 
     patch: bytes | None
     error: str | None
     warnings: tuple[str, ...] = ()
 
 
-def _patch(base: Base, customizer: Obj | None, params: Mapping[str, str],
-           needed: tuple[str, ...], templates: Templates | None) -> _Customized:
+def _patch(base: Base, customizer: Obj | None, params: Mapping[str, str], needed: tuple[str, ...],
+           templates: Templates | None, check: DataCheck | None = None) -> _Customized:
     subset = {k: params[k] for k in needed if k in params}
     if templates is not None:
         ops = templates.patch(subset, MAX_GROWTH)
         if ops is not None and not any(label_value_error(value) for value in label_values(ops)):
-            return _Customized(dump_json(ops) if ops else None, None)
+            return _Customized(dump_json(ops) if ops else None, None, data_warnings(check, base.body, ops))
     result = customize(base.body, base.expand, customizer, subset)
     if result.error or result.body is None:
         return _Customized(None, result.error or "customization failed")
@@ -298,7 +301,8 @@ def _patch(base: Base, customizer: Obj | None, params: Mapping[str, str],
     if error:
         return _Customized(None, error, result.warnings)
     ops = make_patch(base.body, result.body)
-    return _Customized(dump_json(ops) if ops else None, None, result.warnings)
+    warnings = result.warnings + data_warnings(check, base.body, ops, result.body)
+    return _Customized(dump_json(ops) if ops else None, None, warnings)
 
 
 def _templates(base: Base) -> Templates | None:

@@ -10,6 +10,9 @@ that name the field and key, and never show a Secret's value.
   user's own and requires nothing;
 - values that total more than the API server's 1 MiB (a ConfigMap's text and decoded binary
   values; a Secret's decoded `data` with `stringData` over it): the size is shown, no value.
+
+Each base64 value is decoded once, for all three. The same checks run on a copy as customized for
+a WEC (`customized_findings`, from emit/customdata.py), saying only what its source does not.
 """
 from __future__ import annotations
 
@@ -54,61 +57,85 @@ _REQUIRED: dict[str, tuple[_Need, ...]] = {
 
 def data_findings(obj: Obj) -> Iterator[Finding]:
     """Every warning of this module about a core ConfigMap or Secret (nothing for other objects)."""
-    if obj.group != "" or obj.kind not in ("ConfigMap", "Secret"):
-        return
+    if checks_data(obj.group, obj.kind):
+        for _, message, at in _findings(obj.kind, obj.body, wants_expansion(obj.annotations), True):
+            yield message, at
+
+
+def checks_data(group: str, kind: str) -> bool:
+    """Whether this module has anything to say about objects of (group, kind)."""
+    return group == "" and kind in ("ConfigMap", "Secret")
+
+
+def finding_names(kind: str, body: dict[str, Any], expands: bool) -> frozenset[str]:
+    """What the source object's findings are, as `customized_findings` compares them."""
+    return frozenset(name for name, _, _ in _findings(kind, body, expands, False))
+
+
+def customized_findings(kind: str, body: dict[str, Any], source: frozenset[str]) -> list[Finding]:
+    """The findings of `body`, the source customized for a WEC (its parameters expanded), that
+    the source (`finding_names`) does not have. The size is not shown, so that WECs whose
+    customized copies are too large by different amounts share one message."""
+    return [(message, at) for name, message, at in _findings(kind, body, False, False) if name not in source]
+
+
+def _findings(kind: str, body: dict[str, Any], expands: bool, show_total: bool
+              ) -> Iterator[tuple[str, str, FieldPath]]:
+    """(name, message, field): the name is the message, except the size's, the same whatever the size."""
     text: tuple[str, ...] = ("data",)
     base64: tuple[str, ...] = ("binaryData",)
-    if obj.kind == "Secret":
+    if kind == "Secret":
         text, base64 = ("stringData",), ("data",)
-    expands = wants_expansion(obj.annotations)
+    decoded: dict[str, bytes | None] = {}  # each base64 value decoded once: checked, sized, a type's key
     for field in text + base64:
-        values = obj.body.get(field)
+        values = body.get(field)
         if values is None:
             continue
         if not isinstance(values, dict):
-            yield f"{field} must map keys to strings, not be {_WORDS.get(type(values), 'a value')}", (field,)
+            message = f"{field} must map keys to strings, not be {_WORDS.get(type(values), 'a value')}"
+            yield message, message, (field,)
             continue
         for key, value in values.items():
-            problem = _key_problem(key) or _value_problem(value, field in base64, expands)
+            if field in base64:
+                decoded[key] = b"" if value is None else _decoded(value) if _decodable(value, expands) else None
+            problem = _key_problem(key) or _value_problem(value, field in base64, expands, decoded.get(key))
             if problem:
-                yield f"{field}.{_shown(key)}: {problem}", (field, key)
-    if obj.kind == "ConfigMap":
-        yield from _both_text_and_binary(obj.body)
-        yield from _too_large(obj, None)
+                message = f"{field}.{_shown(key)}: {problem}"
+                yield message, message, (field, key)
+    if kind == "ConfigMap":
+        for message, at in _both_text_and_binary(body):
+            yield message, message, at
+        sizes = [len(v.encode("utf-8", "replace")) for v in _values(body, "data") if isinstance(v, str)]
+        yield from _too_large(body, kind, ("data", "binaryData"), sizes + _lengths(decoded), show_total)
     else:
-        merged = _merged_data(obj.body)  # decoded once, for the type's keys and for the size
-        yield from _secret_type_findings(obj, expands, merged)
-        yield from _too_large(obj, merged)
+        merged = _merged_data(body, decoded)
+        for message, at in _secret_type_findings(body, expands, merged):
+            yield message, message, at
+        yield from _too_large(body, kind, ("data", "stringData"), _lengths(merged), show_total)
 
 
-def _too_large(obj: Obj, merged: dict[str, bytes | None] | None) -> Iterator[Finding]:
-    """`merged`: a Secret's data as the API server checks it (None for a ConfigMap)."""
-    if merged is None:
-        fields = ("data", "binaryData")
-        sizes = [_size(v, decode=False) for v in _values(obj.body, "data")]
-        sizes += [_size(v, decode=True) for v in _values(obj.body, "binaryData")]
-    else:
-        fields = ("data", "stringData")
-        sizes = [len(v) for v in merged.values() if v is not None]
+def _decodable(value: Any, expands: bool) -> bool:
+    """A base64 value to decode: text, and no parameter to expand per WEC first."""
+    return isinstance(value, str) and not (expands and "%(" in value)
+
+
+def _lengths(values: dict[str, bytes | None]) -> list[int]:
+    return [len(v) for v in values.values() if v is not None]
+
+
+def _too_large(body: dict[str, Any], kind: str, fields: tuple[str, str], sizes: list[int], show_total: bool
+               ) -> Iterator[tuple[str, str, FieldPath]]:
     total = sum(sizes)
     if total > MAX_DATA_BYTES:
-        field = next(f for f in fields if isinstance(obj.body.get(f), dict))
-        yield (f"{field}: the values total {total:,} bytes, more than the {MAX_DATA_BYTES:,} the API server accepts "
-               f"in a {obj.kind}: split it"), (field,)
+        field = next(f for f in fields if isinstance(body.get(f), dict))
+        size = f"{total:,} bytes, more than the {MAX_DATA_BYTES:,}" if show_total else \
+            f"more than the {MAX_DATA_BYTES:,} bytes"
+        yield "size", f"{field}: the values total {size} the API server accepts in a {kind}: split it", (field,)
 
 
 def _values(body: dict[str, Any], field: str) -> list[Any]:
     values = body.get(field)
     return list(values.values()) if isinstance(values, dict) else []
-
-
-def _size(value: Any, decode: bool) -> int:
-    if not isinstance(value, str):
-        return 0  # another warning is about it
-    if decode:
-        found = _decoded(value)
-        return len(found) if found is not None else 0
-    return len(value.encode("utf-8", "replace"))
 
 
 def _key_problem(key: str) -> str:
@@ -134,7 +161,7 @@ def _shown(key: str) -> str:
     return repr(key if len(key) <= 60 else key[:60] + "...")
 
 
-def _value_problem(value: Any, base64: bool, expands: bool) -> str:
+def _value_problem(value: Any, base64: bool, expands: bool, decoded: bytes | None) -> str:
     if value is None or (isinstance(value, str) and (not base64 or (expands and "%(" in value))):
         return ""  # null: read as ""; a parameter: expanded per WEC first
     if not isinstance(value, str):
@@ -142,7 +169,7 @@ def _value_problem(value: Any, base64: bool, expands: bool) -> str:
         if base64:
             return f"the value is {what}, but it must be base64 text (kubectl refuses it): encode it in base64"
         return f"the value is {what}, but it must be a string (kubectl refuses it): quote it"
-    if _decoded(value) is None:
+    if decoded is None:
         return "the value is not base64 (kubectl refuses it): encode it, or use a field that takes text"
     return ""
 
@@ -163,12 +190,13 @@ def _both_text_and_binary(body: dict[str, Any]) -> Iterator[Finding]:
                        "keep one"), ("binaryData", key)
 
 
-def _secret_type_findings(obj: Obj, expands: bool, merged: dict[str, bytes | None]) -> Iterator[Finding]:
-    kind = obj.body.get("type")
+def _secret_type_findings(body: dict[str, Any], expands: bool, merged: dict[str, bytes | None]
+                          ) -> Iterator[Finding]:
+    kind = body.get("type")
     if not isinstance(kind, str):
         return
     if kind == "kubernetes.io/service-account-token":
-        name = obj.annotations.get(SERVICE_ACCOUNT_NAME)
+        name = _map(_map(body.get("metadata")).get("annotations")).get(SERVICE_ACCOUNT_NAME)
         if not (isinstance(name, str) and name):
             yield (f"type {kind} requires the annotation {SERVICE_ACCOUNT_NAME} (the API server refuses the Secret "
                    "without it): name the ServiceAccount"), ("type",)
@@ -182,22 +210,24 @@ def _secret_type_findings(obj: Obj, expands: bool, merged: dict[str, bytes | Non
                    "or stringData"), ("type",)
         elif need.json_object and not expands and not _is_json_object(merged[present[0]]):
             key = present[0]
-            text = obj.body.get("stringData")
+            text = body.get("stringData")
             field = "stringData" if isinstance(text, dict) and key in text else "data"
             yield (f"{field}.{key}: type {kind} requires a JSON object here (the API server refuses the Secret "
                    "otherwise)"), (field, key)
 
 
-def _merged_data(body: dict[str, Any]) -> dict[str, bytes | None]:
-    """The Secret's data as the API server checks it: `data` decoded, `stringData` over it; None
-    for a value that cannot be read (another warning is about it)."""
-    merged: dict[str, bytes | None] = {}
-    data, text = body.get("data"), body.get("stringData")
-    for key, value in (data.items() if isinstance(data, dict) else ()):
-        merged[key] = b"" if value is None else _decoded(value) if isinstance(value, str) else None
+def _merged_data(body: dict[str, Any], decoded: dict[str, bytes | None]) -> dict[str, bytes | None]:
+    """The Secret's data as the API server checks it: `data` (`decoded`), `stringData` over it;
+    None for a value that cannot be read (another warning is about it)."""
+    merged = dict(decoded)
+    text = body.get("stringData")
     for key, value in (text.items() if isinstance(text, dict) else ()):
         merged[key] = b"" if value is None else value.encode("utf-8", "replace") if isinstance(value, str) else None
     return merged
+
+
+def _map(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
 
 
 def _is_json_object(value: bytes | None) -> bool:

@@ -1,0 +1,75 @@
+"""A ConfigMap or Secret as customized for a WEC, checked as its source was (load/configdata.py).
+
+A Customizer, or a parameter the object expands, may put on a WEC what the WEC's API server
+refuses while the source passes: a Secret's `data` value that is no base64, a key its type
+requires removed, values past 1 MiB. Each is a warning naming the customization (the source's
+own checks are warnings too: KubeStellar's WDS takes the object and its Customizer, and only the
+WEC's API server refuses the copy, when `ksgitops sync` applies it; the copy is delivered).
+
+Cost follows customization, not the fleet: the source's findings are found once per object, and a
+customized copy is checked once per customization (mailbox.py makes one per object and values of
+the parameters it reads), only when its patch touches what these checks read (`data`,
+`binaryData`, `stringData`, `type`, a service account token's annotation). What the source has already is not said
+again for each WEC. Messages name keys and fields, never a value.
+"""
+from __future__ import annotations
+
+from functools import cached_property
+from typing import Any
+
+import jsonpatch
+
+from ...model import Obj
+from ..customize.customizer import EXPAND_ANNOTATION
+from ..customize.patchapply import patched
+from ..customize.patchdiff import copy_json, escape_pointer
+from ..load.configdata import SERVICE_ACCOUNT_NAME, checks_data, customized_findings, finding_names
+from ..place.base import Base
+
+__all__ = ["DataCheck", "data_check", "data_warnings"]
+
+_READ = ("/data", "/binaryData", "/stringData", "/type")
+_WHOLE = ("", "/metadata", "/metadata/annotations", "/metadata/annotations/" + escape_pointer(SERVICE_ACCOUNT_NAME))
+
+
+class DataCheck:
+    """What checking one object's customized copies needs: its kind, its source (the base copy's
+    body, whether it expands parameters), how it is customized as messages say it, and the names of
+    the source's findings (configdata.finding_names), found on the first check that needs them."""
+
+    def __init__(self, kind: str, body: dict[str, Any], expands: bool, by: str) -> None:
+        self.kind, self.body, self.expands, self.by = kind, body, expands, by
+
+    @cached_property
+    def source(self) -> frozenset[str]:
+        return finding_names(self.kind, self.body, self.expands)
+
+
+def data_check(base: Base, customizer: Obj | None) -> DataCheck | None:
+    """The check of a customizable object's copies; None when configdata has nothing to say of its kind."""
+    if base.obj is None or not checks_data(base.ref.group, base.ref.kind):
+        return None
+    how = [f"its parameters ({EXPAND_ANNOTATION})"] if base.expand else []
+    if customizer is not None:
+        how.append(f"Customizer {customizer.namespace}/{customizer.name} ({customizer.origin})")
+    by = "customized for the WEC by " + " and ".join(how)
+    return DataCheck(base.ref.kind, base.body, base.expand, by)
+
+
+def data_warnings(check: DataCheck | None, base: dict[str, Any], ops: list[dict[str, Any]],
+                  body: dict[str, Any] | None = None) -> tuple[str, ...]:
+    """The warnings of the copy `ops` make of `base` (`body`: that copy, when the caller has it)."""
+    if check is None or not any(_reads(op.get("path")) or _reads(op.get("from")) for op in ops):
+        return ()
+    if body is None:
+        body = patched(base, ops)
+        if body is None:
+            body = jsonpatch.apply_patch(copy_json(base), ops)
+    return tuple(f"{check.by}: {message}" for message, _ in customized_findings(check.kind, body, check.source))
+
+
+def _reads(pointer: Any) -> bool:
+    """Whether a patch at `pointer` may change what configdata's checks read."""
+    if not isinstance(pointer, str):
+        return False
+    return pointer in _WHOLE or any(pointer == p or pointer.startswith(p + "/") for p in _READ)
