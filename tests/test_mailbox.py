@@ -144,19 +144,24 @@ def test_customization_error_names_the_object(tree) -> None:
     assert "core/configmaps/ns/a" not in result.mailboxes["inv-mb-one"].entries
 
 
-def test_a_customizer_that_does_not_parse_is_an_error_of_its_space(tree) -> None:
-    """Checked once, not per (object, WEC): the space has an error of its own, so it is frozen
-    (core/place/isolation.py); a path that expands parameters is only checked once expanded."""
+def test_a_customizer_that_does_not_parse_is_warned_of_once_and_keeps_its_objects_per_wec(tree) -> None:
+    """KubeStellar's CRD takes any string: the Customizer gets one warning per replacement, at its
+    field, and its space is not frozen; each (object, WEC) using it is an error (no half-customized
+    copy goes out; a path that expands parameters is only checked once expanded)."""
     cms = CUSTOMIZED.replace("$.data.missing.deeper", "$.data[").replace('''value: \'"%(env)"\'''', "value: 'x'")
     repo: Path = tree({"spaces/inv/wec.yaml": INVENTORY, "spaces/wds/cms.yaml": cms,
                        "spaces/wds/p.yaml": placement("p", False, ["a"])})
     result = reconcile(WorkTreeSnapshot(repo))
-    assert [(p.origin.line, p.obj, p.wec) for p in result.problems] == [  # each at its replacement's field
-        (16, "Customizer.edge.kubestellar.io ns/custom", ""), (17, "Customizer.edge.kubestellar.io ns/custom", "")]
-    messages = sorted(p.message for p in result.problems)
-    assert "replacements[0].path: invalid path '$.data['" in messages[0]
-    assert "replacements[1].value is not valid JSON" in messages[1] and "'x'" not in messages[1]
-    assert "wds" in result.frozen.spaces and result.mailboxes["inv-mb-one"].entries == {}
+    warned = sorted((p.origin.line, p.obj, p.message) for p in result.problems if not p.is_error)
+    assert [(line, obj) for line, obj, _ in warned] == [  # each at its replacement's field
+        (16, "Customizer.edge.kubestellar.io ns/custom"), (17, "Customizer.edge.kubestellar.io ns/custom")]
+    assert "replacements[0].path: invalid path '$.data['" in warned[0][2]
+    assert "replacements[1].value is not valid JSON" in warned[1][2] and "'x'" not in warned[1][2]
+    [error] = [p for p in result.problems if p.is_error]
+    assert (error.obj, error.wec) == ("ConfigMap ns/a", "inv-mb-one") and "invalid path" in error.message
+    assert "wds" not in result.frozen.spaces and "core/configmaps/ns/a" not in result.mailboxes["inv-mb-one"].entries
     expanded = CUSTOMIZED.replace("$.data.missing.deeper", "$.data[%(env)")
     (repo / "spaces/wds/cms.yaml").write_text(expanded)
-    assert "wds" not in reconcile(WorkTreeSnapshot(repo)).frozen.spaces  # checked per WEC, once expanded
+    again = reconcile(WorkTreeSnapshot(repo))  # checked per WEC, once expanded: no warning of the Customizer
+    assert not [p for p in again.problems if p.obj.startswith("Customizer")]
+    assert [p.wec for p in again.problems if p.is_error] == ["inv-mb-one"]
