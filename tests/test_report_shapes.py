@@ -211,7 +211,7 @@ def test_status_with_report_shapes_is_status_without(example: Any, monkeypatch: 
 
 def test_placement_infos_are_made_once_per_set_of_placements(example: Any) -> None:
     from ksgitops.app import usecases as app
-    from ksgitops.core.status.summary import _contexts, _infos
+    from ksgitops.core.status.plans import contexts as _contexts, infos as _infos
     result = app.compute(app.open_source(example, app.WORKTREE))
     contexts = _contexts(result, {})
     for mb in result.wecs:

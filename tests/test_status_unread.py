@@ -180,3 +180,72 @@ def test_with_a_memo_a_collector_that_starts_reading_obj_judges_the_rows_again(e
         kept, fresh = run(result, reports, memo, BROKEN_PATCH), run(result, reports, None, BROKEN_PATCH)
         assert (kept.markdown, kept.combined, kept.problems) == (fresh.markdown, fresh.combined, fresh.problems), step
         assert wec(kept, "wmw-c", COMMON_CM, "florin")["health"] == ("Unknown" if name == "names" else "Healthy")
+
+
+def test_a_patch_that_fails_to_apply_leaves_obj_unevaluated_not_empty(example: Path) -> None:
+    """A patch whose operation does not apply: the row is Unknown with the patch's file:line, and
+    the collector's expressions reading `obj` are not evaluated there (they saw `{}`: no such key)."""
+    with_collector(example, "names")
+    failing = {FLORIN: {f"{COMMON_CM}.json": b'[\n  {"op": "remove", "path": "/no/such/field"}\n]\n'}}
+    out = run(compute(example), {FLORIN: {f"{COMMON_CM}.yaml": cm_report()}}, patches=failing)
+    assert wec(out, "wmw-c", COMMON_CM, "florin")["health"] == "Unknown"
+    assert [str(p.origin) for p in out.problems if "/patches/" in p.origin.path] == \
+        [f"spaces/{FLORIN}/patches/{COMMON_CM}.json:1"]
+    said = [p.message for p in out.problems if p.origin.path == "spaces/wmw-c/collectors.yaml"]
+    assert said == ["StatusCollector names: spec.select[0].def: not evaluated: the object sent to the WEC does not "
+                    "read (its base copy or patch in the mailbox) on 1 WEC (florin)"], said
+    rows = out.status("wmw-c", COMMON_CM)["results"][0]["rows"]
+    assert rows == [{"columns": [{"type": "Null"}]}, {"columns": [{"type": "String", "string": "httpd-htdocs"}]}]
+
+
+def test_a_secrets_patch_that_does_not_read_is_located_without_its_data(example: Path) -> None:
+    (example / "spaces/wmw-c/httpd.yaml").write_text(
+        (example / "spaces/wmw-c/httpd.yaml").read_text()
+        + f"---\napiVersion: v1\nkind: Secret\nmetadata: {{name: creds, namespace: commonstuff}}\n"
+          f"data: {{password: {SECRET_VALUE}}}\n")
+    with_collector(example, "names")
+    placement = example / "spaces/wmw-c/edge-placement-c.yaml"
+    placement.write_text(placement.read_text().replace(
+        "  wantSingletonReportedState: true",
+        "  - apiGroup: \"\"\n    resources: [secrets]\n    namespaces: [commonstuff]\n  wantSingletonReportedState: true"))
+    bad = {FLORIN: {f"{SECRET}.json": b'[{"op": "test", "path": "/data/password", "value": "' + SECRET_VALUE.encode()
+                    + b'x"}]\n'}}
+    out = run(compute(example), {}, patches=bad)
+    assert wec(out, "wmw-c", SECRET, "florin")["health"] == "Unknown"
+    assert any(p.origin.path == f"spaces/{FLORIN}/patches/{SECRET}.json" for p in out.problems), out.problems
+    shown = out.markdown + b"".join(out.combined.values()) + "\n".join(map(str, out.problems)).encode()
+    assert SECRET_VALUE.encode() not in shown
+
+
+# --- a frozen space: its rows are judged as the WEC received them, as any other's ---------------------
+
+def frozen(example: Path, collector: str) -> Any:
+    """The example with `collector` on edge-placement-c, reconciled, then wmw-c frozen (a file that
+    does not parse): its placements' records keep its objects in the mailboxes."""
+    with_collector(example, collector)
+    app.reconcile_worktree(example)
+    (example / "spaces/wmw-c/broken.yaml").write_text("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: [x\n")
+    result = compute(example)
+    assert "wmw-c" in result.frozen.broken
+    return result
+
+
+def test_a_frozen_spaces_row_reads_the_patch_a_status_collector_reads(example: Path) -> None:
+    out = run(frozen(example, "names"), {FLORIN: {f"{COMMON_CM}.yaml": cm_report()}}, patches=BROKEN_PATCH)
+    broken = f"| wmw-c: ConfigMap commonstuff/httpd-htdocs | florin | Unknown | {UNREADABLE} |"
+    assert broken in out.markdown.decode()
+    assert any(str(p.origin).startswith(f"spaces/{FLORIN}/patches/{COMMON_CM}.json:") and p.severity == "warning"
+               for p in out.problems), out.problems
+
+
+def test_a_frozen_spaces_collector_that_no_longer_resolves_may_read_obj(example: Path) -> None:
+    frozen(example, "names")
+    (example / "spaces/wmw-c/collectors.yaml").unlink()  # its last good definition is unknown now
+    out = run(compute(example), {FLORIN: {f"{COMMON_CM}.yaml": cm_report()}}, patches=BROKEN_PATCH)
+    assert f"| wmw-c: ConfigMap commonstuff/httpd-htdocs | florin | Unknown | {UNREADABLE} |" in out.markdown.decode()
+
+
+def test_a_frozen_spaces_patch_nothing_reads_is_not_read(example: Path) -> None:
+    out = run(frozen(example, "count"), {FLORIN: {f"{COMMON_CM}.yaml": cm_report()}}, patches=BROKEN_PATCH)
+    assert not any("/patches/" in p.origin.path for p in out.problems)
+    assert "| wmw-c/edge-placement-c (frozen) | 2 | 2 | 1/4 |" in out.markdown.decode()

@@ -180,8 +180,8 @@ def _read_small(store: "_MemoStore", data: bytes | None, memo: StatusMemo) -> No
             kept = MailboxMemo(key, summary, problems, None)
             memo.mailboxes[name[len(_SUMMARY):]] = store.loaded[name] = kept
         for name, value in store.named(_OBJECT):
-            key, context, status = pickle.loads(value)  # noqa: S301
-            memo.objects[key] = store.loaded[name] = ObjectMemo(context, status, None)
+            key, context, status, costs, skipped = pickle.loads(value)  # noqa: S301
+            memo.objects[key] = store.loaded[name] = ObjectMemo(context, status, None, costs, skipped)
         if set(store.loaded) != set(index["names"]):  # an entry lost or left over: start anew
             raise ValueError("the memo's entries are not those it saved")
 
@@ -350,7 +350,8 @@ class _MemoStore:
             name = _object_name(key)
             wanted.update((name, rows_name(key)))
             if loaded.get(name) is not o:
-                writes.append((name, pickle.dumps((key, o.context, o.status), protocol=pickle.HIGHEST_PROTOCOL)))
+                writes.append((name, pickle.dumps((key, o.context, o.status, o.costs, o.skipped),
+                                                   protocol=pickle.HIGHEST_PROTOCOL)))
             if o.rows is not None:
                 writes.append((rows_name(key), o.rows))
         names = sorted(n for n in wanted if n.startswith((_SUMMARY, _OBJECT)))

@@ -7,7 +7,7 @@ import re
 from typing import TYPE_CHECKING, Any
 
 from ...model import Origin, Problem
-from .celcompile import cel_library, is_panic
+from .celcompile import VARIABLES, cel_library, is_panic
 from .celcost import LIMIT, Weights, bound
 
 if TYPE_CHECKING:
@@ -15,6 +15,7 @@ if TYPE_CHECKING:
 
 SAMPLE_WECS = 3
 TOO_COSTLY = f"not evaluated: its estimated cost over this object's data exceeds Kubernetes' limit of {LIMIT:,}"
+UNSENT = "not evaluated: the object sent to the WEC does not read (its base copy or patch in the mailbox)"
 _UNDEFINED = re.compile(r"Undefined variable or function: '([A-Za-z_][\w.]*)'")
 _FUNCTION_ERROR = re.compile(r"Function '([A-Za-z_]\w*)' error")
 
@@ -63,6 +64,9 @@ class Evaluation:
 
     def run(self, expr: Expr, ctx: Any, row: Any, wec: str) -> tuple[bool, Any]:
         """(True, value), or (False, None) with the error noted."""
+        if row.get("obj", {}) is None and "obj" in (expr.model.reads if expr.model is not None else VARIABLES):
+            self.errors.add(expr.path, UNSENT, wec)
+            return False, None
         if expr.model is not None and self._too_costly(expr, row):
             self.errors.add(expr.path, TOO_COSTLY, wec)
             return False, None

@@ -16,6 +16,7 @@ from typing import Any, Protocol, Sequence
 from msgspec import Struct, field
 
 from ...model import Obj, Problem
+from .budget import not_evaluated
 from .collectors import Collector, compile_collector
 from .health import Health
 from .verdict import rank_of
@@ -89,8 +90,10 @@ def strip_secret(body: dict[str, Any]) -> dict[str, Any]:
 
 
 def combined_status(context: ObjectContext, rows: Sequence[tuple[str, RowLike]], names: dict[str, str],
-                    contents: Contents, limit: int, problems: list[Problem]) -> dict[str, Any]:
-    """The CombinedStatus document; `rows` are (mailbox, row) for every WEC executing the object."""
+                    contents: Contents, limit: int, problems: list[Problem],
+                    skipped: frozenset[int] = frozenset()) -> dict[str, Any]:
+    """The CombinedStatus document; `rows` are (mailbox, row) for every WEC executing the object;
+    `skipped`: the indexes of its collectors past the run's budget (budget.py), not evaluated."""
     obj = context.obj
     identity = {"apiVersion": obj.api_version, "kind": obj.kind, "name": obj.name}
     metadata = {"name": obj.name}
@@ -109,15 +112,29 @@ def combined_status(context: ObjectContext, rows: Sequence[tuple[str, RowLike]],
     if len(rows) == 1 and rows[0][1].report and rows[0][1].singleton:
         status["singletonStatus"] = _reported_status(contents, rows[0][1])
     if context.collectors:
-        bindings = [{"inventory": {"name": names.get(mb, mb)}, "obj": _sent(contents, r) or {},
-                     "returned": {"status": _reported_status(contents, r)}} for mb, r in rows]
-        results = []
-        for collector in context.collectors:
-            out, found = collector.evaluate_with_problems(bindings)  # type: ignore[arg-type]
-            problems.extend(Problem(p.origin, p.message, "warning") for p in found)
-            results.append(out)
-        status["results"] = results
+        status["results"] = _results(context, rows, names, contents, problems, skipped)
     return status
+
+
+def _results(context: ObjectContext, rows: Sequence[tuple[str, RowLike]], names: dict[str, str],
+             contents: Contents, problems: list[Problem], skipped: frozenset[int]) -> list[dict[str, Any]]:
+    """Each collector's result. A row whose object sent does not read binds `obj` to null: the
+    expressions reading it are not evaluated there (its row and a warning say why)."""
+    evaluated = [c for i, c in enumerate(context.collectors) if i not in skipped]
+    bindings: list[dict[str, Any]] = []
+    if evaluated:
+        reads = any("obj" in c.variables for c in evaluated)
+        bindings = [{"inventory": {"name": names.get(mb, mb)}, "obj": _sent(contents, r) if reads else None,
+                     "returned": {"status": _reported_status(contents, r)}} for mb, r in rows]
+    results = []
+    for i, collector in enumerate(context.collectors):
+        if i in skipped:
+            results.append(not_evaluated(collector, sorted(names.get(mb, mb) for mb, _ in rows)))
+            continue
+        out, found = collector.evaluate_with_problems(bindings)  # type: ignore[arg-type]
+        problems.extend(Problem(p.origin, p.message, "warning") for p in found)
+        results.append(out)
+    return results
 
 
 def _sync_facts(status: dict[str, Any], context: ObjectContext, rows: Sequence[tuple[str, RowLike]],
@@ -206,6 +223,16 @@ class Collectors:
         """Whether a StatusCollector the placement names reads `obj`: the object as sent to each
         WEC, so status must read its patch too."""
         return any("obj" in c.variables for c, _ in self._named(wds, [placement], problems).values())
+
+    def may_read_obj(self, wds: str, names: Sequence[str]) -> bool:
+        """Whether a StatusCollector of these names (a frozen placement's record) reads `obj`, or
+        may: its definition at the last good state is not known, so one that does not resolve or
+        compile now counts. What compiling finds is not said here (status uses no result of theirs)."""
+        for name in names:
+            got = self._get(wds, str(name), [])
+            if got is None or "obj" in got[0].variables:
+                return True
+        return False
 
     def _named(self, wds: str, placements: list[str], problems: list[Problem]) -> dict[str, tuple[Collector, Obj]]:
         """The compiled collectors the placements name, by name (those that compile)."""

@@ -14,8 +14,10 @@ from ..emit.problems import ParsedProblems
 from .markdown import MailboxSummary
 from .rows import Detail, Row
 
-MEMO_FORMAT = 5  # bump when rows, summaries or CombinedStatus change shape (3: rows pickled as tuples; 4: Broken a
-# Struct; 5: rows record a report that does not read, and whether a StatusCollector reads the object)
+MEMO_FORMAT = 6  # bump when rows, summaries or CombinedStatus change shape (3: rows pickled as tuples; 4: Broken a
+# Struct; 5: rows record a report that does not read, and whether a StatusCollector reads the object; 6: rows
+# and objects record what their StatusCollectors' evaluations may cost (a mailbox's rows, for which WEC), objects
+# which were skipped)
 
 
 class MailboxMemo(Struct):
@@ -30,6 +32,8 @@ class ObjectMemo(Struct):
     status: bytes  # the CombinedStatus file
     rows: bytes | None  # pickled {mailbox: Row}: every row of the object, kept in step with the
     # mailboxes'; None: kept in the memo's store
+    costs: tuple[int, ...] = ()  # per StatusCollector, the sum of its rows' estimates (budget.py)
+    skipped: frozenset[int] = frozenset()  # its StatusCollectors not evaluated: past the run's budget
 
 
 class StatusMemo(Struct):
@@ -98,16 +102,16 @@ def decode(data: bytes) -> Any:
 
 
 def encode_detail(detail: Detail) -> bytes:
-    return encode((detail.reports, _plain(detail.rows), detail.sync))
+    return encode((detail.reports, _plain(detail.rows), detail.sync, detail.wec))
 
 
 def decode_detail(data: bytes, name: str) -> Detail:
     parts = decoded(data, name)
     try:
-        reports, rows, sync = parts
+        reports, rows, sync, wec = parts
     except (TypeError, ValueError) as e:  # as decoded: a damaged part is a part lost
         raise MemoLost(name) from e
-    return Detail(reports, _rows(rows, name), sync)
+    return Detail(reports, _rows(rows, name), sync, wec)
 
 
 def encode_rows(rows: dict[str, Row]) -> bytes:

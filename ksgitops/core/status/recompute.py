@@ -64,7 +64,7 @@ def recompute(todo: Todo, infos: dict[str, Info], run: Run, held: Mapping[tuple[
     holds rows for (see `noted_changes`)."""
     mb = todo.mailbox
     before = decode_detail(todo.before, detail_name(mb)) if todo.before is not None else None
-    detail, problems, report = rows_of_mailbox(mb, before, infos, run)
+    detail, problems, report = rows_of_mailbox(mb, before, infos, run, todo.wec)
     sync = SyncSummary.of(report, run.source.revision(mb), broken_limit)
     summary = MailboxSummary.of(mb, todo.wec, detail.rows, infos, last_report(detail), broken_limit, sync)
     return Recomputed(mb, MailboxMemo(todo.key, summary, problems, encode_detail(detail)),

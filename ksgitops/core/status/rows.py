@@ -17,6 +17,8 @@ from msgspec import Struct
 from ...model import Origin, Problem, is_secret
 from ..customize.patchapply import patched, tree_shaped
 from ..emit import readback
+from .budget import Collected, estimate
+from .celcost import Weights
 from .combined import strip_secret
 from .health import Health, assess, reads_spec
 from .reported import Checked, ReportReader, load_report, report_rel, unread_message
@@ -44,9 +46,12 @@ class Row(NamedTuple):
     drift: Drift | None = None  # the agent found it changed on the WEC (and corrected it)
     unread: str = ""  # the key of the WEC's report on it that does not read (`report` is then "")
     whole: bool = False  # judged from the object sent, patch applied: a StatusCollector reads `obj`
+    collectors: tuple[str, ...] = ()  # the fingerprints of the object's StatusCollectors
+    cost: tuple[int, ...] = ()  # per collector, what evaluating it over this row may cost (budget.py)
 
 
-Info = tuple[str, tuple[str, ...], bool, str, bool]  # (wds, placements, wants singleton, object text, whole)
+Info = tuple[str, tuple[str, ...], bool, str, bool, Collected]
+# (wds, placements, wants singleton, object text, whole, the object's StatusCollectors)
 
 
 class Detail(Struct):
@@ -55,6 +60,7 @@ class Detail(Struct):
     reports: dict[str, tuple[str, str | None, str | None]]  # name -> (key, rel, reportedAt); rel None: invalid
     rows: dict[str, Row]  # a row also records what it was computed from (`_same_inputs`)
     sync: tuple[str, SyncReport | list[Problem]] | None = None  # the sync report's key, read once per content
+    wec: str = ""  # the WEC's name the rows were judged for (a row's cost reads it)
 
 
 _OWN_SHAPE, _NO_REPORT = -1, -2  # Run.judgement's shapes besides ReportReader's
@@ -78,6 +84,8 @@ class Run:
         self._reader = ReportReader()
         self._shapes: dict[str, int] = {}  # report key -> its shape (ReportReader), for those in _docs
         self._verdicts: dict[tuple[str, str, int, bool], tuple[str, str, int | None]] = {}
+        self._costs: dict[tuple[tuple[str, ...], str, str, int, int], tuple[int, ...]] = {}
+        self._weights = Weights()
 
     def sent(self, data: str, patch: str) -> dict[str, Any]:
         """The object as the WEC receives it (base + patch), a Secret's data removed. Raises
@@ -148,6 +156,36 @@ class Run:
         """Drop the report documents kept so far (`doc` reads one again when asked)."""
         self._docs.clear()
         self._shapes.clear()
+        self._weights = Weights()  # it holds what it weighed
+
+    def cost(self, collected: Collected, data: str, patch: str, report: str, wec: str) -> tuple[int, ...]:
+        """Per collector of `collected`, what evaluating it over the row of the object sent (`data`,
+        `patch`) and its report (a key; "": none) on WEC `wec` may cost (budget.py); once per report
+        shape, as `judgement`, and length of the WEC's name in tens (its weight)."""
+        if not collected.collectors:
+            return ()
+        shape = self._shapes.get(report, _OWN_SHAPE) if report else _NO_REPORT
+        memo_key = (collected.fingerprints, data, patch, shape, len(wec) // 10)
+        known = self._costs.get(memo_key) if shape != _OWN_SHAPE else None
+        if known is not None:
+            return known
+        reads = {v for c in collected.collectors for v in c.variables}
+        obj: dict[str, Any] | None = None
+        status: Any = {}
+        try:
+            if "obj" in reads:
+                obj = self.sent(data, patch)
+            if report and "returned" in reads and not is_secret(self.sent(data, "")):
+                status = self.doc(report).get("status")
+        except readback.Unreadable:
+            pass  # its expressions reading `obj` are not evaluated (combined.py), nor its status shown
+        binding = {"inventory": {"name": wec}, "obj": obj, "returned": {"status": status if isinstance(status, dict) else {}}}
+        found = tuple(estimate(c, binding, self._weights) for c in collected.collectors)
+        if shape != _OWN_SHAPE:
+            if len(self._costs) >= _MOST_VERDICTS:
+                self._costs.clear()
+            self._costs[memo_key] = found
+        return found
 
     def judgement(self, data: str, patch: str, report: str, whole: bool = False) -> tuple[str, str, int | None]:
         """(health, message, reported generation) of the object sent (`data`, `patch`) by its
@@ -182,7 +220,7 @@ class Run:
         return found
 
 
-def rows_of_mailbox(mb: str, old: Detail | None, infos: dict[str, Info], run: Run
+def rows_of_mailbox(mb: str, old: Detail | None, infos: dict[str, Info], run: Run, wec: str = ""
                      ) -> tuple[Detail, list[Problem], SyncReport | None]:
     listing = run.source.listing(mb)
     sync = _sync_report(listing, old, run)
@@ -193,18 +231,19 @@ def rows_of_mailbox(mb: str, old: Detail | None, infos: dict[str, Info], run: Ru
     problems += found
     errors, drift = object_facts(report)
     rows: dict[str, Row] = {}
-    objects, patches, before_rows = listing.objects, listing.patches, old.rows if old is not None else {}
+    objects, patches = listing.objects, listing.patches
+    before_rows = old.rows if old is not None and old.wec == wec else {}
     for rel in sorted(objects.keys() & infos.keys()):
         now = (objects[rel], patches.get(rel, ""), by_rel.get(rel), infos[rel], errors.get(rel, ""), drift.get(rel),
                unread.get(rel))
         before = before_rows.get(rel)
-        rows[rel] = before if before is not None and _same_inputs(before, now) else _row(now, run)
+        rows[rel] = before if before is not None and _same_inputs(before, now) else _row(now, run, wec)
     for rel in [rel for rel, row in rows.items() if row.message == UNREADABLE]:
         problems += run.unreadable(mb, rel, rows[rel])
     run.forget_documents()  # streaming: a mailbox's reports are not held once its rows are judged
     # a valid report that a row records is not kept twice (see _known_report)
     kept = {n: r for n, r in reports.items() if not (r[1] in rows and rows[r[1]].report == r[0])}
-    return Detail(kept, rows, sync), problems, report
+    return Detail(kept, rows, sync, wec), problems, report
 
 
 def _sync_report(listing: MailboxListing, old: Detail | None, run: Run
@@ -232,10 +271,11 @@ def _known_report(detail: Detail, name: str) -> tuple[str, str | None, str | Non
 def _same_inputs(row: Row, inputs: tuple[Any, ...]) -> bool:
     """The row was computed from these inputs (the object text follows from the object sent); a
     row judged by a report that does not read is judged again (its message names the file)."""
-    data, patch, report, (wds, placements, singleton, _text, whole), error, drift, unread = inputs
+    data, patch, report, (wds, placements, singleton, _text, whole, collected), error, drift, unread = inputs
     return unread is None and not row.unread and \
         (row.data, row.patch, row.report, row.wds, row.placements, row.singleton, row.apply_error, row.drift,
-         row.whole) == (data, patch, report[1] if report else "", wds, placements, singleton, error, drift, whole)
+         row.whole, row.collectors) == (data, patch, report[1] if report else "", wds, placements, singleton, error,
+                                        drift, whole, collected.fingerprints)
 
 
 def last_report(detail: Detail) -> str | None:
@@ -278,9 +318,11 @@ def _reports(listing: MailboxListing, old: Detail | None, run: Run
     return reports, problems, by_rel, {rel: bad for rel, bad in unread.items() if rel not in by_rel}
 
 
-def _row(inputs: tuple[Any, ...], run: Run) -> Row:
-    data, patch, report, (wds, placements, singleton, _text, whole), error, drift, unread = inputs
-    health, message, generation = run.judgement(data, patch, report[1] if report is not None else "", whole)
+def _row(inputs: tuple[Any, ...], run: Run, wec: str) -> Row:
+    data, patch, report, (wds, placements, singleton, _text, whole, collected), error, drift, unread = inputs
+    key = report[1] if report is not None else ""
+    health, message, generation = run.judgement(data, patch, key, whole)
+    cost = run.cost(collected, data, patch, key if unread is None else "", wec)
     if unread is not None and message != UNREADABLE:  # the WEC reported, but nothing can be judged by it
         health, message = Health.UNKNOWN.value, unread[1]
     at = intern(report[2]) if report is not None and report[2] is not None else None  # a valid report's time
@@ -288,7 +330,7 @@ def _row(inputs: tuple[Any, ...], run: Run) -> Row:
     # made as the tuple it is (a NamedTuple's own constructor is a call into Python per row)
     return _make_row(Row, (intern(wds), health, message, at, generation, run.shared(placements), singleton,
                            intern(data), intern(patch), report[1] if report else "", error, drift,
-                           unread[0] if unread is not None else "", whole))
+                           unread[0] if unread is not None else "", whole, run.shared(collected.fingerprints), cost))
 
 
 _make_row = tuple.__new__

@@ -26,13 +26,14 @@ rows hold no object data; combined.py strips Secrets before collectors or single
 """
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import Any
 
 from msgspec import Struct, field
 
 from ...model import Problem
-from ...names import rel_path
-from .combined import Collectors, ObjectContext, combined_status
+from . import budget as _budget
+from .budget import allocate, skipped_warning, summed
+from .combined import ObjectContext, combined_status
 from ..serialize import dump_yaml, load_yaml
 from ..emit.problems import ParsedProblems, entry, parse_problems, problems_root
 from ..load.snapshot import GENERATED_DIR
@@ -40,11 +41,11 @@ from .markdown import MailboxSummary, markdown, total_counts
 from .memo import MEMO_FORMAT, MemoLost as _MemoLost, ObjectMemo, StatusMemo, encode_rows
 from .memory import MemorySource, with_reports
 from .recompute import Changes, Spread, Todo, in_sequence, merge_changes, noted_changes, recompute
-from .rows import Detail, Info, Row, Run
+from .plans import Contexts as _Contexts, contexts as _contexts
+from .rows import Detail, Row, Run
 from .source import MailboxListing, StatusSource, digest as _digest
 from .sync import state_counts
 from ..tree import REUSE, FileTree, Generated, put
-from ..place.what import ALONG
 from ..place.where import wec_names
 
 STATUS_DIR = "status"
@@ -84,20 +85,22 @@ def status_root(wds: str) -> str:
 
 
 def summarize(result: Any, source: StatusSource, memo: StatusMemo | None = None, limit: int = 20,
-              broken_limit: int = 100, spread: Spread = in_sequence) -> StatusOutput:
+              broken_limit: int = 100, spread: Spread = in_sequence, budget: int | None = None) -> StatusOutput:
     """CombinedStatus files and STATUS.md; `memo` (updated in place) makes it incremental; `spread`
-    may run the changed mailboxes' units of work (recompute.py) in other processes."""
+    may run the changed mailboxes' units of work (recompute.py) in other processes; `budget`: of the
+    run's StatusCollector evaluations (budget.py; None: budget.BUDGET)."""
     if memo is None or memo.format != MEMO_FORMAT:
         memo = StatusMemo()
+    spend = _budget.BUDGET if budget is None else budget
     try:
-        return _summarize(result, source, memo, limit, broken_limit, spread)
+        return _summarize(result, source, memo, limit, broken_limit, spread, spend)
     except _MemoLost:
         memo.forget()
-        return _summarize(result, source, memo, limit, broken_limit, spread)
+        return _summarize(result, source, memo, limit, broken_limit, spread, spend)
 
 
 def _summarize(result: Any, source: StatusSource, memo: StatusMemo, limit: int, broken_limit: int,
-               spread: Spread) -> StatusOutput:
+               spread: Spread, budget: int) -> StatusOutput:
     names = wec_names(result.wecs)
     reconcile = _space_problems(result, source, memo, names)
     contexts = _contexts(result, reconcile)
@@ -120,7 +123,7 @@ def _summarize(result: Any, source: StatusSource, memo: StatusMemo, limit: int, 
     for mb in [m for m in memo.mailboxes if m not in result.wecs]:
         merge_changes(changes, mb, noted_changes(memo.detail(mb, memo.mailboxes.pop(mb)), None, memo.objects))
         memo.changed = True
-    output = _combine(result, contexts, memo, changes, names, run, limit, fresh, spread)
+    output = _combine(result, contexts, memo, changes, names, run, limit, fresh, spread, budget)
     mailboxes = {mb: memo.mailboxes[mb] for mb in sorted(result.wecs)}
     summaries = {mb: m.summary for mb, m in mailboxes.items()}
     output.counts = total_counts(summaries)
@@ -156,131 +159,6 @@ def _space_problems(result: Any, source: StatusSource, memo: StatusMemo, names: 
     return found
 
 
-# --- what the placements say: per placement, per object -----------------------------------------------
-
-class _PlanView(Struct):
-    wds: str
-    name: str
-    singleton: bool
-    mailboxes: Mapping[str, str]
-    objects: dict[str, str]  # rel -> object text ("ConfigMap ns/name")
-    digest: str
-    along: frozenset[str] = frozenset()  # rels of CRDs that came along: never a singleton wish
-    frozen: bool = False  # a frozen WDS's placement, from its record
-    whole: frozenset[str] = frozenset()  # rels of objects a StatusCollector of theirs reads `obj` of
-
-    def wants_singleton(self, rel: str) -> bool:
-        return self.singleton and rel not in self.along
-
-
-class _Contexts:
-    def __init__(self, plans: list[_PlanView], objects: dict[tuple[str, str], ObjectContext],
-                 collectors: Collectors, problems: list[Problem]) -> None:
-        self.plans = plans
-        self.objects = objects
-        self.collectors = collectors
-        self.problems = problems  # what compiling the collectors found so far
-        self._infos: dict[tuple[int, ...], dict[str, Info]] = {}
-
-    def reaching(self, mailbox: str) -> list[_PlanView]:
-        return [p for p in self.plans if mailbox in p.mailboxes]
-
-    def infos(self, mailbox: str) -> dict[str, Info]:
-        """`_infos` of the placements reaching `mailbox`, once per set of placements (a fleet's
-        mailboxes share a few); not to be changed by the caller."""
-        reaching = tuple(i for i, p in enumerate(self.plans) if mailbox in p.mailboxes)
-        found = self._infos.get(reaching)
-        if found is None:
-            found = self._infos[reaching] = _infos([self.plans[i] for i in reaching])
-        return found
-
-    def placed(self) -> int:
-        """Placed workload objects: those with a CombinedStatus, and those frozen WDSes keep."""
-        return len(self.objects) + len({(p.wds, rel) for p in self.plans if p.frozen for rel in p.objects})
-
-
-def _frozen_views(result: Any) -> list[_PlanView]:
-    """The placements of frozen WDSes, from their records: their objects stay in the mailboxes (and
-    the WECs report them), while their CombinedStatus files stay as they are."""
-    views = []
-    for placement, mailboxes in result.frozen.placements():
-        rels = {o.rel: o.text for o in placement.objects}
-        along = frozenset(o.rel for o in placement.objects if o.along)
-        digest = _digest(placement.space, placement.name, "frozen", str(placement.singleton), repr(sorted(rels.items())),
-                         repr(sorted(along)), repr(sorted(mailboxes)))
-        views.append(_PlanView(placement.space, placement.name, placement.singleton, mailboxes, rels, digest, along, True))
-    return views
-
-
-def _contexts(result: Any, reconcile: Mapping[str, ParsedProblems], collectors: Collectors | None = None) -> _Contexts:
-    """`whole`: the objects whose rows are judged from the object sent, patch and all, because a
-    StatusCollector that some placement of theirs names reads `obj` (its CombinedStatus evaluates it
-    over every WEC the object is on, whichever placement put it there)."""
-    plans: list[_PlanView] = _frozen_views(result) if result.frozen else []
-    collectors = collectors if collectors is not None else Collectors(result)
-    problems: list[Problem] = []
-    objects: dict[tuple[str, str], ObjectContext] = {}
-    made: list[tuple[str, Any, dict[str, str], set[str]]] = []
-    whole: set[tuple[str, str]] = set()
-    for wds in sorted(result.placements):
-        for plan in result.placements[wds]:
-            rels: dict[str, str] = {}
-            along: set[str] = set()
-            for placed in plan.placed:
-                obj = placed.obj
-                info = result.kinds.lookup(obj.group, obj.kind)
-                if info is None:
-                    continue
-                rel = rel_path(obj.group, info.resource, obj.namespace, obj.name)
-                rels[rel] = str(obj.ref)
-                if placed.clause == ALONG:
-                    along.add(rel)
-                context = objects.setdefault((wds, rel), ObjectContext(wds, rel, obj))
-                context.placements.add(plan.obj.name)
-            made.append((wds, plan, rels, along))
-            if collectors.reads_obj(wds, plan.obj.name, problems):
-                whole.update((wds, rel) for rel in rels)
-    for wds, plan, rels, along in made:
-        singleton = plan.spec.get("wantSingletonReportedState") is True
-        read = frozenset(rel for rel in rels if (wds, rel) in whole)
-        digest = _digest(wds, plan.obj.name, str(singleton), repr(sorted(rels.items())), repr(sorted(along)),
-                         repr(sorted(read)))
-        plans.append(_PlanView(wds, plan.obj.name, singleton, plan.mailboxes, rels, digest, frozenset(along),
-                               whole=read))
-    _attach_errors(objects, reconcile)
-    return _Contexts(plans, objects, collectors, problems)
-
-
-def _attach_errors(objects: dict[tuple[str, str], ObjectContext], reconcile: Mapping[str, ParsedProblems]) -> None:
-    """Each placed object's reconcile errors (its WDS's problems file names the object)."""
-    if not any(e.is_error and e.object for parsed in reconcile.values() for e in parsed.entries):
-        return
-    by_text = {(wds, str(c.obj.ref)): c for (wds, _rel), c in objects.items()}
-    for space, parsed in reconcile.items():
-        for found in parsed.entries:
-            context = by_text.get((space, found.object)) if found.is_error and found.object else None
-            if context is not None:
-                context.problems.append(found)
-
-
-def _infos(reaching: list[_PlanView]) -> dict[str, Info]:
-    """rel -> (wds, placements, singleton wish, text, whole) for one mailbox; two WDSes placing the
-    same identity is a conflict (reconcile reports it): no row."""
-    found: dict[str, tuple[str, list[str], bool, str, bool]] = {}
-    conflicts: set[str] = set()
-    for plan in reaching:
-        for rel, text in plan.objects.items():
-            item = found.get(rel)
-            if item is None:
-                found[rel] = (plan.wds, [plan.name], plan.wants_singleton(rel), text, rel in plan.whole)
-            elif item[0] != plan.wds:
-                conflicts.add(rel)
-            else:
-                item[1].append(plan.name)
-                found[rel] = (item[0], item[1], item[2] or plan.wants_singleton(rel), text, item[4])
-    return {rel: (w, tuple(sorted(ps)), s, t, r) for rel, (w, ps, s, t, r) in found.items() if rel not in conflicts}
-
-
 # --- CombinedStatus files --------------------------------------------------------------------------
 
 def _rows_kept(memo: StatusMemo, contexts: _Contexts, context: ObjectContext, details: dict[str, Detail],
@@ -308,20 +186,24 @@ def _rows_kept(memo: StatusMemo, contexts: _Contexts, context: ObjectContext, de
 
 
 def _combine(result: Any, contexts: _Contexts, memo: StatusMemo, changes: Changes, names: dict[str, str],
-             run: Run, limit: int, fresh: set[str], spread: Spread) -> StatusOutput:
+             run: Run, limit: int, fresh: set[str], spread: Spread, budget: int) -> StatusOutput:
+    """The CombinedStatus files: of the objects whose context, rows or collectors skipped for the
+    run's budget (budget.py, decided over every object, with the estimates the memo keeps for
+    those that did not change) changed, made anew."""
     problems: list[Problem] = list(contexts.problems)
     details: dict[str, Detail] = {}  # mailboxes' rows decoded for objects the memo held none for
     combined: dict[tuple[str, str], bytes] = {}
-    collectors = contexts.collectors
-    todo: list[tuple[tuple[str, str], str, dict[str, Row]]] = []  # (object, context key, its rows)
+    pending: dict[tuple[str, str], tuple[str, dict[str, Row] | None]] = {}  # object -> (context key, its rows)
+    costs: dict[tuple[str, str], tuple[int, ...]] = {}
     for key in sorted(contexts.objects):
         context = contexts.objects[key]
-        collectors.attach(context, problems)
         context_key = context.key(limit)
         cached = memo.objects.get(key)
         changed = changes.get(key)
         combined[key] = cached.status if cached is not None else b""  # in order; recomputed below
         if cached is not None and cached.context == context_key and not changed:
+            costs[key] = cached.costs
+            pending[key] = (context_key, None)
             continue
         rows = memo.rows(key, cached) if cached is not None else _rows_kept(memo, contexts, context, details, fresh)
         for mb, row in (changed or {}).items():
@@ -329,15 +211,27 @@ def _combine(result: Any, contexts: _Contexts, memo: StatusMemo, changes: Change
                 rows.pop(mb, None)
             else:
                 rows[mb] = row
-        todo.append((key, context_key, rows))
+        costs[key] = summed(tuple(context.fingerprints), (rows[mb] for mb in sorted(rows)))
+        pending[key] = (context_key, rows)
+    skipped = allocate({k: c for k, c in costs.items() if c}, budget)
+    problems += skipped_warning(skipped, contexts.objects, budget)
+    todo: list[tuple[tuple[str, str], str, dict[str, Row], frozenset[int]]] = []
+    for key, (context_key, found) in pending.items():
+        over = skipped.get(key, frozenset())
+        if found is None:
+            cached = memo.objects[key]
+            if cached.skipped == over:
+                continue
+            found = memo.rows(key, cached)
+        todo.append((key, context_key, found, over))
 
-    def combine(unit: tuple[tuple[str, str], str, dict[str, Row]]) -> tuple[bytes, bytes, list[Problem]]:
+    def combine(unit: tuple[tuple[str, str], str, dict[str, Row], frozenset[int]]) -> tuple[bytes, bytes, list[Problem]]:
         found: list[Problem] = []
-        status = combined_status(contexts.objects[unit[0]], sorted(unit[2].items()), names, run, limit, found)
+        status = combined_status(contexts.objects[unit[0]], sorted(unit[2].items()), names, run, limit, found, unit[3])
         return dump_yaml(status), encode_rows(unit[2]), found
-    for (key, context_key, _), (status, encoded, found) in zip(todo, spread(todo, combine)):
+    for (key, context_key, _, over), (status, encoded, found) in zip(todo, spread(todo, combine)):
         combined[key] = status
-        memo.objects[key] = ObjectMemo(context_key, status, encoded)
+        memo.objects[key] = ObjectMemo(context_key, status, encoded, costs[key], over)
         memo.changed = True
         problems += found
     recomputed = len(todo)
@@ -348,9 +242,9 @@ def _combine(result: Any, contexts: _Contexts, memo: StatusMemo, changes: Change
     for (wds, rel), data in combined.items():
         put(trees.setdefault(wds, {}), f"{rel}.yaml", data)
     generated: Generated = {}
-    skipped = set(result.config.skip_spaces)
+    left_out = set(result.config.skip_spaces)
     for wds in sorted(result.loaded.spaces):
-        if wds not in skipped:
+        if wds not in left_out:
             generated[status_root(wds)] = REUSE if wds in result.frozen.broken else trees.get(wds)
     return StatusOutput(generated, b"", combined, {}, problems, recomputed)
 
