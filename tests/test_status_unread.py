@@ -249,3 +249,17 @@ def test_a_frozen_spaces_patch_nothing_reads_is_not_read(example: Path) -> None:
     out = run(frozen(example, "count"), {FLORIN: {f"{COMMON_CM}.yaml": cm_report()}}, patches=BROKEN_PATCH)
     assert not any("/patches/" in p.origin.path for p in out.problems)
     assert "| wmw-c/edge-placement-c (frozen) | 2 | 2 | 1/4 |" in out.markdown.decode()
+
+
+def test_a_patch_that_does_not_read_leaves_the_singleton_status_shown(example: Path) -> None:
+    """Whether the reported status may be shown (never a Secret's) is judged on the base copy: a
+    customization never changes the kind, so a broken patch of an object that no collector reads
+    does not hide what its one WEC reported."""
+    special = "core/configmaps/specialstuff/httpd-htdocs"  # wmw-s wants singleton status; guilder alone runs it
+    report = dump_yaml({"object": {"apiVersion": "v1", "kind": "ConfigMap", "namespace": "specialstuff",
+                                   "name": "httpd-htdocs"}, "status": {"seen": "yes"}, "reportedAt": "2026-01-01T00:00:00Z"})
+    result = compute(example)
+    good = run(result, {GUILDER: {f"{special}.yaml": report}})
+    assert good.status("wmw-s", special)["singletonStatus"] == {"seen": "yes"}
+    broken = run(result, {GUILDER: {f"{special}.yaml": report}}, patches={GUILDER: {f"{special}.json": b"[not json"}})
+    assert broken.status("wmw-s", special)["singletonStatus"] == {"seen": "yes"}

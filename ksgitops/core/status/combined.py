@@ -166,9 +166,14 @@ def _problem_item(problem: SpaceProblem) -> dict[str, Any]:
 
 
 def _reported_status(contents: Contents, row: RowLike) -> dict[str, Any]:
-    """The reported status as it may appear in output: never a Secret's (Secrets have none)."""
-    sent = _sent(contents, row) if row.report else None
-    if sent is None or is_secret(sent):  # not read: it may be a Secret
+    """The reported status as it may appear in output: never a Secret's (Secrets have none). Its
+    kind is the base copy's (a customization never changes it), so a patch that does not read
+    leaves the status shown."""
+    try:
+        base = contents.sent(row.data, "") if row.report else None
+    except Unreadable:
+        base = None
+    if base is None or is_secret(base):  # not read: it may be a Secret
         return {}
     status = contents.doc(row.report).get("status")
     return deep_copy(status) if isinstance(status, dict) else {}
