@@ -166,14 +166,17 @@ def _problem_item(problem: SpaceProblem) -> dict[str, Any]:
 
 
 def _reported_status(contents: Contents, row: RowLike) -> dict[str, Any]:
-    """The reported status as it may appear in output: never a Secret's (Secrets have none). Its
-    kind is the base copy's (a customization never changes it), so a patch that does not read
-    leaves the status shown."""
+    """The reported status as it may appear in output: never a Secret's (Secrets have none). The
+    base copy must read and be no Secret, and so must the object sent when its patch reads (a
+    patch that does not read leaves the status shown: ksgitops' customizations keep the kind)."""
+    if not row.report:
+        return {}
     try:
-        base = contents.sent(row.data, "") if row.report else None
+        base = contents.sent(row.data, "")
     except Unreadable:
-        base = None
-    if base is None or is_secret(base):  # not read: it may be a Secret
+        return {}
+    sent = _sent(contents, row) if row.patch else base
+    if is_secret(base) or (sent is not None and is_secret(sent)):
         return {}
     status = contents.doc(row.report).get("status")
     return deep_copy(status) if isinstance(status, dict) else {}
