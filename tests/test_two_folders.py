@@ -218,7 +218,7 @@ def test_a_renamed_folders_state_goes_when_its_new_name_settles_in(mono: tuple[P
     assert (kept / "worktree.pickle").is_file()  # prod is still there
 
 
-def test_a_monitored_or_young_unnamed_state_folder_stays(mono: tuple[Path, Path, Path]) -> None:
+def test_a_monitored_or_unnamed_state_folder_stays(mono: tuple[Path, Path, Path]) -> None:
     from ksgitops.io.fs.feed import hold_monitor_lock
     top, staging, prod = mono
     folders = top / STATE / "folders"
@@ -232,7 +232,7 @@ def test_a_monitored_or_young_unnamed_state_folder_stays(mono: tuple[Path, Path,
     try:
         assert run_cli_subprocess("reconcile", str(prod)).returncode in (0, 2)
         settled(top / STATE)
-        assert sorted(p.name for p in folders.iterdir()) == sorted([watched.name, young.name, foreign.name,
+        assert sorted(p.name for p in folders.iterdir()) == sorted([watched.name, young.name, old.name, foreign.name,
                                                                      _own(top, prod).name])
     finally:
         os.close(held)

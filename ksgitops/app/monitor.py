@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from ..io.fs.afterwards import later
 from ..io.fs.feed import ANOTHER, hold_monitor_lock, identity_of, request
-from ..io.fs.folderstate import place_of
+from ..io.fs.folderstate import make_own, place_of
 from ..io.fs.paths import LinkError, check_path
 from ..io.git.discover import git_dir
 from ..model import KsgitopsError
@@ -58,7 +58,7 @@ def start(root: Path, plan_ahead: bool = True, idle_exit: float = 0.0) -> tuple[
     if running is not None:
         return running, False
     _, _, log = state_of(root)
-    log.parent.mkdir(parents=True, exist_ok=True)
+    make_own(str(log.parent), str(root))
     # One start at a time: another one's monitor may hold its lock but not answer yet (walking the
     # work tree), and this one's would then fail for that lock with no monitor to show for it.
     starting = os.open(log.parent / STARTING, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)

@@ -15,7 +15,7 @@ from ..io.git import foldin, repo as git, runrecord
 from ..io.git.branch import git_dir
 from ..io.git.cache import DiskCache, gc_paused
 from ..io.fs.afterwards import later
-from ..io.fs.folderstate import place_of
+from ..io.fs.folderstate import make_own, place_of
 from ..io.git.foldin import report_refs
 from ..model import Progress, counted
 from .sources import WORKTREE, Source, commit_on_branch, compute, open_branch, open_source
@@ -59,6 +59,11 @@ def status_worktree(path: Path) -> StatusOutcome:
     src = open_source(path, WORKTREE)
     result = placements_only(src)
     memo_file = ss.memo_path(git_dir(path), "worktree", place_of(path))  # its folder's own (io/fs/folderstate.py)
+    if memo_file is not None:
+        try:
+            make_own(str(memo_file.parent), str(path))
+        except OSError:
+            pass  # no memo is kept there (status_sources.py says so)
     memo = ss.load_memo(memo_file)
     try:
         with gc_paused():  # see summarize_placed

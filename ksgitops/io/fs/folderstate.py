@@ -20,8 +20,11 @@ hand-off (handoff.py), so it imports nothing beyond `os` until a folder's state 
 A folder's own state folder names its folder in a file (`OWNER`). When one is made (`settle`), the
 state of folders that are gone is removed: a sub-folder whose folder no longer holds `spaces/` (it
 was renamed or deleted), and the top's own work-tree files when the top holds no `spaces/` (an
-older ksgitops kept a nested folder's there). Only caches go: a folder a monitor still holds, or a
-sub-folder younger than `UNMARKED_AGE` that names no folder (one being made), is left.
+older ksgitops kept a nested folder's there). Only caches go, and only what is known to be a gone
+folder's: a sub-folder a monitor still holds stays, and so does one naming no folder, unless its
+name spells its path whole (an older version named none; a short, plain path: `_unmarked`). Every
+command that makes a folder's own state folder goes through `make_own`, so it names its folder.
+`OWNER` is read only as a regular file, never through a link.
 """
 from __future__ import annotations
 
@@ -32,7 +35,6 @@ FOLDERS = "folders"
 SLUG = 40  # characters of the path kept in a folder's name
 OWNER = "folder"  # in a folder's own state folder: its path from the top
 TOP_FILES = ("worktree.pickle", "status-worktree.sqlite", "status-worktree.sqlite-journal")  # a work tree folder's own
-UNMARKED_AGE = 3600.0  # seconds after which a sub-folder naming no folder is not one being made
 
 
 def relative(folder: str | os.PathLike[str]) -> str:
@@ -82,7 +84,10 @@ def make_own(own: str, folder: str) -> None:
     the top uses it, `settle` it."""
     os.makedirs(own, exist_ok=True)
     if own != shared(own) and not os.path.exists(os.path.join(own, OWNER)):
-        settle(own, folder)
+        try:
+            settle(own, folder)
+        except OSError:
+            pass  # tidying is only for space: the next folder made tries again
 
 
 def settle(own: str, folder: str) -> None:
@@ -111,26 +116,44 @@ def settle(own: str, folder: str) -> None:
 
 def _in_use(path: str, top: str) -> bool:
     try:
-        with open(os.path.join(path, OWNER), encoding="utf-8") as file:
-            rel = file.read()
+        rel = _owner(path)
     except FileNotFoundError:
-        import time
-        try:
-            return time.time() - os.lstat(path).st_mtime < UNMARKED_AGE or _monitored(path)
-        except FileNotFoundError:
-            return True  # removed meanwhile
+        spelt = _unmarked(os.path.basename(path))  # an older version named no folder in it
+        if spelt is None:
+            return True  # whose it is cannot be told: not ours to judge
+        rel = spelt
     except (OSError, UnicodeDecodeError):
-        return True  # not ours to judge
+        return True  # not ours to judge (a link, no regular file)
     if not rel or os.path.isabs(rel) or ".." in rel.split("/") or name_of(rel) != os.path.basename(path):
         return True
     return os.path.isdir(os.path.join(top, rel, "spaces")) or _monitored(path)
+
+
+def _owner(path: str) -> str:
+    """The folder that the state sub-folder `path` names (OWNER: a regular file, never through a link)."""
+    import stat
+    fd = os.open(os.path.join(path, OWNER), os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(f"{OWNER}: no regular file")
+        return os.read(fd, 4 * 4096).decode()
+    finally:
+        os.close(fd)
+
+
+def _unmarked(name: str) -> str | None:
+    """The folder whose state sub-folder is `name`, when its name alone tells (an older version
+    named none in it): a path of letters, digits, `.`, `-` and `/` short enough to keep whole."""
+    slug, _, _ = name.rpartition("-")
+    rel = slug.replace("+", "/")
+    return rel if slug and name_of(rel) == name else None
 
 
 def _monitored(place: str) -> bool:
     """A monitor holds the lock in the state folder `place` (io/fs/feed.py's `monitor.lock`)."""
     import fcntl
     try:
-        fd = os.open(os.path.join(place, "monitor.lock"), os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        fd = os.open(os.path.join(place, "monitor.lock"), os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
     except FileNotFoundError:
         return False
     except OSError:
