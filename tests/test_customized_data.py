@@ -162,3 +162,20 @@ def test_validate_says_it_and_exits_0(tree: Tree, cli: Any) -> None:
     assert f"{CASE}:1: warning: Secret ns/o: {by(text)}: data.password: the value is not base64" in checked.err, checked
     assert SECRET_VALUE not in checked.err + checked.out and ENCODED not in checked.err + checked.out
     assert cli("validate", "--strict", str(repo)).code != 0
+
+
+def test_copies_whose_data_changes_alike_are_checked_once(tree: Tree, monkeypatch: Any) -> None:
+    """40 WECs, each its own region label and one of two zones: 40 customizations, but the data
+    checked changes only with the zone, so two checks."""
+    from ksgitops.core.emit import customdata
+    checked: list[str] = []
+    real = customdata.customized_findings
+    monkeypatch.setattr(customdata, "customized_findings", lambda kind, body, source: (
+        checked.append(body["data"]["a"]), real(kind, body, source))[1])
+    text = secret("  a: aGk=\n") + customizer(
+        "replacements:\n- {path: '$.metadata.labels.region', value: '\"%(region)\"'}\n"
+        "- {path: '$.data.a', value: '\"%(zone)\"'}\n", expand=True)
+    labels = [f"region: r{i}, zone: {'YWJj' if i % 2 else 'ZGVm'}" for i in range(40)]
+    result = run(tree, text, labels)
+    assert len(result.mailboxes) == 40 and not warnings_of(result)
+    assert sorted(checked) == ["YWJj", "ZGVm"]

@@ -7,10 +7,10 @@ own checks are warnings too: KubeStellar's WDS takes the object and its Customiz
 WEC's API server refuses the copy, when `ksgitops sync` applies it; the copy is delivered).
 
 Cost follows customization, not the fleet: the source's findings are found once per object, and a
-customized copy is checked once per customization (mailbox.py makes one per object and values of
-the parameters it reads), only when its patch touches what these checks read (`data`,
-`binaryData`, `stringData`, `type`, a service account token's annotation). What the source has already is not said
-again for each WEC. Messages name keys and fields, never a value.
+customized copy is checked only when its patch touches what these checks read (`data`,
+`binaryData`, `stringData`, `type`, a service account token's annotation), once per distinct set
+of those ops (copies that differ elsewhere, a region label each, share one check). What the source
+has already is not said again for each WEC. Messages name keys and fields, never a value.
 """
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ from functools import cached_property
 from typing import Any
 
 import jsonpatch
+import orjson
 
 from ...model import Obj
 from ..customize.customizer import EXPAND_ANNOTATION
@@ -39,6 +40,7 @@ class DataCheck:
 
     def __init__(self, kind: str, body: dict[str, Any], expands: bool, by: str) -> None:
         self.kind, self.body, self.expands, self.by = kind, body, expands, by
+        self.found: dict[bytes, tuple[str, ...]] = {}  # the ops that change what is checked -> the warnings
 
     @cached_property
     def source(self) -> frozenset[str]:
@@ -59,13 +61,25 @@ def data_check(base: Base, customizer: Obj | None) -> DataCheck | None:
 def data_warnings(check: DataCheck | None, base: dict[str, Any], ops: list[dict[str, Any]],
                   body: dict[str, Any] | None = None) -> tuple[str, ...]:
     """The warnings of the copy `ops` make of `base` (`body`: that copy, when the caller has it)."""
-    if check is None or not any(_reads(op.get("path")) or _reads(op.get("from")) for op in ops):
+    if check is None:
         return ()
+    read = [op for op in ops if _reads(op.get("path")) or _reads(op.get("from"))]
+    if not read:
+        return ()
+    # what is checked is the base's, changed only by these ops, unless one copies or moves in a value
+    # another op put there: many WECs' copies (a region label each, a few tiers) then share one check
+    key = None if any(op.get("op") in ("copy", "move") for op in ops) else orjson.dumps(read)
+    known = check.found.get(key) if key is not None else None
+    if known is not None:
+        return known
     if body is None:
         body = patched(base, ops)
         if body is None:
             body = jsonpatch.apply_patch(copy_json(base), ops)
-    return tuple(f"{check.by}: {message}" for message, _ in customized_findings(check.kind, body, check.source))
+    found = tuple(f"{check.by}: {message}" for message, _ in customized_findings(check.kind, body, check.source))
+    if key is not None:
+        check.found[key] = found
+    return found
 
 
 def _reads(pointer: Any) -> bool:
