@@ -11,6 +11,8 @@ from pathlib import Path
 from typing import Any, Callable
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from ksgitops.core.pipeline import Result, reconcile
 from ksgitops.io.fs.tree import WorkTreeSnapshot
@@ -134,9 +136,9 @@ def test_only_customizations_that_change_the_data_are_checked_once_each(tree: Tr
     checked: list[str] = []
     real = customdata.customized_findings
 
-    def counting(kind: str, body: dict[str, Any], source: frozenset[str]) -> list[tuple[str, Any]]:
+    def counting(kind: str, body: dict[str, Any], source: frozenset[str], *touched: Any) -> list[tuple[str, Any]]:
         checked.append(kind)
-        return real(kind, body, source)
+        return real(kind, body, source, *touched)
 
     monkeypatch.setattr(customdata, "customized_findings", counting)
     sources: list[str] = []
@@ -170,8 +172,8 @@ def test_copies_whose_data_changes_alike_are_checked_once(tree: Tree, monkeypatc
     from ksgitops.core.emit import customdata
     checked: list[str] = []
     real = customdata.customized_findings
-    monkeypatch.setattr(customdata, "customized_findings", lambda kind, body, source: (
-        checked.append(body["data"]["a"]), real(kind, body, source))[1])
+    monkeypatch.setattr(customdata, "customized_findings", lambda kind, body, source, *touched: (
+        checked.append(body["data"]["a"]), real(kind, body, source, *touched))[1])
     text = secret("  a: aGk=\n") + customizer(
         "replacements:\n- {path: '$.metadata.labels.region', value: '\"%(region)\"'}\n"
         "- {path: '$.data.a', value: '\"%(zone)\"'}\n", expand=True)
@@ -179,3 +181,52 @@ def test_copies_whose_data_changes_alike_are_checked_once(tree: Tree, monkeypatc
     result = run(tree, text, labels)
     assert len(result.mailboxes) == 40 and not warnings_of(result)
     assert sorted(checked) == ["YWJj", "ZGVm"]
+
+
+@pytest.mark.parametrize("kind, base, ops", [
+    ("ConfigMap", {"data": {"a": "x", "b": "y"}}, [{"op": "replace", "path": "/data/a", "value": "z" * (MIB + 1)}]),
+    ("ConfigMap", {"data": {"a": "x"}, "binaryData": {"c": "aGk="}}, [{"op": "add", "path": "/data/c", "value": "t"}]),
+    ("ConfigMap", {"data": {"a": "x"}}, [{"op": "add", "path": "/data/bad key", "value": "t"}]),
+    ("Secret", {"type": "kubernetes.io/tls", "data": {"tls.crt": "aGk=", "tls.key": "aGk="}},
+     [{"op": "remove", "path": "/data/tls.key"}]),
+    ("Secret", {"data": {"p": "aGk=", "q": "not base64!"}}, [{"op": "replace", "path": "/data/p", "value": "%%%"}]),
+    ("Secret", {"type": "kubernetes.io/dockerconfigjson", "data": {".dockerconfigjson": "e30="}},
+     [{"op": "replace", "path": "/data/.dockerconfigjson", "value": "bm90IGpzb24="}]),
+])
+def test_checking_only_the_keys_ops_change_finds_what_checking_every_key_finds(kind: str, base: dict[str, Any],
+                                                                               ops: list[dict[str, Any]]) -> None:
+    """customdata passes configdata the keys a copy's ops change: the other keys' findings are the
+    source's, so the findings are those of a check of every key."""
+    import jsonpatch
+    from ksgitops.core.emit.customdata import _touched
+    from ksgitops.core.load.configdata import customized_findings, finding_names
+    source = finding_names(kind, base, False)
+    body = jsonpatch.apply_patch(base, ops)
+    touched = _touched(ops)
+    assert touched is not None
+    every = customized_findings(kind, body, source)
+    assert every and customized_findings(kind, body, source, touched) == every
+
+
+@settings(max_examples=200, deadline=None)
+@given(sizes=st.lists(st.integers(0, 3), min_size=1, max_size=4), new=st.lists(st.integers(0, 3), min_size=1, max_size=4),
+       binary=st.booleans(), big_source=st.booleans())
+def test_a_configmap_whose_ops_replace_text_is_checked_as_a_whole_copy_would_be(
+        sizes: list[int], new: list[int], binary: bool, big_source: bool) -> None:
+    """replaced_text_findings (a copy's size from the base's and the ops) says what checking the
+    whole copy says; sizes in quarters of a MiB, around the API server's limit."""
+    import jsonpatch
+    from ksgitops.core.load.configdata import (config_map_total, customized_findings, finding_names,
+                                               replaced_text_findings)
+    quarter = MIB // 4
+    base: dict[str, Any] = {"data": {f"k{i}": "x" * (n * quarter) for i, n in enumerate(sizes)}}
+    if binary:
+        base["binaryData"] = {"b": base64.b64encode(b"y" * quarter).decode()}
+    if big_source:
+        base["data"]["big"] = "z" * (MIB + 1)
+    ops = [{"op": "replace", "path": f"/data/k{i}", "value": "é" * (n * quarter // 2)}
+           for i, n in enumerate(new) if i < len(sizes)]
+    source = finding_names("ConfigMap", base, False)
+    fast = replaced_text_findings(base, ops, source, config_map_total(base))
+    assert fast is not None
+    assert fast == customized_findings("ConfigMap", jsonpatch.apply_patch(base, ops), source)

@@ -24,13 +24,14 @@ from ...model import Obj
 from ..customize.customizer import EXPAND_ANNOTATION
 from ..customize.patchapply import patched
 from ..customize.patchdiff import copy_json, escape_pointer
-from ..load.configdata import SERVICE_ACCOUNT_NAME, checks_data, customized_findings, finding_names
+from ..load.configdata import (SERVICE_ACCOUNT_NAME, checks_data, config_map_total, customized_findings,
+                               finding_names, replaced_text_findings)
 from ..place.base import Base
 
 __all__ = ["DataCheck", "data_check", "data_warnings"]
 
-_READ = ("/data", "/binaryData", "/stringData", "/type")
-_WHOLE = ("", "/metadata", "/metadata/annotations", "/metadata/annotations/" + escape_pointer(SERVICE_ACCOUNT_NAME))
+_READ = frozenset(("data", "binaryData", "stringData", "type"))  # top-level fields, and all below them
+_WHOLE = frozenset(("", "/metadata", "/metadata/annotations", "/metadata/annotations/" + escape_pointer(SERVICE_ACCOUNT_NAME)))
 
 
 class DataCheck:
@@ -45,6 +46,10 @@ class DataCheck:
     @cached_property
     def source(self) -> frozenset[str]:
         return finding_names(self.kind, self.body, self.expands)
+
+    @cached_property
+    def total(self) -> int:
+        return config_map_total(self.body)
 
 
 def data_check(base: Base, customizer: Obj | None) -> DataCheck | None:
@@ -72,11 +77,18 @@ def data_warnings(check: DataCheck | None, base: dict[str, Any], ops: list[dict[
     known = check.found.get(key) if key is not None else None
     if known is not None:
         return known
+    fast = replaced_text_findings(base, read, check.source, check.total) if check.kind == "ConfigMap" else None
+    if fast is not None:
+        found = tuple(f"{check.by}: {message}" for message, _ in fast)
+        if key is not None:
+            check.found[key] = found
+        return found
     if body is None:
         body = patched(base, ops)
         if body is None:
             body = jsonpatch.apply_patch(copy_json(base), ops)
-    found = tuple(f"{check.by}: {message}" for message, _ in customized_findings(check.kind, body, check.source))
+    found = tuple(f"{check.by}: {message}" for message, _ in customized_findings(check.kind, body, check.source,
+                                                                                  _touched(read)))
     if key is not None:
         check.found[key] = found
     return found
@@ -86,4 +98,22 @@ def _reads(pointer: Any) -> bool:
     """Whether a patch at `pointer` may change what configdata's checks read."""
     if not isinstance(pointer, str):
         return False
-    return pointer in _WHOLE or any(pointer == p or pointer.startswith(p + "/") for p in _READ)
+    return pointer in _WHOLE or pointer[:1] == "/" and pointer.split("/", 2)[1] in _READ
+
+
+_KEYED = ("data", "binaryData", "stringData")
+
+
+def _touched(ops: list[dict[str, Any]]) -> frozenset[tuple[str, str]] | None:
+    """The (field, key) pairs these ops change, when each changes one key's value of a data field
+    (None: one changes more, or something else that is checked)."""
+    touched = set()
+    for op in ops:
+        for pointer in (op.get("path"), op.get("from")):
+            if pointer is None:
+                continue
+            parts = pointer.split("/") if isinstance(pointer, str) else []
+            if len(parts) != 3 or parts[0] or parts[1] not in _KEYED or not parts[2]:
+                return None
+            touched.add((parts[1], parts[2].replace("~1", "/").replace("~0", "~")))
+    return frozenset(touched)

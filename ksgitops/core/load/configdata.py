@@ -72,16 +72,53 @@ def finding_names(kind: str, body: dict[str, Any], expands: bool) -> frozenset[s
     return frozenset(name for name, _, _ in _findings(kind, body, expands, False))
 
 
-def customized_findings(kind: str, body: dict[str, Any], source: frozenset[str]) -> list[Finding]:
+def customized_findings(kind: str, body: dict[str, Any], source: frozenset[str],
+                        touched: frozenset[tuple[str, str]] | None = None) -> list[Finding]:
     """The findings of `body`, the source customized for a WEC (its parameters expanded), that
     the source (`finding_names`) does not have. The size is not shown, so that WECs whose
-    customized copies are too large by different amounts share one message."""
-    return [(message, at) for name, message, at in _findings(kind, body, False, False) if name not in source]
+    customized copies are too large by different amounts share one message. `touched`: the only
+    (field, key) pairs whose key or value may differ from the source's (None: any), the others'
+    findings being the source's."""
+    return [(message, at) for name, message, at in _findings(kind, body, False, False, touched) if name not in source]
 
 
-def _findings(kind: str, body: dict[str, Any], expands: bool, show_total: bool
-              ) -> Iterator[tuple[str, str, FieldPath]]:
-    """(name, message, field): the name is the message, except the size's, the same whatever the size."""
+def _utf8_length(text: str) -> int:
+    return len(text) if text.isascii() else len(text.encode("utf-8", "replace"))
+
+
+def config_map_total(body: dict[str, Any]) -> int:
+    """A ConfigMap's size as the API server counts it: its text values and its decoded binary ones."""
+    binary = [_decoded(v) for v in _values(body, "binaryData") if _decodable(v, False)]
+    return sum(len(v.encode("utf-8", "replace")) for v in _values(body, "data") if isinstance(v, str)) + \
+        sum(len(v) for v in binary if v is not None)
+
+
+def replaced_text_findings(base: dict[str, Any], ops: list[dict[str, Any]], source: frozenset[str],
+                           total: int) -> list[Finding] | None:
+    """`customized_findings` of a ConfigMap copy whose ops each replace one `data` value that is
+    text with text (`total`: the base's config_map_total): its keys, and what its values are, are
+    the source's, so only the size can be new. None: other ops."""
+    data, seen = base.get("data"), set()
+    if not isinstance(data, dict):
+        return None
+    for op in ops:
+        path = op.get("path")
+        parts = path.split("/") if isinstance(path, str) else []
+        key = parts[2].replace("~1", "/").replace("~0", "~") if len(parts) == 3 else None
+        if op.get("op") != "replace" or parts[:2] != ["", "data"] or key not in data or key in seen \
+                or not isinstance(data[key], str) or not isinstance(op.get("value"), str):
+            return None
+        seen.add(key)
+        total += _utf8_length(op["value"]) - _utf8_length(data[key])
+    if "size" in source:
+        return []
+    return [(message, at) for _, message, at in _too_large(base, "ConfigMap", ("data", "binaryData"), [total], False)]
+
+
+def _findings(kind: str, body: dict[str, Any], expands: bool, show_total: bool,
+              only: frozenset[tuple[str, str]] | None = None) -> Iterator[tuple[str, str, FieldPath]]:
+    """(name, message, field): the name is the message, except the size's, the same whatever the
+    size; a key's own findings only for the (field, key) pairs in `only`, when given."""
     text: tuple[str, ...] = ("data",)
     base64: tuple[str, ...] = ("binaryData",)
     if kind == "Secret":
@@ -98,6 +135,8 @@ def _findings(kind: str, body: dict[str, Any], expands: bool, show_total: bool
         for key, value in values.items():
             if field in base64:
                 decoded[key] = b"" if value is None else _decoded(value) if _decodable(value, expands) else None
+            if only is not None and (field, key) not in only:
+                continue
             problem = _key_problem(key) or _value_problem(value, field in base64, expands, decoded.get(key))
             if problem:
                 message = f"{field}.{_shown(key)}: {problem}"
