@@ -14,6 +14,7 @@ has already is not said again for each WEC. Messages name keys and fields, never
 """
 from __future__ import annotations
 
+import hashlib
 from functools import cached_property
 from typing import Any
 
@@ -73,7 +74,8 @@ def data_warnings(check: DataCheck | None, base: dict[str, Any], ops: list[dict[
         return ()
     # what is checked is the base's, changed only by these ops, unless one copies or moves in a value
     # another op put there: many WECs' copies (a region label each, a few tiers) then share one check
-    key = None if any(op.get("op") in ("copy", "move") for op in ops) else orjson.dumps(read)
+    key = None if any(op.get("op") in ("copy", "move") for op in ops) else \
+        hashlib.blake2b(orjson.dumps(read), digest_size=16).digest()  # not the ops: their values may be large
     known = check.found.get(key) if key is not None else None
     if known is not None:
         return known
