@@ -240,3 +240,27 @@ def test_the_program_keeping_its_memos_itself_waits_for_no_other_run(tmp_path: P
     with afterwards.answered_first():
         afterwards.later(state, lambda: done.append(2))
     assert done == [2]
+
+
+PAUSE = """
+import gc, sys
+from ksgitops.io.fs import afterwards
+from ksgitops.io.git.cache import gc_paused
+if sys.argv[1] == "program":
+    afterwards.as_program()
+with afterwards.answered_first():
+    with gc_paused():
+        kept = [[] for _ in range(10_000)]
+    print(gc.get_freeze_count(), gc.isenabled(), flush=True)
+"""
+
+
+@pytest.mark.parametrize("mode", ["program", "library"])
+def test_a_pause_in_a_command_that_ends_the_program_freezes_what_it_made(mode: str) -> None:
+    """What the program makes with the cyclic GC paused, in a command that ends it once answered,
+    lives until the end: frozen, no collection after the pause looks at it again (a library's
+    caller, a test or a monitor's worker keeps collecting it)."""
+    out = subprocess.run([sys.executable, "-c", PAUSE, mode], capture_output=True, text=True, timeout=60)
+    frozen, enabled = out.stdout.split()
+    assert enabled == "True", out
+    assert (int(frozen) >= 10_000) == (mode == "program"), out

@@ -52,19 +52,30 @@ def as_program() -> None:
     _program = True
 
 
+_answering = False  # in the program's own process, inside a command that ends it once answered
+
+
+def answering() -> bool:
+    """Inside `answered_first` in the program's own process: what exists now lives until it ends."""
+    return _answering
+
+
 @contextmanager
 def answered_first() -> Iterator[None]:
     """Around a command that leaves memos for later (`reconcile`, `diff`, `status`), in the program's own
     process: once the command has answered (its output written: its exit code follows), a forked
     child keeps them while this process ends. Elsewhere (a test, a monitor's worker, which defers
     already) nothing changes."""
+    global _answering
     if not _program or _queue is not None:
         yield
         return
     defer()
+    _answering = True
     try:
         yield
     finally:
+        _answering = False
         _leave_to_a_child()
 
 
