@@ -16,12 +16,11 @@ import socket
 from pathlib import Path
 from typing import Any, Iterable, NamedTuple
 
-from .folderstate import STATE
+from .folderstate import MONITOR_LOCK, STATE
 from .handoff import address, same_user
 
 TIMEOUT = 5.0  # seconds an answer may take (a monitor re-walking after lost events) before checking everything
 FORMAT = 1
-MONITOR_LOCK = "monitor.lock"  # in its folder's state folder (folderstate.py): held by the monitor for its life
 ANOTHER = "another monitor watches this work tree"  # why a monitor does not start (monitor.py)
 _UNWATCHED = re.compile(r"\..+\.ksgitops-[a-z]+")  # a writer's staging, new or trash sibling (staging.py)
 

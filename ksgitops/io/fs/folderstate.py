@@ -34,6 +34,7 @@ STATE = "ksgitops-state"  # as io/fs/paths.STATE_DIR (not imported: it would loa
 FOLDERS = "folders"
 SLUG = 40  # characters of the path kept in a folder's name
 OWNER = "folder"  # in a folder's own state folder: its path from the top
+MONITOR_LOCK = "monitor.lock"  # in its folder's state folder: held by the monitor for its life (feed.py)
 TOP_FILES = ("worktree.pickle", "status-worktree.sqlite", "status-worktree.sqlite-journal")  # a work tree folder's own
 
 
@@ -150,10 +151,10 @@ def _unmarked(name: str) -> str | None:
 
 
 def _monitored(place: str) -> bool:
-    """A monitor holds the lock in the state folder `place` (io/fs/feed.py's `monitor.lock`)."""
+    """A monitor holds the lock in the state folder `place` (taken by io/fs/feed.py)."""
     import fcntl
     try:
-        fd = os.open(os.path.join(place, "monitor.lock"), os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+        fd = os.open(os.path.join(place, MONITOR_LOCK), os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
     except FileNotFoundError:
         return False
     except OSError:
