@@ -4,7 +4,6 @@ the program, and the next command waits for them: the reconcile that follows a d
 its plan, and leaves what a twin without any of this leaves."""
 from __future__ import annotations
 
-import fcntl
 import json
 import os
 import signal
@@ -17,6 +16,7 @@ import pytest
 from conftest import work_tree_files
 from ksgitops.app import usecases as app
 from ksgitops.io.fs import paths
+from ksgitops.io.fs.folderstate import held
 from ksgitops.io.fs.statcache import WorkTreeRecord
 from handoff_twins import ks, served
 from test_plan import _label, _plan_file, _twin_repos
@@ -76,21 +76,6 @@ def test_a_diff_answers_before_its_plan_is_kept_and_the_reconcile_after_it_takes
         os.kill(pid, signal.SIGKILL)
 
 
-def _held(lock: Path) -> bool:
-    """Another process holds the state folder's memos.lock."""
-    try:
-        fd = os.open(lock, os.O_RDONLY)
-    except FileNotFoundError:
-        return False
-    try:
-        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-        return False
-    except BlockingIOError:
-        return True
-    finally:
-        os.close(fd)
-
-
 def test_a_plan_made_ahead_is_kept_by_the_worker_the_monitor_stops(tmp_path: Path) -> None:
     """The monitor's plan-ahead worker keeps its plan itself, after its diff: a stopped monitor stops
     it, and nothing is written once the monitor is gone (no process of its own left behind)."""
@@ -108,15 +93,15 @@ def test_a_plan_made_ahead_is_kept_by_the_worker_the_monitor_stops(tmp_path: Pat
         app.reconcile_worktree(watched)
         _label(watched, 3)
         deadline = time.monotonic() + 60
-        while not _held(state / "memos.lock") and time.monotonic() < deadline:
+        while not held(state / "memos.lock") and time.monotonic() < deadline:
             time.sleep(0.02)
-        assert _held(state / "memos.lock"), "no plan was made ahead"
+        assert held(state / "memos.lock"), "no plan was made ahead"
         stopped = ks("monitor", "stop", str(watched))
         assert stopped.returncode == 0, stopped.stderr
     finally:
         if os.path.exists(f"/proc/{pid}"):
             os.kill(pid, signal.SIGKILL)
     time.sleep(0.5)
-    assert not _held(state / "memos.lock"), "a process of the stopped monitor still keeps its memos"
+    assert not held(state / "memos.lock"), "a process of the stopped monitor still keeps its memos"
     time.sleep(4.5)
     assert not _plan_file(watched).exists()  # stopped before it was kept: nothing written after

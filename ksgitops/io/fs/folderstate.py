@@ -152,9 +152,15 @@ def _unmarked(name: str) -> str | None:
 
 def _monitored(place: str) -> bool:
     """A monitor holds the lock in the state folder `place` (taken by io/fs/feed.py)."""
+    return held(os.path.join(place, MONITOR_LOCK))
+
+
+def held(lock: str | os.PathLike[str]) -> bool:
+    """Another open file holds an flock on the file `lock` (one that is not there: no; one that
+    cannot be opened, a link: yes, not ours to judge). Never blocks, never takes it for long."""
     import fcntl
     try:
-        fd = os.open(os.path.join(place, MONITOR_LOCK), os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+        fd = os.open(lock, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
     except FileNotFoundError:
         return False
     except OSError:
