@@ -198,13 +198,12 @@ def test_checking_only_the_keys_ops_change_finds_what_checking_every_key_finds(k
     """customdata passes configdata the keys a copy's ops change: the other keys' findings are the
     source's, so the findings are those of a check of every key."""
     import jsonpatch
-    from ksgitops.core.emit.customdata import _keyed
+    from ksgitops.core.emit.customdata import _touched
     from ksgitops.core.load.configdata import customized_findings, finding_names
     source = finding_names(kind, base, False)
     body = jsonpatch.apply_patch(base, ops)
-    keyed = _keyed(ops)
-    assert keyed is not None
-    touched = frozenset((field, key) for _, field, key, _ in keyed)
+    touched = _touched(ops)
+    assert touched is not None
     every = customized_findings(kind, body, source)
     assert every and customized_findings(kind, body, source, touched) == every
 
@@ -228,7 +227,6 @@ def test_a_configmap_whose_ops_replace_text_is_checked_as_a_whole_copy_would_be(
     ops = [{"op": "replace", "path": f"/data/k{i}", "value": "é" * (n * quarter // 2)}
            for i, n in enumerate(new) if i < len(sizes)]
     source = finding_names("ConfigMap", base, False)
-    fast = replaced_text_findings(base, {op["path"].split("/")[2]: op["value"] for op in ops}, source,
-                                  config_map_total(base))
+    fast = replaced_text_findings(base, ops, source, config_map_total(base))
     assert fast is not None
     assert fast == customized_findings("ConfigMap", jsonpatch.apply_patch(base, ops), source)

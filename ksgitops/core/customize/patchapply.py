@@ -15,7 +15,6 @@ import re
 from typing import Any
 
 from .jsonpath import MAX_INDEX_DIGITS
-from .patchdiff import pointer_tokens
 
 _OPS = ("add", "remove", "replace")
 _INVALID_ESCAPE = re.compile(r"~[^01]|~\Z")  # jsonpointer refuses these
@@ -74,7 +73,8 @@ def _steps(patch: Any) -> list[tuple[str, list[str], Any]] | None:
             return None
         if not path.startswith("/") or ("~" in path and _INVALID_ESCAPE.search(path)):
             return None
-        steps.append((kind, pointer_tokens(path), op.get("value")))
+        parts = [p.replace("~1", "/").replace("~0", "~") for p in path[1:].split("/")]
+        steps.append((kind, parts, op.get("value")))
     return steps
 
 

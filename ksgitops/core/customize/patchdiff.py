@@ -18,11 +18,6 @@ def escape_pointer(token: str) -> str:
     return token.replace("~", "~0").replace("/", "~1")
 
 
-def pointer_tokens(pointer: str) -> list[str]:
-    """The reference tokens of a JSON pointer that starts with `/` (RFC 6901), unescaped."""
-    return [token.replace("~1", "/").replace("~0", "~") for token in pointer[1:].split("/")]
-
-
 def copy_json(value: Any) -> Any:
     """A deep copy of a JSON-like value (dicts and lists rebuilt, scalars shared); faster than
     copy.deepcopy."""

@@ -24,7 +24,7 @@ import orjson
 from ...model import Obj
 from ..customize.customizer import EXPAND_ANNOTATION
 from ..customize.patchapply import patched
-from ..customize.patchdiff import copy_json, escape_pointer, pointer_tokens
+from ..customize.patchdiff import copy_json, escape_pointer
 from ..load.configdata import (SERVICE_ACCOUNT_NAME, checks_data, config_map_total, customized_findings,
                                finding_names, replaced_text_findings)
 from ..place.base import Base
@@ -64,9 +64,9 @@ def data_check(base: Base, customizer: Obj | None) -> DataCheck | None:
     return DataCheck(base.ref.kind, base.body, base.expand, by)
 
 
-def data_warnings(check: DataCheck | None, ops: list[dict[str, Any]], body: dict[str, Any] | None = None
-                  ) -> tuple[str, ...]:
-    """The warnings of the copy `ops` make of the check's base (`body`: that copy, when the caller has it)."""
+def data_warnings(check: DataCheck | None, base: dict[str, Any], ops: list[dict[str, Any]],
+                  body: dict[str, Any] | None = None) -> tuple[str, ...]:
+    """The warnings of the copy `ops` make of `base` (`body`: that copy, when the caller has it)."""
     if check is None:
         return ()
     read = [op for op in ops if _reads(op.get("path")) or _reads(op.get("from"))]
@@ -76,31 +76,24 @@ def data_warnings(check: DataCheck | None, ops: list[dict[str, Any]], body: dict
     # another op put there: many WECs' copies (a region label each, a few tiers) then share one check
     key = None if any(op.get("op") in ("copy", "move") for op in ops) else \
         hashlib.blake2b(orjson.dumps(read), digest_size=16).digest()  # not the ops: their values may be large
-    found = check.found.get(key) if key is not None else None
-    if found is None:
-        found = tuple(f"{check.by}: {message}" for message, _ in _findings(check, ops, read, body))
+    known = check.found.get(key) if key is not None else None
+    if known is not None:
+        return known
+    fast = replaced_text_findings(base, read, check.source, check.total) if check.kind == "ConfigMap" else None
+    if fast is not None:
+        found = tuple(f"{check.by}: {message}" for message, _ in fast)
         if key is not None:
             check.found[key] = found
-    return found
-
-
-def _findings(check: DataCheck, ops: list[dict[str, Any]], read: list[dict[str, Any]],
-              body: dict[str, Any] | None) -> list[tuple[str, Any]]:
-    """configdata's findings of the copy: a ConfigMap whose `read` ops replace text values sized
-    from the base and the ops; else the copy (made unless given) checked for the keys they change."""
-    keyed = _keyed(read)
-    if check.kind == "ConfigMap" and keyed is not None and all(op == "replace" and field == "data"
-                                                               for op, field, _, _ in keyed):
-        fast = replaced_text_findings(check.body, {key: value for _, _, key, value in keyed}, check.source,
-                                      check.total)
-        if fast is not None:
-            return fast
+        return found
     if body is None:
-        body = patched(check.body, ops)
+        body = patched(base, ops)
         if body is None:
-            body = jsonpatch.apply_patch(copy_json(check.body), ops)
-    touched = None if keyed is None else frozenset((field, key) for _, field, key, _ in keyed)
-    return customized_findings(check.kind, body, check.source, touched)
+            body = jsonpatch.apply_patch(copy_json(base), ops)
+    found = tuple(f"{check.by}: {message}" for message, _ in customized_findings(check.kind, body, check.source,
+                                                                                  _touched(read)))
+    if key is not None:
+        check.found[key] = found
+    return found
 
 
 def _reads(pointer: Any) -> bool:
@@ -113,17 +106,16 @@ def _reads(pointer: Any) -> bool:
 _KEYED = ("data", "binaryData", "stringData")
 
 
-def _keyed(ops: list[dict[str, Any]]) -> list[tuple[Any, str, str, Any]] | None:
-    """(op, field, key, value) of each op and of its `from`, when each changes one key's value of a
-    data field (None: one changes more, or something else that is checked); a key once per op."""
-    keyed: list[tuple[Any, str, str, Any]] = []
+def _touched(ops: list[dict[str, Any]]) -> frozenset[tuple[str, str]] | None:
+    """The (field, key) pairs these ops change, when each changes one key's value of a data field
+    (None: one changes more, or something else that is checked)."""
+    touched = set()
     for op in ops:
         for pointer in (op.get("path"), op.get("from")):
             if pointer is None:
                 continue
-            tokens = pointer_tokens(pointer) if isinstance(pointer, str) and pointer[:1] == "/" else []
-            if len(tokens) != 2 or tokens[0] not in _KEYED or not tokens[1]:
+            parts = pointer.split("/") if isinstance(pointer, str) else []
+            if len(parts) != 3 or parts[0] or parts[1] not in _KEYED or not parts[2]:
                 return None
-            keyed.append((op.get("op"), tokens[0], tokens[1], op.get("value")))
-    keys = [(field, key) for _, field, key, _ in keyed]
-    return keyed if len(set(keys)) == len(keys) else None
+            touched.add((parts[1], parts[2].replace("~1", "/").replace("~0", "~")))
+    return frozenset(touched)

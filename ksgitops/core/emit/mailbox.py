@@ -290,7 +290,7 @@ def _patch(base: Base, customizer: Obj | None, params: Mapping[str, str], needed
     if templates is not None:
         ops = templates.patch(subset, MAX_GROWTH)
         if ops is not None and not any(label_value_error(value) for value in label_values(ops)):
-            return _Customized(dump_json(ops) if ops else None, None, data_warnings(check, ops))
+            return _Customized(dump_json(ops) if ops else None, None, data_warnings(check, base.body, ops))
     result = customize(base.body, base.expand, customizer, subset)
     if result.error or result.body is None:
         return _Customized(None, result.error or "customization failed")
@@ -301,7 +301,7 @@ def _patch(base: Base, customizer: Obj | None, params: Mapping[str, str], needed
     if error:
         return _Customized(None, error, result.warnings)
     ops = make_patch(base.body, result.body)
-    warnings = result.warnings + data_warnings(check, ops, result.body)
+    warnings = result.warnings + data_warnings(check, base.body, ops, result.body)
     return _Customized(dump_json(ops) if ops else None, None, warnings)
 
 

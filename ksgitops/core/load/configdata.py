@@ -89,25 +89,27 @@ def _utf8_length(text: str) -> int:
 def config_map_total(body: dict[str, Any]) -> int:
     """A ConfigMap's size as the API server counts it: its text values and its decoded binary ones."""
     binary = [_decoded(v) for v in _values(body, "binaryData") if _decodable(v, False)]
-    return _text_total(body) + sum(len(v) for v in binary if v is not None)
+    return sum(len(v.encode("utf-8", "replace")) for v in _values(body, "data") if isinstance(v, str)) + \
+        sum(len(v) for v in binary if v is not None)
 
 
-def _text_total(body: dict[str, Any]) -> int:
-    return sum(_utf8_length(v) for v in _values(body, "data") if isinstance(v, str))
-
-
-def replaced_text_findings(base: dict[str, Any], replaced: dict[str, Any], source: frozenset[str],
+def replaced_text_findings(base: dict[str, Any], ops: list[dict[str, Any]], source: frozenset[str],
                            total: int) -> list[Finding] | None:
-    """`customized_findings` of a ConfigMap copy whose `data` values `replaced` (key -> new value)
-    are text replacing text (`total`: the base's config_map_total): its keys, and what its values
-    are, are the source's, so only the size can be new. None: other changes."""
-    data = base.get("data")
+    """`customized_findings` of a ConfigMap copy whose ops each replace one `data` value that is
+    text with text (`total`: the base's config_map_total): its keys, and what its values are, are
+    the source's, so only the size can be new. None: other ops."""
+    data, seen = base.get("data"), set()
     if not isinstance(data, dict):
         return None
-    for key, value in replaced.items():
-        if not isinstance(data.get(key), str) or not isinstance(value, str):
+    for op in ops:
+        path = op.get("path")
+        parts = path.split("/") if isinstance(path, str) else []
+        key = parts[2].replace("~1", "/").replace("~0", "~") if len(parts) == 3 else None
+        if op.get("op") != "replace" or parts[:2] != ["", "data"] or key not in data or key in seen \
+                or not isinstance(data[key], str) or not isinstance(op.get("value"), str):
             return None
-        total += _utf8_length(value) - _utf8_length(data[key])
+        seen.add(key)
+        total += _utf8_length(op["value"]) - _utf8_length(data[key])
     if "size" in source:
         return []
     return [(message, at) for _, message, at in _too_large(base, "ConfigMap", ("data", "binaryData"), [total], False)]
@@ -142,7 +144,8 @@ def _findings(kind: str, body: dict[str, Any], expands: bool, show_total: bool,
     if kind == "ConfigMap":
         for message, at in _both_text_and_binary(body):
             yield message, message, at
-        yield from _too_large(body, kind, ("data", "binaryData"), [_text_total(body)] + _lengths(decoded), show_total)
+        sizes = [len(v.encode("utf-8", "replace")) for v in _values(body, "data") if isinstance(v, str)]
+        yield from _too_large(body, kind, ("data", "binaryData"), sizes + _lengths(decoded), show_total)
     else:
         merged = _merged_data(body, decoded)
         for message, at in _secret_type_findings(body, expands, merged):
