@@ -276,5 +276,5 @@ def test_a_library_panic_is_a_problem_not_a_crash(monkeypatch: pytest.MonkeyPatc
 
 
 def celcompile_expr(program: Any) -> Any:
-    from ksgitops.core.status.collectors import Expr
+    from ksgitops.core.status.celeval import Expr
     return Expr(path="spec.select[0].def", source="x", program=program)

@@ -4,20 +4,28 @@ collected per (field, reason) with the WECs they happened on."""
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Any
+from typing import Any
+
+from msgspec import Struct
 
 from ...model import Origin, Problem
 from .celcompile import VARIABLES, cel_library, is_panic
-from .celcost import LIMIT, Weights, bound
-
-if TYPE_CHECKING:
-    from .collectors import Expr
+from .celcost import LIMIT, Model, Weights, bound
 
 SAMPLE_WECS = 3
 TOO_COSTLY = f"not evaluated: its estimated cost over this object's data exceeds Kubernetes' limit of {LIMIT:,}"
 UNSENT = "not evaluated: the object sent to the WEC does not read (its base copy or patch in the mailbox)"
 _UNDEFINED = re.compile(r"Undefined variable or function: '([A-Za-z_][\w.]*)'")
 _FUNCTION_ERROR = re.compile(r"Function '([A-Za-z_]\w*)' error")
+
+
+class Expr(Struct, frozen=True, eq=False):
+    """One compiled CEL expression and the field it came from (`spec.select[0].def`)."""
+
+    path: str
+    source: str
+    program: Any  # cel.Program
+    model: Model | None = None  # what bounds its cost over a binding's data (celcost.py)
 
 
 class RowContexts:

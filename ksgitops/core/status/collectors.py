@@ -100,8 +100,8 @@ from msgspec import Struct
 from ...model import Obj, Origin, Problem
 from .celvalues import aggregate, canonical_text, cel_type, as_number, sort_key, to_value
 from .celcompile import VARIABLES, compile_expression
-from .celcost import Model, model
-from .celeval import Evaluation, RowContexts, wec_name
+from .celcost import model
+from .celeval import Evaluation, Expr, RowContexts, wec_name
 
 AGGREGATORS = ("COUNT", "SUM", "AVG", "MIN", "MAX")
 DEFAULT_LIMIT = 20
@@ -115,15 +115,6 @@ class Binding(TypedDict):
     inventory: dict[str, Any]  # {"name": WEC name}
     obj: dict[str, Any]  # the workload object (callers drop a Secret's data first)
     returned: dict[str, Any]  # {"status": the reported status}
-
-
-class Expr(Struct, frozen=True, eq=False):
-    """One compiled CEL expression and the field it came from (`spec.select[0].def`)."""
-
-    path: str
-    source: str
-    program: Any  # cel.Program
-    model: Model | None = None  # what bounds its cost over a binding's data (celcost.py)
 
 
 class Column(Struct, frozen=True, eq=False):
