@@ -97,6 +97,10 @@ WARNED: dict[str, tuple[Files, str, int | None, str]] = {
         {"spaces/imw1/loc.yaml": EDGE + "kind: Location\nmetadata: {name: loc2}\nspec:\n  instanceSelector:\n"
                                  "    matchExpressions:\n    - {key: env, operator: In, values: []}\n"},
         "spaces/imw1/loc.yaml", 5, r"instanceSelector.*values?.*matches nothing"),
+    "kcp-apibindings-clause": (  # KubeStellar v0.10-v0.14 docs place kcp's APIBindings: they never reach a WEC
+        {"spaces/wmw-c/p2.yaml": PLACEMENT + "metadata: {name: p2}\nspec:\n  downsync:\n"
+                                 "  - apiGroup: apis.kcp.io\n    resources: [apibindings]\n"},
+        "spaces/wmw-c/p2.yaml", 7, r"'apibindings' is no resource.*kcp's APIBindings stay in KubeStellar's mailbox"),
     "unknown-kind": (
         {"spaces/wmw-c/w.yaml": "\n\napiVersion: example.com/v1\nkind: Widget\nmetadata: {name: w, namespace: commonstuff}\n"},
         "spaces/wmw-c/w.yaml", 4, r"kind Widget of apiVersion example.com/v1 is unknown"),  # the kind: line

@@ -286,7 +286,9 @@ def _with_annotation(namespace: str, value: Any | None) -> Obj:
         ("", "other/shared", ("other", "shared"), None),
         ("", "shared", None, "cluster-scoped object must name its Customizer as <namespace>/<name>"),
         ("commonstuff", "shared", None, "unknown Customizer commonstuff/shared"),
-        ("", "nowhere/shared", None, "unknown Customizer nowhere/shared"),
+        ("", "nowhere/shared", None, "unknown Customizer nowhere/shared (did you mean other/shared?)"),
+        ("commonstuff", "example-custmizer", None, "unknown Customizer commonstuff/example-custmizer (did you mean "
+                                                   "commonstuff/example-customizer?)"),
         ("commonstuff", "a/b/c", None, "expected <name> or <namespace>/<name>"),
         ("commonstuff", "/shared", None, "expected <name> or <namespace>/<name>"),
         ("commonstuff", "other/", None, "expected <name> or <namespace>/<name>"),

@@ -94,6 +94,7 @@ def test_uncommitted_source_changes_are_ignored_with_a_warning(example_git: Path
     result = cli("reconcile", str(example_git), "--commit")
     assert result.code == 0
     assert "uncommitted source changes are not used: spaces/wmw-c/httpd.yaml" in result.err
+    assert "(--commit reconciles the commit, not the work tree: commit them, then run it again)" in result.err
     committed = git(example_git, "show", "HEAD:spaces/imw1-mb-florin/objects/core/configmaps/commonstuff/httpd-htdocs.yaml")
     assert "common web site" in committed
 

@@ -58,6 +58,7 @@ def test_init_refuses_a_non_empty_dir_and_a_file(cli: Any, tmp_path: Path) -> No
     res = run(cli, "init", str(target), code=2)
     line = one_line_error(res.err)
     assert str(target) in line and "not empty" in line
+    assert "a new or empty folder" in line and "spaces/<space>/" in line  # what to do instead
     assert sorted(p.name for p in target.iterdir()) == ["keep.txt"]
     assert (target / "keep.txt").read_text() == "mine\n"
     afile = tmp_path / "afile"

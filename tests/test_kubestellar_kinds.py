@@ -95,7 +95,20 @@ def test_fields_the_crd_does_not_define_are_dropped_with_a_warning() -> None:
     assert doc["spec"] == {"locationSelectors": [{}]}
     assert problems == ["spaces/s/x.yaml:1: warning: EdgePlacement dev: spec.nonNamespacedObjects: unknown field "
                         "(allowed: downsync, locationSelectors, statusCollectors, upsync, wantSingletonReportedState); "
-                        "dropped: KubeStellar's CRD does not define it (the API server prunes it)"]
+                        "dropped: KubeStellar's CRD does not define it (the API server prunes it); "
+                        "nonNamespacedObjects is a field of edge.kubestellar.io/v1alpha1 EdgePlacements, and this one "
+                        "is edge.kubestellar.io/v2alpha1"]
+
+
+def test_a_v2alpha1_field_in_a_v1alpha1_edgeplacement_names_the_apiversion() -> None:
+    """The commonest newcomer mistake: v2alpha1's downsync under apiVersion v1alpha1, where the
+    absent namespaceSelector then places every namespaced object of the space."""
+    (doc,), problems = read(V1 + "kind: EdgePlacement\nmetadata: {name: web}\n"
+                                 "spec:\n  downsync: [{apiGroup: apps, resources: [deployments]}]\n")
+    assert doc["spec"] == {}
+    assert problems[0].endswith("; downsync is a field of edge.kubestellar.io/v2alpha1 EdgePlacements, and this "
+                                "one is edge.kubestellar.io/v1alpha1, which without spec.namespaceSelector places "
+                                "every namespaced object of its space (write apiVersion: edge.kubestellar.io/v2alpha1)")
 
 
 def test_kubectl_get_output_loses_what_the_server_sets_and_keeps_the_uid() -> None:

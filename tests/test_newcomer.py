@@ -70,12 +70,15 @@ def test_a_wrong_folder_is_one_line_exit_2_and_nothing_written(cli: Any, tmp_pat
         assert listing(folder) == before, f"{args[0]} wrote into {what}"
         if what == "spaces/ itself":
             assert f"inside the ksgitops repository {example_git}" in line, line
+        if what in ("empty", "no spaces/"):  # says how to start one
+            assert "put each space's YAML" in line and "spaces/<space>/" in line, line
 
 
 def test_status_in_an_empty_folder_writes_no_stray_status_md(tmp_path: Path) -> None:
     proc = run_cli_subprocess("status", cwd=tmp_path)
     assert proc.returncode == 2, proc
     assert f"no spaces/ folder in {tmp_path}" in one_line(proc.stderr)
+    assert "a folder of its own, spaces/<space>/, or run `ksgitops init DIR`" in proc.stderr
     assert list(tmp_path.iterdir()) == []
 
 

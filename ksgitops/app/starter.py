@@ -52,7 +52,9 @@ def init_repo(directory: Path, git: bool | None = None, demo_reports: bool = Fal
     if directory.exists() and not directory.is_dir():
         raise KsgitopsError(f"{directory}: exists and is not a folder")
     if directory.exists() and any(directory.iterdir()):
-        raise KsgitopsError(f"{directory}: exists and is not empty")
+        raise KsgitopsError(f"{directory}: exists and is not empty: init copies the example into a new or empty "
+                            "folder (`ksgitops init fleet`); to start from nothing here instead, put each space's "
+                            "YAML in a folder spaces/<space>/")
     source = example_dir()
     try:
         shutil.copytree(source, directory, dirs_exist_ok=True, ignore=_ignored(source, demo_reports))

@@ -249,7 +249,8 @@ def _warn_uncommitted(src: Source, mailboxes: Any) -> None:
     dirty = git.uncommitted_sources(src.repo, src.snapshot, set(mailboxes))  # type: ignore[arg-type]
     if dirty:
         shown = ", ".join(dirty[:5]) + (" ..." if len(dirty) > 5 else "")
-        print(f"warning: uncommitted source changes are not used: {shown}", file=sys.stderr)
+        print(f"warning: uncommitted source changes are not used: {shown} (--commit reconciles the commit, not "
+              "the work tree: commit them, then run it again)", file=sys.stderr)
 
 
 def plan_diff(path: Path, against: str | None,

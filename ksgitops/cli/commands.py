@@ -131,7 +131,8 @@ def validate(repo: Path | None, output: str, strict: bool) -> None:
                                      "3 git or push failure")
 @REPO
 @click.option("--source", default=None, metavar="REF", help="worktree (default) or a git REF (default HEAD with --commit).")
-@click.option("--commit", "do_commit", is_flag=True, help="Commit the generated files on the branch.")
+@click.option("--commit", "do_commit", is_flag=True, help="Reconcile a commit (--source, default HEAD: uncommitted changes are not used) and commit the "
+                   "generated files on its branch.")
 @click.option("--push", "do_push", is_flag=True, help="Commit, then push the branch (never forced; retried on a moved remote).")
 @click.option("--remote", default="origin", show_default=True, help="The remote to push to.")
 @output_option("text", "json")

@@ -17,6 +17,7 @@ may become its data: parameter names found in it, or a replacement value.
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
+import difflib
 from typing import Any
 
 import jsonpatch
@@ -130,7 +131,9 @@ def find_customizer(obj: Obj, customizers: Mapping[tuple[str, str], Obj]
         return None, error
     found = customizers.get(key)
     if found is None:
-        return None, f"unknown Customizer {key[0]}/{key[1]}"
+        names = [f"{ns}/{name}" for ns, name in customizers]
+        close = difflib.get_close_matches(f"{key[0]}/{key[1]}", names, n=1, cutoff=0.6)
+        return None, f"unknown Customizer {key[0]}/{key[1]}" + (f" (did you mean {close[0]}?)" if close else "")
     return found, None
 
 

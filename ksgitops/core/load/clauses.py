@@ -86,8 +86,10 @@ def _resource_warnings(path: FieldPath, group: Any, resources: Any, known: "_Kno
         if hint:
             found.append(_said(at, hint))
         elif strict:
+            kcp = ("; kcp's APIBindings stay in KubeStellar's mailbox workspace and never reach a WEC, so "
+                   "ksgitops needs no entry for them" if (group, resource) == ("apis.kcp.io", "apibindings") else "")
             found.append(_said(at, f"{resource!r} is no resource ksgitops knows "
-                                   f"(built-in, CRD in the repo or RepoConfig kinds): {MATCHES_NOTHING} here"))
+                                   f"(built-in, CRD in the repo or RepoConfig kinds): {MATCHES_NOTHING} here{kcp}"))
     return found
 
 

@@ -34,7 +34,7 @@ import orjson
 from ...model import Origin, Problem, split_api_version
 from .locate import at_field
 from .parse import ParsedFile, parse_file
-from .schemas import PRUNED_GROUPS, SCHEMA_FILES, Finding, finding_problem, schema_findings
+from .schemas import PRUNED_GROUPS, SCHEMA_FILES, Finding, finding_problem, load_schema, schema_findings
 
 OLD_GROUP = "edge.kcp.io"
 EDGE_GROUP = "edge.kubestellar.io"
@@ -138,7 +138,8 @@ def _check(schema: str, body: dict[str, Any], origin: Origin, label: str, prunes
             _delete(body, finding.path)
         found = dropped + list(_findings(schema, body, memo))
     problems = [at_field(finding_problem(f, origin, label, prunes), f.path) for f in found]
-    return [_emptied_selector(p, f, body) if f in dropped else p for p, f in zip(problems, found)]
+    return [_other_version(_emptied_selector(p, f, body), f, body) if f in dropped else p
+            for p, f in zip(problems, found)]
 
 
 def _findings(schema: str, body: dict[str, Any], memo: FindingsMemo | None) -> tuple[Finding, ...]:
@@ -187,6 +188,26 @@ def _emptied_selector(problem: Problem, finding: Finding, body: dict[str, Any]) 
     if not (isinstance(holder, str) and holder.endswith(("Selector", "Selectors")) and _at(body, parent) == {}):
         return problem
     return replace(problem, message=f"{problem.message}; the selector is now {{}}, which matches everything")
+
+
+def _other_version(problem: Problem, finding: Finding, body: dict[str, Any]) -> Problem:
+    """An EdgePlacement field of the other version (`downsync` under v1alpha1): say so, as the
+    apiVersion is then the likelier mistake; a v1alpha1 one without namespaceSelector places every
+    namespaced object of its space."""
+    group, version = split_api_version(str(body.get("apiVersion", "")))
+    other = {"v1alpha1": "v2alpha1", "v2alpha1": "v1alpha1"}.get(version)
+    if body.get("kind") != "EdgePlacement" or group != EDGE_GROUP or other is None \
+            or len(finding.path) != 2 or finding.path[0] != "spec":
+        return problem
+    key = finding.path[1]
+    if key not in load_schema(f"edgeplacement-{other}.json")["properties"]["spec"]["properties"]:
+        return problem
+    hint = f"; {key} is a field of {group}/{other} EdgePlacements, and this one is {group}/{version}"
+    spec = body.get("spec")
+    if version == "v1alpha1" and isinstance(spec, dict) and spec.get("namespaceSelector") is None:
+        hint += (", which without spec.namespaceSelector places every namespaced object of its space "
+                 f"(write apiVersion: {group}/{other})")
+    return replace(problem, message=problem.message + hint)
 
 
 def _at(body: Any, path: tuple[str | int, ...]) -> Any:

@@ -42,7 +42,7 @@ def locate(repo: Path | None, need: Need = Need.WORKTREE) -> Path:
             return bare
     top = folder if (folder / ".git").exists() else Path(start.anchor)
     raise KsgitopsError(f"not inside a ksgitops repository: no {SPACES}/ folder in {start} or any parent up to "
-                        f"{top} (give REPO, or run `ksgitops init DIR` to make one)")
+                        f"{top}: give REPO; {_START}")
 
 
 def _not_below_a_top(root: Path, need: Need) -> Path:
@@ -76,8 +76,12 @@ def _check_given(path: Path, need: Need) -> Path:
             return path
         raise KsgitopsError(f"{path}: a bare git repository has no work tree, and this command reads the work "
                             f"tree (use a clone with a work tree, or --commit where the command has it)")
-    hint = _hint(path)
+    hint = _hint(path) or f"; {_START}"
     raise KsgitopsError(f"{path}: not a ksgitops repository (expected a {SPACES}/ folder in {path.resolve()}){hint}")
+
+
+_START = (f"to start one, put each space's YAML (an inventory, a workload) in a folder of its own, {SPACES}/<space>/, "
+          "or run `ksgitops init DIR` for a copy of the example")
 
 
 def _hint(path: Path) -> str:
