@@ -132,7 +132,7 @@ def test_the_previous_copy_is_kept_and_validate_exits_2(tree: Tree, cli: Any) ->
 
 def test_of_two_wrongs_the_first_by_key_is_said_whatever_their_order() -> None:
     """The message must not depend on the order the keys came in (a file's key order is no input)."""
-    from ksgitops.core.emit.mailbox import _metadata_error
+    from ksgitops.core.emit.customized import metadata_error as _metadata_error
     one = {"metadata": {"labels": {"tier": 7, "app": "100%"}}}
     other = {"metadata": {"labels": {"app": "100%", "tier": 7}}}
     assert _metadata_error(one) == _metadata_error(other)

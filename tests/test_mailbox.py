@@ -134,7 +134,8 @@ def test_path_selecting_nothing_is_a_per_wec_warning_and_the_object_is_delivered
 
 
 def test_customization_error_names_the_object(tree) -> None:
-    cms = CUSTOMIZED.replace('"$.data.missing.deeper", value: \'"x"\'', '"$.data.zone", value: \'"%(nope)"\'')
+    # a path of its own: two replacements of one path are a Customizer KubeStellar's API server refuses
+    cms = CUSTOMIZED.replace('"$.data.missing.deeper", value: \'"x"\'', '"$.data.other", value: \'"%(nope)"\'')
     repo: Path = tree({"spaces/inv/wec.yaml": INVENTORY, "spaces/wds/cms.yaml": cms,
                        "spaces/wds/p.yaml": placement("p", False, ["a"])})
     result = reconcile(WorkTreeSnapshot(repo))

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from ksgitops.core.customize.params import referenced_keys
 from ksgitops.core.customize.templates import find_templates
 from ksgitops.core.emit.customdata import DataCheck
-from ksgitops.core.emit.mailbox import _patch, _templates
+from ksgitops.core.emit.customized import customized_copy as _patch, templates_of as _templates
 from ksgitops.core.place.base import Base
 from ksgitops.model import ObjRef
 

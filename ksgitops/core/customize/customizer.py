@@ -171,10 +171,23 @@ SECRET_HIDDEN = "(not shown: it would be Secret data)"
 def _decode(text: str, where: str, secret: bool) -> Any:
     """The JSON value encoded in a replacement's `value` text."""
     try:
-        return orjson.loads(text)
+        value = orjson.loads(text)
     except orjson.JSONDecodeError as exc:
         shown = SECRET_HIDDEN if secret else repr(text)
         raise _Failure(f"{where}: value {shown} is not valid JSON ({exc})") from None
+    return _go_numbers(value) if isinstance(value, (float, list, dict)) else value
+
+
+def _go_numbers(value: Any) -> Any:
+    """`value` with each whole float as the integer it equals (`2.0`, `1e3`), as KubeStellar's Go
+    code writes what it decoded (a float64, printed without a fraction below 1e21)."""
+    if isinstance(value, float):
+        return int(value) if value.is_integer() and abs(value) < 1e21 else value
+    if isinstance(value, list):
+        return [_go_numbers(item) for item in value]
+    if isinstance(value, dict):
+        return {key: _go_numbers(item) for key, item in value.items()}
+    return value
 
 
 def _expanded_value(text: str, params: Mapping[str, str], where: str, secret: bool) -> str:

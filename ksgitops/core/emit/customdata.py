@@ -29,7 +29,7 @@ from ..load.configdata import (SERVICE_ACCOUNT_NAME, checks_data, config_map_tot
                                finding_names, replaced_text_findings)
 from ..place.base import Base
 
-__all__ = ["DataCheck", "data_check", "data_warnings"]
+__all__ = ["DataCheck", "customized_by", "data_check", "data_warnings"]
 
 _READ = frozenset(("data", "binaryData", "stringData", "type"))  # top-level fields, and all below them
 _WHOLE = frozenset(("", "/metadata", "/metadata/annotations", "/metadata/annotations/" + escape_pointer(SERVICE_ACCOUNT_NAME)))
@@ -57,11 +57,15 @@ def data_check(base: Base, customizer: Obj | None) -> DataCheck | None:
     """The check of a customizable object's copies; None when configdata has nothing to say of its kind."""
     if base.obj is None or not checks_data(base.ref.group, base.ref.kind):
         return None
+    return DataCheck(base.ref.kind, base.body, base.expand, customized_by(base, customizer))
+
+
+def customized_by(base: Base, customizer: Obj | None) -> str:
+    """How an object's copies are customized, as the warnings about them begin."""
     how = [f"its parameters ({EXPAND_ANNOTATION})"] if base.expand else []
     if customizer is not None:
         how.append(f"Customizer {customizer.namespace}/{customizer.name} ({customizer.origin})")
-    by = "customized for the WEC by " + " and ".join(how)
-    return DataCheck(base.ref.kind, base.body, base.expand, by)
+    return "customized for the WEC by " + " and ".join(how)
 
 
 def data_warnings(check: DataCheck | None, base: dict[str, Any], ops: list[dict[str, Any]],

@@ -13,19 +13,19 @@ from typing import Any, Callable, Iterable, Mapping, MutableMapping, NamedTuple
 from msgspec import Struct, field
 from msgspec.structs import replace
 
-from ...model import Obj, ObjRef, Problem
+from ...model import Obj, ObjRef, Problem, is_secret
 from ...kinds import KindTable
 from ..place.base import Base, implied_namespace, make_base
-from ..customize.customizer import MAX_GROWTH, customize, find_customizer, wants_expansion
+from ..customize.customizer import EXPAND_ANNOTATION, find_customizer, wants_expansion
 from ..customize.params import referenced_keys
-from ..customize.patchdiff import make_patch
-from ..customize.templates import Templates, find_templates, label_values
+from ..customize.templates import Templates
+from ..load.workload import top_level_fields
 from ..place.records import Recorded, RecordedPlacement
-from ..load.selectors import label_key_error, label_value_error
-from ..serialize import canonical_json, dump_json
+from ..serialize import canonical_json
 from ..place.what import ALONG, Placed
 from ..place.where import Destination, Wec
-from .customdata import DataCheck, data_check, data_warnings
+from .customdata import DataCheck, customized_by, data_check
+from .customized import Customized, TopCheck, customized_copy, templates_of
 from .kept import KeptFiles
 from .parameters import placement_sets, set_parameters
 
@@ -101,9 +101,10 @@ class MailboxBuilder:
         self._customizers = customizers
         self._kept = KeptFiles(read_previous, kinds)
         self._groups: dict[tuple[tuple[str, str], ...], _Group] = {}
-        self._custom: dict[tuple[int, tuple[tuple[str, str | None], ...]], _Customized] = {}
-        self._customizer_keys: dict[int, frozenset[str]] = {}
+        self._custom: dict[tuple[int, tuple[tuple[str, str | None], ...]], Customized] = {}
+        self._customizer_keys: dict[tuple[int, bool], frozenset[str]] = {}
         self._how: dict[int, _How] = {}
+        self._percent = True  # whether a parameter of the WEC being built holds `%`
 
     def build(self, wec: Wec, plans: list[PlacementPlan], frozen: list[RecordedPlacement] | None = None
               ) -> MailboxPlan:
@@ -113,6 +114,8 @@ class MailboxBuilder:
         entries, conflicts, customizable, sets = self._groups[group_key]
         plan = MailboxPlan(wec, tuple(plans), entries, group_key)
         params = set_parameters(wec, plans, sets)
+        # once per WEC, not per copy: labels never hold `%`, so only a Location's annotations can
+        self._percent = bool(customizable) and any("%" in "".join(p.values()) for p in params)
         for rel, entry, at in customizable:
             self._customize(plan, rel, entry, params[at])
         for base, message in conflicts:
@@ -169,8 +172,9 @@ class MailboxBuilder:
         values = tuple([(k, params.get(k)) for k in how.needed])
         cache_key = (id(base), values)
         if cache_key not in self._custom:
-            self._custom[cache_key] = (_Customized(None, how.error) if how.error else
-                                       _patch(base, how.customizer, params, how.needed, how.templates, how.data))
+            self._custom[cache_key] = (Customized(None, how.error) if how.error else
+                                       customized_copy(base, how.customizer, params, how.needed, how.templates,
+                                                       how.data, how.top, self._percent))
         patch, error, warnings = self._custom[cache_key]
         assert base.obj is not None
         for warning in warnings:
@@ -179,16 +183,39 @@ class MailboxBuilder:
         if error:
             self._fail(plan, entry, error)
             return
+        if how.literal:
+            self._literal_warnings(plan, base, how, params)
         used = tuple([(k, v) for k, v in values if v is not None])
         if patch is not None or used:
             self._own(plan)[rel] = entry.customized(patch, used)
 
+    def _literal_warnings(self, plan: MailboxPlan, base: Base, how: _How, params: Mapping[str, str]) -> None:
+        """A Customizer without expand-parameters puts its `%(key)` as written: surely not meant
+        when the WEC's Location has that key (a Secret's copy: the keys are not named)."""
+        keys = [key for key in how.literal if key in params]
+        if not keys or how.customizer is None or base.obj is None:
+            return
+        customizer = how.customizer
+        secret = is_secret(base.body)
+        refs = "a %(key)" if secret else ", ".join(f"%({key})" for key in keys)
+        which = "that key is" if secret else ", ".join(keys) + (" is" if len(keys) == 1 else " are")
+        plan.problems.append(Problem(base.obj.origin, (
+            f"{base.ref}: Customizer {customizer.namespace}/{customizer.name} ({customizer.origin}) puts {refs} as "
+            f"written (it has no {EXPAND_ANNOTATION}: \"true\" annotation), though {which} a label or annotation "
+            "of the WEC's Location"), "warning", plan.wec.mailbox, str(base.ref)))
+
     def _how_to_customize(self, base: Base) -> _How:
         assert base.obj is not None
         customizer, error = find_customizer(base.obj, self._customizers.get(base.obj.space, {}))
-        needed = base.object_keys | (self._keys_of(customizer) if customizer is not None else frozenset())
-        templates = _templates(base) if base.expand and customizer is None else None
-        return _How(customizer, error, tuple(sorted(needed)), templates, data_check(base, customizer))
+        needed = base.object_keys | (self._keys_of(customizer, True) if customizer is not None else frozenset())
+        literal = self._keys_of(customizer, False) if customizer is not None else frozenset()
+        templates = templates_of(base) if base.expand and customizer is None else None
+        top = None
+        if self._kinds.is_builtin(base.ref.group, base.ref.kind) and customizer is not None:
+            top = TopCheck(base.ref.kind, top_level_fields(base.ref.group, base.ref.kind),
+                           customized_by(base, customizer))
+        return _How(customizer, error, tuple(sorted(needed)), templates, data_check(base, customizer), top,
+                    tuple(sorted(literal)))
 
     def _base(self, obj: Obj) -> Base:
         """The base copy of an object, made on first use (a reused mailbox never needs one)."""
@@ -205,11 +232,14 @@ class MailboxBuilder:
             self._bases[id(obj)] = base = replace(base, obj=obj)
         return base
 
-    def _keys_of(self, customizer: Obj) -> frozenset[str]:
-        key = id(customizer)
+    def _keys_of(self, customizer: Obj, expanded: bool) -> frozenset[str]:
+        """The keys of the `%(key)` references in the Customizer's replacements and jsonPatch when
+        it expands them (`expanded`), or when it puts them as written (not `expanded`)."""
+        key = (id(customizer), expanded)
         if key not in self._customizer_keys:
             body = {k: customizer.body.get(k) for k in ("replacements", "jsonPatch")}
-            self._customizer_keys[key] = referenced_keys(body) if wants_expansion(customizer.annotations) else frozenset()
+            self._customizer_keys[key] = referenced_keys(body) if wants_expansion(customizer.annotations) == expanded \
+                else frozenset()
         return self._customizer_keys[key]
 
     def _fail(self, plan: MailboxPlan, entry: Entry, message: str) -> None:
@@ -266,92 +296,15 @@ def _group(plans: list[PlacementPlan], base_of: Callable[[Obj], Base]) -> _Group
 class _How(NamedTuple):
     """How one object is customized on every WEC: its Customizer (or the error naming it), the
     parameters it reads (sorted), its templated strings when the fast path may serve it, and the
-    check of its customized data (a ConfigMap's or a Secret's)."""
+    checks of its customized copies (a ConfigMap's or a Secret's data, a built-in kind's top level)."""
 
     customizer: Obj | None
     error: str | None
     needed: tuple[str, ...]
     templates: Templates | None
     data: DataCheck | None = None
-
-
-class _Customized(NamedTuple):
-    """One customization's outcome: the patch (None: none needed or an error), the error, and
-    the warnings (replacement paths that selected nothing, data the WEC's API server refuses)."""
-
-    patch: bytes | None
-    error: str | None
-    warnings: tuple[str, ...] = ()
-
-
-def _patch(base: Base, customizer: Obj | None, params: Mapping[str, str], needed: tuple[str, ...],
-           templates: Templates | None, check: DataCheck | None = None) -> _Customized:
-    subset = {k: params[k] for k in needed if k in params}
-    if templates is not None:
-        ops = templates.patch(subset, MAX_GROWTH)
-        if ops is not None and not any(label_value_error(value) for value in label_values(ops)):
-            return _Customized(dump_json(ops) if ops else None, None, data_warnings(check, base.body, ops))
-    result = customize(base.body, base.expand, customizer, subset)
-    if result.error or result.body is None:
-        return _Customized(None, result.error or "customization failed")
-    if _identity(result.body) != _identity(base.body):
-        return _Customized(None, "customization must not change apiVersion, kind, metadata.name or "
-                                 "metadata.namespace", result.warnings)
-    error = _metadata_error(result.body)
-    if error:
-        return _Customized(None, error, result.warnings)
-    ops = make_patch(base.body, result.body)
-    warnings = result.warnings + data_warnings(check, base.body, ops, result.body)
-    return _Customized(dump_json(ops) if ops else None, None, warnings)
-
-
-def _templates(base: Base) -> Templates | None:
-    """The fast path's view of an expand-parameters object (customize.templates), when the labels
-    expansion cannot change are as the general path's check wants them."""
-    labels = _map(_map(base.body.get("metadata")).get("labels"))
-    for key, value in labels.items():
-        if not isinstance(key, str) or not isinstance(value, str) or label_key_error(key) or (
-                "%" not in value and label_value_error(value)):
-            return None
-    return find_templates(base.body)
-
-
-def _map(value: Any) -> dict[str, Any]:
-    return value if isinstance(value, dict) else {}
-
-
-def _metadata_error(body: dict[str, Any]) -> str | None:
-    """What the API server (and kustomize) would refuse in the customized labels and annotations:
-    each a map of strings to strings (or absent, or null), with valid keys and valid label values.
-    The source was checked before customization, with `%(...)` allowed in label values; a
-    Customizer's replacement or jsonPatch may put any JSON value. Name and namespace are checked
-    by `_identity`."""
-    md = _map(body.get("metadata"))
-    for part in ("labels", "annotations"):
-        values = md.get(part)
-        if values is None:
-            continue
-        if not isinstance(values, dict):
-            return f"customized metadata.{part} is {_json_type(values)}, not a map of strings"
-        for key, value in sorted(values.items(), key=lambda item: str(item[0])):  # the first by name: any order
-            if not isinstance(value, str):
-                return f"customized metadata.{part}.{key}: the value is {_json_type(value)}, not a string"
-            error = label_key_error(key) or (label_value_error(value) if part == "labels" else None)
-            if error:
-                return f"customized metadata.{part}: {error}"
-    return None
-
-
-_JSON_TYPES = {bool: "a boolean", int: "a number", float: "a number", str: "a string", list: "a list", dict: "a map"}
-
-
-def _json_type(value: Any) -> str:
-    return "null" if value is None else _JSON_TYPES.get(type(value), type(value).__name__)
-
-
-def _identity(body: dict[str, Any]) -> tuple[Any, ...]:
-    md = _map(body.get("metadata"))
-    return (body.get("apiVersion"), body.get("kind"), md.get("name"), md.get("namespace"))
+    top: TopCheck | None = None  # a built-in kind's top-level fields, when a Customizer may add one
+    literal: tuple[str, ...] = ()  # keys of the `%(key)` a Customizer without expand-parameters puts as written
 
 
 def _merge(plans: list[PlacementPlan], base_of: Callable[[Obj], Base]

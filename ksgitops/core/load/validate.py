@@ -17,6 +17,8 @@ selectors and clauses KubeStellar's CRDs accept but that match nothing or everyt
 - a Customizer replacement whose path is no JSONPath or whose value is no JSON: KubeStellar's
   customizer skips it and ships the rest, so each (object, WEC) using it is an error there
   (customizer.py), and the Customizer itself only warned of, once.
+Two items of one key in a list KubeStellar's CRD makes a map (a Customizer's replacements by
+path, a Location's availableSelectorLabels by key) are an error: its API server refuses the object.
 
 A problem that names a field (what workload.py finds, a clause, a selector, a Customizer's
 replacement, a label or annotation) is at that field's line (locate.py).
@@ -96,6 +98,36 @@ def _object_problems(obj: Obj, kinds: KindTable) -> Iterable[Problem | Located]:
     yield from (_located(_warning(obj, f"{obj.kind} {obj.name}: {m}"), at) for m, at in _control_warnings(obj, kinds))
     if obj.kind == "Customizer" and obj.group == "edge.kubestellar.io":
         yield from (_located(_warning(obj, f"Customizer {obj.name}: {m}{UNUSABLE}"), at) for m, at in customizer_errors(obj))
+    yield from (_located(Problem(obj.origin, f"{obj.kind} {obj.name}: {m}", obj=str(obj.ref)), at)
+                for m, at in _repeated_keys(obj))
+
+
+# KubeStellar's CRDs whose lists are maps by a key (x-kubernetes-list-type: map): the API server
+# refuses an object in which two items have the same key
+_LIST_MAPS: dict[str, tuple[tuple[str, ...], str]] = {"Customizer": (("replacements",), "path"),
+                                                      "Location": (("spec", "availableSelectorLabels"), "key")}
+
+
+def _repeated_keys(obj: Obj) -> list[tuple[str, FieldPath]]:
+    if obj.group != "edge.kubestellar.io" or obj.kind not in _LIST_MAPS:
+        return []
+    fields, key = _LIST_MAPS[obj.kind]
+    items: Any = obj.body
+    for name in fields:
+        items = items.get(name) if isinstance(items, dict) else None
+    seen: dict[Any, int] = {}
+    found: list[tuple[str, FieldPath]] = []
+    for i, item in enumerate(items if isinstance(items, list) else []):
+        value = item.get(key) if isinstance(item, dict) else None
+        if not isinstance(value, str):
+            continue
+        if value in seen:
+            where = ".".join(fields)
+            found.append((f"{where}[{i}].{key} {value!r} repeats {where}[{seen[value]}]: KubeStellar's CRD makes "
+                          f"{where} a map by {key}, so its API server refuses this {obj.kind}", (*fields, i, key)))
+        else:
+            seen[value] = i
+    return found
 
 
 def _located(problem: Problem, at: FieldPath) -> Problem | Located:

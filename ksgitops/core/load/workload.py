@@ -145,8 +145,13 @@ def top_level_findings(obj: Obj) -> Iterator[tuple[str, FieldPath]]:
     allowed = top_level_fields(obj.group, obj.kind)
     for key in obj.body:
         if key not in allowed:
-            hint = _field_hint(key, allowed) or f"; a {obj.kind} has {', '.join(sorted(allowed))}"
-            yield f'unknown field "{key}" at the top level{hint}', (key,)
+            yield top_level_message(key, allowed, obj.kind), (key,)
+
+
+def top_level_message(key: str, allowed: tuple[str, ...], kind: str) -> str:
+    """What is said of a top-level field `key` a built-in kind (its fields: `allowed`) does not have."""
+    hint = _field_hint(key, allowed) or f"; a {kind} has {', '.join(sorted(allowed))}"
+    return f'unknown field "{key}" at the top level{hint}'
 
 
 def _field_hint(key: str, allowed: tuple[str, ...]) -> str:

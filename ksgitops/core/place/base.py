@@ -68,6 +68,23 @@ def base_body(body: dict[str, Any]) -> dict[str, Any]:
     return copy
 
 
+def reprojected(body: dict[str, Any]) -> dict[str, Any]:
+    """A customized `body` as KubeStellar's projector leaves it, customizing before it projects:
+    without the metadata a base copy goes without, with the projected label. Metadata or labels
+    that are no map are left for the caller's checks. Copies what it changes, never `body`'s parts."""
+    md = body.get("metadata")
+    if not isinstance(md, dict):
+        return body
+    labels = md.get("labels")
+    if not any(key in md for key in CLEARED_METADATA) and isinstance(labels, dict) \
+            and labels.get(PROJECTED_LABEL) == "yes":
+        return body
+    md = {k: v for k, v in md.items() if k not in CLEARED_METADATA}
+    if labels is None or isinstance(labels, dict):
+        md["labels"] = {**(labels or {}), PROJECTED_LABEL: "yes"}
+    return {**body, "metadata": md}
+
+
 def make_base(obj: Obj, info: KindInfo) -> Base:
     body = base_body(obj.body)
     annotations = obj.annotations
@@ -86,4 +103,4 @@ def implied_namespace(name: str) -> Base:
     return Base(ObjRef("", "Namespace", "", name), "v1", "namespaces", False, body, dump_yaml(body), None)
 
 
-__all__ = ["Base", "make_base", "implied_namespace", "PROJECTED_LABEL", "EXPAND_ANNOTATION"]
+__all__ = ["Base", "make_base", "reprojected", "implied_namespace", "PROJECTED_LABEL", "EXPAND_ANNOTATION"]
