@@ -9,6 +9,7 @@ summarizes the rest of the fleet. No traceback, and never a Secret's data in wha
 """
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 from pathlib import Path
@@ -254,5 +255,5 @@ def test_a_broken_patch_is_located(data: bytes, found: str) -> None:
 def test_a_patch_that_does_not_apply_never_quotes_the_object(ops: list) -> None:
     body = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s"}, "data": {"password": SECRET_VALUE}}
     with pytest.raises(Unreadable) as caught:
-        patched("patches/core/secrets/ns/s.json", body, ops)
+        patched("patches/core/secrets/ns/s.json", body, ops, json.dumps(ops).encode())
     assert "hunter2" not in str(caught.value) and caught.value.line == 1

@@ -82,12 +82,35 @@ def test_a_json_document_after_blank_lines_is_at_its_line() -> None:
     assert [line for line, _ in parsed.docs] == [4]
 
 
-def test_a_json_list_yaml_reads_otherwise_keeps_line_one() -> None:
-    """A key over 1,024 characters is JSON, and no YAML key: no lines to take."""
+def test_a_json_list_yaml_reads_otherwise_still_gives_its_items_their_lines() -> None:
+    """A key over 1,024 characters is JSON, and no YAML key: the items were all at line 1."""
     long_key = "k" * 1100
     data = ('{"apiVersion": "v1", "kind": "List", "items": [\n'
             f'  {{"apiVersion": "v1", "kind": "ConfigMap", "data": {{"{long_key}": "v"}}}}]}}').encode()
-    assert [line for line, _ in parse_file("x.json", data).docs] == [1]
+    assert [line for line, _ in parse_file("x.json", data).docs] == [2]
+
+
+def test_json_lines_compose_no_yaml_without_a_finding(monkeypatch: pytest.MonkeyPatch) -> None:
+    """orjson reads a JSON file; its List items' lines and its first line after blank lines cost
+    a walk of the text, not a YAML composition of it (~100x orjson's time), which only a finding
+    that needs a value's line pays for."""
+    from ksgitops.core.load import parse
+
+    def no_yaml(text: str) -> None:
+        raise AssertionError("composed as YAML")
+
+    monkeypatch.setattr(parse, "Loader", no_yaml)
+    text = ('\n\n{"apiVersion": "v1", "kind": "List", "items": [\n'
+            '  {"apiVersion": "v1", "kind": "List", "items": [\n'
+            '    {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a"}},\n'
+            '    {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "b"}}]},\n'
+            '  {"apiVersion": "v1", "kind": "ConfigMap",\n\n'
+            '   "metadata": {"name": "c", "labels": {"x": "5"}}}\n]}\n')
+    parsed = parse_file("x.json", text.encode())
+    assert [(line, doc["metadata"]["name"]) for line, doc in parsed.docs] == [(5, "a"), (6, "b"), (7, "c")]
+    assert not parsed.problems
+    single = parse_file("x.json", b'\n \n\t\n{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a"}}')
+    assert [line for line, _ in single.docs] == [4]
 
 
 def test_a_list_item_that_is_no_mapping_is_an_error_at_its_line() -> None:

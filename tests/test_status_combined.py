@@ -133,3 +133,30 @@ def test_singleton_status_removed_from_the_file_when_it_stops_being_true(example
     outcome = app.status_worktree(example)
     assert "spaces/wmw-s/.ksgitops/status" in outcome.changed
     assert "singletonStatus" not in load_yaml(path.read_bytes())
+
+
+GUILDER_TOO = """---
+apiVersion: edge.kubestellar.io/v2alpha1
+kind: Location
+metadata:
+  name: guilder-too
+  labels: {env: prod, extended: si}
+spec:
+  resource: {group: edge.kubestellar.io, version: v2alpha1, resource: synctargets}
+  instanceSelector:
+    matchLabels: {id: guilder}
+"""
+
+
+def test_singleton_status_counts_wecs_not_locations(example: Path) -> None:
+    """Two Locations selecting guilder's SyncTarget: two destinations in the SinglePlacementSlice,
+    one WEC. ksgitops counts WECs (executingCount 1, singletonStatus kept); KubeStellar v0.10-v0.15
+    count destinations and return no singleton state here (docs/KUBESTELLAR.md)."""
+    (example / "spaces/imw1/guilder.yaml").write_text((example / "spaces/imw1/guilder.yaml").read_text() + GUILDER_TOO)
+    result = compute(example)
+    sps = load_yaml(result.generated["spaces/wmw-s/.ksgitops/singleplacementslices"]["edge-placement-s.yaml"])
+    assert [(d["locationName"], d["syncTargetName"]) for d in sps["destinations"]] == \
+        [("guilder", "guilder"), ("guilder-too", "guilder")]
+    speciald = status_of(summarize(result, as_reports({GUILDER: {SPECIALD: deploy(1)}}), 20), "wmw-s", SPECIALD)
+    assert speciald["executingCount"] == 1
+    assert speciald["singletonStatus"] == deploy(1)["status"]

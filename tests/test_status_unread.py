@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from ksgitops.app import usecases as app
+from ksgitops.core.emit.readback import REWRITE
 from ksgitops.core.serialize import dump_yaml
 from ksgitops.core.status.rows import UNREADABLE
 from ksgitops.core.status.summary import MemorySource, StatusMemo, summarize, with_reports
@@ -189,8 +190,9 @@ def test_a_patch_that_fails_to_apply_leaves_obj_unevaluated_not_empty(example: P
     failing = {FLORIN: {f"{COMMON_CM}.json": b'[\n  {"op": "remove", "path": "/no/such/field"}\n]\n'}}
     out = run(compute(example), {FLORIN: {f"{COMMON_CM}.yaml": cm_report()}}, patches=failing)
     assert wec(out, "wmw-c", COMMON_CM, "florin")["health"] == "Unknown"
-    assert [str(p.origin) for p in out.problems if "/patches/" in p.origin.path] == \
-        [f"spaces/{FLORIN}/patches/{COMMON_CM}.json:1"]
+    assert [str(p) for p in out.problems if "/patches/" in p.origin.path] == \
+        [f"spaces/{FLORIN}/patches/{COMMON_CM}.json:2: warning: operation 1 of 1 (remove) does not apply to the "
+         f"base copy ({REWRITE})"]  # at the operation's line: it was at line 1
     said = [p.message for p in out.problems if p.origin.path == "spaces/wmw-c/collectors.yaml"]
     assert said == ["StatusCollector names: spec.select[0].def: not evaluated: the object sent to the WEC does not "
                     "read (its base copy or patch in the mailbox) on 1 WEC (florin)"], said

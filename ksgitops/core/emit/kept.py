@@ -95,7 +95,7 @@ def _trouble(rel: str, data: bytes, patch: bytes | None) -> tuple[str, int, str,
         return None
     path = f"patches/{rel}.json"
     try:
-        patched(path, body, read_patch(path, patch))
+        patched(path, body, read_patch(path, patch), patch)
     except Unreadable as e:
         return path, e.line, e.what, True
     return None

@@ -14,6 +14,7 @@ import jsonpointer
 import orjson
 
 from ...model import KsgitopsError, Origin, Problem, Severity
+from ..load import jsonlines
 from ..load.unreadable import common_trouble, parsed_file, unquoted, why_yaml
 from ..serialize import load_yaml
 
@@ -66,24 +67,36 @@ def read_patch(path: str, data: bytes) -> list[Any]:
         ops = orjson.loads(data)
     except orjson.JSONDecodeError as e:
         raise Unreadable(path, *_why_json(data, e)) from None
-    if not isinstance(ops, list) or not all(isinstance(op, dict) for op in ops):
-        raise Unreadable(path, 1, "not a JSON patch: a list of operations")
+    if not isinstance(ops, list):
+        raise Unreadable(path, _op_line(data, None), "not a JSON patch: a list of operations")
+    for at, op in enumerate(ops):
+        if not isinstance(op, dict):
+            raise Unreadable(path, _op_line(data, at), f"not a JSON patch: item {at + 1} is no operation")
     return ops
 
 
 _PATCH_ERRORS = (jsonpatch.JsonPatchException, jsonpointer.JsonPointerException, TypeError, ValueError,
                  KeyError, IndexError, AttributeError, RecursionError)
+_OPS = frozenset({"add", "remove", "replace", "move", "copy", "test"})
 
 
-def patched(path: str, body: dict[str, Any], ops: list[Any]) -> dict[str, Any]:
-    """`body` (the caller's own: changed in place) with the operations of patch file `path`."""
+def patched(path: str, body: dict[str, Any], ops: list[Any], data: bytes) -> dict[str, Any]:
+    """`body` (the caller's own: changed in place) with the operations of patch file `path`, read
+    from `data` (where a failing operation is found). One operation at a time, to tell which fails:
+    as fast as one call for all (jsonpatch applies them one by one)."""
+    at, turned = 0, None
     try:
-        found = jsonpatch.apply_patch(body, ops, in_place=True)
+        for at, op in enumerate(ops):
+            found = jsonpatch.apply_patch(body, [op], in_place=True)
+            if not isinstance(found, dict) and isinstance(body, dict):
+                turned = at
+            body = found
     except _PATCH_ERRORS:  # their messages may quote the object: never shown
-        raise Unreadable(path, 1, "its operations do not apply to the base copy") from None
-    if not isinstance(found, dict):
-        raise Unreadable(path, 1, "its operations replace the whole object by something else")
-    return found
+        raise Unreadable(path, _op_line(data, at), f"{_operation(ops, at)} does not apply to the base copy") from None
+    if not isinstance(body, dict):
+        at = turned if turned is not None else len(ops) - 1
+        raise Unreadable(path, _op_line(data, at), f"{_operation(ops, at)} replaces the whole object by something else")
+    return body
 
 
 def rendered(folder: str, rel: str, data: bytes, patch: bytes | None) -> dict[str, Any]:
@@ -94,7 +107,7 @@ def rendered(folder: str, rel: str, data: bytes, patch: bytes | None) -> dict[st
     if patch is None:
         return body
     path = f"{where}patches/{rel}.json"
-    return patched(path, body, read_patch(path, patch))
+    return patched(path, body, read_patch(path, patch), patch)
 
 
 def _mapping(path: str, data: bytes) -> dict[str, Any] | None:
@@ -105,6 +118,25 @@ def _mapping(path: str, data: bytes) -> dict[str, Any] | None:
     except Exception:  # noqa: BLE001 - why_yaml says what is wrong
         return None
     return doc if isinstance(doc, dict) else None
+
+
+def _operation(ops: list[Any], at: int) -> str:
+    """`operation 2 of 3 (remove)`: which one, never a path or a value (they may name a Secret's)."""
+    name = ops[at].get("op") if isinstance(ops[at], dict) else None
+    return f"operation {at + 1} of {len(ops)}" + (f" ({name})" if name in _OPS else "")
+
+
+def _op_line(data: bytes, at: int | None) -> int:
+    """The line of operation `at` of a patch file (None: the line its document starts at); 1 when
+    the text cannot be followed. Read again, only for a patch that fails."""
+    text = data.decode("utf-8", "replace")
+    start = jsonlines.first(text)
+    if at is None:
+        return jsonlines.line(text, start)
+    try:
+        return jsonlines.line(text, jsonlines.elements(text, start)[at])
+    except (ValueError, IndexError):
+        return 1
 
 
 def _why_json(data: bytes, error: orjson.JSONDecodeError) -> tuple[int, str]:

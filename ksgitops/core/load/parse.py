@@ -26,6 +26,7 @@ import orjson
 import yaml
 
 from ...model import Origin, Problem
+from . import jsonlines
 from .jsonshape import line_of, located, shape_error
 from .snapshot import MAX_FILE_BYTES as MAX_FILE_BYTES  # sources larger are refused (read before parsing)
 from .yamlread import Loader, NotJson, refused_character, tab_hint
@@ -112,17 +113,49 @@ def _parse_json(path: str, text: str, source: bool = False) -> ParsedFile:
     error = None if plain else shape_error(doc)
     if error:
         return _fail(path, 1, located(*error))
-    node = _json_node(text) if is_list(doc) or not text.startswith("{") else None
+    start = jsonlines.first(text)
+    found = _json_expanded(text, start, doc, ())
     docs, problems = [], []
-    for line, body, item in _expanded(node.start_mark.line + 1 if node is not None else 1, doc, node):
+    composed: list[yaml.Node | None] = []
+    for line, (_, body, at) in zip(jsonlines.lines(text, [offset for offset, _, _ in found]), found):
         docs.append((line, body))
-        problems.extend(_scalar_metadata_problems(path, line, body, item))
+        wrong = _scalar_metadata_problems(path, line, body, None)
+        if wrong:  # each value at its own line: the text composed, once, only for such a finding
+            if not composed:
+                composed.append(_json_node(text))
+            wrong = _scalar_metadata_problems(path, line, body, _item_node(composed[0], at))
+        problems.extend(wrong)
     return _checked(path, docs, problems)
 
 
+def _json_expanded(text: str, offset: int, doc: Any, at: tuple[int, ...] | None
+                   ) -> list[tuple[int, Any, tuple[int, ...] | None]]:
+    """(offset, body, item indices) of the JSON document at `offset`, or (recursively) of the items
+    of a List, each at its own offset (the List's, and no indices, when the text cannot be followed)."""
+    if not isinstance(doc, dict) or not is_list(doc):
+        return [(offset, doc, at)]
+    try:
+        offsets = jsonlines.items(text, offset)
+    except ValueError:
+        offsets = []
+    if len(offsets) != len(doc["items"]):
+        return [(offset, body, None) for _, body, _ in _expanded(1, doc, None)]
+    return [found for i, (item, item_at) in enumerate(zip(doc["items"], offsets))
+            for found in _json_expanded(text, item_at, item, None if at is None else (*at, i))]
+
+
+def _item_node(node: yaml.Node | None, at: tuple[int, ...] | None) -> yaml.Node | None:
+    if at is None:
+        return None
+    for i in at:
+        items = child_node(node, "items")
+        node = items.value[i] if isinstance(items, yaml.SequenceNode) and i < len(items.value) else None
+    return node
+
+
 def _json_node(text: str) -> yaml.Node | None:
-    """The JSON document as YAML composes it (JSON is YAML), for the lines of a List's items or of
-    a document after blank lines; None when YAML reads it otherwise (the document's line is 1)."""
+    """The JSON document as YAML composes it (JSON is YAML), for the lines of values it holds;
+    None when YAML reads it otherwise."""
     loader = Loader(text)
     try:
         return loader.get_single_node()  # type: ignore[no-any-return]

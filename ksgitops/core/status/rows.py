@@ -108,10 +108,11 @@ class Run:
         base = self.sent(data, "")
         if is_secret(base):  # the patch may change the data sent() leaves out
             base = readback.read_object(_OBJECTS, self.source.blob(data))
-        ops = readback.read_patch(_PATCHES, self.source.blob(patch))
+        text = self.source.blob(patch)
+        ops = readback.read_patch(_PATCHES, text)
         body = patched(base, ops) if self._tree_shaped(data, base) else None
         if body is None:  # jsonpatch's own copy is copy.deepcopy
-            body = readback.patched(_PATCHES, plain_copy(base), ops)
+            body = readback.patched(_PATCHES, plain_copy(base), ops, text)
         return body
 
     def unreadable(self, mailbox: str, rel: str, row: Row) -> list[Problem]:
