@@ -234,9 +234,9 @@ def test_a_marker_that_cannot_be_written_means_the_sync_now(example_git: Path, s
                                                            monkeypatch: pytest.MonkeyPatch) -> None:
     import errno
 
-    def full(path: Path, data: bytes, observe: bool = False) -> None:
+    def full(path: Path, data: bytes) -> None:
         raise OSError(errno.ENOSPC, "No space left on device", str(path))
-    monkeypatch.setattr(ondisk, "write_file", full)
+    monkeypatch.setattr(ondisk, "write_state", full)
     _answered(example_git)
     assert syncs == [example_git] and not (_state(example_git) / ondisk.JOURNAL).exists()
 

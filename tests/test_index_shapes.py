@@ -110,15 +110,12 @@ def test_core_autocrlf_sources_are_not_reported_as_uncommitted(example_git: Path
     assert "uncommitted source changes" not in found.err, found.err
 
 
-@pytest.mark.xfail(strict=True, reason="known: the work-tree writer compares bytes, not what git's end-of-line "
-                   "conversion makes of them; a CRLF checkout of the mailboxes reads as changed")
 def test_a_no_op_reconcile_leaves_a_core_autocrlf_clone_clean(example_git: Path, tmp_path: Path, cli) -> None:
     """A clone made with core.autocrlf=true (Git for Windows' default) holds the committed
     mailboxes with CRLF line ends. `diff` printed "0 WECs affected" yet exited 1 (changes), and
     `reconcile` rewrote every generated folder with LF line ends ("6 generated folders changed"),
     after which `git status` showed every generated file as modified: a no-op dirties a clean
-    checkout."""
-    import subprocess
+    checkout. Now a file git's checkout writes with CRLF is as generated (io/fs/eol.py)."""
     assert cli("reconcile", str(example_git), "--commit").code == 0
     clone = tmp_path / "clone"
     subprocess.run(["git", "-c", "core.autocrlf=true", "clone", "-q", str(example_git), str(clone)], check=True)

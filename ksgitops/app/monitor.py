@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from ..io.fs.afterwards import later
 from ..io.fs.feed import ANOTHER, hold_monitor_lock, identity_of, request
-from ..io.fs.folderstate import make_own, place_of
+from ..io.fs.folderstate import PRIVATE_FILE, make_own, place_of
 from ..io.fs.paths import LinkError, check_path
 from ..io.git.discover import git_dir
 from ..model import KsgitopsError
@@ -75,7 +75,7 @@ def _start(root: Path, log: Path, plan_ahead: bool, idle_exit: float) -> tuple[d
         return running, False
     read, write = os.pipe()
     home = _home(root)
-    with open(log, "ab") as out:
+    with open(_log_fd(log), "ab") as out:
         argv = [sys.executable, "-m", "ksgitops", "monitor", "start", home, "--ready-fd", str(write),
                 "--idle-exit", f"{idle_exit:g}"]
         child = subprocess.Popen(argv + (["--plan-ahead"] if plan_ahead else ["--no-plan-ahead"]),
@@ -132,12 +132,17 @@ def start_in_background(root: Path, idle_exit: float = AUTO_IDLE_EXIT) -> None:
         return
     home = _home(root)
     try:
-        with open(log, "ab") as out:
+        with open(_log_fd(log), "ab") as out:
             subprocess.Popen([sys.executable, "-m", "ksgitops", "monitor", "start", home, "--foreground",
                               "--idle-exit", f"{idle_exit:g}"], stdin=subprocess.DEVNULL, stdout=out, stderr=out,
                              start_new_session=True, close_fds=True, cwd=home)
     except OSError:
         pass
+
+
+def _log_fd(log: Path) -> int:
+    """The monitor's log, in its state folder: the owner's alone, as the folder's other files."""
+    return os.open(log, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, PRIVATE_FILE)
 
 
 def _home(root: Path) -> str:

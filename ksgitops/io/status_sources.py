@@ -28,7 +28,8 @@ from .git.cache import code_fingerprint, gc_paused, held_key
 from .fs.tree import walk_files
 from .fs.afterwards import later, settled
 from .fs.folderstate import shared
-from .fs.paths import STATE_DIR, check_path
+from .fs.eol import AsGitReads
+from .fs.paths import STATE_DIR, check_path, private_file, private_folder
 from .git.blobread import PackedFirst
 from .git.repo import TreeIndex, blob_keys, tree_at
 
@@ -90,6 +91,7 @@ class WorkTreeStatusSource:
         self._listings: dict[str, MailboxListing] = {}
         self._revisions: dict[str, str] = {}
         self._blobs: dict[str, bytes] = {}
+        self._as_git_reads = AsGitReads(self.root)
 
     def mailbox_key(self, mailbox: str) -> str:
         listing = self.listing(mailbox)
@@ -121,7 +123,7 @@ class WorkTreeStatusSource:
         return listing
 
     def _read(self, path: Path) -> str:
-        data = path.read_bytes()
+        data = self._as_git_reads(str(path), path.read_bytes())  # the ids a commit of them holds
         key = blob_id(data)
         self._blobs[key] = data
         return key
@@ -306,7 +308,8 @@ class _MemoStore:
     def open(cls, path: Path, write: bool = False) -> "_MemoStore | None":
         """The store in a transaction: a read snapshot, or (`write`) the database's write lock."""
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
+            private_folder(path.parent)
+            private_file(str(path))
             conn = sqlite3.connect(str(path), isolation_level=None, timeout=BUSY_TIMEOUT)
             conn.execute("PRAGMA synchronous=NORMAL")
             conn.execute("CREATE TABLE IF NOT EXISTS memo (name TEXT PRIMARY KEY, value BLOB NOT NULL)")

@@ -18,7 +18,7 @@ from typing import Any, Iterator
 
 from ..pygit import pygit2
 
-from .paths import STATE_DIR
+from .paths import STATE_DIR, write_state
 
 _libc: Any = None
 
@@ -68,12 +68,13 @@ def _fsync(path: Path | str, flags: int) -> None:
         os.close(fd)
 
 
-def write_durably(path: Path, data: bytes) -> None:
+def write_durably(path: Path, data: bytes, mode: int = 0o644) -> None:
     """Replace one small file atomically and durably: a sibling written and fsynced, renamed over
     `path`, then the folder fsynced. For journals and other files whose loss matters."""
     staging = path.with_name(f".{path.name}.ksgitops-tmp")
-    fd = os.open(staging, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    fd = os.open(staging, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
     try:
+        os.fchmod(fd, mode)
         os.write(fd, data)
         os.fsync(fd)
     finally:
@@ -172,8 +173,7 @@ def moving_refs(git_dir: str, *refs: str) -> Iterator[None]:
         intent = common / REF_INTENT
         for named in {Path(git_dir) / REF_INTENT, intent}:  # an earlier version's, in the work tree's own
             _clear_dead_mover(Path(git_dir), common, named)
-        intent.parent.mkdir(exist_ok=True)
-        intent.write_text("\n".join(refs) + "\n")
+        write_state(intent, ("\n".join(refs) + "\n").encode())
         try:
             yield
         finally:

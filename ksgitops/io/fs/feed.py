@@ -18,6 +18,7 @@ from typing import Any, Iterable, NamedTuple
 
 from .folderstate import MONITOR_LOCK, STATE
 from .handoff import address, same_user
+from .paths import private_folder
 
 TIMEOUT = 5.0  # seconds an answer may take (a monitor re-walking after lost events) before checking everything
 FORMAT = 1
@@ -29,7 +30,7 @@ def hold_monitor_lock(state: Path) -> int:
     """Take the monitor lock in the folder's own state folder `state` (folderstate.py), for as
     long as the descriptor returned stays open (OSError(ANOTHER): another monitor holds it; a second one would take the
     socket's name from the first and leave it answering no one)."""
-    state.mkdir(parents=True, exist_ok=True)
+    private_folder(state)
     fd = os.open(state / MONITOR_LOCK, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)

@@ -29,12 +29,16 @@ command that makes a folder's own state folder goes through `make_own`, so it na
 from __future__ import annotations
 
 import os
+import stat
 
 STATE = "ksgitops-state"  # as io/fs/paths.STATE_DIR (not imported: it would load pathlib)
 FOLDERS = "folders"
 SLUG = 40  # characters of the path kept in a folder's name
 OWNER = "folder"  # in a folder's own state folder: its path from the top
 MONITOR_LOCK = "monitor.lock"  # in its folder's state folder: held by the monitor for its life (feed.py)
+# The state folder's files and folders are the owner's alone: caches, records, plans and memos hold
+# what the sources hold, Secret data included (the generated files themselves are the repository's)
+PRIVATE_FILE, PRIVATE_FOLDER = 0o600, 0o700
 TOP_FILES = ("worktree.pickle", "status-worktree.sqlite", "status-worktree.sqlite-journal")  # a work tree folder's own
 
 
@@ -80,10 +84,28 @@ def shared(own: str | os.PathLike[str]) -> str:
     return own
 
 
+def private_folder(path: str | os.PathLike[str]) -> None:
+    """Make a state folder (and its missing parents) `PRIVATE_FOLDER`, or tighten one an earlier
+    version made open to others (one it does not own stays as it is)."""
+    name = os.fspath(path)
+    try:
+        os.mkdir(name, PRIVATE_FOLDER)
+        return
+    except FileNotFoundError:
+        private_folder(os.path.dirname(name))
+        os.mkdir(name, PRIVATE_FOLDER)
+        return
+    except FileExistsError:
+        pass
+    st = os.lstat(name)
+    if stat.S_ISDIR(st.st_mode) and st.st_mode & 0o077 and st.st_uid == os.geteuid():
+        os.chmod(name, stat.S_IMODE(st.st_mode) & ~0o077)
+
+
 def make_own(own: str, folder: str) -> None:
     """Make the state folder `own` of the ksgitops folder `folder`; the first time a folder below
     the top uses it, `settle` it."""
-    os.makedirs(own, exist_ok=True)
+    private_folder(own)
     if own != shared(own) and not os.path.exists(os.path.join(own, OWNER)):
         try:
             settle(own, folder)
@@ -132,7 +154,6 @@ def _in_use(path: str, top: str) -> bool:
 
 def _owner(path: str) -> str:
     """The folder that the state sub-folder `path` names (OWNER: a regular file, never through a link)."""
-    import stat
     fd = os.open(os.path.join(path, OWNER), os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
@@ -175,8 +196,9 @@ def held(lock: str | os.PathLike[str]) -> bool:
 
 
 def _write(path: str, text: str) -> None:
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, PRIVATE_FILE)
     try:
+        os.fchmod(fd, PRIVATE_FILE)
         os.write(fd, text.encode())
     finally:
         os.close(fd)

@@ -26,7 +26,7 @@ from .feed import FORMAT, address, hold_monitor_lock, identity_of
 from .handoff import FDS, peer_pid
 from .handoff_worker import Warm
 from .folderstate import place_of
-from .paths import STATE_DIR
+from .paths import STATE_DIR, private_folder
 from .watchtree import CannotWatch, Overflow, WatchTree
 
 HISTORY_LIMIT = 500_000  # distinct changed paths kept; beyond, the history starts again
@@ -246,7 +246,7 @@ def _still_ours(where: str, inode: int) -> bool:
 def _listen(where: str) -> socket.socket:
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     if not where.startswith("\0"):
-        os.makedirs(os.path.dirname(where), exist_ok=True)
+        private_folder(os.path.dirname(where))
         try:
             os.unlink(where)  # a socket left by a monitor that was killed (start checked none answers)
         except FileNotFoundError:

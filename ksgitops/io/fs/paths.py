@@ -14,6 +14,7 @@ from pathlib import Path
 from ...core.status.gitobjects import BLOB_MODE
 
 from ...model import KsgitopsError, Origin, Problem
+from .folderstate import PRIVATE_FILE, private_folder
 
 STATUS_FILE = "STATUS.md"
 STATE_DIR = "ksgitops-state"  # in the git directory: caches, records, memos and the checkout journal
@@ -68,10 +69,13 @@ def open_plain(path: str, create: bool = False) -> int:
     """A descriptor (read-only) of the plain file `path`, made empty when `create`d: never through
     a link, never waiting on a FIFO (OSError for either, or for anything but a plain file)."""
     flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC | (os.O_CREAT if create else 0)
-    fd = os.open(path, flags, 0o644)
-    if not stat.S_ISREG(os.fstat(fd).st_mode):
+    fd = os.open(path, flags, PRIVATE_FILE)  # only the state folder's files are opened so
+    found = os.fstat(fd)
+    if not stat.S_ISREG(found.st_mode):
         os.close(fd)
         raise OSError(f"{path}: not a plain file")
+    if create and found.st_mode & 0o077 and found.st_uid == os.geteuid():  # an earlier version's
+        os.fchmod(fd, PRIVATE_FILE)
     return fd
 
 
@@ -88,13 +92,25 @@ def index_stat(st: os.stat_result) -> bytes:
                            st.st_gid & mask, st.st_size & mask)
 
 
-def write_file(target: Path, data: bytes, observe: bool = False) -> os.stat_result | None:
+def private_file(path: str) -> None:
+    """Make the state folder's file `path` (SQLite's database: its journals take its mode) `PRIVATE_FILE`,
+    or tighten one an earlier version made open to others."""
+    os.close(open_plain(path, create=True))
+
+
+def write_state(target: Path, data: bytes) -> None:
+    """`write_file` for a file of the state folder: `PRIVATE_FILE`, its folder `private_folder`."""
+    private_folder(target.parent)
+    write_file(target, data, mode=PRIVATE_FILE)
+
+
+def write_file(target: Path, data: bytes, observe: bool = False, mode: int = 0o644) -> os.stat_result | None:
     """Replace one file atomically: written beside it, then renamed over it. A kill leaves the old
     file (and at worst the sibling `.NAME.ksgitops-tmp`, overwritten by the next write). With
     `observe`, its stat in place (the rename moved its ctime) when it is still the file as
     written (inode, size, mtime), else None: a write in between is never taken for this one's."""
     staging = target.with_name(f".{target.name}.ksgitops-tmp")
-    written = write_new(str(staging), data, observe)
+    written = write_new(str(staging), data, observe, mode)
     os.replace(staging, target)
     if written is None:
         return None
@@ -106,11 +122,14 @@ def write_file(target: Path, data: bytes, observe: bool = False) -> os.stat_resu
     return now if as_written else None
 
 
-def write_new(path: str, data: bytes, observe: bool = False) -> os.stat_result | None:
+def write_new(path: str, data: bytes, observe: bool = False, mode: int = 0o644) -> os.stat_result | None:
     """Create (or truncate) `path` holding `data`: plain os calls, the hot loop of a full write.
-    With `observe`, the file's stat as written (taken before it is closed)."""
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    With `observe`, the file's stat as written (taken before it is closed). A `mode` other than
+    the generated files' is set on a file left there too."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
     try:
+        if mode != 0o644:
+            os.fchmod(fd, mode)
         done = os.write(fd, data)
         if done < len(data):  # a short write (a full disk, a file size limit) continues or raises
             view = memoryview(data)[done:]

@@ -24,7 +24,7 @@ from typing import Any, NamedTuple
 
 from ...core.results import PlannedResult
 from ..git.cache import code_fingerprint, unpickle
-from .paths import LinkError, check_path, write_file
+from .paths import LinkError, check_path, write_state
 from .proof import linked_of, still_as_observed
 
 PLAN_FILE = "plan.pickle"
@@ -53,7 +53,7 @@ def keep(record: Any, snapshot: Any, result: Any) -> None:
     plan = Plan(record.token, record.identity, PlannedResult.of(result), snapshot.seen, snapshot.observed,
                 snapshot.spaces_listing, snapshot.listings, linked_of(record, snapshot.observed))
     try:
-        write_file(path, pickle.dumps({"format": _format(), "plan": plan}, protocol=pickle.HIGHEST_PROTOCOL))
+        write_state(path, pickle.dumps({"format": _format(), "plan": plan}, protocol=pickle.HIGHEST_PROTOCOL))
     except OSError:
         forget(record)
 

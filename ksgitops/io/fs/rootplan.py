@@ -6,26 +6,31 @@ from __future__ import annotations
 import os
 import stat
 from pathlib import Path
+from typing import Any
 
 from msgspec import Struct, field
 
 from ...core.tree import KEEP, OTHERS, FileTree, has_files
+from . import eol
 from .paths import FileStats, LinkError, index_stat, lstat_mode
 from .staging import Change
 
 EXECUTABLE = 0o111
 
 
-def plan_root(root: Path, rel: str, tree: FileTree | bytes | None, files: FileStats | None = None) -> Change | None:
+def plan_root(root: Path, rel: str, tree: FileTree | bytes | None, files: FileStats | None = None,
+              checkout: Any = None) -> Change | None:
     """What writing `tree` at `rel` takes (None: it is there already, and `files` gets each of its
     files with the stat taken before it was read and found equal: a later change moves it). Raises
-    LinkError for a link inside the old root, before anything is written."""
+    LinkError for a link inside the old root, before anything is written. `checkout`: git's
+    end-of-line conversion in this work tree (eol.py), under which a file git would write with CRLF
+    is as generated in either form."""
     target = root / rel
     mode = lstat_mode(target)
     existed = mode != 0
     if isinstance(tree, bytes):
         before = os.lstat(target) if files is not None and stat.S_ISREG(mode) else None
-        if stat.S_ISREG(mode) and target.read_bytes() == tree:
+        if stat.S_ISREG(mode) and eol.same(checkout, str(target), target.read_bytes(), tree):
             if before is not None and files is not None:
                 files[rel] = index_stat(before)
             return None
@@ -36,7 +41,7 @@ def plan_root(root: Path, rel: str, tree: FileTree | bytes | None, files: FileSt
         return Change(rel, None, True) if existed else None
     if not stat.S_ISDIR(mode):
         return Change(rel, tree, existed)
-    scan = _Scan(rel, stats=[] if files is not None else None)
+    scan = _Scan(rel, stats=[] if files is not None else None, checkout=checkout)
     if _compare(str(target), tree, "", scan)[0]:
         if files is not None:
             files.update(scan.stats or ())
@@ -49,6 +54,7 @@ class _Scan(Struct):
     keep: list[str] = field(default_factory=list)
     reuse: list[str] = field(default_factory=list)  # folders whose files are all as generated
     stats: list[tuple[str, bytes]] | None = None  # files found equal (path in the work tree, index stat)
+    checkout: Any = None  # eol.Checkout
 
 
 def _compare(folder: str, tree: FileTree, prefix: str, scan: _Scan) -> tuple[bool, bool]:
@@ -78,7 +84,8 @@ def _compare(folder: str, tree: FileTree, prefix: str, scan: _Scan) -> tuple[boo
             same = False
         elif same:
             before = entry.stat(follow_symlinks=False)
-            if before.st_mode & EXECUTABLE or Path(entry.path).read_bytes() != value:
+            if before.st_mode & EXECUTABLE or ((data := Path(entry.path).read_bytes()) != value
+                                               and not eol.same(scan.checkout, entry.path, data, value)):
                 same = False  # (a generated file is never executable: git would see the mode)
             elif scan.stats is not None:
                 scan.stats.append((f"{scan.rel}/{path}", index_stat(before)))

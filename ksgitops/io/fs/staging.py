@@ -10,6 +10,7 @@ import stat
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 from msgspec import Struct, field
 
@@ -39,12 +40,13 @@ def sibling(target: Path, role: str) -> Path:
 
 
 def stage_all(root: Path, changes: list[Change], observe: bool,
-              files: FileStats | None = None) -> list[Observed | None]:
+              files: FileStats | None = None, checkout: Any = None) -> list[Observed | None]:
     """Step 2 for a batch: in two threads when there is much to write (the file system's calls
     release the GIL). Every staging has ended before a failure is raised. With `files`, each file
-    written goes in with its stat, taken before it was closed (a root's rename moves no file's)."""
+    written goes in with its stat, taken before it was closed (a root's rename moves no file's).
+    With `checkout` (eol.py), each file as git's checkout would write it."""
     if len(changes) < PARALLEL or THREADS < 2:
-        staged = [_stage(root, c, observe, files is not None) for c in changes]
+        staged = [_stage(root, c, observe, files is not None, checkout) for c in changes]
     else:
         failed = threading.Event()
 
@@ -52,7 +54,7 @@ def stage_all(root: Path, changes: list[Change], observe: bool,
             if failed.is_set():
                 return None, None
             try:
-                return _stage(root, change, observe, files is not None)
+                return _stage(root, change, observe, files is not None, checkout)
             except BaseException:
                 failed.set()
                 raise
@@ -65,8 +67,8 @@ def stage_all(root: Path, changes: list[Change], observe: bool,
     return [seen for seen, _ in staged]
 
 
-def _stage(root: Path, change: Change, observe: bool,
-           stat_files: bool) -> tuple[Observed | None, list[tuple[str, bytes]] | None]:
+def _stage(root: Path, change: Change, observe: bool, stat_files: bool,
+           checkout: Any = None) -> tuple[Observed | None, list[tuple[str, bytes]] | None]:
     """Write a root's new content to its staging sibling; with `observe`, the path (inside the
     root, "" the root itself) and stamp of everything it owns, as written, in the order written;
     with `stat_files`, each file's path inside the root and stat."""
@@ -77,22 +79,25 @@ def _stage(root: Path, change: Change, observe: bool,
         return None, None
     target.parent.mkdir(parents=True, exist_ok=True)
     if isinstance(change.content, bytes):
-        write_new(str(staging), change.content)
+        write_new(str(staging), change.content if checkout is None else checkout.form(str(target), change.content))
         return None, None  # a file root's stamp changes as it is renamed in: recorded when next compared
     os.mkdir(staging)
     # a root reused folders move into is not recorded as written: their stamps move as they are
     # renamed in, after the comparison that vouched for them (`worktree._settle` compares it again)
     seen: Observed | None = [] if observe and not change.reuse else None
     stats: list[tuple[str, bytes]] | None = [] if stat_files else None
-    _write_files(str(staging), change.content, seen, "", frozenset(change.reuse), stats)
+    _write_files(str(staging), change.content, seen, "", frozenset(change.reuse), stats,
+                 None if checkout is None else (checkout, f"{target}/"))
     if seen is not None and not any(v is KEEP for v in change.content.values()):
         seen.insert(0, ("", lstamp(str(staging))))  # no entry of its own but what the tree names
     return seen, stats
 
 
 def _write_files(folder: str, tree: FileTree, seen: Observed | None, prefix: str,
-                 reused: frozenset[str] = frozenset(), stats: list[tuple[str, bytes]] | None = None) -> None:
-    """The hot loop of a full reconcile into a work tree: plain os calls on str paths."""
+                 reused: frozenset[str] = frozenset(), stats: list[tuple[str, bytes]] | None = None,
+                 converted: tuple[Any, str] | None = None) -> None:
+    """The hot loop of a full reconcile into a work tree: plain os calls on str paths.
+    `converted`: (eol.Checkout, the root's path in the work tree)."""
     for name, value in tree.items():
         if isinstance(value, dict):
             rel = f"{prefix}{name}"
@@ -105,13 +110,15 @@ def _write_files(folder: str, tree: FileTree, seen: Observed | None, prefix: str
             path = f"{folder}/{name}"
             os.mkdir(path)
             if seen is None:
-                _write_files(path, value, None, f"{rel}/", reused, stats)
+                _write_files(path, value, None, f"{rel}/", reused, stats, converted)
                 continue
             at = len(seen)
             seen.append((rel, ABSENT))
-            _write_files(path, value, seen, f"{rel}/", reused, stats)
+            _write_files(path, value, seen, f"{rel}/", reused, stats, converted)
             seen[at] = (rel, full_stamp(path))  # after its last entry (its ctime too: never renamed)
         elif isinstance(value, bytes):
+            if converted is not None:
+                value = converted[0].form(f"{converted[1]}{prefix}{name}", value)
             written = write_new(f"{folder}/{name}", value, seen is not None or stats is not None)
             if written is not None:
                 if seen is not None:

@@ -41,7 +41,7 @@ from ..git.cache import code_fingerprint, unpickle
 from .forked import in_child as _in_child, may_fork as _may_fork
 from .afterwards import settled
 from .folderstate import make_own, place_of, shared
-from .paths import STATE_DIR, check_path, write_file
+from .paths import STATE_DIR, check_path, open_plain, private_folder, write_state
 from .shapes import Shape, content_digest, shape_of
 
 FORMAT = "ksgitops-worktree-1"
@@ -225,7 +225,7 @@ class WorkTreeRecord(Struct):
                 "linked": sorted(self.linked)}
         try:
             make_own(str(self.path.parent), self.identity[0])
-            write_file(self.path, pickle.dumps(data, protocol=pickle.HIGHEST_PROTOCOL))
+            write_state(self.path, pickle.dumps(data, protocol=pickle.HIGHEST_PROTOCOL))
             self._dirty = False
         except OSError:
             pass
@@ -265,8 +265,8 @@ class WorkTreeRecord(Struct):
         (opened without following a link: a planted one means nothing is recorded)."""
         assert self.state is not None
         try:
-            self.state.mkdir(parents=True, exist_ok=True)
-            fd = os.open(self.state / "clock", os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW, 0o644)
+            private_folder(self.state)
+            fd = open_plain(str(self.state / "clock"), create=True)
             try:
                 os.utime(fd)
                 return os.fstat(fd).st_mtime_ns

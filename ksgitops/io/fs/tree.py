@@ -21,6 +21,7 @@ from ...core.load.snapshot import GENERATED_DIR, MAX_FILE_BYTES, SOURCE_SUFFIXES
 from ...core.status.gitobjects import blob_id
 from ...core.tree import FileTree, put
 from ...model import KsgitopsError
+from .eol import AsGitReads
 from .statcache import ABSENT, SourceStat, Stamp, full_stamp
 from .paths import STATUS_FILE, LinkError, check_path, lstat_mode
 
@@ -89,6 +90,7 @@ class WorkTreeSnapshot:
         self.observed: dict[str, Stamp] = {}  # with a record: every path looked at, as it stood
         self.spaces_listing: tuple[str, ...] | None = None  # with a record: what list_spaces found
         self.listings: dict[str, tuple[tuple[str, bool], ...]] = {}  # with a record: source folders listed
+        self._clean = AsGitReads(self.root)
 
     def list_spaces(self) -> list[str]:
         found = space_names(self.root)
@@ -147,7 +149,7 @@ class WorkTreeSnapshot:
         return self._source(path, stamp) if stat.S_ISREG(stamp[4]) else None
 
     def read(self, path: str) -> bytes | None:
-        return (self.root / path).read_bytes() if self._regular(path) else None
+        return self._clean(f"{self.root}/{path}", (self.root / path).read_bytes()) if self._regular(path) else None
 
     def read_tree(self, path: str) -> FileTree | None:
         """The files below `path` as a nested tree (None when there is no such folder)."""
@@ -160,7 +162,7 @@ class WorkTreeSnapshot:
         tree: FileTree = {}
         if self.record is None:
             for rel in _walk(base):
-                put(tree, rel, (base / rel).read_bytes())
+                put(tree, rel, self._clean(f"{base}/{rel}", (base / rel).read_bytes()))
             return tree
         self.record.clock()  # before the folders and files whose stamps stand for what is read
 
@@ -168,7 +170,7 @@ class WorkTreeSnapshot:
             self.observed[f"{folder.relative_to(self.root)}/"] = full_stamp(str(folder))
         for rel in _walk(base, listing=listing):
             self.observed[f"{path}/{rel}"] = full_stamp(f"{base}/{rel}")
-            put(tree, rel, (base / rel).read_bytes())
+            put(tree, rel, self._clean(f"{base}/{rel}", (base / rel).read_bytes()))
         return tree
 
     def _source(self, path: str, stamp: Stamp | None = None) -> SourceFile:

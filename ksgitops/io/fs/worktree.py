@@ -67,6 +67,7 @@ from typing import Any
 from ...core.tree import REUSE, Generated
 from ...model import EnvError, KsgitopsError, Progress
 from .durable import exclusive, fsync_dir, os_reason, sync_filesystem, write_durably
+from .eol import checkout_of
 from .paths import FileStats, check_path, lstat_mode
 from .owned import change_of, made_names, owned_root_problem, unlisted_kept
 from .rootplan import plan_root
@@ -90,6 +91,7 @@ def write_generated(root: Path, generated: Generated, record: Any = None, regene
     record = record if record is not None and record.enabled else None
     with exclusive(root):
         recover(root)
+        checkout = checkout_of(root)  # git's end-of-line conversion here: None, but where it writes CRLF
         verified: set[str] = set()
         changes = []
         for done, (rel, tree) in enumerate(generated.items()):
@@ -104,7 +106,7 @@ def write_generated(root: Path, generated: Generated, record: Any = None, regene
                 if record.unchanged(rel, content):
                     continue
                 record.clock()  # before the comparison it vouches for
-            change = plan_root(root, rel, content, files)
+            change = plan_root(root, rel, content, files, checkout)
             if change is not None:
                 changes.append(change)
             elif record is not None:
@@ -112,9 +114,10 @@ def write_generated(root: Path, generated: Generated, record: Any = None, regene
         for start in range(0, len(changes), BATCH):
             if progress is not None:
                 progress("writing", len(generated) + start * len(generated) // len(changes), 2 * len(generated))
-            transact(root, changes[start:start + BATCH], record, regenerable, files)
+            transact(root, changes[start:start + BATCH], record, regenerable, files, checkout)
         if record is not None:
-            _settle(root, [c for c in changes if c.content is not None and c.path not in record.roots], record)
+            _settle(root, [c for c in changes if c.content is not None and c.path not in record.roots], record,
+                    checkout)
         if progress is not None:
             progress("writing", 2 * len(generated), 2 * len(generated))
     return [c.path for c in changes]
@@ -123,7 +126,7 @@ def write_generated(root: Path, generated: Generated, record: Any = None, regene
 SETTLE_AT_MOST = 16  # roots written in the clock tick they were recorded in, read back at once
 
 
-def _settle(root: Path, racy: list[Change], record: Any) -> None:
+def _settle(root: Path, racy: list[Change], record: Any, checkout: Any = None) -> None:
     """Record the few roots just written in the file system's current clock tick (their stamps
     cannot vouch for them yet): once the clock has moved on, each is compared and recorded as
     found equal, so that the next run can trust it (a large write leaves them to the next run).
@@ -137,12 +140,12 @@ def _settle(root: Path, racy: list[Change], record: Any) -> None:
     if since < 0:
         return
     for change in racy:
-        if plan_root(root, change.path, change.content) is None:
+        if plan_root(root, change.path, change.content, checkout=checkout) is None:
             record.verified(change.path, change.content, since)
 
 
 def transact(root: Path, changes: list[Change], record: Any = None, regenerable: bool = False,
-             files: FileStats | None = None) -> None:
+             files: FileStats | None = None, checkout: Any = None) -> None:
     """Steps 1-7 of the protocol for one batch; on a failure, roll back and raise EnvError.
     With a `record`, what was written is recorded (its stamps taken as it was written)."""
     if not changes:
@@ -150,7 +153,7 @@ def transact(root: Path, changes: list[Change], record: Any = None, regenerable:
     journal = _Journal(root)
     try:
         journal.write("started", changes)
-        stamps = stage_all(root, changes, record is not None, files)
+        stamps = stage_all(root, changes, record is not None, files, checkout)
         swapped_at = record.now() if record is not None else 0
         for change in changes:
             _swap(root, change)

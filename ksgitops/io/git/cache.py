@@ -26,7 +26,7 @@ from typing import Any, Iterator, MutableMapping
 from ... import __version__
 from ...core.load.schemas import schema_dir, schema_names
 from ..fs.afterwards import LOCK_FILE, answering, settled
-from ..fs.paths import STATE_DIR, check_path, open_plain, write_file
+from ..fs.paths import STATE_DIR, check_path, open_plain, write_state
 
 def code_fingerprint() -> str:
     """A digest of ksgitops' own source and schema files: a cache or memo pickled by other code
@@ -273,8 +273,7 @@ def shard_of(key: Any) -> int:
 def _write(path: Path, data: dict[str, Any]) -> bool:
     """False when it could not be written (a cache that cannot be written only costs time next run)."""
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        write_file(path, pickle.dumps(data, protocol=pickle.HIGHEST_PROTOCOL))
+        write_state(path, pickle.dumps(data, protocol=pickle.HIGHEST_PROTOCOL))
     except OSError:
         return False
     return True

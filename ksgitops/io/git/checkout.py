@@ -36,10 +36,11 @@ from ..pygit import pygit2
 from ...core.tree import KEEP, FileTree, Generated
 from ...model import EnvError, KsgitopsError, Origin, Problem
 from ..fs.durable import exclusive, libgit2_fsync, os_reason, write_durably
-from ..fs.paths import STATE_DIR, FileStats, check_path, index_stat, write_file
+from ..fs.eol import checkout_of
+from ..fs.paths import PRIVATE_FILE, STATE_DIR, FileStats, check_path, index_stat, private_folder, write_file
 from ..fs.rootplan import plan_root
 from ..fs.worktree import write_generated
-from . import indexstat, ondisk
+from . import indexlock, indexstat, ondisk
 from .branch import is_checked_out
 from .discover import git_dir
 from .indexupdate import IndexUpdates, index_shape, make_readable, resolve_conflict
@@ -101,6 +102,7 @@ def plan(repo: pygit2.Repository, old: pygit2.Tree, new: pygit2.Tree, roots: lis
         steps.append(step)
     result = Plan(str(old.id), str(new.id), steps)
     _refuse_links(repo, result)
+    indexlock.refuse_held(repo.path, "nothing was changed")
     make_readable(repo)  # a split or sparse index: made plain now, or refused before the branch moves
     return result
 
@@ -132,11 +134,11 @@ def begin(repo: pygit2.Repository, ref: str, commit: pygit2.Oid, planned: Plan) 
     """Write the journal (durably) before the branch moves."""
     path = journal_path(repo)
     check_path(Path(repo.path), STATE_DIR, shown=repo.path.rstrip("/"))
-    path.parent.mkdir(parents=True, exist_ok=True)
+    private_folder(path.parent)
     steps = [{"root": s.root, "op": s.op, "markers": s.markers} for s in planned.steps]
     ondisk.sync_if_owed(repo.path, Path(repo.workdir))  # an earlier checkout's sync, still owed, first
     write_durably(path, json.dumps({"format": FORMAT, "ref": ref, "commit": str(commit), "old": planned.old,
-                                    "new": planned.new, "steps": steps}).encode())
+                                    "new": planned.new, "steps": steps}).encode(), PRIVATE_FILE)
 
 
 def apply(repo: pygit2.Repository, planned: Plan, commit: str, generated: Generated | None = None) -> None:
@@ -153,7 +155,8 @@ def apply(repo: pygit2.Repository, planned: Plan, commit: str, generated: Genera
         def make_durable() -> None:  # while git makes the index's changes
             nonlocal on_disk
             on_disk = written.make_durable()
-        updates.write(repo, meanwhile=make_durable, files=files)
+        with indexlock.writing(repo.path):
+            updates.write(repo, meanwhile=make_durable, files=files)
         ondisk.journal_done(repo.path, workdir, commit, on_disk)
         return
     index = repo.index
@@ -175,7 +178,8 @@ def apply(repo: pygit2.Repository, planned: Plan, commit: str, generated: Genera
         index.read_tree(repo[planned.new].peel(pygit2.Tree))  # keeps the stat data of unchanged entries
     indexstat.fill(index, files)  # as git's checkout: the next `git status` trusts them unread
     on_disk = ondisk.synced_unless_deferred(workdir)
-    index.write()
+    with indexlock.writing(repo.path):
+        index.write()
     ondisk.journal_done(repo.path, workdir, commit, on_disk)
 
 
@@ -186,11 +190,12 @@ def _apply_files(repo: pygit2.Repository, planned: Plan, entries: Any, workdir: 
     noted in `written` (and in `files`, with its stat once in place, for the index to take)."""
     made: set[Path] = set()
     written = written or Written(workdir)
+    checkout = checkout_of(workdir)  # CRLF where git's own checkout writes it (fs/eol.py)
     for step in planned.steps:
         if step.op == FILE:
             entry = _entry(repo, planned, planned.new, step.root)
             (workdir / step.root).parent.mkdir(parents=True, exist_ok=True)  # problems.yaml: .ksgitops/ may be new
-            _place(workdir, step.root, _blob(repo, entry.id), files)
+            _place(workdir, step.root, _blob(repo, entry.id), files, checkout)
             written.file(workdir / step.root)
             _add(entries, pygit2.IndexEntry(step.root, entry.id, entry.filemode))
         elif step.op == DELETE_FILE:
@@ -200,7 +205,7 @@ def _apply_files(repo: pygit2.Repository, planned: Plan, entries: Any, workdir: 
         elif step.op not in (TREE, REMOVE):  # DELTA; files gone first: a folder emptied may become a file's name
             deltas = _deltas(repo, planned, step.root)
             for path, delta in sorted(deltas, key=lambda d: d[1].status != pygit2.GIT_DELTA_DELETED):
-                _apply_delta(repo, entries, workdir, path, delta, made, step.root, files)
+                _apply_delta(repo, entries, workdir, path, delta, made, step.root, files, checkout)
                 if delta.status == pygit2.GIT_DELTA_DELETED:
                     written.name(workdir / path)
                 else:
@@ -246,6 +251,10 @@ def follow(repo: pygit2.Repository, planned: Plan, generated: Generated, commit:
     except OSError as e:
         raise EnvError(str(e.filename or repo.workdir), f"committed {commit[:12]}, but the work tree could not "
                                                         f"follow: {os_reason(e)}; run again to finish") from None
+    except pygit2.GitError as e:  # libgit2's index write: another git took the index's lock meanwhile
+        lock = Path(repo.path) / indexlock.LOCK
+        raise EnvError(str(lock) if lock.exists() else repo.path,
+                       f"committed {commit[:12]}, but the work tree could not follow: {e}; run again to finish") from None
 
 
 def _whole(repo: pygit2.Repository, planned: Plan, step: Step) -> FileTree | None:
@@ -267,7 +276,7 @@ def _deltas(repo: pygit2.Repository, planned: Plan, root: str) -> list[tuple[str
 
 
 def _apply_delta(repo: pygit2.Repository, index: pygit2.Index, workdir: Path, path: str, delta: Any,
-                 made: set[Path], root: str, files: FileStats | None = None) -> None:
+                 made: set[Path], root: str, files: FileStats | None = None, checkout: Any = None) -> None:
     target = workdir / path
     if delta.status == pygit2.GIT_DELTA_DELETED:
         target.unlink(missing_ok=True)
@@ -277,13 +286,15 @@ def _apply_delta(repo: pygit2.Repository, index: pygit2.Index, workdir: Path, pa
     if target.parent not in made:
         target.parent.mkdir(parents=True, exist_ok=True)
         made.add(target.parent)
-    _place(workdir, path, _blob(repo, delta.new_file.id), files)
+    _place(workdir, path, _blob(repo, delta.new_file.id), files, checkout)
     _add(index, pygit2.IndexEntry(path, delta.new_file.id, delta.new_file.mode))
 
 
-def _place(workdir: Path, path: str, data: bytes, files: FileStats | None) -> None:
-    """One file replaced; with `files`, its index stat noted when it is in place as written."""
-    placed = write_file(workdir / path, data, files is not None)
+def _place(workdir: Path, path: str, data: bytes, files: FileStats | None, checkout: Any = None) -> None:
+    """One file replaced, as git's checkout writes it; with `files`, its index stat noted when it
+    is in place as written."""
+    target = workdir / path
+    placed = write_file(target, data if checkout is None else checkout.form(str(target), data), files is not None)
     if files is not None and placed is not None:
         files[path] = index_stat(placed)
 
@@ -358,6 +369,7 @@ def _recover(repo: pygit2.Repository) -> bool:
     if not os.path.lexists(path):
         return False
     check_path(Path(repo.path), f"{STATE_DIR}/{ondisk.JOURNAL}", shown=repo.path.rstrip("/"))
+    indexlock.settle(repo.path)
     try:
         data = json.loads(path.read_bytes())
         if data.get("format") != FORMAT:
@@ -373,7 +385,8 @@ def _recover(repo: pygit2.Repository) -> bool:
             # a person's commit), or another branch is checked out: only a sync left for later, if any
             ondisk.settle(repo.path, Path(repo.workdir))
             return True
-        _drop_stale_lock(Path(repo.path) / "index.lock")
+        indexlock.refuse_held(repo.path, f"the checkout of {data['commit'][:12]} is not finished (run again once "
+                                         f"the lock is gone: it finishes then)")
         make_readable(repo)
         planned = Plan(data["old"], data["new"], [Step(s["root"], s["op"], list(s["markers"])) for s in data["steps"]])
         _refuse_links(repo, planned)
@@ -383,10 +396,4 @@ def _recover(repo: pygit2.Repository) -> bool:
         raise EnvError(str(e.filename or repo.workdir), f"{os_reason(e)} while finishing an interrupted checkout "
                                                         f"of {data['commit'][:12]} (run again)") from None
     return True
-
-
-def _drop_stale_lock(lock: Path) -> None:
-    """The interrupted run may have been writing the index: its lock file would block every later
-    write. Only called when that run's journal shows it was the one writing."""
-    lock.unlink(missing_ok=True)
 

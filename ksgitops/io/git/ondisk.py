@@ -27,7 +27,7 @@ from typing import Any
 
 from ..fs import afterwards
 from ..fs.durable import exclusive, fsync_dir, fsync_file, sync_filesystem
-from ..fs.paths import STATE_DIR, open_plain, write_file
+from ..fs.paths import STATE_DIR, open_plain, write_state
 
 FSYNC_AT_MOST = 256  # files and folders a checkout fsyncs one by one; more: the file system synced
 JOURNAL, MARKER = "checkout.json", "checkout.written"
@@ -90,7 +90,7 @@ def journal_done(git_dir: str, workdir: Path, commit: str, on_disk: bool) -> Non
     state = Path(git_dir) / STATE_DIR
     if not on_disk:
         try:
-            write_file(state / MARKER, json.dumps({"commit": commit, "boot": boot_id()}).encode())
+            write_state(state / MARKER, json.dumps({"commit": commit, "boot": boot_id()}).encode())
             afterwards.later(state, lambda: _settle_later(git_dir, workdir, commit))
             return
         except OSError:  # a full disk: synced now, as without a command that answers first

@@ -1,0 +1,99 @@
+"""The state folder (`<git dir>/ksgitops-state/`) holds what the sources hold, Secret data
+included (the parse cache, the plan, the status memos): its files are 0600 and its folders 0700
+whatever the umask, and an earlier version's looser ones are tightened when next written. Real
+files, real modes."""
+from __future__ import annotations
+
+import os
+import stat
+import subprocess
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+
+from conftest import copy_example_sources, git, git_init
+
+SECRET = "spaces/wmw-c/secret.yaml"
+VALUE = "hunter2-state-mode-probe"
+
+
+@pytest.fixture(autouse=True)
+def open_umask() -> Iterator[None]:
+    old = os.umask(0o022)
+    try:
+        yield
+    finally:
+        os.umask(old)
+
+
+def _modes(state: Path) -> dict[str, int]:
+    found = {".": stat.S_IMODE(os.lstat(state).st_mode)}
+    for folder, dirs, files in os.walk(state):
+        for name in dirs + files:
+            path = Path(folder) / name
+            found[str(path.relative_to(state))] = stat.S_IMODE(os.lstat(path).st_mode)
+    return found
+
+
+def _loose(state: Path) -> dict[str, str]:
+    return {path: oct(mode) for path, mode in _modes(state).items()
+            if mode != (0o700 if (state / path).is_dir() else 0o600)}
+
+
+def _with_secret(repo: Path) -> Path:
+    (repo / SECRET).write_text(f"apiVersion: v1\nkind: Secret\nmetadata:\n  name: s1\n  namespace: commonstuff\n"
+                               f"stringData:\n  password: {VALUE}\n")
+    return repo
+
+
+def _every_writer(cli, repo: Path) -> None:
+    """The commands that write state: a work tree's record, cache, plan and status memo; a
+    commit's run record, checkout journal and intents, placements and status memo."""
+    for args in (("reconcile", str(repo)), ("diff", str(repo)), ("status", str(repo))):
+        assert cli(*args).code == 0, args
+    page = repo / "spaces/wmw-c/httpd.yaml"
+    text = page.read_text()
+    page.write_text(text.replace("web site", "web site, again", 1))  # a new ConfigMap value each time
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "edit")
+    for args in (("reconcile", str(repo), "--commit"), ("status", str(repo), "--commit")):
+        assert cli(*args).code == 0, args
+
+
+def test_state_files_are_the_owners_alone(example: Path, cli) -> None:
+    """Before: every file 0644 and the folder 0755 (with umask 022), the Secret's value readable
+    by every user of the machine in the parse cache."""
+    repo = git_init(_with_secret(example))
+    _every_writer(cli, repo)
+    state = repo / ".git/ksgitops-state"
+    assert any(VALUE.encode() in (state / p).read_bytes() for p in _modes(state) if (state / p).is_file())
+    assert {"worktree.pickle", "reconciled.pickle", "placed.pickle", "status-git.sqlite",
+            "status-worktree.sqlite", "cache.pickle"} <= set(_modes(state))
+    assert _loose(state) == {}
+
+
+def test_a_folder_below_the_tops_own_state_folder_is_the_owners_alone(tmp_path: Path, cli) -> None:
+    top = tmp_path / "mono"
+    folder = copy_example_sources(top / "infra" / "prod")
+    git_init(top)
+    assert cli("reconcile", str(folder)).code == 0
+    assert cli("status", str(folder)).code == 0
+    state = top / ".git/ksgitops-state"
+    assert [p for p in _modes(state) if p.startswith("folders/") and p.count("/") == 1]  # the folder's own
+    assert _loose(state) == {}
+
+
+def test_an_earlier_versions_open_state_is_tightened_when_next_written(example: Path, cli) -> None:
+    repo = git_init(_with_secret(example))
+    _every_writer(cli, repo)
+    state = repo / ".git/ksgitops-state"
+    subprocess.run(["chmod", "-R", "go+rX", str(state)], check=True)
+    before = {p: os.lstat(state / p) for p in _modes(state)}
+    assert _loose(state)
+    _every_writer(cli, repo)
+    rewritten = [p for p, st in before.items() if (state / p).is_file()
+                 and (os.lstat(state / p).st_ino, os.lstat(state / p).st_mtime_ns) != (st.st_ino, st.st_mtime_ns)]
+    assert {"worktree.pickle", "reconciled.pickle"} <= set(rewritten)
+    opened = {".", "status-git.sqlite", "status-worktree.sqlite"}  # SQLite's: every status run opens them
+    assert {p: m for p, m in _loose(state).items() if p in rewritten or p in opened} == {}
