@@ -98,3 +98,37 @@ def test_crlf_where_git_writes_lf_is_a_hand_edit(example_git: Path, cli) -> None
     assert "1 generated folder changed" in found.out, found
     assert b"\r" not in target.read_bytes()
     assert git(example_git, "status", "--porcelain") == ""
+
+
+def test_an_attributes_file_named_by_core_attributesfile_converts_too(example_git: Path, tmp_path: Path,
+                                                                      cli) -> None:
+    """Before: core.attributesFile's rules were not read (only the default places were looked at),
+    so in a clone it makes CRLF `diff` saw every generated folder changed."""
+    assert cli("reconcile", str(example_git), "--commit").code == 0
+    rules = tmp_path / "rules"
+    rules.write_text("* text=auto eol=crlf\n")
+    clone = tmp_path / "clone"
+    subprocess.run(["git", "-c", f"core.attributesFile={rules}", "clone", "-q", str(example_git), str(clone)],
+                   check=True)
+    git(clone, "config", "core.attributesFile", str(rules))
+    crlf = (clone / UNCHANGED).read_bytes()
+    assert b"\r\n" in crlf and git(clone, "status", "--porcelain") == ""
+    assert cli("diff", str(clone)).code == 0
+    assert "0 generated folders changed" in cli("reconcile", str(clone)).out
+    assert (clone / UNCHANGED).read_bytes() == crlf and git(clone, "status", "--porcelain") == ""
+
+
+def test_a_generated_file_with_mixed_line_ends_is_a_hand_edit_for_diff_too(example_git: Path, tmp_path: Path,
+                                                                           cli) -> None:
+    """One line of a CRLF checkout made LF: `git status` lists it and `reconcile` rewrites it. Before,
+    `diff` read it as generated (each CRLF as LF) and said nothing would change."""
+    assert cli("reconcile", str(example_git), "--commit").code == 0
+    clone = _clone(example_git, tmp_path / "clone", "core.autocrlf")
+    target = clone / UNCHANGED
+    crlf = target.read_bytes()
+    target.write_bytes(crlf.replace(b"\r\n", b"\n", 1))
+    assert git(clone, "status", "--porcelain").split() == ["M", UNCHANGED]
+    found = cli("diff", str(clone))
+    assert found.code == 1 and "spaces/imw1-mb-florin" in found.out, found
+    assert "1 generated folder changed" in cli("reconcile", str(clone)).out
+    assert target.read_bytes() == crlf and git(clone, "status", "--porcelain") == ""

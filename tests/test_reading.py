@@ -113,6 +113,17 @@ def test_json_lines_compose_no_yaml_without_a_finding(monkeypatch: pytest.Monkey
     assert [line for line, _ in single.docs] == [4]
 
 
+@pytest.mark.parametrize("eol", ["\r", "\r\n", "\n"])
+def test_json_list_items_and_their_values_count_line_ends_alike(eol: str) -> None:
+    """A CR-only file had every item at line 1 while a label of its second item was at line 3."""
+    item = '{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "%s"%s}}'
+    text = eol.join(['{"kind": "List", "items": [', item % ("a", "") + ",",
+                     item % ("b", ', "labels": {"x": 5}') + "]}"])
+    parsed = parse_file("x.json", text.encode())
+    assert [line for line, _ in parsed.docs] == [2, 3]
+    assert [p.origin.line for p in parsed.problems] == [3]
+
+
 def test_a_list_item_that_is_no_mapping_is_an_error_at_its_line() -> None:
     parsed = parse_file("x.yaml", b"apiVersion: v1\nkind: List\nitems:\n- {apiVersion: v1, kind: ConfigMap}\n- 3\n")
     assert [str(p) for p in parsed.problems] == ["x.yaml:5: a List item is not a mapping (found int)"]

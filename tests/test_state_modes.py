@@ -97,3 +97,21 @@ def test_an_earlier_versions_open_state_is_tightened_when_next_written(example: 
     assert {"worktree.pickle", "reconciled.pickle"} <= set(rewritten)
     opened = {".", "status-git.sqlite", "status-worktree.sqlite"}  # SQLite's: every status run opens them
     assert {p: m for p, m in _loose(state).items() if p in rewritten or p in opened} == {}
+
+
+def test_a_state_folder_made_meanwhile_by_another_process_is_taken(tmp_path: Path, monkeypatch) -> None:
+    """Two processes making the same state folder (its parent missing): the one that loses the
+    race takes the folder the other made, and it stays the owner's alone."""
+    from ksgitops.io.fs import folderstate
+    target = tmp_path / "state" / "folders" / "x"
+    real_mkdir, calls = os.mkdir, []
+
+    def racing_mkdir(path, mode=0o777):
+        calls.append(str(path))
+        if str(path) == str(target) and calls.count(str(path)) == 2:
+            real_mkdir(path, 0o755)  # the other process wins, with its own (open) mode
+        real_mkdir(path, mode)
+
+    monkeypatch.setattr(folderstate.os, "mkdir", racing_mkdir)
+    folderstate.private_folder(target)
+    assert target.is_dir() and stat.S_IMODE(target.stat().st_mode) == 0o700

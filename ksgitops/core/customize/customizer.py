@@ -165,6 +165,7 @@ def customizer_errors(customizer: Obj) -> list[tuple[str, tuple[str | int, ...]]
     return found
 
 
+_EXACT = 2 ** 53
 SECRET_HIDDEN = "(not shown: it would be Secret data)"
 
 
@@ -175,14 +176,17 @@ def _decode(text: str, where: str, secret: bool) -> Any:
     except orjson.JSONDecodeError as exc:
         shown = SECRET_HIDDEN if secret else repr(text)
         raise _Failure(f"{where}: value {shown} is not valid JSON ({exc})") from None
-    return _go_numbers(value) if isinstance(value, (float, list, dict)) else value
+    return value if isinstance(value, (bool, str)) or value is None else _go_numbers(value)
 
 
 def _go_numbers(value: Any) -> Any:
-    """`value` with each whole float as the integer it equals (`2.0`, `1e3`), as KubeStellar's Go
-    code writes what it decoded (a float64, printed without a fraction below 1e21)."""
+    """`value` with each number as KubeStellar's Go code decodes it (a float64): a whole one as the
+    integer it equals (`2.0`, `1e3`), up to 2^53, past which a float64 holds no exact integer (the
+    float itself: the number every reader of float64 gets, and one an integer type could not dump)."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        value = float(value) if abs(value) > _EXACT else value
     if isinstance(value, float):
-        return int(value) if value.is_integer() and abs(value) < 1e21 else value
+        return int(value) if value.is_integer() and abs(value) <= _EXACT else value
     if isinstance(value, list):
         return [_go_numbers(item) for item in value]
     if isinstance(value, dict):

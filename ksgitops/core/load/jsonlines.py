@@ -69,17 +69,25 @@ def _items(text: str, at: int) -> list[int]:
 
 
 def lines(text: str, offsets: Iterable[int]) -> list[int]:
-    """The line of each offset (offsets in increasing order)."""
+    """The line of each offset (offsets in increasing order), line breaks counted as YAML's reader
+    counts them (a lone CR, NEL and the Unicode separators too), as the lines of values found in
+    the composed text are."""
+    breaks = [c for c in _OTHER_BREAKS if c in text]
     out, line, done = [], 1, 0
     for at in offsets:
-        line += text.count("\n", done, at)
+        line += text.count("\n", done, at) + sum(text.count(c, done, at) for c in breaks)
+        if breaks and breaks[0] == "\r":
+            line -= text.count("\r\n", done, at)
         done = at
         out.append(line)
     return out
 
 
 def line(text: str, at: int) -> int:
-    return text.count("\n", 0, at) + 1
+    return lines(text, [at])[0]
+
+
+_OTHER_BREAKS = ("\r", "\x85", "\u2028", "\u2029")  # "\r" first
 
 
 def _array(text: str, at: int) -> tuple[list[int], int]:

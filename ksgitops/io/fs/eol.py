@@ -9,12 +9,12 @@ setting was made, or ksgitops' own checkout of a commit wrote. (A rewrite with L
 written with CRLF changed its size, which `git status` takes for a change without reading it.)
 
 Only the settings git reads are looked at, and without loading pygit2 unless one may convert: the
-repository's, the user's and the system's config files mentioning `autocrlf`, `eol` or an include,
-and attributes files (the repository's `info/attributes`, the user's, the system's, and each
-`.gitattributes` from the top of the work tree down to the ksgitops folder and its `spaces/`). An
-attributes file further down is not looked at (docs/REFERENCE.md says so). When one may convert,
-libgit2 reads them as git's convert.c decides: once for every path when each attributes line names
-`*`, else path by path.
+repository's, the user's and the system's config files mentioning `autocrlf`, `eol`, an include or
+core.attributesFile, and attributes files (the repository's `info/attributes`, the user's or the
+one core.attributesFile names, the system's, and each `.gitattributes` from the top of the work
+tree down to the ksgitops folder and its `spaces/`). An attributes file further down is not looked
+at (docs/REFERENCE.md says so). When one may convert, libgit2 reads them as git's convert.c
+decides: once for every path when each attributes line names `*`, else path by path.
 """
 from __future__ import annotations
 
@@ -62,7 +62,9 @@ def same(checkout: Checkout | None, path: str, found: bytes, generated: bytes) -
 
 class AsGitReads:
     """A work tree's generated files read as git reads them: CRLF line ends as LF where git's
-    checkout writes them, the blob ksgitops generated (the settings looked up at the first CR)."""
+    checkout writes them, the blob ksgitops generated (the settings looked up at the first CR). Only
+    a file as that checkout leaves it is read so: one with a lone LF or CR too is a hand edit, as
+    `Checkout.same` (the writer's comparison) and `git status` take it."""
 
     def __init__(self, root: Path | str) -> None:
         self.root = root
@@ -73,8 +75,10 @@ class AsGitReads:
             return data
         if self.checkout is False:
             self.checkout = checkout_of(self.root)
-        if isinstance(self.checkout, Checkout) and self.checkout.crlf(path):
-            return data.replace(b"\r\n", b"\n")
+        if isinstance(self.checkout, Checkout):
+            lf = data.replace(b"\r\n", b"\n")
+            if self.checkout.same(path, data, lf):
+                return lf
         return data
 
 
@@ -100,6 +104,9 @@ def checkout_of(root: Path | str) -> Checkout | None:
         repo = pygit2.Repository(found)
         if repo.workdir is None:
             return None
+        named = _named_attributes(repo)
+        if named:
+            attributes.append(named)
         if not attributes:
             return Checkout(repo, _config(repo, "core.autocrlf") in TRUE)
         if all(_star_only(p) for p in attributes):
@@ -175,6 +182,16 @@ def _crlf(repo: Any, rel: str) -> bool:
     if crlf == "input":
         return False
     return autocrlf in TRUE or (autocrlf != "input" and _config(repo, "core.eol") == "crlf")
+
+
+def _named_attributes(repo: Any) -> str | None:
+    """The attributes file core.attributesFile names, when there is one (git and libgit2 read it in
+    place of the user's default one)."""
+    try:
+        path = os.path.expanduser(str(repo.config["core.attributesFile"]))
+    except (KeyError, ValueError):
+        return None
+    return path if os.path.isfile(path) else None
 
 
 def _config(repo: Any, key: str) -> str:

@@ -93,8 +93,11 @@ def private_folder(path: str | os.PathLike[str]) -> None:
         return
     except FileNotFoundError:
         private_folder(os.path.dirname(name))
-        os.mkdir(name, PRIVATE_FOLDER)
-        return
+        try:
+            os.mkdir(name, PRIVATE_FOLDER)
+            return
+        except FileExistsError:  # another process made it meanwhile
+            pass
     except FileExistsError:
         pass
     st = os.lstat(name)
