@@ -219,6 +219,7 @@ def test_a_frozen_wec_keeps_its_mailbox_when_its_synctarget_does_not_parse(tmp_p
     (repo / "spaces/imw1/florin.yaml").write_text("kind: [unclosed\n")
     result = cli("reconcile", str(repo))
     assert result.code == 2 and "frozen: wec imw1/florin, wec imw1/guilder" in result.out, result
+    assert result.out.startswith("3 WECs (2 frozen), "), result.out  # guilder's file still reads
     after = worktree_files(repo)
     for mailbox in MAILBOXES[:2]:
         assert {k: v for k, v in after.items() if k.startswith(f"spaces/{mailbox}/")} == \

@@ -169,10 +169,20 @@ def _reconcile(repo: Path | None, source: str | None, do_commit: bool, do_push: 
         what = f"committed {outcome.commit[:12]}" if outcome.commit else ("no commit (unchanged)" if do_commit else "written" if outcome.changed_roots else "up to date")
         if pushed is not None:
             what += ", pushed" if pushed else ", nothing to push"
-        click.echo(f"{counted(len(result.wecs), 'WEC')}, {counted(len(outcome.changed_roots), 'generated folder')} changed, {what}"
+        click.echo(f"{_wec_count(result)}, {counted(len(outcome.changed_roots), 'generated folder')} changed, {what}"
                    + (f"; frozen: {result.frozen.trailer()}" if result.frozen else ""))
     exit_if_confined(result)
 
+
+
+def _wec_count(result: Any) -> str:
+    """`2 WECs` or, with frozen ones, `2 WECs (1 frozen)`: the WECs read and those kept as they
+    stand (a WEC of an inventory file that does not parse is known by its mailbox only)."""
+    frozen = result.frozen.wecs if result.frozen else {}
+    if not frozen:
+        return counted(len(result.wecs), "WEC")  # a proven run's WECs stay packed (core/results.py)
+    total = len(result.wecs) + sum(1 for mailbox in frozen if mailbox not in result.wecs)
+    return f"{counted(total, 'WEC')} ({len(frozen)} frozen)"
 
 @cli.command(exits="0 nothing would change; 1 changes; 2 invalid input (a part with errors would be frozen: "
                    "the diff shows the rest); 3 git failure")
