@@ -10,12 +10,17 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["make_patch", "escape_pointer", "copy_json"]
+__all__ = ["make_patch", "escape_pointer", "unescape_pointer", "copy_json"]
 
 
 def escape_pointer(token: str) -> str:
     """Escape one JSON-pointer reference token (RFC 6901): `~` -> `~0`, `/` -> `~1`."""
     return token.replace("~", "~0").replace("/", "~1")
+
+
+def unescape_pointer(token: str) -> str:
+    """The name one JSON-pointer reference token stands for (RFC 6901): `~1` -> `/`, then `~0` -> `~`."""
+    return token.replace("~1", "/").replace("~0", "~")
 
 
 def copy_json(value: Any) -> Any:

@@ -24,7 +24,7 @@ import orjson
 from ...model import Obj
 from ..customize.customizer import EXPAND_ANNOTATION
 from ..customize.patchapply import patched
-from ..customize.patchdiff import copy_json, escape_pointer
+from ..customize.patchdiff import copy_json, escape_pointer, unescape_pointer
 from ..load.configdata import (SERVICE_ACCOUNT_NAME, checks_data, config_map_total, customized_findings,
                                finding_names, replaced_text_findings)
 from ..place.base import Base
@@ -121,5 +121,5 @@ def _touched(ops: list[dict[str, Any]]) -> frozenset[tuple[str, str]] | None:
             parts = pointer.split("/") if isinstance(pointer, str) else []
             if len(parts) != 3 or parts[0] or parts[1] not in _KEYED or not parts[2]:
                 return None
-            touched.add((parts[1], parts[2].replace("~1", "/").replace("~0", "~")))
+            touched.add((parts[1], unescape_pointer(parts[2])))
     return frozenset(touched)

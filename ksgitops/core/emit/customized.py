@@ -17,7 +17,7 @@ from typing import Any, NamedTuple
 from ...model import Obj, is_secret
 from ..customize.customizer import MAX_GROWTH, customize
 from ..customize.params import referenced_keys
-from ..customize.patchdiff import make_patch
+from ..customize.patchdiff import make_patch, unescape_pointer
 from ..customize.templates import Templates, find_templates, label_values
 from ..load.selectors import label_key_error, label_value_error
 from ..load.workload import top_level_message
@@ -51,12 +51,7 @@ def customized_copy(base: Base, customizer: Obj | None, params: Mapping[str, str
     """The outcome for these parameters; `percent`: whether any of them may hold `%` (when none
     of the WEC's does, the echo check costs nothing)."""
     subset = {k: params[k] for k in needed if k in params}
-    echoes: tuple[str, ...] = ()
-    if percent:
-        for value in subset.values():
-            if "%" in value:
-                echoes = _echoes(subset, base)
-                break
+    echoes = _echoes(subset, base) if percent and any("%" in value for value in subset.values()) else ()
     if templates is not None:
         ops = templates.patch(subset, MAX_GROWTH)
         if ops is not None and not any(label_value_error(value) for value in label_values(ops)):
@@ -82,7 +77,7 @@ def _top_warnings(top: TopCheck | None, ops: list[dict[str, Any]]) -> tuple[str,
     new top-level key with an `add` at `/key`; what the source has already is said at the source)."""
     if top is None:
         return ()
-    added = sorted({op["path"][1:].replace("~1", "/").replace("~0", "~") for op in ops
+    added = sorted({unescape_pointer(op["path"][1:]) for op in ops
                     if op["op"] == "add" and op["path"].count("/") == 1})
     return tuple(f"{top.by}: {top_level_message(key, top.allowed, top.kind)}" for key in added
                  if key not in top.allowed)

@@ -24,6 +24,7 @@ from typing import Any, Iterator, NamedTuple
 
 from ...model import Obj
 from ..customize.customizer import wants_expansion
+from ..customize.patchdiff import unescape_pointer
 from .jsonshape import FieldPath
 
 Finding = tuple[str, FieldPath]
@@ -104,7 +105,7 @@ def replaced_text_findings(base: dict[str, Any], ops: list[dict[str, Any]], sour
     for op in ops:
         path = op.get("path")
         parts = path.split("/") if isinstance(path, str) else []
-        key = parts[2].replace("~1", "/").replace("~0", "~") if len(parts) == 3 else None
+        key = unescape_pointer(parts[2]) if len(parts) == 3 else None
         if op.get("op") != "replace" or parts[:2] != ["", "data"] or key not in data or key in seen \
                 or not isinstance(data[key], str) or not isinstance(op.get("value"), str):
             return None
