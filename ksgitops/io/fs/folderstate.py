@@ -101,8 +101,13 @@ def private_folder(path: str | os.PathLike[str]) -> None:
     except FileExistsError:
         pass
     st = os.lstat(name)
-    if stat.S_ISDIR(st.st_mode) and st.st_mode & 0o077 and st.st_uid == os.geteuid():
+    if stat.S_ISDIR(st.st_mode) and too_open(st):
         os.chmod(name, stat.S_IMODE(st.st_mode) & ~0o077)
+
+
+def too_open(st: os.stat_result) -> bool:
+    """Whether a state file or folder (an earlier version's) is open to others, and ours to tighten."""
+    return bool(st.st_mode & 0o077) and st.st_uid == os.geteuid()
 
 
 def make_own(own: str, folder: str) -> None:

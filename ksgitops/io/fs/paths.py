@@ -14,7 +14,7 @@ from pathlib import Path
 from ...core.status.gitobjects import BLOB_MODE
 
 from ...model import KsgitopsError, Origin, Problem
-from .folderstate import PRIVATE_FILE, private_folder
+from .folderstate import PRIVATE_FILE, private_folder, too_open
 
 STATUS_FILE = "STATUS.md"
 STATE_DIR = "ksgitops-state"  # in the git directory: caches, records, memos and the checkout journal
@@ -74,7 +74,7 @@ def open_plain(path: str, create: bool = False) -> int:
     if not stat.S_ISREG(found.st_mode):
         os.close(fd)
         raise OSError(f"{path}: not a plain file")
-    if create and found.st_mode & 0o077 and found.st_uid == os.geteuid():  # an earlier version's
+    if create and too_open(found):  # an earlier version's
         os.fchmod(fd, PRIVATE_FILE)
     return fd
 
