@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 import yaml
 
-from ksgitops.core.place.base import base_body
-from ksgitops.core.place.delivery import is_kcp_key
+from ksgitops.core.place.base import base_body, reprojected
+from ksgitops.core.place.delivery import KUSTOMIZE_ANNOTATIONS, LOCAL_CONFIG, is_kcp_key
 from ksgitops.core.readout.explain import explain_object_on, explain_wec
 from ksgitops.core.pipeline import reconcile
 from ksgitops.core.serialize import load_yaml
@@ -174,6 +174,36 @@ def test_annotations_that_are_all_kcp_keys_leave_no_empty_map() -> None:
 def test_kcp_key_rule(key: str, expected: bool) -> None:
     """workload-projector.go `kvIsSystem`: contains ".kcp.io/" or starts with "kcp.io/"."""
     assert is_kcp_key(key) is expected
+
+
+def test_kustomize_bookkeeping_annotations_are_not_in_base_copies() -> None:
+    """`kubectl kustomize` drops these from what it prints (a mailbox would otherwise render one way
+    and build another), and one of them renames the object; the rest of the annotations stay."""
+    bookkeeping = {"config.kubernetes.io/index": "3", "internal.config.kubernetes.io/index": "3",
+                   "internal.config.kubernetes.io/needsHashSuffix": "enabled", "config.k8s.io/id": "1"}
+    kept = {"note": "kept", "config.kubernetes.io/depends-on": "x", "kustomize.config.k8s.io/id": "k",
+            "internal.config.kubernetes.io/other": "kept"}
+    body = {"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "c", "namespace": "ns", "annotations": {**bookkeeping, **kept}}}
+    assert set(bookkeeping) <= KUSTOMIZE_ANNOTATIONS and not set(kept) & KUSTOMIZE_ANNOTATIONS
+    assert base_body(body)["metadata"]["annotations"] == kept
+    only = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c", "annotations": bookkeeping}}
+    assert "annotations" not in base_body(only)["metadata"]
+    # a customization that puts one back (a Customizer's path $.metadata.annotations) loses it again
+    customized = reprojected({**body, "metadata": {**body["metadata"], "labels": {}}})
+    assert customized["metadata"]["annotations"] == kept
+    assert body["metadata"]["annotations"] == {**bookkeeping, **kept}  # the input is not touched
+
+
+def test_a_local_config_mark_that_kustomize_would_drop_the_object_for_is_not_in_base_copies() -> None:
+    """KubeStellar delivers the object; `kubectl kustomize` would leave it out of the mailbox unless
+    the value is exactly "false", so the mark goes (and "false" stays, as kustomize keeps it)."""
+    for value, kept in (("true", False), ("yes", False), ("", False), ("false", True)):
+        body = {"apiVersion": "v1", "kind": "ConfigMap",
+                "metadata": {"name": "c", "annotations": {LOCAL_CONFIG: value, "note": "n"}}}
+        expected = {"note": "n", **({LOCAL_CONFIG: value} if kept else {})}
+        assert base_body(body)["metadata"]["annotations"] == expected
+        assert reprojected(body)["metadata"]["annotations"] == expected
 
 
 # --- CRDs come along -----------------------------------------------------------------------------

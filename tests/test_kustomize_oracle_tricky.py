@@ -254,3 +254,62 @@ data:
         objects = assert_oracle_agrees(cli, repo, f"inv-mb-{wec}", wec)
         assert _find(objects, "ConfigMap", "numbers")["data"] == {
             "sci": "1e3", "octal": "0o17", "hex": "0x1F", "plus": "+12"}
+
+
+def test_kustomize_bookkeeping_annotations_render_as_kustomize_builds(cli: Any, tree: Any) -> None:
+    """Objects written out by `kustomize build` into a file carry kustomize's own annotations
+    (KubeStellar's kyverno end-to-end testdata does: `config.kubernetes.io/index`); kustomize drops
+    them from what it prints, and `needsHashSuffix: enabled` would rename the object."""
+    repo = _tricky_repo(tree, {"spaces/wds/built.yaml": """\
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: built
+  namespace: tricky
+  annotations:
+    config.kubernetes.io/index: "1"
+    internal.config.kubernetes.io/index: "1"
+    internal.config.kubernetes.io/needsHashSuffix: enabled
+    owner: team-a
+data:
+  k: v
+---
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: built-bare
+  namespace: tricky
+  annotations:
+    config.kubernetes.io/index: "2"
+    internal.config.kubernetes.io/index: "2"
+data:
+  k: v
+---
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: local
+  namespace: tricky
+  annotations:
+    config.kubernetes.io/local-config: "true"
+data:
+  k: v
+---
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: not-local
+  namespace: tricky
+  annotations:
+    config.kubernetes.io/local-config: "false"
+data:
+  k: v
+"""})
+    reconcile(cli, repo)
+    for wec in ("east", "west"):
+        objects = assert_oracle_agrees(cli, repo, f"inv-mb-{wec}", wec)
+        assert _find(objects, "ConfigMap", "built")["metadata"]["annotations"] == {"owner": "team-a"}
+        assert "annotations" not in _find(objects, "ConfigMap", "built-bare")["metadata"]
+        assert "annotations" not in _find(objects, "ConfigMap", "local")["metadata"]  # delivered, as KubeStellar does
+        assert _find(objects, "ConfigMap", "not-local")["metadata"]["annotations"] == {
+            "config.kubernetes.io/local-config": "false"}

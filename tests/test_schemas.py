@@ -14,6 +14,8 @@ from jsonschema import Draft202012Validator
 from ksgitops.core.load import schemas
 from ksgitops.core.load.schemas import (GENERATED_SCHEMAS, SCHEMA_FILES, format_path, load_schema, schema_for,
                                         schema_names, validate_reported, validate_schema, validator_for)
+from ksgitops.core.load.workload import GROUPS_NEVER_DELIVERED
+from ksgitops.core.place.delivery import kind_off_edge
 from ksgitops.model import Origin
 from schema_examples import (EXAMPLES, KIND_SCHEMAS, ORIGIN, REPORTED_EXAMPLES, base, example_bodies, messages, obj,
                              schema_name)
@@ -122,7 +124,21 @@ def test_unknown_kinds_in_our_groups_are_warnings(api_version: str, kind: str, h
     problems = validate({"wds": [obj(body)]}, KindTable())
     assert len(problems) == 1 and problems[0].severity == "warning" and problems[0].origin == ORIGIN
     assert problems[0].message.startswith(f"kind {kind} of apiVersion {api_version} is unknown")
-    assert problems[0].message.endswith(f"entry to place them{hint}")
+    # a CRD would not place it either: no object of these groups is ever delivered
+    assert "add its CRD" not in problems[0].message
+    assert problems[0].message.endswith(f"never placed, whatever declares it{hint}")
+    group = api_version.split("/")[0]
+    assert kind_off_edge(group, kind, None) is not None and group in GROUPS_NEVER_DELIVERED
+
+
+def test_an_unknown_kind_of_a_group_that_a_crd_can_make_placeable_says_how() -> None:
+    """space.kubestellar.io is ours too, but a CRD in the repo makes its kinds placeable."""
+    from ksgitops.core.load.validate import validate
+    from ksgitops.kinds import KindTable
+    body = {"apiVersion": "space.kubestellar.io/v1alpha1", "kind": "Widget", "metadata": {"name": "x"}}
+    [problem] = validate({"wds": [obj(body)]}, KindTable())
+    assert problem.severity == "warning" and problem.message.endswith("kinds entry to place them")
+    assert kind_off_edge("space.kubestellar.io", "Widget", None) is None
 
 
 def test_a_version_of_a_control_kind_nobody_defines_is_an_error() -> None:

@@ -117,11 +117,20 @@ def _removed_kind(obj: Obj) -> str:
             + ": no cluster of a current release serves it, and no clause can place it")
 
 
+# KubeStellar's control groups, whose objects never reach a WEC (place/delivery.py keeps them off):
+# a CRD in the repo would not make an unknown kind of theirs placeable
+GROUPS_NEVER_DELIVERED = ("edge.kubestellar.io", "control.kubestellar.io")
+
+
 def _unknown_kind(obj: Obj, kinds: KindTable) -> str:
-    text = (f"kind {obj.kind} of apiVersion {obj.api_version} is unknown (no built-in mapping, CRD in the repo, "
-            f"or RepoConfig kinds entry): its objects are loaded, cluster-scoped unless they set "
-            f"metadata.namespace, and no clause can place them; add its CRD to a space or a RepoConfig kinds "
-            f"entry to place them")
+    if obj.group in GROUPS_NEVER_DELIVERED:  # KubeStellar's EdgeSyncConfig, later releases' BindingPolicy, ...
+        text = (f"kind {obj.kind} of apiVersion {obj.api_version} is unknown: ksgitops does not read it; its "
+                f"objects are loaded and, as every object of {obj.group}, never placed, whatever declares it")
+    else:
+        text = (f"kind {obj.kind} of apiVersion {obj.api_version} is unknown (no built-in mapping, CRD in the "
+                f"repo, or RepoConfig kinds entry): its objects are loaded, cluster-scoped unless they set "
+                f"metadata.namespace, and no clause can place them; add its CRD to a space or a RepoConfig "
+                f"kinds entry to place them")
     close = _close_kind(obj, kinds)
     return text + f" (did you mean {close}?)" if close else text
 

@@ -1,7 +1,8 @@
 """The uncustomized base copy of a workload object, as it is written into every mailbox.
 
 Computed once per object (not per WEC): what KubeStellar does not transport is cleared (`status`,
-the server-set metadata fields and kcp's label and annotation keys: see `delivery.py`), the
+the server-set metadata fields, kcp's label and annotation keys and kustomize's bookkeeping
+annotations: see `delivery.py`), the
 projected label added, an empty annotations map omitted (kustomize drops it, so we never write it).
 """
 from __future__ import annotations
@@ -15,7 +16,8 @@ from ...model import Obj, ObjRef
 from ...names import rel_path
 from ..customize.params import referenced_keys
 from ..customize.customizer import CUSTOMIZER_ANNOTATION, EXPAND_ANNOTATION, wants_expansion
-from .delivery import CLEARED_METADATA, is_kcp_key
+from .delivery import CLEARED_METADATA, KUSTOMIZE_ANNOTATIONS, LOCAL_CONFIG, is_kcp_key, is_untransported_annotation, \
+    kustomize_drops
 from ..serialize import deep_copy, dump_yaml
 
 PROJECTED_LABEL = "edge.kubestellar.io/projected"
@@ -50,6 +52,12 @@ def _without_kcp_keys(values: Any) -> dict[str, Any]:
     return {k: v for k, v in values.items() if not is_kcp_key(k)}
 
 
+def _transported_annotations(values: Any) -> dict[str, Any]:
+    if not isinstance(values, dict):
+        return {}
+    return {k: v for k, v in values.items() if not is_untransported_annotation(k, v)}
+
+
 def base_body(body: dict[str, Any]) -> dict[str, Any]:
     """A copy of `body` as it goes into a mailbox's objects/ (see the module doc)."""
     copy = deep_copy(body)
@@ -60,7 +68,7 @@ def base_body(body: dict[str, Any]) -> dict[str, Any]:
     labels = _without_kcp_keys(md.get("labels"))
     labels[PROJECTED_LABEL] = "yes"
     md["labels"] = labels
-    annotations = _without_kcp_keys(md.get("annotations"))
+    annotations = _transported_annotations(md.get("annotations"))
     if annotations:
         md["annotations"] = annotations
     else:
@@ -76,12 +84,18 @@ def reprojected(body: dict[str, Any]) -> dict[str, Any]:
     if not isinstance(md, dict):
         return body
     labels = md.get("labels")
+    annotations = md.get("annotations")
+    annotations = annotations if isinstance(annotations, dict) else None
+    bookkeeping = annotations is not None and (not KUSTOMIZE_ANNOTATIONS.isdisjoint(annotations)
+                                              or LOCAL_CONFIG in annotations)
     if not any(key in md for key in CLEARED_METADATA) and isinstance(labels, dict) \
-            and labels.get(PROJECTED_LABEL) == "yes":
+            and labels.get(PROJECTED_LABEL) == "yes" and not bookkeeping:
         return body
     md = {k: v for k, v in md.items() if k not in CLEARED_METADATA}
     if labels is None or isinstance(labels, dict):
         md["labels"] = {**(labels or {}), PROJECTED_LABEL: "yes"}
+    if bookkeeping and annotations is not None:
+        md["annotations"] = {k: v for k, v in annotations.items() if not kustomize_drops(k, v)}
     return {**body, "metadata": md}
 
 

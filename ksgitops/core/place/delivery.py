@@ -17,6 +17,13 @@ Three rules, each as KubeStellar v0.14 applies it:
    neither `status` nor labels/annotations whose key `kvIsSystem`: the key contains `.kcp.io/` or
    starts with `kcp.io/`; the API server sets creationTimestamp, generation and the deletion fields
    itself when the object is created).
+
+One more, kustomize's rather than KubeStellar's: a mailbox is a kustomize overlay, and
+`kubectl kustomize` drops its own bookkeeping annotations from what it prints (kyaml's file
+position keys, kustomize's build keys); `internal.config.kubernetes.io/needsHashSuffix: enabled`
+even renames the object; `config.kubernetes.io/local-config` (any value but "false") makes it
+leave the object out. Files written out by `kustomize build` or kpt carry some of them, so base
+copies go without them: what the WEC receives is then the same, rendered or built.
 """
 from __future__ import annotations
 
@@ -75,6 +82,17 @@ CLEARED_METADATA = ("uid", "resourceVersion", "selfLink", "managedFields", "owne
                     "clusterName")
 
 
+# annotations `kubectl kustomize` (kustomize v5) removes from every object it prints
+KUSTOMIZE_ANNOTATIONS = frozenset({
+    "config.kubernetes.io/index", "config.kubernetes.io/path", "config.k8s.io/id",
+    "config.kubernetes.io/origin", "alpha.config.kubernetes.io/transformations",
+    *(f"internal.config.kubernetes.io/{name}" for name in (
+        "index", "path", "id", "seqindent", "annotations-migration-resource-id",
+        "previousKinds", "previousNames", "previousNamespaces", "prefixes", "suffixes",
+        "refBy", "generatorBehavior", "needsHashSuffix", "allowNameChange", "allowKindChange")),
+})
+
+
 def _group_text(group: str) -> str:
     return f"{group}" if group else "the core group"
 
@@ -110,4 +128,19 @@ def is_kcp_key(key: str) -> bool:
     return ".kcp.io/" in key or key.startswith("kcp.io/")
 
 
-__all__ = ["CLEARED_METADATA", "kind_off_edge", "system_object", "is_kcp_key"]
+# kustomize leaves an object with this annotation out of what it builds, unless its value is "false"
+LOCAL_CONFIG = "config.kubernetes.io/local-config"
+
+
+def kustomize_drops(key: str, value: Any) -> bool:
+    """An annotation kustomize would drop, or drop its object for, when it builds a mailbox."""
+    return key in KUSTOMIZE_ANNOTATIONS or (key == LOCAL_CONFIG and value != "false")
+
+
+def is_untransported_annotation(key: str, value: Any) -> bool:
+    """An annotation no base copy carries: kcp's, or one kustomize_drops."""
+    return is_kcp_key(key) or kustomize_drops(key, value)
+
+
+__all__ = ["CLEARED_METADATA", "KUSTOMIZE_ANNOTATIONS", "LOCAL_CONFIG", "kind_off_edge", "system_object",
+           "is_kcp_key", "kustomize_drops", "is_untransported_annotation"]
