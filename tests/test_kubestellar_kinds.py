@@ -173,10 +173,10 @@ def test_an_unknown_kind_is_warned_about_once_for_all_its_objects() -> None:
     objs = [_obj(APIBINDING % "bind-kube", line=1), _obj(APIBINDING % "bind-espw", line=11)]
     problems = validate({"wds": objs}, KindTable())
     assert [str(p) for p in problems] == [
-        "spaces/wds/x.yaml:1: warning: kind APIBinding of apiVersion apis.kcp.io/v1alpha1 is unknown (no built-in "
-        "mapping, CRD in the repo, or RepoConfig kinds entry): its objects are loaded, cluster-scoped unless they set "
-        "metadata.namespace, and no clause can place them; add its CRD to a space or a RepoConfig kinds entry to place "
-        "them (2 objects; the first is here)"]
+        "spaces/wds/x.yaml:1: warning: kind APIBinding of apiVersion apis.kcp.io/v1alpha1 is unknown: its objects "
+        "are loaded and never placed, whatever declares the kind: APIBinding of apis.kcp.io never reaches a WEC "
+        "(KubeStellar keeps it in the mailbox and never sends it on to the WEC; KubeStellar's what-resolver ignores "
+        "the resource) (2 objects; the first is here)"]
 
 
 def test_objects_of_an_unknown_kind_are_not_placed_even_by_a_star(tree: Tree) -> None:

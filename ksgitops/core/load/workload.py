@@ -24,6 +24,7 @@ from ...model import Obj
 from ..customize.customizer import EXPAND_ANNOTATION
 from .configdata import data_findings
 from .jsonshape import FieldPath
+from .offedge import kind_off_edge
 
 Finding = tuple[str, FieldPath]  # a message and the field it is about
 
@@ -117,15 +118,11 @@ def _removed_kind(obj: Obj) -> str:
             + ": no cluster of a current release serves it, and no clause can place it")
 
 
-# KubeStellar's control groups, whose objects never reach a WEC (place/delivery.py keeps them off):
-# a CRD in the repo would not make an unknown kind of theirs placeable
-GROUPS_NEVER_DELIVERED = ("edge.kubestellar.io", "control.kubestellar.io")
-
-
 def _unknown_kind(obj: Obj, kinds: KindTable) -> str:
-    if obj.group in GROUPS_NEVER_DELIVERED:  # KubeStellar's EdgeSyncConfig, later releases' BindingPolicy, ...
-        text = (f"kind {obj.kind} of apiVersion {obj.api_version} is unknown: ksgitops does not read it; its "
-                f"objects are loaded and, as every object of {obj.group}, never placed, whatever declares it")
+    never = kind_off_edge(obj.group, obj.kind, None)
+    if never:  # KubeStellar's EdgeSyncConfig, kcp's APIBinding, later releases' BindingPolicy, ...
+        text = (f"kind {obj.kind} of apiVersion {obj.api_version} is unknown: its objects are loaded and never "
+                f"placed, whatever declares the kind: {never}")
     else:
         text = (f"kind {obj.kind} of apiVersion {obj.api_version} is unknown (no built-in mapping, CRD in the "
                 f"repo, or RepoConfig kinds entry): its objects are loaded, cluster-scoped unless they set "
