@@ -7,6 +7,8 @@ from __future__ import annotations
 import os
 import stat
 import subprocess
+import sys
+import time
 from pathlib import Path
 from typing import Iterator
 
@@ -115,3 +117,48 @@ def test_a_state_folder_made_meanwhile_by_another_process_is_taken(tmp_path: Pat
     monkeypatch.setattr(folderstate.os, "mkdir", racing_mkdir)
     folderstate.private_folder(target)
     assert target.is_dir() and stat.S_IMODE(target.stat().st_mode) == 0o700
+
+
+KILLED_MID_WRITE = """
+import os, signal, sys
+fd = os.open(sys.argv[1], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)  # as an earlier version's write_new
+os.write(fd, sys.argv[2].encode())
+os.kill(os.getpid(), signal.SIGKILL)  # before its rename over the file
+"""
+
+
+def test_staging_files_a_killed_writer_left_are_tightened_and_old_ones_removed(example: Path, cli, monkeypatch) -> None:
+    """Before: a `.NAME.ksgitops-tmp` a kill left stayed as it was, 0644 with the Secret's value in
+    it, for as long as nothing wrote NAME again (a work tree's commands never write the run record).
+    Now the next command that writes the state folder tightens it, and removes it once it is an
+    hour old; what is not its own (a link, another user's file, another name) it leaves alone."""
+    from ksgitops.io.fs import folderstate
+    repo = git_init(_with_secret(example))
+    _every_writer(cli, repo)
+    state = repo / ".git/ksgitops-state"
+    young, old = state / ".reconciled.pickle.ksgitops-tmp", state / ".placed.pickle.ksgitops-tmp"
+    for path in (young, old):
+        killed = subprocess.run([sys.executable, "-c", KILLED_MID_WRITE, str(path), VALUE])
+        assert killed.returncode == -9 and stat.S_IMODE(path.stat().st_mode) == 0o644
+    os.utime(old, (time.time() - 2 * 3600, time.time() - 2 * 3600))
+    link = state / ".linked.ksgitops-tmp"
+    link.symlink_to(young)
+    other = state / ".notes.txt"
+    other.write_text("mine")
+    foreign = state / ".theirs.ksgitops-tmp"
+    foreign.write_text("theirs")
+    if os.geteuid() == 0:
+        os.chown(foreign, 65534, 65534)
+    os.utime(foreign, (0, 0))
+    foreign.chmod(0o644)
+    monkeypatch.setattr(folderstate, "_tidied", {}, raising=False)  # a new process: the commands above ran in this one
+    page = repo / "spaces/wmw-c/httpd.yaml"
+    page.write_text(page.read_text().replace("web site", "web site, once more", 1))
+    assert cli("reconcile", str(repo)).code == 0
+    assert stat.S_IMODE(young.stat().st_mode) == 0o600 and young.read_text() == VALUE
+    assert not old.exists()
+    assert link.is_symlink() and other.read_text() == "mine" and stat.S_IMODE(other.stat().st_mode) == 0o644
+    if os.geteuid() == 0:  # another user's: neither tightened nor removed
+        assert foreign.exists() and stat.S_IMODE(foreign.stat().st_mode) == 0o644
+    else:  # ours, an hour old: removed
+        assert not foreign.exists()

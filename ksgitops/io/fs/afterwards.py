@@ -36,6 +36,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
+from . import waiting
 from .paths import open_plain
 
 LOCK_FILE = "memos.lock"
@@ -268,7 +269,7 @@ def settled(state: Path) -> None:
     if fd is None:
         return
     try:
-        fcntl.flock(fd, fcntl.LOCK_SH)
+        waiting.take(fd, os.path.join(key, LOCK_FILE), fcntl.LOCK_SH)
     finally:
         os.close(fd)
 

@@ -18,6 +18,7 @@ from typing import Any, Iterator
 
 from ..pygit import pygit2
 
+from . import waiting
 from .paths import STATE_DIR, write_state
 
 _libc: Any = None
@@ -101,7 +102,8 @@ _held: dict[str, list[int]] = {}  # folder -> [fd, depth]: re-entrant within the
 def exclusive(folder: Path | str, wait: bool = True) -> Iterator[bool]:
     """Hold an advisory lock (flock) on `folder` for a write and its recovery, so that a command
     never rolls back a write another live process is doing (it waits for it instead). The kernel
-    drops the lock of a killed process; nothing is written to take it. Without `wait`, a lock
+    drops the lock of a killed process; nothing is written to take it. A wait of more than a moment
+    says on stderr which process holds the lock (`waiting.py`). Without `wait`, a lock
     another process holds is not waited for: the block runs holding nothing, told False."""
     key = os.path.realpath(folder)
     held = _held.get(key)
@@ -114,11 +116,14 @@ def exclusive(folder: Path | str, wait: bool = True) -> Iterator[bool]:
         return
     fd = os.open(key, os.O_RDONLY | os.O_DIRECTORY)
     try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
-        except BlockingIOError:
-            yield False
-            return
+        if wait:
+            waiting.take(fd, key)
+        else:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                yield False
+                return
         _held[key] = [fd, 1]
         try:
             yield True
@@ -153,6 +158,8 @@ REF_INTENT = f"{STATE_DIR}/ref-intent"  # in the git directory: the refs a ksgit
 
 
 PER_WORKTREE = ("refs/worktree/", "refs/bisect/", "refs/rewritten/")  # refs a linked work tree keeps in its own git dir
+GIT_FILES = {"FETCH_HEAD": False, "shallow": True, "config": True, "packed-refs": True}  # file -> in the common dir
+_intents: dict[str, list[str]] = {}  # intent file -> what this process has named in it (nested moves)
 
 
 @contextmanager
@@ -163,7 +170,9 @@ def moving_refs(git_dir: str, *refs: str) -> Iterator[None]:
     later writer (git's too) fails on it. The intent file names the refs before they move and goes
     when they have; a later process that holds the lock and still finds it knows its writer died
     mid-move (a live one would hold the lock), and removes the lock files of those refs, and only
-    those: a lock another git process holds is never touched.
+    those: a lock another git process holds is never touched. A fetch names what it may move
+    without knowing which refs that will be: `refs/.../*` (every ref below), and the files of
+    `GIT_FILES` that libgit2 also writes through a lock (FETCH_HEAD, shallow, config, packed-refs).
 
     In a linked work tree (`git worktree add`) branches live in the common git directory: the
     lock and the intent are taken there too (every work tree of the repository moves its branches
@@ -171,13 +180,22 @@ def moving_refs(git_dir: str, *refs: str) -> Iterator[None]:
     common = common_dir(git_dir)
     with exclusive(git_dir), exclusive(common):
         intent = common / REF_INTENT
-        for named in {Path(git_dir) / REF_INTENT, intent}:  # an earlier version's, in the work tree's own
-            _clear_dead_mover(Path(git_dir), common, named)
-        write_state(intent, ("\n".join(refs) + "\n").encode())
+        key = os.path.realpath(intent)
+        outer = _intents.get(key)
+        if outer is None:
+            for named in {Path(git_dir) / REF_INTENT, intent}:  # an earlier version's, in the work tree's own
+                _clear_dead_mover(Path(git_dir), common, named)
+        _intents[key] = [*(outer or ()), *refs]
+        write_state(intent, ("\n".join(_intents[key]) + "\n").encode())
         try:
             yield
         finally:
-            intent.unlink(missing_ok=True)
+            if outer is None:
+                del _intents[key]
+                intent.unlink(missing_ok=True)
+            else:  # the enclosing move goes on: its refs stay named
+                _intents[key] = outer
+                write_state(intent, ("\n".join(outer) + "\n").encode())
 
 
 def _clear_dead_mover(git_dir: Path, common: Path, intent: Path) -> None:
@@ -187,11 +205,25 @@ def _clear_dead_mover(git_dir: Path, common: Path, intent: Path) -> None:
         return
     for ref in named:
         parts = ref.split("/")
+        if ref in GIT_FILES:
+            (common if GIT_FILES[ref] else git_dir).joinpath(f"{ref}.lock").unlink(missing_ok=True)
+            continue
         if ref == "HEAD" or ref.startswith(PER_WORKTREE):
             where = git_dir
         elif parts[0] == "refs" and all(p not in ("", ".", "..") for p in parts):
             where = common
         else:
             continue
-        (where / f"{ref}.lock").unlink(missing_ok=True)
+        if parts[-1] == "*":  # every ref below the folder
+            _clear_locks_below(where.joinpath(*parts[:-1]))
+        else:
+            (where / f"{ref}.lock").unlink(missing_ok=True)
     intent.unlink(missing_ok=True)
+
+
+def _clear_locks_below(folder: Path) -> None:
+    """Every `*.lock` file below `folder`, never following a link."""
+    for root, _, files in os.walk(folder):
+        for name in files:
+            if name.endswith(".lock"):
+                Path(root, name).unlink(missing_ok=True)

@@ -103,6 +103,54 @@ def private_folder(path: str | os.PathLike[str]) -> None:
     st = os.lstat(name)
     if stat.S_ISDIR(st.st_mode) and too_open(st):
         os.chmod(name, stat.S_IMODE(st.st_mode) & ~0o077)
+    if stat.S_ISDIR(st.st_mode):
+        tidy(name)
+
+
+TMP = ".ksgitops-tmp"  # `.NAME.ksgitops-tmp`: a file being written beside NAME, renamed over it (paths.write_file)
+STALE_TMP = 3600.0  # seconds: no write of a state file takes that long, so its staging file was left by a kill
+RETIDY = 60.0  # seconds before a long-lived process (a monitor) looks at a folder again
+_tidied: dict[str, float] = {}
+
+
+def tidy(folder: str) -> None:
+    """What a process killed while writing a state file left in the state folder `folder` (a
+    `.NAME.ksgitops-tmp`, holding what the file holds, Secret data included): tightened to
+    `PRIVATE_FILE` when an earlier version left it open to others, removed once it is `STALE_TMP`
+    old (a live writer's is younger: its rename follows its write at once). Only plain files of
+    that name that this user owns are touched, never through a link; once a minute per process."""
+    import time
+    parent = os.path.dirname(folder)
+    if not (os.path.basename(folder) == STATE or (os.path.basename(parent) == FOLDERS
+                                                   and os.path.basename(os.path.dirname(parent)) == STATE)):
+        return
+    now = time.monotonic()
+    if now - _tidied.get(folder, -RETIDY) < RETIDY:
+        return
+    _tidied[folder] = now
+    try:
+        entries = [e.name for e in os.scandir(folder) if e.name.startswith(".") and e.name.endswith(TMP)]
+    except OSError:
+        return
+    for name in entries:
+        try:
+            _tidy_one(os.path.join(folder, name), time.time())
+        except OSError:
+            pass  # tidying is only for privacy and space: the next command tries again
+
+
+def _tidy_one(path: str, now: float) -> None:
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_uid != os.geteuid():
+            return
+        if too_open(st):
+            os.fchmod(fd, PRIVATE_FILE)
+        if now - st.st_mtime > STALE_TMP and os.path.samestat(st, os.lstat(path)):
+            os.unlink(path)
+    finally:
+        os.close(fd)
 
 
 def too_open(st: os.stat_result) -> bool:

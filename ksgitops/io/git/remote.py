@@ -87,7 +87,9 @@ def clone(url: str, path: Path, branch: str) -> pygit2.Repository:
     """A bare clone of `url` at `path` (shallow where the transport allows), or the existing one."""
     if (path / "HEAD").exists():
         repo = pygit2.Repository(str(path))
-        repo.remotes.set_url(REMOTE, url)
+        if _url(repo, REMOTE) != url:
+            with moving_refs(repo.path, "config"):
+                repo.remotes.set_url(REMOTE, url)
         return repo
     path.parent.mkdir(parents=True, exist_ok=True)
     try:
@@ -107,10 +109,12 @@ def fetch(repo: pygit2.Repository, branch: str, remote: str = REMOTE, extra: tup
     refs/remotes/<remote>/<branch>)."""
     tracking = f"refs/remotes/{remote}/{branch}"
     try:
-        repo.remotes[remote].fetch([f"+refs/heads/{branch}:{tracking}", *extra], callbacks=Credentials(),
-                                   depth=1 if repo.is_shallow else 0)
+        with moving_refs(repo.path, tracking, *map(_moved_by, extra), "FETCH_HEAD", "shallow"):
+            repo.remotes[remote].fetch([f"+refs/heads/{branch}:{tracking}", *extra], callbacks=Credentials(),
+                                       depth=1 if repo.is_shallow else 0)
     except (pygit2.GitError, KeyError) as e:
-        raise GitError(f"fetch of {branch} from {redact(_url(repo, remote))} failed: {_reason(e)}") from None
+        raise GitError(_locked(e, f"fetch of {branch}")
+                       or f"fetch of {branch} from {redact(_url(repo, remote))} failed: {_reason(e)}") from None
     ref = repo.references.get(tracking)
     if ref is None:
         raise GitError(f"the remote has no branch {branch}")
@@ -121,14 +125,23 @@ def push(repo: pygit2.Repository, branch: str, remote: str = REMOTE) -> None:
     """Push the local `branch` to the remote's; never forced. PushRejected when the remote moved."""
     callbacks = Credentials()
     ref = f"refs/heads/{branch}"
-    try:
-        repo.remotes[remote].push([f"{ref}:{ref}"], callbacks=callbacks)
-    except pygit2.GitError as e:
-        raise PushRejected(f"push of {branch} to {redact(_url(repo, remote))} refused: {_reason(e)}") from None
-    if callbacks.rejected:
-        raise PushRejected(f"push of {branch} refused: {'; '.join(callbacks.rejected)}")
-    with moving_refs(repo.path, f"refs/remotes/{remote}/{branch}"):
-        repo.references.create(f"refs/remotes/{remote}/{branch}", repo.references[ref].target, force=True)
+    tracking = f"refs/remotes/{remote}/{branch}"
+    with moving_refs(repo.path, tracking):  # libgit2 moves the tracking ref after a push too
+        try:
+            repo.remotes[remote].push([f"{ref}:{ref}"], callbacks=callbacks)
+        except pygit2.GitError as e:
+            raise PushRejected(_locked(e, f"push of {branch}")
+                               or f"push of {branch} to {redact(_url(repo, remote))} refused: {_reason(e)}") from None
+        if callbacks.rejected:
+            raise PushRejected(f"push of {branch} refused: {'; '.join(callbacks.rejected)}")
+        repo.references.create(tracking, repo.references[ref].target, force=True)
+
+
+def _moved_by(refspec: str) -> str:
+    """What a fetch refspec moves, as `durable.moving_refs` names it: its destination, or the
+    folder below which a pattern's destinations lie (`refs/remotes/x/*`)."""
+    destination = refspec.lstrip("+").rpartition(":")[2]
+    return f"{destination.partition('*')[0].rpartition('/')[0]}/*" if "*" in destination else destination
 
 
 def _url(repo: pygit2.Repository, remote: str) -> str:
@@ -141,3 +154,17 @@ def _url(repo: pygit2.Repository, remote: str) -> str:
 def _reason(error: BaseException) -> str:
     """libgit2's message, one line, with any credentials in URLs masked."""
     return scrub(str(error))
+
+
+def _locked(error: BaseException, what: str) -> str | None:
+    """When libgit2 could not take a lock file in the clone: `what` failed, the file named with the
+    way out (one a killed ksgitops left on what it was moving, the next cycle clears itself:
+    durable.moving_refs). The remote's URL is left out: the cause is here, and the file's path is long."""
+    locked = _LOCK_FAILED.search(str(error))
+    if locked is None:
+        return None
+    return (f"{what} failed: {locked[1]} is there (a git process is working in this clone, or one was killed: "
+            f"when none is running, remove that file)")
+
+
+_LOCK_FAILED = re.compile(r"failed to lock file '([^']+\.lock)'")

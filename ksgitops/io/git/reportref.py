@@ -81,7 +81,8 @@ class MailboxRepo:
         remote = self.repo.remotes.create_anonymous(self.url)
         specs = [f"+refs/heads/{self.branch}:{self.tracking_branch}", f"+{self.ref}:{self.tracking_ref}"]
         try:
-            with libgit2_fsync():  # a fetched pack on disk before the tracking refs point into it
+            moved = (self.tracking_branch, self.tracking_ref, "FETCH_HEAD", "shallow", "packed-refs")
+            with libgit2_fsync(), moving_refs(self.repo.path, *moved):  # the fetched pack on disk before refs name it
                 remote.fetch(specs, prune=pygit2.enums.FetchPrune.PRUNE, callbacks=Credentials())
         except (pygit2.GitError, OSError, ValueError) as e:
             return f"fetch {scrub(self.url)}: {scrub(str(e))}"
