@@ -26,7 +26,8 @@ def break_after_good_reconcile(repo: Path, cli, breakage: Callable[[Path], None]
     """Reconcile the good repo, break one object and change another, and check the rules of
     docs/REFERENCE.md, "Errors for one object on one WEC".
 
-    problem: (file, a text on the first line of the failing object's document, message regex).
+    problem: (file, a text on the line the problem names: the failing object's first, or that of
+    the field it is about, message regex).
     """
     assert cli("reconcile", str(repo)).code == 0
     gen0 = generated(repo)
@@ -85,7 +86,7 @@ def test_missing_parameter_keeps_previous_copy(example: Path, cli) -> None:
     def breakage(repo: Path) -> None:
         edit(repo, HTTPD_C, "Running in %(loc-name).", "Running in %(nope).")
         edit(repo, HTTPD_C, "replicas: 1", "replicas: 3")  # commond, same mailboxes, must update
-    break_after_good_reconcile(example, cli, breakage, CM_REL, MAILBOXES, RS_REL, (HTTPD_C, "apiVersion: v1", "'nope'"))
+    break_after_good_reconcile(example, cli, breakage, CM_REL, MAILBOXES, RS_REL, (HTTPD_C, "index.html: |", "'nope'"))
     rendered = cli("render", "florin", str(example))
     assert "Running in florin." in rendered.out  # the kept copy, customized as before
 
@@ -95,7 +96,7 @@ def test_unknown_customizer_keeps_previous_copy(example: Path, cli) -> None:
         edit(repo, HTTPD_C, "customizer: example-customizer", "customizer: nope")
         edit(repo, HTTPD_C, "This is a common web site.", "This is THE common web site.")
     break_after_good_reconcile(example, cli, breakage, RS_REL, MAILBOXES, CM_REL,
-                               (HTTPD_C, "apiVersion: apps/v1", "unknown Customizer commonstuff/nope"))
+                               (HTTPD_C, "customizer: nope", "unknown Customizer commonstuff/nope"))
 
 
 @pytest.mark.parametrize("field, was, broken, message", [
@@ -172,7 +173,7 @@ def test_conflict_with_nothing_else_changed_leaves_mailbox_untouched(example: Pa
 
 def test_error_without_previous_copy_leaves_object_out(example: Path, cli) -> None:
     edit(example, HTTPD_C, "Running in %(loc-name).", "Running in %(nope).")
-    line = _doc_line(example, HTTPD_C, "apiVersion: v1")
+    line = _doc_line(example, HTTPD_C, "index.html: |")  # the field that does not expand
     result = ks("reconcile", example)
     assert result.returncode == 0, result
     assert_clean(result.stderr)

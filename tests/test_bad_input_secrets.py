@@ -68,7 +68,7 @@ def test_parameter_error_in_secret_does_not_print_its_value(example: Path) -> No
         f"stringData:\n  password: '{OLD_SECRET}%(oops'\n")
     for command in ("reconcile", "validate"):
         result = ks(command, repo)
-        assert "spaces/wmw-s/secret.yaml:1:" in result.stderr, result
+        assert "spaces/wmw-s/secret.yaml:10:" in result.stderr, result  # the field that does not expand
         assert OLD_SECRET not in result.stdout + result.stderr
 
 

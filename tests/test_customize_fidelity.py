@@ -194,9 +194,29 @@ def test_a_secret_s_self_holding_parameter_is_not_named(tree: Tree) -> None:
 def test_a_customizer_without_expand_parameters_putting_a_location_key_is_a_warning(tree: Tree) -> None:
     result = run(tree, [("$.data.x", '"%(zone)-%(asctime)s"')], annotations=f"{CUSTOMIZED}, {EXPAND}")
     assert warnings(result) == [
-        "spaces/wds/o.yaml:1: ConfigMap ns/a: Customizer ns/custom (spaces/wds/o.yaml:9) puts %(zone) as written "
+        "spaces/wds/o.yaml:6: ConfigMap ns/a: Customizer ns/custom (spaces/wds/o.yaml:9) puts %(zone) as written "
         "(it has no edge.kubestellar.io/expand-parameters: \"true\" annotation), though zone is a label or "
         "annotation of the WEC's Location"]
+
+
+@pytest.mark.parametrize("annotations, body, line, message", [
+    ("edge.kubestellar.io/customizer: custm", "data: {x: y}", 6, "unknown Customizer ns/custm (did you mean ns/custom?)"),
+    ("edge.kubestellar.io/customizer: a/b/c", "data: {x: y}", 6, "expected <name> or <namespace>/<name>, got 'a/b/c'"),
+    (EXPAND, 'data:\n  x: y\n  z: "in %(nowhere)"', 9, "parameter 'nowhere' is not defined"),
+    (EXPAND, 'data:\n  x: y\n  z: "in %(broken"', 9, "malformed parameter reference at offset 3"),
+    (EXPAND, 'data:\n  x: y\n  z: "%%(zone)"', None, ""),  # no error: `%%` is a `%`
+])
+def test_an_error_about_the_customizer_annotation_or_expansion_is_at_its_field_s_line(
+        tree: Tree, annotations: str, body: str, line: int | None, message: str) -> None:
+    """Not at the object's first line: the annotation naming the Customizer, the string that
+    does not expand (the error that keeps the object off the WEC)."""
+    result = run(tree, [], annotations=annotations, body=body)
+    errors = [(p.origin.line, p.message) for p in result.problems if p.is_error]
+    if line is None:
+        assert errors == []
+        return
+    [(at, text)] = errors
+    assert at == line and text.startswith("ConfigMap ns/a: ") and message in text, errors
 
 
 @pytest.mark.parametrize("value", ['"%(asctime)s %(levelname)s"', '"%%(zone)"'])

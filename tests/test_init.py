@@ -51,19 +51,72 @@ def test_init_failure_is_never_a_traceback(tmp_path: Path) -> None:
         one_line_error(proc.stderr)
 
 
-def test_init_refuses_a_non_empty_dir_and_a_file(cli: Any, tmp_path: Path) -> None:
-    target = tmp_path / "busy"
-    target.mkdir()
-    (target / "keep.txt").write_text("mine\n")
-    res = run(cli, "init", str(target), code=2)
-    line = one_line_error(res.err)
-    assert str(target) in line and "not empty" in line
-    assert "a new or empty folder" in line and "spaces/<space>/" in line  # what to do instead
-    assert sorted(p.name for p in target.iterdir()) == ["keep.txt"]
-    assert (target / "keep.txt").read_text() == "mine\n"
+def test_init_refuses_a_folder_holding_ksgitops_content_and_a_file(cli: Any, tmp_path: Path) -> None:
+    for names, said in ((("spaces/",), "holds spaces/ already: a ksgitops repository"),
+                        (("ksgitops.yaml", "README.md"), "holds ksgitops.yaml already: a ksgitops repository"),
+                        (("STATUS.md",), "holds a STATUS.md, which init would overwrite")):
+        target = tmp_path / names[0].strip("/").replace(".", "-")
+        target.mkdir()
+        for name in names:
+            if name.endswith("/"):
+                (target / name).mkdir()
+            else:
+                (target / name).write_text("mine\n")
+        line = one_line_error(run(cli, "init", str(target), code=2).err)
+        assert line.startswith(f"ksgitops: {target}: {said}"), line
+        assert "ksgitops init fleet" in line and "move" in line  # what to do instead
+        assert sorted(p.name for p in target.iterdir()) == sorted(n.strip("/") for n in names)  # nothing written
     afile = tmp_path / "afile"
     afile.write_text("x\n")
     assert "is not a folder" in one_line_error(run(cli, "init", str(afile), code=2).err)
+
+
+def test_init_dot_right_after_git_init_writes_the_starter_and_leaves_the_commit_to_the_user(
+        cli: Any, tmp_path: Path, monkeypatch: Any) -> None:
+    target = tmp_path / "fleet"
+    target.mkdir()
+    git(target, "init", "-q", "-b", "main")
+    monkeypatch.chdir(target)
+    res = run(cli, "init", ".")
+    assert ". is a git repository already: nothing committed; commit the starter (`git add -A && git commit`)" \
+        in res.out, res.out
+    assert res.out.splitlines()[-1] == "next: ksgitops wecs"
+    assert "written beside" not in res.out  # nothing was there but .git
+    assert (target / "spaces/imw1/florin.yaml").is_file() and (target / "STATUS.md").is_file()
+    assert git(target, "status", "--porcelain").splitlines() == ["?? STATUS.md", "?? spaces/"]
+    refused = one_line_error(run(cli, "init", "--git", ".", code=2).err)  # a second init: ksgitops content now
+    assert "holds spaces/, STATUS.md already" in refused, refused
+
+
+def test_init_dot_in_a_new_github_repository_keeps_its_files_and_names_them(cli: Any, tmp_path: Path) -> None:
+    target = tmp_path / "clone"
+    (target / ".github/workflows").mkdir(parents=True)
+    files = {"README.md": "# fleet\n", "LICENSE": "Apache-2.0\n", ".gitignore": "*.pyc\n",
+             ".github/workflows/ci.yml": "on: push\n"}
+    for name, text in files.items():
+        (target / name).write_text(text)
+    git(target, "init", "-q", "-b", "main")
+    git(target, "add", "-A")
+    git(target, "-c", "user.name=u", "-c", "user.email=u@example.com", "commit", "-q", "-m", "Initial commit")
+    refused = one_line_error(run(cli, "init", "--git", str(target), code=2).err)
+    assert "is a git repository already; --git would make a new one" in refused, refused
+    assert not (target / "spaces").exists()
+    res = run(cli, "init", str(target))
+    assert (f"{target}: spaces/ and STATUS.md written beside what was there, which init left as it was: "
+            ".github/, .gitignore, LICENSE, README.md") in res.out, res.out
+    assert {name: (target / name).read_text() for name in files} == files
+    assert git(target, "log", "--format=%s").splitlines() == ["Initial commit"]
+    assert "valid: 2 WECs" in run(cli, "validate", str(target)).out
+
+
+def test_init_beside_files_in_a_folder_of_no_repository_makes_it_one(cli: Any, tmp_path: Path) -> None:
+    target = tmp_path / "notes"
+    target.mkdir()
+    (target / "keep.txt").write_text("mine\n")
+    res = run(cli, "init", str(target))
+    assert "which init left as it was: keep.txt" in res.out and "a new git repository" in res.out, res.out
+    assert (target / "keep.txt").read_text() == "mine\n"
+    assert "keep.txt" in git(target, "ls-files").splitlines()  # the first commit holds everything in its folder
 
 
 def test_init_makes_a_git_repository_whose_first_commit_is_the_starter(cli: Any, tmp_path: Path) -> None:

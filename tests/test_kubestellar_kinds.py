@@ -328,7 +328,7 @@ def test_strict_makes_warnings_errors(tree: Tree, cli: Callable[..., Any]) -> No
     repo = tree({"spaces/wds/p.yaml": ODD_PLACEMENT, "spaces/wds/w.yaml": WORKLOAD})
     result = cli("validate", "--strict", str(repo))
     assert result.code == 2
-    assert result.out.splitlines()[-1] == ("invalid: 0 WECs, 1 placements, 0 errors, 3 warnings "
+    assert result.out.splitlines()[-1] == ("invalid: 0 WECs, 1 placement, 0 errors, 3 warnings "
                                            "(--strict: warnings are errors)")  # and: selects no WEC, no object
     assert cli("validate", "--strict", str(tree({"spaces/wds/w.yaml": WORKLOAD}))).code == 0
 

@@ -73,3 +73,15 @@ def test_the_first_try_mistakes_it_names_are_said_at_their_line(tmp_path: Path, 
             where = f"{name}:{line}: "
     proc = run_cli_subprocess("validate", cwd=tmp_path)
     assert where + said in proc.stderr and "Traceback" not in proc.stderr, proc
+
+
+@pytest.mark.parametrize("args", [("reconcile", "--commit"), ("status", "--commit"), ("fold-in",)])
+def test_a_commit_mode_before_the_first_commit_says_to_commit_first(tmp_path: Path, args: tuple[str, ...]) -> None:
+    """Right after `git init` and the YAML, before `git commit`: the branch has no commit to read."""
+    write_repository(tmp_path)
+    git(tmp_path, "init", "-q", "-b", "main")
+    proc = run_cli_subprocess(*args, cwd=tmp_path)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc
+    assert proc.stderr.strip() == ("ksgitops: HEAD: the branch main has no commit yet, and this reads commits, not "
+                                   "the work tree: commit the sources first (`git add -A && git commit`)"), proc
+    assert not (tmp_path / "spaces/inv-mb-east").exists()

@@ -51,7 +51,7 @@ def test_status_md_golden(tmp_path: Path) -> None:
                   "| guilder | imw1-mb-guilder | Synced |",
                   "| guilder | Deployment.apps specialstuff/speciald | Modified | spec.replicas, "
                   "spec.template.spec.containers[0].image | 2026-11-22T03:10:00Z |",
-                  "| wmw-s | spaces/wmw-s/httpd.yaml:2 | ConfigMap specialstuff/httpd-htdocs | guilder | ",
+                  "| wmw-s | spaces/wmw-s/httpd.yaml:10 | ConfigMap specialstuff/httpd-htdocs | guilder | ",
                   f"| wmw-c | {BROKEN}:4 | - | - | malformed YAML",
                   "| space | wmw-c | the objects its placements (edge-placement-c) placed at its last good state stay in "
                   "2 mailboxes |", "| wmw-c/edge-placement-c (frozen) | 2 | 2 | 4/4 |"):

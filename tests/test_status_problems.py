@@ -26,6 +26,7 @@ HTTPD = f"spaces/{WDS}/httpd.yaml"
 SPECIAL_CM = "core/configmaps/specialstuff/httpd-htdocs"
 OBJECT = "ConfigMap specialstuff/httpd-htdocs"
 MISSING = "parameter 'region' is not defined"
+LINE = 10  # `index.html: |`, the field that does not expand
 
 
 def break_customization(repo: Path) -> None:
@@ -52,7 +53,7 @@ def test_reconcile_writes_the_wds_problems_file_and_removes_it_when_fixed(exampl
     assert validate_document("problems.json", doc, Origin(PROBLEMS), "SpaceProblems") == []
     assert (doc["metadata"], doc["state"], doc["errors"], doc["warnings"]) == ({"name": WDS}, "Reconciled", 1, 0)
     [entry] = doc["problems"]
-    assert entry["file"] == HTTPD and entry["line"] == 2 and entry["severity"] == "error"
+    assert entry["file"] == HTTPD and entry["line"] == LINE and entry["severity"] == "error"
     assert (entry["object"], entry["wec"], entry["mailbox"]) == (OBJECT, "guilder", "imw1-mb-guilder")
     assert MISSING in entry["message"] and "not placed (no previous copy)" in entry["message"]
     assert not entry["message"].startswith(OBJECT)  # the object has its own field
@@ -102,20 +103,20 @@ def test_status_lists_errors_counts_warnings_and_tells_the_object(example: Path,
     assert result.code == 0, result
     facts = json.loads(result.out)
     errors = [p for p in facts["reconcileProblems"] if p["severity"] == "error"]
-    assert errors == [{"space": WDS, "severity": "error", "file": HTTPD, "line": 2, "object": OBJECT, "wec": "guilder",
+    assert errors == [{"space": WDS, "severity": "error", "file": HTTPD, "line": LINE, "object": OBJECT, "wec": "guilder",
                        "mailbox": "imw1-mb-guilder", "message": errors[0]["message"]}]
     assert facts["spaces"] == {"wmw-c": {"state": "Reconciled", "errors": 0, "warnings": 2},
                                WDS: {"state": "Reconciled", "errors": 1, "warnings": 0}}
     text = (example / "STATUS.md").read_text()
     assert "Reconcile: 1 error, 2 warnings." in text
     assert "| wmw-c | Reconciled | 0 | 2 |" in text and f"| {WDS} | Reconciled | 1 | 0 |" in text
-    row = next(line for line in text.splitlines() if line.startswith(f"| {WDS} | {HTTPD}:2 |"))
+    row = next(line for line in text.splitlines() if line.startswith(f"| {WDS} | {HTTPD}:{LINE} |"))
     assert f"| {OBJECT} | guilder | " in row and MISSING in row
     assert "selects no WEC" not in text  # warnings are counted, not listed
     status = load_yaml((example / f"spaces/{WDS}/.ksgitops/status/{SPECIAL_CM}.yaml").read_bytes())
     assert status["problemCount"] == 1
     assert status["problems"][0]["source"] == "reconcile" and status["problems"][0]["wec"] == "guilder"
-    assert status["problems"][0]["file"] == f"{HTTPD}:2" and MISSING in status["problems"][0]["message"]
+    assert status["problems"][0]["file"] == f"{HTTPD}:{LINE}" and MISSING in status["problems"][0]["message"]
     other = load_yaml((example / f"spaces/{WDS}/.ksgitops/status/apps/deployments/specialstuff/speciald.yaml").read_bytes())
     assert "problems" not in other
 
@@ -155,7 +156,7 @@ def test_status_over_git_reads_the_committed_problems_file(example_git: Path, cl
     (example_git / PROBLEMS).unlink()  # status --commit reads the commit, not the work tree
     assert cli("status", str(example_git), "--commit").code == 0
     text = git(example_git, "show", "HEAD:STATUS.md")
-    assert f"| {WDS} | {HTTPD}:2 | {OBJECT} | guilder |" in text
+    assert f"| {WDS} | {HTTPD}:{LINE} | {OBJECT} | guilder |" in text
     fix_customization(example_git)
     git(example_git, "commit", "-qam", "back")
     assert cli("reconcile", str(example_git), "--commit").code == 0
@@ -170,7 +171,7 @@ def test_the_runtime_writes_problems_files_too(example: Path, git_daemon: GitDae
     rt = runtimes.RemoteRuntime(git_daemon.url("fleet.git"), "main", tmp_path / "work", Observer(), retries=2)
     assert rt.cycle().action == "reconciled"
     assert MISSING in load_yaml(git(bare, "show", f"main:{PROBLEMS}").encode())["problems"][0]["message"]
-    assert f"| {WDS} | {HTTPD}:2 | {OBJECT} | guilder |" in git(bare, "show", "main:STATUS.md")
+    assert f"| {WDS} | {HTTPD}:{LINE} | {OBJECT} | guilder |" in git(bare, "show", "main:STATUS.md")
 
 
 def test_diff_sees_a_problems_file_change(example: Path) -> None:

@@ -160,7 +160,7 @@ def test_collect_reads_state_but_never_claims_synced(tree, cli, kube_wec: Wec, u
         client.CoreV1Api(api).create_namespaced_config_map(unique_ns, {
             "metadata": {"name": "settings", "namespace": unique_ns}, "data": {"color": "blue"}})
     result = cli("collect", str(work), "--kubeconfig", str(kube_wec.kubeconfig))
-    assert result.code == 0 and "collected 1 WEC, 2 reports" in result.out, result  # the ConfigMap, its Namespace
+    assert result.code == 0 and "collected 1 WEC, 2 reports, 1 mailbox changed;" in result.out, result  # the ConfigMap, its Namespace
     assert cli("status", str(work)).code == 0
     row = wec_row((work / "STATUS.md").read_text())
     assert row[2] == "Unknown" and row[3] == "never" and row[-1] == "1/1"

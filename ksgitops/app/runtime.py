@@ -28,7 +28,7 @@ from msgspec import Struct
 
 from ..io.git.remote import scrub
 from ..io.serve import Observer
-from ..model import KsgitopsError
+from ..model import KsgitopsError, counted
 from .runtimes import CycleResult, LocalRuntime, RemoteRuntime
 from .shutdown import Abandoned, Shutdown
 
@@ -124,7 +124,7 @@ def failure_reason(error: BaseException) -> str:
     """A failed cycle's cause on one line, credentials in URLs masked, at most MAX_REASON characters."""
     if isinstance(error, KsgitopsError):
         more = len(error.problems) - 1
-        text = str(error.problems[0]) + (f" (and {more} more problem{'s' if more > 1 else ''})" if more else "")
+        text = str(error.problems[0]) + (f" (and {counted(more, 'more problem')})" if more else "")
     else:
         text = f"internal error ({type(error).__name__}); the next cycle starts afresh"
     text = scrub(text)

@@ -23,7 +23,7 @@ from ..io.git.foldin import PREFIXES
 from ..io.git.remote import is_url
 from ..io.git.reportref import REPORT_REF_PREFIX
 from ..io.serve import Observer
-from ..model import KsgitopsError
+from ..model import KsgitopsError, counted
 from . import usecases as app
 from .publish import move_branch, publish
 from .shutdown import Shutdown
@@ -74,13 +74,13 @@ class CycleResult(Struct):
 
     def degraded(self) -> str:
         frozen = f", frozen: {self.frozen}" if self.frozen else ""
-        return f"; degraded: {len(self.errors)} errors above{frozen}" if self.errors else ""
+        return f"; degraded: {counted(len(self.errors), 'error')} above{frozen}" if self.errors else ""
 
     def changes(self) -> str:
-        counted = ((self.changed_wecs, f"{_n(self.changed_wecs, 'WEC')} changed"),
-                   (self.folded_wecs, f"reports of {_n(self.folded_wecs, 'WEC')} folded in"),
-                   (self.status_files, f"{_n(self.status_files, 'status file')} changed"))
-        return ", ".join(text for n, text in counted if n)
+        said = ((self.changed_wecs, f"{counted(self.changed_wecs, 'WEC')} changed"),
+                (self.folded_wecs, f"reports of {counted(self.folded_wecs, 'WEC')} folded in"),
+                (self.status_files, f"{counted(self.status_files, 'status file')} changed"))
+        return ", ".join(text for n, text in said if n)
 
     def fields(self) -> dict[str, Any]:
         """The same facts for the JSON log."""
@@ -89,9 +89,6 @@ class CycleResult(Struct):
                 "foldedWecs": self.folded_wecs, "statusFiles": self.status_files, "pushed": self.pushed,
                 "frozen": self.frozen}
 
-
-def _n(count: int, thing: str) -> str:
-    return f"{count} {thing}{'' if count == 1 else 's'}"
 
 
 def open_runtime(repo: str, branch: str, workdir: Path, observer: Observer, retries: int | None = None,

@@ -36,7 +36,7 @@ from ..names import mailbox_name
 from ..io.fs.tree import WorkTreeSnapshot
 from ..io.spaces import Applied, GitFolderProvider, KubeconfigProvider, Provider, ProviderError, RepoSpaceStore, SourceSpace, SpaceManager
 from ..kinds import KindTable
-from ..model import KsgitopsError, Obj, Origin, Problem
+from ..model import KsgitopsError, Obj, Origin, Problem, counted
 
 SPACE_GROUP = "space.kubestellar.io"
 MAILBOX_NOTE = "mailbox: `ksgitops reconcile` creates and deletes it with its SyncTarget"
@@ -107,10 +107,10 @@ class SpacesOutcome(Struct):
                 lines.append("nothing to do")
             else:
                 if self.plan.actions:
-                    lines.append(f"{len(self.plan.actions)} actions planned:")
+                    lines.append(f"{counted(len(self.plan.actions), 'action')} planned:")
                     lines += [f"  {a}" + (f"  [left: {left[a]}]" if a in left else "") for a in self.plan.actions]
                 if self.stale:
-                    lines.append(f"{len(self.stale)} stale generated files to remove:")
+                    lines.append(f"{counted(len(self.stale), 'stale generated file')} to remove:")
                     lines += [f"  {path}" for path in self.stale]
                 if self.errors:
                     lines.append("not applicable: fix the errors first")
@@ -124,7 +124,7 @@ class SpacesOutcome(Struct):
             lines += [f"left: {x} ({why})" for x, why in self.left]
             lines += [f"removed: {path}" for path in self.stale]
             lines.append(f"applied: {len(a.done)} done, {len(a.failed)} failed, {len(a.skipped)} skipped, "
-                         f"{len(self.left)} left, {len(self.stale)} stale files removed")
+                         f"{len(self.left)} left, {counted(len(self.stale), 'stale file')} removed")
         return "\n".join(lines) + "\n"
 
 

@@ -23,6 +23,9 @@ from ..model import KsgitopsError
 
 FIRST_COMMIT = "ksgitops init: a starter repository from the bundled example"
 REPORTS = ("reported", "upsynced")  # what transports write into a mailbox
+# what ksgitops reads or writes at a repository's top: RepoConfig, the spaces, the status
+# summary, the journal of a write in flight
+OWNED = ("spaces", "ksgitops.yaml", "STATUS.md", ".ksgitops-journal")
 
 
 class Started(Struct):
@@ -32,6 +35,8 @@ class Started(Struct):
     demo_reports: bool
     first: FirstCommit | None = None  # the repository init made
     enclosing: str | None = None  # the repository DIRECTORY already lies in (init made none)
+    top: bool = False  # DIRECTORY is that repository's top (`git init` done before init)
+    kept: list[str] = []  # what DIRECTORY held before, left as it was (`.git` aside)
 
 
 def example_dir() -> Path:
@@ -44,24 +49,26 @@ def example_dir() -> Path:
 
 
 def init_repo(directory: Path, git: bool | None = None, demo_reports: bool = False) -> Started:
-    """Copy the example into DIRECTORY (absent or empty), without its reports unless
-    `demo_reports`; write STATUS.md from what is there; `git` None: make DIRECTORY a repository
-    unless it lies in one, True: make it one anyway, False: never."""
+    """Copy the example into DIRECTORY (absent, empty, or beside what a new repository holds,
+    overwriting nothing), without its reports unless `demo_reports`; write STATUS.md from what is
+    there; `git` None: make DIRECTORY a repository unless it lies in one, True: make it one anyway
+    (refused, before anything is written, when DIRECTORY is a repository's top already), False:
+    never."""
     if directory.is_symlink() and not directory.exists():
         raise KsgitopsError(f"{directory}: a symbolic link to {os.readlink(directory)}, which does not exist")
     if directory.exists() and not directory.is_dir():
         raise KsgitopsError(f"{directory}: exists and is not a folder")
-    if directory.exists() and any(directory.iterdir()):
-        raise KsgitopsError(f"{directory}: exists and is not empty: init copies the example into a new or empty "
-                            "folder (`ksgitops init fleet`); to start from nothing here instead, put each space's "
-                            "YAML in a folder spaces/<space>/")
+    kept = _beside(directory)
+    if git is True and directory.exists() and _top(directory, enclosing_repository(directory)):
+        raise KsgitopsError(f"{directory}: is a git repository already; --git would make a new one: leave --git out, "
+                            "and commit the starter there yourself (`git add -A && git commit`)")
     source = example_dir()
     try:
         shutil.copytree(source, directory, dirs_exist_ok=True, ignore=_ignored(source, demo_reports))
     except shutil.Error as e:  # its first argument lists (source, target, why) of each file it did not copy
         failed = e.args[0] if e.args and isinstance(e.args[0], list) and e.args[0] else [("", "", str(e))]
         raise KsgitopsError(f"{directory}: could not copy the example into it: {failed[0][2]}", exit_code=3) from None
-    enclosing = enclosing_repository(directory) if git is None else None
+    enclosing = None if git is True else enclosing_repository(directory)
     make = git is True or (git is None and enclosing is None)
     if make:
         new_repository(directory)  # first: status keeps its memo in the new repository's git directory
@@ -69,10 +76,37 @@ def init_repo(directory: Path, git: bool | None = None, demo_reports: bool = Fal
     outcome = status_worktree(directory)
     counts = outcome.output.counts
     started = Started(directory, sorted(wec_names(outcome.result.wecs).values()),
-                      f"{counts.get('Healthy', 0)}/{sum(counts.values())}", demo_reports, enclosing=enclosing)
+                      f"{counts.get('Healthy', 0)}/{sum(counts.values())}", demo_reports,
+                      enclosing=enclosing, top=_top(directory, enclosing), kept=kept)
     if make:
         started.first = first_commit(directory, FIRST_COMMIT, DEFAULT_AUTHOR_NAME, DEFAULT_AUTHOR_EMAIL)
     return started
+
+
+def _top(directory: Path, work_tree: str | None) -> bool:
+    return work_tree is not None and Path(work_tree).resolve() == directory.resolve()
+
+
+def _beside(directory: Path) -> list[str]:
+    """What DIRECTORY holds that the starter goes beside (a fresh `git init`, a new GitHub
+    repository's README.md, LICENSE, .gitignore, .github/), sorted, `.git` left out; refused when
+    it holds what ksgitops reads or writes at a repository's top, which the starter would
+    overwrite or mix with."""
+    if not directory.is_dir():
+        return []
+    names = sorted(e.name for e in directory.iterdir())
+    ours = [n for n in OWNED if n in names]
+    if "STATUS.md" in ours and len(ours) == 1:
+        raise KsgitopsError(f"{directory}: holds a STATUS.md, which init would overwrite with the fleet's status: "
+                            "move it away (or rename it) and run init again, or start in a new folder "
+                            "(`ksgitops init fleet`)")
+    if ours:
+        shown = ", ".join(n + "/" if (directory / n).is_dir() else n for n in ours)
+        raise KsgitopsError(f"{directory}: holds {shown} already: a ksgitops repository (`ksgitops validate "
+                            f"{directory}` checks it), which init would overwrite; start in a new folder "
+                            "(`ksgitops init fleet`), or here once those are moved away")
+    return [n + "/" if (directory / n).is_dir() and not (directory / n).is_symlink() else n
+            for n in names if n != ".git"]
 
 
 def _ignored(source: Path, demo_reports: bool) -> Callable[[str, list[str]], set[str]]:

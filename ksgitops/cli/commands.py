@@ -25,7 +25,7 @@ from .entry import GC_THRESHOLD
 from .output import ProgressBars, print_paged, style_diff, wec_table
 from ..io.fs import afterwards
 from ..io.fs.locate import Need, locate
-from ..model import KsgitopsError, Origin, Problem, counted
+from ..model import KsgitopsError, Origin, Problem, counted, few
 
 if TYPE_CHECKING:
     from ..app import usecases as app
@@ -58,7 +58,8 @@ def cli() -> None:
     """
 
 
-@cli.command(exits="0; 2 DIRECTORY is not empty (or not a folder); 3 writing DIRECTORY or git failed")
+@cli.command(exits="0; 2 DIRECTORY holds spaces/, ksgitops.yaml or STATUS.md already (or is not a folder); "
+                   "3 writing DIRECTORY or git failed")
 @click.argument("directory", type=click.Path(path_type=Path))
 @click.option("--git/--no-git", "git", default=None,
               help="Make DIRECTORY a git repository whose first commit is the starter (default: unless it "
@@ -69,7 +70,9 @@ def cli() -> None:
 def init(directory: Path, git: bool | None, demo_reports: bool) -> None:
     """Start a repository in DIRECTORY from the bundled example (KubeStellar's example1: two WECs,
     two workload spaces), reconciled, its STATUS.md written (no WEC has reported yet), and made a
-    git repository with the starter as its first commit."""
+    git repository with the starter as its first commit. DIRECTORY may also be a repository just
+    made (`git init`, a clone of a new GitHub repository): the starter goes beside its files,
+    overwriting none, and nothing is committed."""
     import shlex
     from ..app import starter  # init's own use case
     started = starter.init_repo(directory, git, demo_reports)
@@ -77,15 +80,22 @@ def init(directory: Path, git: bool | None, demo_reports: bool) -> None:
                if started.demo_reports else "no WEC has reported yet")
     click.echo(f"initialized {directory} from the example: {counted(len(started.wecs), 'WEC')} "
                f"({', '.join(started.wecs)}), reconciled; {reports}: {started.healthy} healthy")
+    if started.kept:
+        click.echo(f"{directory}: spaces/ and STATUS.md written beside what was there, which init left as it was: "
+                   f"{few(started.kept)}")
     if started.first is not None:
         click.echo(f"{directory}: a new git repository, the starter its first commit "
                    f"{started.first.commit[:12]} on {started.first.branch} (by {started.first.author})")
+    elif started.top:  # `git init` (or a clone) came first
+        click.echo(f"{directory} is a git repository already: nothing committed; commit the starter "
+                   "(`git add -A && git commit`) for `reconcile --commit` and for Flux or Argo CD to read it")
     elif started.enclosing is not None:
         click.echo(f"{directory} lies in the git work tree {started.enclosing}: nothing committed, no repository "
                    "made (--git makes it one of its own; `--commit` needs spaces/ at the top of a repository)")
     else:
         click.echo(f"{directory}: not a git repository (--no-git); `reconcile --commit` needs one")
-    click.echo(f"next: cd {shlex.quote(str(directory))} && ksgitops wecs")
+    here = directory.resolve() == Path.cwd().resolve()
+    click.echo("next: ksgitops wecs" if here else f"next: cd {shlex.quote(str(directory))} && ksgitops wecs")
 
 
 @cli.command(exits="0 valid; 2 invalid (with --strict: also any warning)")
@@ -119,8 +129,9 @@ def validate(repo: Path | None, output: str, strict: bool) -> None:
     else:
         print_problems(problems)
         click.echo(f"{'invalid' if errors else 'valid'}: {counted(len(result.wecs), 'WEC')}, "
-                   f"{sum(len(v) for v in result.placements.values())} placements, {len(result.errors)} errors, "
-                   f"{warnings} warnings{' (--strict: warnings are errors)' if strict and warnings else ''}")
+                   f"{counted(sum(len(v) for v in result.placements.values()), 'placement')}, "
+                   f"{counted(len(result.errors), 'error')}, {counted(warnings, 'warning')}"
+                   f"{' (--strict: warnings are errors)' if strict and warnings else ''}")
         if result.frozen:
             click.echo(f"reconcile would freeze: {result.frozen.trailer()}")
     if errors:

@@ -23,7 +23,8 @@ OPTIONS_BEGIN = "<!-- options: made by `python -m ksgitops.cli.doc --write docs/
 OPTIONS_END = "<!-- end of the generated options -->"
 # click arguments carry no help text: what each one means (a new argument without an entry fails the doc)
 ARGUMENTS = {
-    "directory": "a folder that does not exist yet or is empty",
+    "directory": ("a folder that does not exist yet, or one that holds no spaces/, ksgitops.yaml or STATUS.md "
+                  "(`.`: here, after `git init`)"),
     "repo": ("the ksgitops repository (a folder holding `spaces/`); default: the first folder upwards "
              "from the current directory that holds `spaces/`"),
     "wec": "a SyncTarget name, `<inventory-space>/<synctarget>`, or a mailbox name",

@@ -69,7 +69,7 @@ def _status(repo: Path | None, do_commit: bool, source: str, do_push: bool, remo
             f", no status change; committed {folded.commit[:12]}, the reports folded in" if folded and folded.commit \
             else ", no commit (unchanged)"
     click.echo(f"{counted(len(outcome.output.combined), 'object')} on {counted(len(outcome.result.wecs), 'WEC')}: "
-               f"{counts.get('Healthy', 0)}/{total} healthy{others}; {len(outcome.changed)} status files changed{what}")
+               f"{counts.get('Healthy', 0)}/{total} healthy{others}; {counted(len(outcome.changed), 'status file')} changed{what}")
     exit_if_confined(outcome.result)
 
 
@@ -92,7 +92,7 @@ def collect_cmd(repo: Path | None, kubeconfig: str | None, timeout: float, worke
               "changed": outcome.changed, "reports": outcome.reports, "problems": outcome.problems})
     else:
         click.echo(f"collected {counted(len(outcome.collected), 'WEC')}, {counted(outcome.reports, 'report')}, "
-                   f"{len(outcome.changed)} mailboxes changed; {len(outcome.unreachable)} unreachable, "
+                   f"{counted(len(outcome.changed), 'mailbox', 'mailboxes')} changed; {len(outcome.unreachable)} unreachable, "
                    f"{len(outcome.skipped)} skipped (no kubeconfig context or mailbox)")
     sys.exit(outcome.exit_code)
 

@@ -9,6 +9,7 @@ from pathlib import Path
 import click
 
 from ..io.fs.locate import Need, locate
+from ..model import counted
 from .base import KsCommand, dump, output_option
 
 
@@ -78,5 +79,5 @@ def _duration(seconds: float) -> str:
     for unit, size in (("hour", 3600), ("minute", 60)):
         if seconds >= size and seconds % size == 0:
             count = int(seconds // size)
-            return f"{count} {unit}{'s' if count != 1 else ''}"
+            return counted(count, unit)
     return f"{seconds:g} s"

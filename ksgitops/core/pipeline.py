@@ -94,7 +94,7 @@ def reconcile(snapshot: Snapshot, previous: Previous = NO_PREVIOUS,
                   for wds, objs in spaces.items()
                   if wds not in isolation.broken and any(_is_placement(o) for o in objs)}
     problems += unknown_collectors(((p.obj, p.spec) for plans in placements.values() for p in plans), spaces, lines)
-    builder = MailboxBuilder(kinds, _customizers(spaces), previous.read, cache)
+    builder = MailboxBuilder(kinds, _customizers(spaces), previous.read, cache, lines)
     mailboxes, digests = _build(wecs, prints, placements, loaded.digests, kinds, builder, isolation.frozen, reuse,
                                 progress)
     generated = _generated(loaded, config.skip_spaces, placements, mailboxes, wecs, isolation, memo)

@@ -26,7 +26,7 @@ from typing import Any, Callable, Iterable
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
-from ..model import KsgitopsError
+from ..model import KsgitopsError, counted
 
 WORKERS = 4  # threads answering complete requests
 CONNECTIONS = 512  # open connections at most (each costs a file descriptor)
@@ -96,7 +96,7 @@ class Observer:
         """(ready, one line saying why)."""
         with self._lock:
             succeeded, failed, error = self._succeeded, self._failed, self._last_error
-        cycles = f"{failed} cycle{'s' if failed != 1 else ''}"
+        cycles = counted(failed, "cycle")
         if not succeeded:
             return False, "not ready: no cycle has succeeded yet" + (f"; {cycles} failed, the last with: {error}"
                                                                        if failed else "")

@@ -11,6 +11,7 @@ from msgspec import Struct, field
 
 from ...core.status.syncreport import ObjectId, SyncError, changed_fields
 from ...io.kube import ApiFailure
+from ...model import counted
 from .desired import CRDS, Desired, FIELD_MANAGER, INVENTORY_NAMESPACE, NAMESPACES, PROTECTED_NAMESPACES, read_live
 from .inventory import Entry, Inventory, as_live, contains, load_inventory, managed_by_us, save_inventory, shape, uid
 
@@ -325,4 +326,4 @@ def _foreign_content(cluster: Any, rel: str, current: dict[str, Any], inventory:
             scan(f"{group}/{versions[0]}", plural, "")
     if not found:
         return ""
-    return f"{len(found)} object{'s' if len(found) > 1 else ''} ({', '.join(sorted(found)[:3])}{', ...' if len(found) > 3 else ''})"
+    return f"{counted(len(found), 'object')} ({', '.join(sorted(found)[:3])}{', ...' if len(found) > 3 else ''})"

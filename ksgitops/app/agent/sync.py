@@ -16,7 +16,7 @@ from ...core.tree import FileTree
 from ...io import kube
 from ...io.git.branch import signature
 from ...io.git.reportref import MailboxRepo, default_cache_dir
-from ...model import KsgitopsError
+from ...model import KsgitopsError, counted
 from ...names import dns1123_label_error
 from ..shutdown import Shutdown
 from .apply import ApplyOutcome, MailboxPlan, apply_mailbox, plan_mailbox
@@ -62,7 +62,7 @@ class CycleOutcome(Struct):
         if a is not None:
             drifted = f", drift corrected {len(a.drift)}" if a.drift else ""
             parts.append(f"applied {len(a.applied)}, created {len(a.created)}, unchanged {a.unchanged}, "
-                         f"kept {len(a.kept)}, pruned {len(a.pruned)}{drifted}; {self.reports} reports, "
+                         f"kept {len(a.kept)}, pruned {len(a.pruned)}{drifted}; {counted(self.reports, 'report')}, "
                          f"{self.upsynced} upsynced")
         if self.commit:
             parts.append(f"committed {self.commit[:12]}")

@@ -16,7 +16,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["ParamError", "referenced_keys", "expand_string", "expand_leaves", "split_template"]
+__all__ = ["ParamError", "referenced_keys", "expand_string", "expand_leaves", "failing_leaf", "split_template"]
 
 _TOKEN = re.compile(r"%%|%\(([^()]*)\)|%\(")
 
@@ -111,6 +111,23 @@ def expand_leaves(value: Any, params: Mapping[str, str]) -> Any:
     if isinstance(value, (list, tuple)):
         return [expand_leaves(v, params) for v in value]
     return value
+
+
+def failing_leaf(value: Any, params: Mapping[str, str], at: tuple[str | int, ...] = ()
+                 ) -> tuple[str | int, ...] | None:
+    """The path of the first string leaf (in expand_leaves' order) whose expansion fails, or None."""
+    if isinstance(value, str):
+        try:
+            expand_string(value, params)
+        except ParamError:
+            return at
+        return None
+    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, (list, tuple)) else ()
+    for step, item in items:
+        found = failing_leaf(item, params, (*at, step))
+        if found is not None:
+            return found
+    return None
 
 
 def expand_shared(value: Any, params: Mapping[str, str]) -> Any:

@@ -13,12 +13,14 @@ from typing import Any, Callable, Iterable, Mapping, MutableMapping, NamedTuple
 from msgspec import Struct, field
 from msgspec.structs import replace
 
-from ...model import Obj, ObjRef, Problem, is_secret
+from ...model import Obj, ObjRef, Origin, Problem, is_secret
 from ...kinds import KindTable
 from ..place.base import Base, implied_namespace, make_base
-from ..customize.customizer import EXPAND_ANNOTATION, find_customizer, wants_expansion
-from ..customize.params import referenced_keys
+from ..customize.customizer import CUSTOMIZER_ANNOTATION, EXPAND_ANNOTATION, find_customizer, wants_expansion
+from ..customize.params import failing_leaf, referenced_keys
 from ..customize.templates import Templates
+from ..load.jsonshape import FieldPath
+from ..load.locate import FieldLines
 from ..load.workload import top_level_fields
 from ..place.records import Recorded, RecordedPlacement
 from ..serialize import canonical_json
@@ -30,6 +32,7 @@ from .kept import KeptFiles
 from .parameters import placement_sets, set_parameters
 
 Reader = Callable[[str], "bytes | None"]
+NAMES_CUSTOMIZER: FieldPath = ("metadata", "annotations", CUSTOMIZER_ANNOTATION)
 FROZEN_CLAUSE = -2  # Via.clause of an object a frozen WDS placed at its last good state
 
 
@@ -94,8 +97,10 @@ class MailboxBuilder:
     """Builds MailboxPlans, caching everything that WECs have in common."""
 
     def __init__(self, kinds: KindTable, customizers: Mapping[str, Mapping[tuple[str, str], Obj]],
-                 read_previous: Reader, memo: MutableMapping[Any, Any] | None = None) -> None:
+                 read_previous: Reader, memo: MutableMapping[Any, Any] | None = None,
+                 lines: FieldLines | None = None) -> None:
         self._kinds = kinds
+        self._lines = lines  # a problem about one field of an object is reported at that field's line
         self._memo = memo if memo is not None else {}
         self._bases: dict[int, Base] = {}
         self._customizers = customizers
@@ -181,7 +186,7 @@ class MailboxBuilder:
             plan.problems.append(Problem(base.obj.origin, f"{base.ref}: {warning}", "warning",
                                          plan.wec.mailbox, str(base.ref)))
         if error:
-            self._fail(plan, entry, error)
+            self._fail(plan, entry, error, NAMES_CUSTOMIZER if how.error else self._expanding(base, error, params))
             return
         if how.literal:
             self._literal_warnings(plan, base, how, params)
@@ -199,7 +204,7 @@ class MailboxBuilder:
         secret = is_secret(base.body)
         refs = "a %(key)" if secret else ", ".join(f"%({key})" for key in keys)
         which = "that key is" if secret else ", ".join(keys) + (" is" if len(keys) == 1 else " are")
-        plan.problems.append(Problem(base.obj.origin, (
+        plan.problems.append(Problem(self._origin(base.obj, NAMES_CUSTOMIZER), (
             f"{base.ref}: Customizer {customizer.namespace}/{customizer.name} ({customizer.origin}) puts {refs} as "
             f"written (it has no {EXPAND_ANNOTATION}: \"true\" annotation), though {which} a label or annotation "
             "of the WEC's Location"), "warning", plan.wec.mailbox, str(base.ref)))
@@ -242,14 +247,27 @@ class MailboxBuilder:
                 else frozenset()
         return self._customizer_keys[key]
 
-    def _fail(self, plan: MailboxPlan, entry: Entry, message: str) -> None:
-        """A per-(object, WEC) error: report it and keep the previous copy (or none)."""
+    @staticmethod
+    def _expanding(base: Base, error: str, params: Mapping[str, str]) -> FieldPath:
+        """The field an error of the object's own expand-parameters is about: the first string
+        that does not expand, else the annotation (none: an error of its Customizer's)."""
+        if not error.startswith(EXPAND_ANNOTATION):
+            return ()
+        return failing_leaf(base.body, params) or ("metadata", "annotations", EXPAND_ANNOTATION)
+
+    def _origin(self, obj: Obj, at: FieldPath) -> Origin:
+        line = self._lines.line(obj.key, obj.origin, at) if self._lines is not None and at else 0
+        return Origin(obj.origin.path, line) if line else obj.origin
+
+    def _fail(self, plan: MailboxPlan, entry: Entry, message: str, at: FieldPath = ()) -> None:
+        """A per-(object, WEC) error (about the field `at` of the object): report it and keep the
+        previous copy (or none)."""
         base = entry.base
         assert base.obj is not None
         kept = self._previous(plan, entry)
         outcome = "keeping the previous copy" if kept else "not placed (no previous copy)"
-        plan.problems.append(Problem(base.obj.origin, f"{base.ref}: {message}; {outcome}", wec=plan.wec.mailbox,
-                                     obj=str(base.ref)))
+        plan.problems.append(Problem(self._origin(base.obj, at), f"{base.ref}: {message}; {outcome}",
+                                     wec=plan.wec.mailbox, obj=str(base.ref)))
         entries = self._own(plan)
         plan.altered = True
         if kept is None:

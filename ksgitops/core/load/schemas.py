@@ -29,7 +29,7 @@ if TYPE_CHECKING:  # imported where used: jsonschema + referencing cost ~120 ms 
     from jsonschema.exceptions import ValidationError
     from referencing import Registry
 
-from ...model import Obj, Origin, Problem
+from ...model import Obj, Origin, Problem, counted
 
 MAX_MESSAGE = 200
 
@@ -329,10 +329,10 @@ def _message(error: ValidationError) -> str:
         return f"must match the pattern {value} (got {got})"
     if v in ("minItems", "maxItems"):
         word = "least" if v == "minItems" else "most"
-        return f"must have at {word} {value} item{'s' if value != 1 else ''}"
+        return f"must have at {word} {counted(value, 'item')}"
     if v in ("minLength", "maxLength"):
         word = "least" if v == "minLength" else "most"
-        return f"must be at {word} {value} character{'s' if value != 1 else ''} long"
+        return f"must be at {word} {counted(value, 'character')} long"
     if v in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"):
         op = {"minimum": ">=", "maximum": "<=", "exclusiveMinimum": ">", "exclusiveMaximum": "<"}[v]
         return f"must be {op} {value} (got {got})"

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Mapping, NamedTuple
 
 from msgspec import Struct, field
 
-from ...model import FEW_WECS, few
+from ...model import FEW_WECS, counted, few
 
 if TYPE_CHECKING:
     from .records import RecordedPlacement
@@ -31,7 +31,7 @@ class FrozenSpace(Struct, eq=False):
     def kept(self) -> str:
         """What the frozen space keeps, in a sentence."""
         n = len(self.mailboxes)
-        where = f"{n} mailbox{'' if n == 1 else 'es'}"
+        where = counted(n, "mailbox", "mailboxes")
         if self.placements:
             names = ", ".join(p.name for p in self.placements)
             text = f"the objects its placements ({names}) placed at its last good state stay in {where}"
@@ -129,7 +129,7 @@ class Frozen(Struct):
             shown = tuple(names.get(w.mailbox, w.name) for w in found)
             mailboxes = tuple(w.mailbox for w in found)
             if whole:
-                units.append(FrozenUnit("wecs", space, f"{len(found)} WEC{'' if len(found) == 1 else 's'} "
+                units.append(FrozenUnit("wecs", space, f"{counted(len(found), 'WEC')} "
                                         f"({few(shown)}): each mailbox is kept as it stands (the inventory "
                                         "space has errors)", shown, mailboxes))
             else:

@@ -8,7 +8,7 @@ from typing import Any
 
 from msgspec import Struct
 
-from ...model import Origin, Problem
+from ...model import Origin, Problem, counted
 from .celcompile import VARIABLES, cel_library, is_panic
 from .celcost import LIMIT, Model, Weights, bound
 
@@ -142,7 +142,7 @@ class EvaluationErrors:
         for (path, reason), wecs in sorted(self.wecs.items()):
             names = sorted(wecs)
             sample = ", ".join(n or "(no name)" for n in names[:SAMPLE_WECS]) + (", ..." if len(names) > SAMPLE_WECS else "")
-            where = f"on {len(names)} WEC{'s' if len(names) != 1 else ''} ({sample})"
+            where = f"on {counted(len(names), 'WEC')} ({sample})"
             out.append(Problem(origin, f"{label}: {path}: {reason} {where}", severity="warning"))
         return out
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from ...model import counted
 from .verdict import DEGRADED, HEALTHY, PROGRESSING, UNKNOWN, Verdict, as_map, conditions_of, count_of, is_condition, phase_verdict, reason_of, replicas_of, why
 
 def _deployment(spec: Mapping[str, Any], status: Mapping[str, Any]) -> Verdict:
@@ -141,7 +142,7 @@ def _service(spec: Mapping[str, Any], status: Mapping[str, Any]) -> Verdict:
         return Verdict(HEALTHY, "no load balancer to wait for")
     ingress = as_map(status.get("loadBalancer")).get("ingress")
     if isinstance(ingress, list) and ingress:
-        return Verdict(HEALTHY, f"load balancer has {len(ingress)} ingress points")
+        return Verdict(HEALTHY, f"load balancer has {counted(len(ingress), 'ingress point')}")
     return Verdict(PROGRESSING, "waiting for a load balancer ingress")
 
 

@@ -184,16 +184,16 @@ def _broken_section(summaries: Mapping[str, MailboxSummary], broken_limit: int) 
 def _sync_line(summaries: Mapping[str, MailboxSummary]) -> str:
     states = ", ".join(f"{n} {state}" for state, n in state_counts(summaries.values()).items())
     drifted = sum(s.sync.drift_count for s in summaries.values())
-    return f"Sync: {states or 'no WECs'}; {drifted} drifted object{'' if drifted == 1 else 's'}."
+    return f"Sync: {states or 'no WECs'}; {counted(drifted, 'drifted object')}."
 
 
 def _problem_line(reconcile: Mapping[str, ParsedProblems], frozen: list[Any] | None = None) -> str:
     errors = sum(e.is_error for p in reconcile.values() for e in p.entries)
     warnings = sum(not e.is_error for p in reconcile.values() for e in p.entries)
-    line = f"Reconcile: {errors} error{'' if errors == 1 else 's'}, {warnings} warning{'' if warnings == 1 else 's'}."
+    line = f"Reconcile: {counted(errors, 'error')}, {counted(warnings, 'warning')}."
     spaces = sum(u.what == "space" for u in frozen or [])
     wecs = sum(len(u.wecs) for u in frozen or [] if u.what != "space")
-    parts = [f"{n} {what}{'' if n == 1 else 's'}" for n, what in ((spaces, "space"), (wecs, "WEC")) if n]
+    parts = [counted(n, what) for n, what in ((spaces, "space"), (wecs, "WEC")) if n]
     return line + (f" Frozen: {' and '.join(parts)}." if parts else "")
 
 
@@ -211,7 +211,7 @@ def _frozen_section(frozen: list[Any], limit: int) -> list[str]:
 def _frozen_what(unit: Any) -> str:
     if unit.what == "space":
         return "space"
-    return f"WEC {unit.wecs[0]}" if unit.what == "wec" else f"{len(unit.wecs)} WECs"
+    return f"WEC {unit.wecs[0]}" if unit.what == "wec" else counted(len(unit.wecs), "WEC")
 
 
 def _problem_section(reconcile: Mapping[str, ParsedProblems], limit: int) -> list[str]:

@@ -23,6 +23,19 @@ def branch_ref(repo: pygit2.Repository, name: str) -> str | None:
     return None
 
 
+def unborn_branch(repo: pygit2.Repository, name: str) -> str | None:
+    """The branch `name` (HEAD, or the branch HEAD names) means when it has no commit yet: a
+    repository just made by `git init`."""
+    try:
+        if not repo.head_is_unborn:
+            return None
+        target = str(repo.lookup_reference("HEAD").target)
+    except (KeyError, ValueError, pygit2.GitError):
+        return None
+    branch = target.removeprefix("refs/heads/")
+    return branch if name in ("HEAD", branch, target) else None
+
+
 def _resolved(repo: pygit2.Repository, name: str) -> str | None:
     """The branch a branch ref ends at when it is a symbolic one (refs/heads/main -> refs/heads/real):
     the one a commit moves, and the one HEAD names when it is checked out."""

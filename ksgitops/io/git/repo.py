@@ -21,6 +21,7 @@ from ...core.status.gitobjects import BLOB_MODE, TREE_MODE
 from ...core.tree import KEEP, OTHERS, REUSE, FileTree, Generated, Subtree
 from ...model import KsgitopsError
 from ..fs.durable import common_dir
+from .branch import unborn_branch
 from .pack import KINDS, index_ids, object_id, tree_content, write_pack
 
 PROBE_FROM, PROBE = 4096, 64  # TreeWriter.flush: from how many new objects it probes, with how many
@@ -104,6 +105,9 @@ def resolve_commit(repo: pygit2.Repository, ref: str) -> pygit2.Commit:
         obj = repo.revparse_single(ref)
         return obj.peel(pygit2.Commit)
     except (KeyError, ValueError, pygit2.GitError) as e:
+        if (branch := unborn_branch(repo, ref)) is not None:
+            raise KsgitopsError(f"{ref}: the branch {branch} has no commit yet, and this reads commits, not the work "
+                                "tree: commit the sources first (`git add -A && git commit`)") from None
         raise KsgitopsError(f"{ref}: not a commit in {repo.path} ({e})") from e
 
 
