@@ -17,7 +17,7 @@ from .documents import read_by_document
 from .locate import FieldLines
 from .mailboxspace import INVENTORY_ANNOTATION, SPACE_API, SYNC_TARGET_ANNOTATION, own_space_document
 from .parse import ParsedFile
-from .snapshot import CONFIG_FILE, Snapshot, SourceFile, folder_key
+from .snapshot import CONFIG_FILE, Snapshot, SourceFile, folder_key, stray_files
 
 NOT_UTF8_FIX = "rename it (Kubernetes, YAML and git tools spell names in UTF-8)"
 FINDINGS_OF = "schema-findings-of"  # parse cache: a file blob -> the schema-findings keys of its documents
@@ -154,6 +154,12 @@ def _sources(snapshot: Snapshot, cache: ParseCache, loaded: Loaded,
             loaded.mailboxes[space] = mailbox
             continue
         sources.append((space, _named_in_utf8(snapshot.space_files(space), loaded.problems)))
+    for path in stray_files(snapshot):
+        stem = path.rpartition("/")[2].rpartition(".")[0]
+        folder = f"spaces/{stem}/" if stem and not dns1123_label_error(stem) else "spaces/<space>/"
+        loaded.problems.append(Problem(Origin(path), (
+            f"a file directly in spaces/ is read by nothing: a space is a folder, and ksgitops reads the files "
+            f"below each spaces/<space>/; move it into one ({folder}, or a space that exists)"), "warning"))
     return sources
 
 

@@ -43,6 +43,7 @@ class Snapshot(Protocol):
 
     # Optional: `folder_key(path) -> str | None`, a key of a folder's whole content (a git tree id)
     # when the snapshot has one cheaper than reading the folder; see `folder_key` below.
+    # Optional: `stray_files() -> list[str]`, see `stray_files` below.
 
 
 def folder_key(snapshot: Snapshot, path: str) -> str | None:
@@ -50,6 +51,13 @@ def folder_key(snapshot: Snapshot, path: str) -> str | None:
     without folder keys: a work tree reads its files)."""
     key = getattr(snapshot, "folder_key", None)
     return key(path) if key is not None else None  # type: ignore[no-any-return]
+
+
+def stray_files(snapshot: Snapshot) -> list[str]:
+    """The source files (by repo-relative path) directly in `spaces/`, which no space holds and
+    nothing reads: a space is a folder. Empty for a snapshot that does not tell."""
+    strays = getattr(snapshot, "stray_files", None)
+    return strays() if strays is not None else []  # type: ignore[no-any-return]
 
 
 def is_source_path(path: str) -> bool:

@@ -55,11 +55,21 @@ def check_layout(root: Path, sources: bool = False) -> None:
 
 
 def space_names(root: Path) -> tuple[str, ...]:
-    """The folders in `spaces/` (links and hidden entries left out), by name."""
+    """The folders in `spaces/` (links and hidden entries left out), by name; then, each as `/name`,
+    the source files directly in `spaces/`, which nothing reads (`stray_files` warns of them): the
+    proof of a no-op compares the whole listing, so a file put there is seen at once."""
     spaces = root / "spaces"
     if spaces.is_symlink() or not spaces.is_dir():
         return ()
-    return tuple(sorted(e.name for e in os.scandir(spaces) if e.is_dir(follow_symlinks=False) and not e.name.startswith(".")))
+    folders, strays = [], []
+    for e in os.scandir(spaces):
+        if e.name.startswith("."):
+            continue
+        if e.is_dir(follow_symlinks=False):
+            folders.append(e.name)
+        elif e.name.endswith(SOURCE_SUFFIXES) and e.is_file(follow_symlinks=False):
+            strays.append(f"/{e.name}")
+    return tuple(sorted(folders)) + tuple(sorted(strays))
 
 
 def check_mailbox_tops(root: Path, mailboxes: Iterable[str]) -> None:
@@ -89,14 +99,19 @@ class WorkTreeSnapshot:
         self.seen: set[str] = set()  # source paths (and folders, with a trailing /) looked at
         self.observed: dict[str, Stamp] = {}  # with a record: every path looked at, as it stood
         self.spaces_listing: tuple[str, ...] | None = None  # with a record: what list_spaces found
+        self._found: tuple[str, ...] | None = None  # what list_spaces found, for stray_files
         self.listings: dict[str, tuple[tuple[str, bool], ...]] = {}  # with a record: source folders listed
         self._clean = AsGitReads(self.root)
 
     def list_spaces(self) -> list[str]:
-        found = space_names(self.root)
+        found = self._found = space_names(self.root)
         if self.record is not None:
             self.spaces_listing = found  # its writes move the folder's stamp: proof.py compares names
-        return list(found)
+        return [name for name in found if not name.startswith("/")]
+
+    def stray_files(self) -> list[str]:
+        found = self._found if self._found is not None else space_names(self.root)
+        return [f"spaces{name}" for name in found if name.startswith("/")]
 
     def space_files(self, space: str) -> list[SourceFile]:
         check_path(self.root, f"spaces/{space}", self._verified)

@@ -16,7 +16,7 @@ from msgspec import Struct
 from ..pygit import pygit2
 
 from ...core.load.snapshot import MAX_FILE_BYTES
-from ...core.load.snapshot import SourceFile, is_source_path
+from ...core.load.snapshot import SOURCE_SUFFIXES, SourceFile, is_source_path
 from ...core.status.gitobjects import BLOB_MODE, TREE_MODE
 from ...core.tree import KEEP, OTHERS, REUSE, FileTree, Generated, Subtree
 from ...model import KsgitopsError
@@ -158,6 +158,13 @@ class TreeSnapshot:
             return []
         return sorted(str(e.name) for e in tree_at(self.repo, spaces.id) if e.type == pygit2.GIT_OBJECT_TREE
                       and not str(e.name).startswith("."))
+
+    def stray_files(self) -> list[str]:
+        spaces = self._entry("spaces")
+        if spaces is None or spaces.type != pygit2.GIT_OBJECT_TREE:
+            return []
+        return sorted(f"spaces/{e.name}" for e in tree_at(self.repo, spaces.id) if e.filemode in (BLOB_MODE, pygit2.GIT_FILEMODE_BLOB_EXECUTABLE)
+                      and str(e.name).endswith(SOURCE_SUFFIXES) and not str(e.name).startswith("."))
 
     def space_files(self, space: str) -> list[SourceFile]:
         entry = self._entry(f"spaces/{space}")
