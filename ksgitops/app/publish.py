@@ -157,6 +157,7 @@ class _OneCommit:
                                      _message(config, made, bool(reconciled_roots)))
         made.commit = committed.commit
         if self.result is not None:
+            app.note_kept_clean(self.result, new, self.cache.content)
             self.cache.save(app.clean_mailboxes(self.result, new))
             made.reconciled = app.ReconcileOutcome(self.result, reconciled_roots, committed.commit)
         else:

@@ -67,15 +67,17 @@ def _recover(workdir: Path | None, repo: Any, sources: bool = False) -> None:
 
 def compute(src: Source, cache: MutableMapping[Any, Any] | None = None,
             progress: Progress | None = None,
-            reuse: Callable[[str, str], bool] | None = None) -> pipeline.Result:
+            reuse: Callable[[str, str], bool] | None = None,
+            vouched: Callable[[str], bool] | None = None) -> pipeline.Result:
     """Run the pure pipeline; previous copies come from the same snapshot (HEAD or work tree).
-    Without a cache of its own, a work tree inside a git repository uses the repository's."""
+    Without a cache of its own, a work tree inside a git repository uses the repository's.
+    `reuse` and `vouched`: as pipeline.reconcile's."""
     if cache is None and src.repo is None:
         disk = worktree_cache(src.path)
-        result = pipeline.reconcile(src.snapshot, src.snapshot, disk.content, progress, reuse, parse_ahead)
+        result = pipeline.reconcile(src.snapshot, src.snapshot, disk.content, progress, reuse, parse_ahead, vouched)
         later(disk.state, disk.save_content)
         return result
-    return pipeline.reconcile(src.snapshot, src.snapshot, cache, progress, reuse, parse_ahead)
+    return pipeline.reconcile(src.snapshot, src.snapshot, cache, progress, reuse, parse_ahead, vouched)
 
 
 AHEAD_LEAST = 32  # files per process: fewer are parsed in order, sooner than a fork would pay back

@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     from ..core.pipeline import Result
     from ..core.readout import diff as diffs
     from ..io.git import repo as git, runrecord
-    from ..io.fs import plan as plans, proof, statcache, tree as fstree, worktree
+    from ..io.fs import keptwhole, plan as plans, proof, statcache, tree as fstree, worktree
 else:  # loaded by a run that computes, diffs or reads commits: a proven work tree answers without them
     pipeline = lazy_module("ksgitops.core.pipeline")
     diffs = lazy_module("ksgitops.core.readout.diff")
@@ -46,6 +46,7 @@ else:  # loaded by a run that computes, diffs or reads commits: a proven work tr
     # the work tree's rooms: a bare repository's run never enters them
     plans = lazy_module("ksgitops.io.fs.plan")
     proof = lazy_module("ksgitops.io.fs.proof")
+    keptwhole = lazy_module("ksgitops.io.fs.keptwhole")
     statcache = lazy_module("ksgitops.io.fs.statcache")
     fstree = lazy_module("ksgitops.io.fs.tree")
     worktree = lazy_module("ksgitops.io.fs.worktree")
@@ -110,11 +111,16 @@ def reconcile_worktree(path: Path, progress: Progress | None = None,
         previous = src.snapshot if source == WORKTREE else fstree.WorkTreeSnapshot(path)
         disk = worktree_cache(path)
         result = pipeline.reconcile(src.snapshot, previous, disk.content, progress, reuse_recorded(record),
-                                     parse_ahead)
+                                     parse_ahead, keptwhole.vouched_recorded(record))
         later(disk.state, disk.save_content)
     changed = worktree.write_generated(path, result.generated, record, regenerable=True, progress=progress)
     plans.forget(record)
-    later(record.state, lambda: keep_record(record, src, result))  # the files are written: the record saves time
+
+    def keep() -> None:  # the files are written: the record saves time
+        if planned is None and previous is src.snapshot:  # what it read of the mailboxes kept whole
+            keptwhole.note_read_clean(record, previous, result)
+        keep_record(record, src, result)
+    later(record.state, keep)
     return ReconcileOutcome(result, changed)
 
 
@@ -206,6 +212,7 @@ def reconcile_commit(path: Path, source: str, progress: Progress | None = None,
         written = git.TreeSnapshot(src.repo, src.repo[committed.tree])  # type: ignore[arg-type, index]
         new = written.index
         remember_mailbox_spaces(written, committed.roots, cache.content)
+        note_kept_clean(result, new, cache.content)
         cache.save(clean_mailboxes(result, new))
         cache.save_record(runrecord.record_of(new, result, tip[0], committed.commit or tip[1], record))
 
@@ -222,7 +229,11 @@ def reconcile_reusing(src: Source, cache: Any, progress: Progress | None = None)
         cached = cache.mailboxes.get(mailbox)
         return cached is not None and cached == (digest, base.entry_id(f"spaces/{mailbox}"))
 
-    return compute(src, cache.content, progress, reuse)
+    def vouched(mailbox: str) -> bool:  # its tree is one a run filed as holding no file that does not read
+        tree_id, cached = base.entry_id(f"spaces/{mailbox}"), cache.mailboxes.get(mailbox)
+        return (cached is not None and cached[1] == tree_id) or cache.content.get((KEPT_CLEAN, tree_id), False)
+
+    return compute(src, cache.content, progress, reuse, vouched)
 
 
 def remember_mailbox_spaces(written: Any, roots: tuple[str, ...], content: Any) -> None:
@@ -241,6 +252,22 @@ def clean_mailboxes(result: Result, tree: Any) -> dict[str, tuple[str, str]]:
     troubled = {mb for p in result.problems for mb in p.mailboxes}
     return {mb: (digest, tree.entry_id(f"spaces/{mb}")) for mb, digest in result.digests.items()
             if mb not in troubled}
+
+
+KEPT_CLEAN = "kept-whole-clean"  # cache content: (it, a mailbox's tree id) -> no file in it fails to read
+
+
+def note_kept_clean(result: Result, tree: Any, content: Any) -> None:
+    """Each mailbox kept whole in which the run found no file that does not read (it read it, or
+    knew it as written; not one it left unread), by its tree id: the next run over that tree needs
+    not read it."""
+    troubled = {mb for p in result.problems for mb in p.mailboxes}
+    unread = set(result.unread_whole)
+    for mb in result.frozen.kept_whole():
+        tree_id = (tree.entry_id(f"spaces/{mb}") if mb not in troubled and mb not in unread
+                   and mb in result.loaded.mailboxes else None)
+        if tree_id:
+            content[(KEPT_CLEAN, tree_id)] = True
 
 
 def _warn_uncommitted(src: Source, mailboxes: Any) -> None:
@@ -277,7 +304,7 @@ def plan_diff(path: Path, against: str | None,
         else:
             disk = worktree_cache(path)
             new = pipeline.reconcile(old_src.snapshot, old_src.snapshot, disk.content, progress,
-                                   reuse_recorded(record), parse_ahead)
+                                   reuse_recorded(record), parse_ahead, keptwhole.vouched_recorded(record))
             later(disk.state, disk.save_content)
     wec_names = wec_display_names(new)
     changed = False

@@ -8,7 +8,7 @@ to a space or a WEC freezes that part (isolation.py) and the rest is reconciled.
 from __future__ import annotations
 
 import hashlib
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
 
 from msgspec import Struct, field
 
@@ -58,15 +58,19 @@ class Result(Judged, Struct):
     digests: dict[str, str] = field(default_factory=dict)  # mailbox -> input digest
     spaces: Plan | None = None  # the space step's plan (core/place/spaces.py)
     frozen: Frozen = field(default_factory=Frozen)  # what problems confined to a space or WEC froze
+    unread_whole: tuple[str, ...] = ()  # mailboxes kept whole that were neither vouched for nor read
 
 
 def reconcile(snapshot: Snapshot, previous: Previous = NO_PREVIOUS,
               cache: ParseCache | None = None, progress: Progress | None = None,
-              reuse: Callable[[str, str], bool] | None = None, ahead: ParseAhead | None = None) -> Result:
+              reuse: Callable[[str, str], bool] | None = None, ahead: ParseAhead | None = None,
+              vouched: Callable[[str], bool] | None = None) -> Result:
     """Compute every generated file. `cache` memoizes parsing and per-object checks by content;
     `reuse(mailbox, digest)` lets the caller keep a mailbox it knows is up to date (REUSE);
     `progress` hears the loading and then the WECs computed; `ahead` may parse files first
-    (`load`)."""
+    (`load`). `vouched(mailbox)`: the caller knows the mailbox holds what a reconcile wrote there
+    without problems; a mailbox a frozen part keeps whole that it does not vouch for is read, and
+    what does not read in it is named (None: no such mailbox is read)."""
     loaded = load(snapshot, cache, progress, ahead)
     config, problems = parse_repo_config(loaded.config)
     _raise_if_errors([p for p in loaded.problems + problems if not p.origin.path.startswith("spaces/")])
@@ -97,16 +101,22 @@ def reconcile(snapshot: Snapshot, previous: Previous = NO_PREVIOUS,
     builder = MailboxBuilder(kinds, _customizers(spaces), previous.read, cache, lines)
     mailboxes, digests = _build(wecs, prints, placements, loaded.digests, kinds, builder, isolation.frozen, reuse,
                                 progress)
+    unread: tuple[str, ...] = ()
+    if vouched is not None:
+        whole, unread = _kept_whole(isolation.frozen, loaded.mailboxes, previous, builder, vouched)
+        problems += whole
     generated = _generated(loaded, config.skip_spaces, placements, mailboxes, wecs, isolation, memo)
     generated.update({root: tree for root, tree in space_out.generated.items()
                       if root.split("/")[1] not in isolation.broken})  # space step: discovered Spaces
     names = wec_names(wecs)
+    names.update({mb: w.name for mb, w in isolation.frozen.wecs.items() if mb not in names})  # not in `wecs`
     problems = named_wecs(grouped_by_wec(problems + _not_mailboxes(wecs, loaded)
                                          + [p for plan in mailboxes.values() for p in plan.problems]), names)
     owned = [s for s in loaded.spaces if s not in config.skip_spaces]
-    generated.update(problem_files(owned, problems, names, isolation.frozen, {mb: w.space for mb, w in wecs.items()}))
+    homes = {**{mb: w.space for mb, w in isolation.frozen.wecs.items()}, **{mb: w.space for mb, w in wecs.items()}}
+    generated.update(problem_files(owned, problems, names, isolation.frozen, homes))
     return Result(loaded, config, kinds, wecs, placements, mailboxes, dict(sorted(generated.items())), problems,
-                  digests, space_out.plan, isolation.frozen)
+                  digests, space_out.plan, isolation.frozen, unread)
 
 
 def _build(wecs: dict[str, Wec], prints: dict[WecKey, bytes], placements: dict[str, list[PlacementPlan]],
@@ -135,6 +145,32 @@ def _build(wecs: dict[str, Wec], prints: dict[WecKey, bytes], placements: dict[s
         if progress is not None:
             progress("computing", done, len(wecs))
     return mailboxes, digests
+
+
+KEPT_WHOLE_READS = 8  # mailboxes kept whole that one run reads when it cannot vouch for them
+
+
+def _kept_whole(frozen: Frozen, mailboxes: Mapping[str, Obj], previous: Previous, builder: MailboxBuilder,
+                vouched: Callable[[str], bool]) -> tuple[list[Problem], tuple[str, ...]]:
+    """What does not read in each mailbox kept whole as it stands, as render and sync would name
+    it; one the caller vouches for is not read (ksgitops wrote it: nothing in it can be broken).
+    Without a record of the mailboxes (a new clone, another version's record: none is vouched for)
+    a run reads at most KEPT_WHOLE_READS of them, and says how many it left unread: reading a
+    fleet's mailboxes would cost more than the reconcile, when a user is fixing what froze them.
+    (The problems, and the mailboxes left unread.)"""
+    unvouched = [mb for mb in frozen.kept_whole() if mb in mailboxes and not vouched(mb)]
+    read, unread = unvouched[:KEPT_WHOLE_READS], tuple(unvouched[KEPT_WHOLE_READS:])
+    problems = [problem for mb in read
+                for problem in builder.kept_whole(mb, {part: previous.read_tree(f"spaces/{mb}/{part}") or {}
+                                                       for part in ("objects", "patches")}, *frozen.why_whole(mb))]
+    if unread:
+        these = f"this mailbox and {len(unread) - 1} more were" if len(unread) > 1 else "this mailbox was"
+        problems.append(Problem(Origin(f"spaces/{unread[0]}"), (
+            f"kept whole, {these} not read for files that do not read: no record says "
+            f"ksgitops wrote them (a new clone, or another version's record), and a run reads at most "
+            f"{KEPT_WHOLE_READS} such mailboxes (the next runs read the rest); render, sync and status name "
+            f"such files"), "warning"))
+    return problems, unread
 
 
 def _not_mailboxes(wecs: dict[str, Wec], loaded: Loaded) -> list[Problem]:

@@ -6,7 +6,8 @@ holds: leaving it out would have `kubectl apply -k --prune` and `ksgitops sync` 
 from the WEC, the worst outcome of a broken file. One that does not read (a hand edit, a merge's
 conflict markers), or holds another object than its path names, gets a located warning saying so
 and what makes reconcile write it anew, never quoting it (it may be a Secret's). A frozen WDS's
-file that does not read is listed under the identity its placement record gives.
+file that does not read is listed under the identity its placement record gives. A mailbox a
+frozen part keeps whole gets the same warnings (`whole`), when the pipeline reads it.
 """
 from __future__ import annotations
 
@@ -16,7 +17,8 @@ from ...kinds import KindTable
 from ...model import ObjRef, Origin, Problem, split_api_version
 from ..place.base import Base
 from ..place.records import Recorded
-from ..serialize import load_yaml
+from ..serialize import load_yaml, plain_copy
+from ..tree import FileTree, walk
 from .readback import Unreadable, patched, read_object, read_patch
 
 Reader = Callable[[str], "bytes | None"]
@@ -32,6 +34,7 @@ class KeptFiles:
         # (file in the mailbox, line, what is wrong, whether the mailbox no longer applies) or None
         self._troubles: dict[tuple[str, bytes, bytes | None], tuple[str, int, str, bool] | None] = {}
         self._versions: dict[str, dict[tuple[str, str, str, str], str]] = {}
+        self._read_bases: dict[tuple[str, bytes], tuple[str, int, str, bool] | dict[str, Any]] = {}
 
     def files(self, mailbox: str, rel: str) -> tuple[bytes | None, bytes | None]:
         """The base copy (None: there is none) and patch of `objects/<rel>.yaml` in the mailbox."""
@@ -53,12 +56,37 @@ class KeptFiles:
                 fix: str) -> Problem | None:
         """The warning a kept copy gets when it does not read as reconcile writes it (None: it does);
         `why` it is kept, `fix` what has reconcile write it anew."""
+        found = self._trouble(rel, data, patch)
+        return self._warning(mailbox, obj, found, why, fix) if found is not None else None
+
+    def whole(self, mailbox: str, files: FileTree, why: str, fix: str) -> list[Problem]:
+        """The warnings of a mailbox a frozen part keeps whole, `files` its `objects` and `patches`
+        folders as they stand: each base copy or patch that does not read, as render and sync find it."""
+        objects, patches = files.get("objects"), files.get("patches")
+        patch_files = dict(walk(patches)) if isinstance(patches, dict) else {}
+        found = []
+        for path, data in walk(objects) if isinstance(objects, dict) else ():
+            rel = path[: -len(".yaml")]
+            if not isinstance(data, bytes) or not path.endswith(".yaml") or rel.count("/") != 3:
+                continue  # no path reconcile writes: render and sync do not send it either
+            patch = patch_files.get(f"{rel}.json")
+            trouble = self._trouble(rel, data, patch if isinstance(patch, bytes) else None)
+            if trouble is not None:
+                base = _read_base(rel, data)
+                found.append(self._warning(mailbox, str(base.ref) if base is not None else "", trouble, why, fix))
+        return found
+
+    def _trouble(self, rel: str, data: bytes, patch: bytes | None) -> tuple[str, int, str, bool] | None:
         key = (rel, data, patch)
         if key not in self._troubles:
-            self._troubles[key] = _trouble(rel, data, patch)
-        found = self._troubles[key]
-        if found is None:
-            return None
+            base = self._read_bases.get((rel, data))
+            if base is None:
+                base = self._read_bases[(rel, data)] = _base_trouble(rel, data)
+            self._troubles[key] = _trouble(base, rel, patch)
+        return self._troubles[key]
+
+    @staticmethod
+    def _warning(mailbox: str, obj: str, found: tuple[str, int, str, bool], why: str, fix: str) -> Problem:
         file, line, what, refused = found
         effect = ", so `kubectl apply -k` and `ksgitops sync` refuse this mailbox" if refused else ""
         return Problem(Origin(f"spaces/{mailbox}/{file}", line),
@@ -83,7 +111,8 @@ class KeptFiles:
         return self._versions[mailbox].get((ref.group, resource, ref.namespace, ref.name), "")
 
 
-def _trouble(rel: str, data: bytes, patch: bytes | None) -> tuple[str, int, str, bool] | None:
+def _base_trouble(rel: str, data: bytes) -> tuple[str, int, str, bool] | dict[str, Any]:
+    """What is wrong with a base copy, else the object it holds (WECs share most base copies)."""
     path = f"objects/{rel}.yaml"
     try:
         body = read_object(path, data)
@@ -91,11 +120,18 @@ def _trouble(rel: str, data: bytes, patch: bytes | None) -> tuple[str, int, str,
         return path, e.line, e.what, True
     if _base_of(rel, data, body) is None:
         return path, 1, "not the object its path names (kind, apiVersion, namespace or name edited)", False
+    return body
+
+
+def _trouble(base: tuple[str, int, str, bool] | dict[str, Any], rel: str, patch: bytes | None
+             ) -> tuple[str, int, str, bool] | None:
+    if isinstance(base, tuple):
+        return base
     if patch is None:
         return None
     path = f"patches/{rel}.json"
     try:
-        patched(path, body, read_patch(path, patch), patch)
+        patched(path, plain_copy(base), read_patch(path, patch), patch)
     except Unreadable as e:
         return path, e.line, e.what, True
     return None

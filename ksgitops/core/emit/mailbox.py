@@ -24,6 +24,7 @@ from ..load.locate import FieldLines
 from ..load.workload import top_level_fields
 from ..place.records import Recorded, RecordedPlacement
 from ..serialize import canonical_json
+from ..tree import FileTree
 from ..place.what import ALONG, Placed
 from ..place.where import Destination, Wec
 from .customdata import DataCheck, customized_by, data_check
@@ -128,6 +129,10 @@ class MailboxBuilder:
         if frozen:
             self._keep_frozen(plan, frozen)
         return plan
+
+    def kept_whole(self, mailbox: str, files: FileTree, why: str, fix: str) -> list[Problem]:
+        """The warnings of a mailbox a frozen part keeps whole (KeptFiles.whole)."""
+        return self._kept.whole(mailbox, files, why, fix)
 
     def _keep_frozen(self, plan: MailboxPlan, frozen: list[RecordedPlacement]) -> None:
         """Each recorded object of the frozen placements, as the mailbox holds it now (a missing

@@ -114,6 +114,21 @@ class Frozen(Struct):
     def keeps_whole(self, mailbox: str) -> bool:
         return mailbox in self._whole or mailbox in self.wecs
 
+    def kept_whole(self) -> list[str]:
+        """The mailboxes kept whole, as they stand: frozen WECs' and those frozen spaces keep."""
+        return sorted(self._whole | set(self.wecs))
+
+    def why_whole(self, mailbox: str) -> tuple[str, str]:
+        """(why the mailbox is kept whole, what has reconcile write it anew), for its warnings."""
+        wec = self.wecs.get(mailbox)
+        if wec is not None:
+            return f"WEC {wec.name} is frozen", (f"the errors of inventory space {wec.space} are fixed"
+                                                 if wec.whole_space else "the errors of its SyncTarget are fixed")
+        spaces = [s for s, f in sorted(self.spaces.items()) if mailbox in f.whole]
+        if len(spaces) == 1:
+            return f"space {spaces[0]} is frozen", "the space's errors are fixed"
+        return f"spaces {', '.join(spaces)} are frozen", "the errors of those spaces are fixed"
+
     def touches(self, mailbox: str) -> bool:
         """Whether the mailbox's content depends on what it holds now (never reuse it by digest)."""
         return mailbox in self._reaching or self.keeps_whole(mailbox)
