@@ -68,6 +68,13 @@ REFUSED: dict[str, tuple[str, str]] = {  # customization, what the error says
                         "customized metadata.annotations.note: the value is null, not a string"),
     "annotation-boolean": (patch("add", "/metadata/annotations/flag", "true"),
                            "customized metadata.annotations.flag: the value is a boolean, not a string"),
+    # before: what kustomize drops went whatever its value, so these were delivered without a word
+    "local-config-boolean": (patch("add", "/metadata/annotations/config.kubernetes.io~1local-config", "false"),
+                             "customized metadata.annotations.config.kubernetes.io/local-config: the value is a "
+                             "boolean, not a string"),
+    "kustomize-index-number": (replacement("$.metadata.annotations", '{"config.kubernetes.io/index": 3}'),
+                               "customized metadata.annotations.config.kubernetes.io/index: the value is a number, "
+                               "not a string"),
     "annotation-key": (patch("add", "/metadata/annotations/bad key", '"x"'),
                        "customized metadata.annotations: label key 'bad key'"),
     "label-number": (replacement("$.metadata.labels.app", "%(n)"),

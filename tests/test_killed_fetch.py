@@ -149,3 +149,27 @@ def test_a_killed_fetch_s_pattern_and_git_file_locks_are_cleared_and_nothing_els
     with moving_refs(str(git_dir), "refs/heads/main"):
         pass
     assert locks(git_dir) == ["config.lock", "refs/remotes/other/x.lock"]
+
+
+def test_a_move_whose_intent_could_not_be_written_leaves_no_trace_in_the_process(tmp_path: Path, monkeypatch) -> None:
+    """Before: a failed write of the intent (a full disk) left its refs recorded in the process, so
+    every later move of that process (a `run`, cycle after cycle) took itself for a nested one:
+    it no longer cleared a dead mover's locks, and left the intent file behind after each move."""
+    from ksgitops.io.fs import durable
+    repo = git_init(copy_example_sources(tmp_path / "repo"))
+    git_dir = repo / ".git"
+    written = durable.write_state
+
+    def full_disk(path: Path, data: bytes) -> None:
+        raise OSError(28, "No space left on device", str(path))
+
+    monkeypatch.setattr(durable, "write_state", full_disk)
+    with pytest.raises(OSError):
+        with moving_refs(str(git_dir), "refs/heads/main"):
+            pass
+    monkeypatch.setattr(durable, "write_state", written)
+    (git_dir / "refs/heads/dead.lock").write_text("")  # a process killed while moving refs/heads/dead
+    written(git_dir / REF_INTENT, b"refs/heads/dead\n")
+    with moving_refs(str(git_dir), "refs/heads/main"):
+        pass
+    assert locks(git_dir) == [] and not (git_dir / REF_INTENT).exists()

@@ -313,3 +313,51 @@ data:
         assert "annotations" not in _find(objects, "ConfigMap", "local")["metadata"]  # delivered, as KubeStellar does
         assert _find(objects, "ConfigMap", "not-local")["metadata"]["annotations"] == {
             "config.kubernetes.io/local-config": "false"}
+
+
+KEPT_CUSTOMIZED = """\
+apiVersion: edge.kubestellar.io/v2alpha1
+kind: Customizer
+metadata:
+  name: per-region
+  namespace: tricky
+  annotations:
+    edge.kubestellar.io/expand-parameters: "true"
+replacements:
+- path: "$.data.k"
+  value: '"%(region)"'
+---
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: kept
+  namespace: tricky
+  annotations:
+    edge.kubestellar.io/customizer: tricky/per-region
+data:
+  k: v
+"""
+
+
+def test_a_kept_copy_with_kustomize_s_annotations_renders_as_kustomize_builds(cli: Any, tree: Any) -> None:
+    """A copy kept as it stands (an error on its customization) that carries what kustomize drops,
+    as an earlier version wrote base copies or a hand edit left them. Before: render (and diff,
+    and what sync applies) showed the object with its bookkeeping annotation, where `kubectl
+    kustomize` drops the annotation and leaves the `local-config` object out altogether."""
+    repo = _tricky_repo(tree, {"spaces/wds/kept.yaml": KEPT_CUSTOMIZED})
+    reconcile(cli, repo)
+    for wec in ("east", "west"):
+        copy = repo / f"spaces/inv-mb-{wec}/objects/core/configmaps/tricky/kept.yaml"
+        text = copy.read_text()
+        assert "config.kubernetes.io" not in text
+        extra = "config.kubernetes.io/local-config: 'true'" if wec == "east" else "config.kubernetes.io/index: '0'"
+        copy.write_text(text.replace("  annotations:\n", f"  annotations:\n    {extra}\n", 1))
+    placed = repo / "spaces/wds/kept.yaml"
+    placed.write_text(placed.read_text().replace('path: "$.data.k"', 'path: "$.metadata.name"'))
+    res = cli("reconcile", str(repo))
+    assert res.code == 0 and "keeping the previous copy" in res.err, res
+    east = assert_oracle_agrees(cli, repo, "inv-mb-east", "east")
+    assert not [o for o in east if o["metadata"]["name"] == "kept"]  # kustomize leaves it out
+    west = assert_oracle_agrees(cli, repo, "inv-mb-west", "west")
+    assert _find(west, "ConfigMap", "kept")["metadata"]["annotations"] == {
+        "edge.kubestellar.io/customizer": "tricky/per-region"}

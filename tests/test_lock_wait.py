@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import select
+import signal
 import subprocess
 import sys
 import time
@@ -105,6 +106,12 @@ def test_run_s_json_log_gets_the_notice_as_an_event(repo: Path) -> None:
             events.append(json.loads(line))  # every line of the log is JSON
         [notice] = [e for e in events if e.get("event") == "waiting-for-lock"]
         assert notice["level"] == "warning" and f"held by process {holder.pid}" in notice["message"]
+        # before: "(Ctrl-C stops waiting)", but run's Ctrl-C (twice, or SIGTERM) did not stop this wait
+        assert "Ctrl-C" not in notice["message"], notice
+        assert notice["message"].endswith("(a signal to stop this run takes effect once it has the lock)"), notice
+        proc.send_signal(signal.SIGINT)
+        time.sleep(0.5)
+        assert proc.poll() is None  # as it says
     finally:
         holder.kill()
         holder.wait()

@@ -162,3 +162,31 @@ def test_staging_files_a_killed_writer_left_are_tightened_and_old_ones_removed(e
         assert foreign.exists() and stat.S_IMODE(foreign.stat().st_mode) == 0o644
     else:  # ours, an hour old: removed
         assert not foreign.exists()
+
+
+WRITE_STATE = """
+import sys
+from pathlib import Path
+from ksgitops.io.fs.paths import write_state
+write_state(Path(sys.argv[1]), b"secret memo")
+"""
+
+
+def test_a_staging_name_that_is_a_link_or_a_fifo_is_never_written_through(tmp_path: Path) -> None:
+    """Before: a `.NAME.ksgitops-tmp` FIFO kept the writer (the memo keeper a command forks, holding
+    `memos.lock`, so every later command too) waiting forever; a link to a file outside had the
+    state file's content, Secret data and all, written there, and NAME replaced by the link."""
+    state = tmp_path / ".git/ksgitops-state"
+    state.mkdir(parents=True)
+    outside = tmp_path / "outside.txt"
+    outside.write_text("someone's file")
+    os.mkfifo(state / ".a.pickle.ksgitops-tmp")
+    (state / ".b.pickle.ksgitops-tmp").symlink_to(outside)
+    for name in ("a.pickle", "b.pickle"):
+        done = subprocess.run([sys.executable, "-c", WRITE_STATE, str(state / name)], capture_output=True,
+                              text=True, timeout=30, cwd=Path(__file__).resolve().parents[1])
+        assert done.returncode == 0, done.stderr
+        assert not (state / name).is_symlink() and (state / name).read_bytes() == b"secret memo"
+        assert stat.S_IMODE((state / name).stat().st_mode) == 0o600
+    assert outside.read_text() == "someone's file"
+    assert sorted(p.name for p in state.iterdir()) == ["a.pickle", "b.pickle"]

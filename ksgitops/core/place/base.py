@@ -94,8 +94,8 @@ def reprojected(body: dict[str, Any]) -> dict[str, Any]:
     md = {k: v for k, v in md.items() if k not in CLEARED_METADATA}
     if labels is None or isinstance(labels, dict):
         md["labels"] = {**(labels or {}), PROJECTED_LABEL: "yes"}
-    if bookkeeping and annotations is not None:
-        md["annotations"] = {k: v for k, v in annotations.items() if not kustomize_drops(k, v)}
+    if bookkeeping and annotations is not None:  # a value that is no string stays, for the caller's checks
+        md["annotations"] = {k: v for k, v in annotations.items() if not (isinstance(v, str) and kustomize_drops(k, v))}
     return {**body, "metadata": md}
 
 

@@ -78,10 +78,27 @@ def kustomize_drops(key: str, value: Any) -> bool:
     return key in KUSTOMIZE_ANNOTATIONS or (key == LOCAL_CONFIG and value != "false")
 
 
+def as_kustomize_builds(body: dict[str, Any]) -> dict[str, Any] | None:
+    """`body` read from a mailbox as `kubectl kustomize` prints it (None: it leaves it out): what
+    a base copy goes without, in a copy reconcile keeps as it stands (an earlier version's, a hand
+    edit). Changes `body`'s annotations in place."""
+    md = body.get("metadata")
+    if not isinstance(md, dict):
+        return body
+    annotations = md.get("annotations")
+    if not isinstance(annotations, dict) or (KUSTOMIZE_ANNOTATIONS.isdisjoint(annotations)
+                                             and LOCAL_CONFIG not in annotations):
+        return body
+    if kustomize_drops(LOCAL_CONFIG, annotations.get(LOCAL_CONFIG, "false")):
+        return None
+    md["annotations"] = {k: v for k, v in annotations.items() if k not in KUSTOMIZE_ANNOTATIONS}
+    return body
+
+
 def is_untransported_annotation(key: str, value: Any) -> bool:
     """An annotation no base copy carries: kcp's, or one kustomize_drops."""
     return is_kcp_key(key) or kustomize_drops(key, value)
 
 
-__all__ = ["CLEARED_METADATA", "KUSTOMIZE_ANNOTATIONS", "LOCAL_CONFIG", "kind_off_edge", "system_object",
-           "is_kcp_key", "kustomize_drops", "is_untransported_annotation"]
+__all__ = ["CLEARED_METADATA", "KUSTOMIZE_ANNOTATIONS", "LOCAL_CONFIG", "as_kustomize_builds", "kind_off_edge",
+           "system_object", "is_kcp_key", "kustomize_drops", "is_untransported_annotation"]

@@ -9,6 +9,7 @@ from typing import Any
 
 from ...model import is_secret
 from ..emit.readback import rendered
+from ..place.delivery import as_kustomize_builds
 from ..tree import FileTree, walk
 
 REDACTED = "<redacted>"
@@ -23,9 +24,15 @@ def render_mailbox(files: FileTree, folder: str = "") -> list[tuple[str, dict[st
 
 def render_inputs(inputs: list[tuple[str, bytes, bytes | None]], only: set[str] | None = None,
                   folder: str = "") -> list[tuple[str, dict[str, Any]]]:
-    """render_mailbox of a mailbox's inputs (mailbox_inputs); with `only`, of those rels."""
-    return [(rel, _drop_empty_annotations(rendered(folder, rel, data, patch)))
-            for rel, data, patch in inputs if only is None or rel in only]
+    """render_mailbox of a mailbox's inputs (mailbox_inputs); with `only`, of those rels. What
+    kustomize drops as it builds (`delivery.as_kustomize_builds`) is dropped here too."""
+    found = []
+    for rel, data, patch in inputs:
+        if only is None or rel in only:
+            body = as_kustomize_builds(rendered(folder, rel, data, patch))
+            if body is not None:
+                found.append((rel, _drop_empty_annotations(body)))
+    return found
 
 
 def mailbox_inputs(files: FileTree) -> list[tuple[str, bytes, bytes | None]]:

@@ -185,8 +185,9 @@ def moving_refs(git_dir: str, *refs: str) -> Iterator[None]:
         if outer is None:
             for named in {Path(git_dir) / REF_INTENT, intent}:  # an earlier version's, in the work tree's own
                 _clear_dead_mover(Path(git_dir), common, named)
-        _intents[key] = [*(outer or ()), *refs]
-        write_state(intent, ("\n".join(_intents[key]) + "\n").encode())
+        names = [*(outer or ()), *refs]
+        write_state(intent, ("\n".join(names) + "\n").encode())
+        _intents[key] = names  # once written: a failed write must leave no move of this process behind
         try:
             yield
         finally:

@@ -99,9 +99,22 @@ def private_file(path: str) -> None:
 
 
 def write_state(target: Path, data: bytes) -> None:
-    """`write_file` for a file of the state folder: `PRIVATE_FILE`, its folder `private_folder`."""
+    """`write_file` for a file of the state folder: `PRIVATE_FILE`, its folder `private_folder`. A
+    staging name that is not a plain file (a link, a FIFO) goes first: the write would follow the
+    link out of the private folder, Secret data and all, or wait forever on the FIFO."""
     private_folder(target.parent)
+    staging = staging_of(target)
+    try:
+        if not stat.S_ISREG(os.lstat(staging).st_mode):
+            os.unlink(staging)
+    except FileNotFoundError:
+        pass
     write_file(target, data, mode=PRIVATE_FILE)
+
+
+def staging_of(target: Path) -> Path:
+    """The sibling `write_file` writes before renaming it over `target`."""
+    return target.with_name(f".{target.name}.ksgitops-tmp")
 
 
 def write_file(target: Path, data: bytes, observe: bool = False, mode: int = 0o644) -> os.stat_result | None:
@@ -109,7 +122,7 @@ def write_file(target: Path, data: bytes, observe: bool = False, mode: int = 0o6
     file (and at worst the sibling `.NAME.ksgitops-tmp`, overwritten by the next write). With
     `observe`, its stat in place (the rename moved its ctime) when it is still the file as
     written (inode, size, mtime), else None: a write in between is never taken for this one's."""
-    staging = target.with_name(f".{target.name}.ksgitops-tmp")
+    staging = staging_of(target)
     written = write_new(str(staging), data, observe, mode)
     os.replace(staging, target)
     if written is None:

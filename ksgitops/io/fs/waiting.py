@@ -33,7 +33,7 @@ def take(fd: int, what: str, mode: int = fcntl.LOCK_EX) -> None:
 
     def watch() -> None:
         if not taken.wait(NOTICE):
-            say(notice(what, holders(fd)))
+            say(what, holders(fd))
 
     watcher = threading.Thread(target=watch, name="ksgitops-lock-notice", daemon=True)
     watcher.start()
@@ -63,13 +63,18 @@ def holders(fd: int) -> list[int]:
     return sorted(set(found))
 
 
-def notice(folder: str, pids: list[int]) -> str:
+CTRL_C = "Ctrl-C stops waiting"
+# `run` handles its stop signals itself (app/shutdown.py): they are acted on between write steps,
+# and a wait for the lock, restarted by the kernel under SA_RESTART, is inside one
+IN_RUN = "a signal to stop this run takes effect once it has the lock"
+
+
+def notice(folder: str, pids: list[int], way_out: str = CTRL_C) -> str:
     """What a waiting command says: whose the lock is, in what state, and how to stop waiting."""
     if not pids:
-        return f"ksgitops: waiting for the lock on {folder}, held by another process (Ctrl-C stops waiting)"
+        return f"ksgitops: waiting for the lock on {folder}, held by another process ({way_out})"
     described = "; ".join(_describe(pid) for pid in pids)
-    return (f"ksgitops: waiting for the lock on {folder}, held by {described}; waiting until it lets go "
-            f"(Ctrl-C stops waiting)")
+    return f"ksgitops: waiting for the lock on {folder}, held by {described}; waiting until it lets go ({way_out})"
 
 
 def _describe(pid: int) -> str:
@@ -85,11 +90,12 @@ def _describe(pid: int) -> str:
     return f"process {pid} ({name}){stopped}"
 
 
-def say(message: str) -> None:
-    """On stderr; in `ksgitops run`, whose log may be JSON lines, as a log event."""
+def say(folder: str, pids: list[int]) -> None:
+    """The notice on stderr; in `ksgitops run`, whose log may be JSON lines, as a log event."""
     import logging
     log = logging.getLogger("ksgitops")
     if log.handlers:
-        log.warning(message.removeprefix("ksgitops: "), extra={"fields": {"event": "waiting-for-lock"}})
+        log.warning(notice(folder, pids, IN_RUN).removeprefix("ksgitops: "),
+                    extra={"fields": {"event": "waiting-for-lock"}})
     else:
-        print(message, file=sys.stderr, flush=True)
+        print(notice(folder, pids), file=sys.stderr, flush=True)
