@@ -68,8 +68,11 @@ def _status(repo: Path | None, do_commit: bool, source: str, do_push: bool, remo
         what = f", committed {outcome.commit[:12]}" if outcome.commit else \
             f", no status change; committed {folded.commit[:12]}, the reports folded in" if folded and folded.commit \
             else ", no commit (unchanged)"
+    unsent = ("; no mailbox holds them yet: `ksgitops reconcile` writes the mailboxes, then the WECs' reports "
+              "come back into them" if outcome.output.combined and not total else "")
     click.echo(f"{counted(len(outcome.output.combined), 'object')} on {counted(len(outcome.result.wecs), 'WEC')}: "
-               f"{counts.get('Healthy', 0)}/{total} healthy{others}; {counted(len(outcome.changed), 'status file')} changed{what}")
+               f"{counts.get('Healthy', 0)}/{total} healthy{others}; {counted(len(outcome.changed), 'status file')} "
+               f"changed{what}{unsent}")
     exit_if_confined(outcome.result)
 
 

@@ -41,8 +41,10 @@ def locate(repo: Path | None, need: Need = Need.WORKTREE) -> Path:
         if bare is not None:
             return bare
     top = folder if (folder / ".git").exists() else Path(start.anchor)
+    here = (f"to start one here, run `ksgitops init .` (the starter goes beside what the repository holds), or put "
+            f"each space's YAML in a folder of its own, {SPACES}/<space>/") if top == start else _START
     raise KsgitopsError(f"not inside a ksgitops repository: no {SPACES}/ folder in {start} or any parent up to "
-                        f"{top}: give REPO; {_START}")
+                        f"{top}: give REPO; {here}")
 
 
 def _not_below_a_top(root: Path, need: Need) -> Path:
