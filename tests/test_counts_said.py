@@ -88,3 +88,15 @@ def test_sync_and_run_cycle_lines_say_one_in_the_singular() -> None:
     line = result.describe()
     assert "(1 WEC changed, 1 status file changed)" in line and "; degraded: 1 error above" in line, line
     assert not ONE_PLURAL.search(line)
+
+
+def test_what_reconcile_would_freeze_counts_one_more_wec_in_the_singular(tree: Tree, cli: Any) -> None:
+    """Six WECs whose SyncTargets have errors: five named, then `and 1 more WEC` (validate's line,
+    and the Ksgitops-Frozen trailer of the commit)."""
+    sync_targets = "---\n".join(
+        "apiVersion: edge.kubestellar.io/v2alpha1\nkind: SyncTarget\n"
+        f"metadata: {{name: w{i}, labels: {{id: w{i}, bad: 'no!'}}}}\n" for i in range(6))
+    repo = tree({"spaces/inv/wecs.yaml": sync_targets})
+    shown = run(cli, "validate", str(repo), code=2).out.splitlines()[-1]
+    assert shown.startswith("reconcile would freeze: wec inv/w0, ") and shown.endswith(", and 1 more WEC"), shown
+    said(run(cli, "validate", str(repo), code=2))

@@ -203,3 +203,19 @@ def test_init_says_in_one_line_why_it_could_not_make_the_folder(tmp_path: Path) 
         assert "Read-only file system" in line and "[(" not in line, line
     finally:
         subprocess.run(["umount", str(read_only)], check=True)
+
+
+def test_init_in_a_bare_repository_or_a_git_directory_is_refused_writing_nothing(cli: Any, tmp_path: Path) -> None:
+    """A bare repository (`git init --bare`, a server's copy) or a work tree's .git has no work
+    tree: a starter there would be files among git's own that no commit can hold."""
+    bare = tmp_path / "fleet.git"
+    subprocess.run(["git", "init", "-q", "--bare", str(bare)], check=True)
+    work = tmp_path / "work"
+    work.mkdir()
+    git(work, "init", "-q")
+    before = {p: sorted(os.listdir(p)) for p in (bare, work / ".git")}
+    for target, options in ((bare, ()), (bare, ("--git",)), (bare / "fleet", ("--no-git",)),
+                            (work / ".git", ()), (work / ".git/fleet", ())):
+        refused = one_line_error(run(cli, "init", *options, str(target), code=2).err)
+        assert f"{target}: lies in the git directory " in refused and "git clone" in refused, refused
+    assert {p: sorted(os.listdir(p)) for p in before} == before

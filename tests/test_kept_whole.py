@@ -265,3 +265,73 @@ def test_without_a_record_a_run_reads_a_few_mailboxes_kept_whole_says_so_and_the
     assert mailbox_reads == [f"{GUILDER}/objects", f"{GUILDER}/patches"]  # florin's is known as read
     assert [line for line in warnings(second.err, GUILDER) if line.startswith(patch_at)], second.err
     assert "not read for files that do not read" not in second.err
+
+
+@pytest.mark.parametrize("commit", [False, True])
+def test_with_mailboxes_left_unread_the_next_run_reads_them_though_nothing_changed(
+        tmp_path: Path, cli: Any, mailbox_reads: list[str], monkeypatch: pytest.MonkeyPatch, commit: bool) -> None:
+    """A run that left mailboxes unread is no proof of the next (the work tree's record, a commit's
+    run record): that one reads the next of them, without a change in between."""
+    monkeypatch.setattr(pipeline, "KEPT_WHOLE_READS", 1)
+    repo = git_init(base_repo(tmp_path / "repo"))
+    mode = ("--commit",) if commit else ()
+    assert cli("reconcile", *mode, str(repo)).code == 0
+    (repo / "spaces/imw1/florin.yaml").write_text("kind: [unclosed\n")
+    _, patch_at = break_mailbox(repo, GUILDER)
+    if commit:
+        git(repo, "commit", "-qam", "the inventory broken; guilder's mailbox edited by hand")
+    for memo in (repo / ".git").rglob("*.pickle"):
+        memo.unlink()
+    assert cli("reconcile", *mode, str(repo)).code == 2
+    assert mailbox_reads == [f"{FLORIN}/objects", f"{FLORIN}/patches"]
+    mailbox_reads.clear()
+    second = cli("reconcile", *mode, str(repo))  # nothing changed
+    assert second.code == 2
+    assert mailbox_reads == [f"{GUILDER}/objects", f"{GUILDER}/patches"], second.err
+    assert [line for line in warnings(second.err, GUILDER) if line.startswith(patch_at)], second.err
+    assert "not read for files that do not read" not in second.err
+    mailbox_reads.clear()
+    third = cli("reconcile", *mode, str(repo))  # all read now: a proof holds again, nothing read
+    assert mailbox_reads == [] and warnings(third.err, GUILDER) == warnings(second.err, GUILDER), third.err
+
+
+def report_lands(repo: Path, *mailboxes: str) -> None:
+    """What a WEC's transport pushes into its mailbox: a report, beside what reconcile wrote."""
+    for mailbox in mailboxes:
+        folder = repo / mailbox / "reported"
+        folder.mkdir(exist_ok=True)
+        (folder / "report.json").write_text('{"reportedAt": "%s"}\n' % len(list(folder.iterdir())))
+
+
+def test_commit_mode_a_report_landing_in_a_frozen_mailbox_does_not_make_it_read(
+        tmp_path: Path, cli: Any, mailbox_reads: list[str]) -> None:
+    """What reconcile reads of a mailbox kept whole is its objects/ and patches/: a report in
+    reported/ (every sync cycle of a live fleet) leaves it vouched for, written or read once."""
+    repo = git_init(base_repo(tmp_path / "repo"))
+    assert cli("reconcile", "--commit", str(repo)).code == 0
+    source_change(repo)
+    git(repo, "commit", "-qam", "a source change: a run that writes no mailbox comes between")
+    assert cli("reconcile", "--commit", str(repo)).code == 0
+    (repo / "spaces/imw1/florin.yaml").write_text("kind: [unclosed\n")  # both WECs of imw1 frozen
+    git(repo, "commit", "-qam", "the inventory broken")
+    for step in range(2):
+        report_lands(repo, FLORIN, GUILDER)
+        source_change(repo)
+        git(repo, "add", "-A")
+        git(repo, "commit", "-qm", "reports, and a source change")
+        result = cli("reconcile", "--commit", str(repo))
+        assert result.code == 2 and "not read for files that do not read" not in result.err, result.err
+        assert mailbox_reads == [], step
+    for memo in (repo / ".git").rglob("*.pickle"):
+        memo.unlink()  # the memos lost: read once
+    source_change(repo)
+    git(repo, "commit", "-qam", "a source change")
+    assert cli("reconcile", "--commit", str(repo)).code == 2
+    assert len(mailbox_reads) == 4
+    mailbox_reads.clear()
+    report_lands(repo, FLORIN, GUILDER)
+    source_change(repo)
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "reports, and a source change")
+    assert cli("reconcile", "--commit", str(repo)).code == 2
+    assert mailbox_reads == []

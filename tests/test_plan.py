@@ -17,6 +17,7 @@ import pytest
 
 from conftest import benchmark_module, git_init, run_cli_subprocess, work_tree_files
 from ksgitops.app import usecases as app
+from ksgitops.core import pipeline as pipeline_module
 from ksgitops.io.fs import plan as plans
 from ksgitops.io.fs.feed import request
 from monitor_process import alive, start
@@ -267,3 +268,24 @@ def test_no_plan_ahead_runs_beside_a_run_that_asked_nor_outlives_its_monitor(tmp
     finally:
         if alive(pid):
             os.kill(pid, signal.SIGKILL)
+
+
+def test_a_diff_that_left_mailboxes_kept_whole_unread_keeps_no_plan(tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """Its result is not the next run's: the reconcile after it computes, reading the mailboxes
+    kept whole it left unread, and leaves no proof that would answer the next runs with it."""
+    watched = _twin_repos(tmp_path)[0]
+    done = run_cli_subprocess("monitor", "start", str(watched), "-o", "json", "--no-plan-ahead")
+    assert done.returncode == 0, done.stderr
+    pid = int(json.loads(done.stdout)["pid"])
+    try:
+        _reconciled_apart(watched)
+        inventory = next((watched / "spaces/inventory").iterdir())
+        inventory.write_text(inventory.read_text() + "kind: [unclosed\n")  # every WEC frozen: kept whole
+        for record in (watched / ".git").rglob("worktree.pickle"):
+            record.unlink()  # nothing vouches for their mailboxes
+        monkeypatch.setattr(pipeline_module, "KEPT_WHOLE_READS", 1)
+        result = app.plan_diff(watched, None)[0]
+        assert getattr(result, "unread_whole", ()) and not _plan_file(watched).exists()
+    finally:
+        os.kill(pid, signal.SIGKILL)

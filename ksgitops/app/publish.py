@@ -23,6 +23,7 @@ from ..core.tree import Subtree
 from ..io.git import branch, remote as remotes, repo as git
 from ..io.git.cache import DiskCache
 from ..io.git.commit import commit_generated
+from ..io.git.keptwhole import note_kept_clean
 from ..model import GitError, KsgitopsError, Progress, counted
 from . import usecases as app
 from .shutdown import Shutdown
@@ -157,7 +158,7 @@ class _OneCommit:
                                      _message(config, made, bool(reconciled_roots)))
         made.commit = committed.commit
         if self.result is not None:
-            app.note_kept_clean(self.result, new, self.cache.content)
+            note_kept_clean(self.result, new, self.cache.content)
             self.cache.save(app.clean_mailboxes(self.result, new))
             made.reconciled = app.ReconcileOutcome(self.result, reconciled_roots, committed.commit)
         else:

@@ -18,7 +18,7 @@ from msgspec import Struct
 
 from ..core.load.repoconfig import DEFAULT_AUTHOR_EMAIL, DEFAULT_AUTHOR_NAME
 from ..core.place.where import wec_names
-from ..io.git.newrepo import FirstCommit, enclosing_repository, first_commit, new_repository
+from ..io.git.newrepo import FirstCommit, enclosing_repository, first_commit, git_dir_holding, new_repository
 from ..model import KsgitopsError
 
 FIRST_COMMIT = "ksgitops init: a starter repository from the bundled example"
@@ -53,11 +53,16 @@ def init_repo(directory: Path, git: bool | None = None, demo_reports: bool = Fal
     overwriting nothing), without its reports unless `demo_reports`; write STATUS.md from what is
     there; `git` None: make DIRECTORY a repository unless it lies in one, True: make it one anyway
     (refused, before anything is written, when DIRECTORY is a repository's top already), False:
-    never."""
+    never. Refused, before anything is written, in a git directory (a bare repository, a .git)."""
     if directory.is_symlink() and not directory.exists():
         raise KsgitopsError(f"{directory}: a symbolic link to {os.readlink(directory)}, which does not exist")
     if directory.exists() and not directory.is_dir():
         raise KsgitopsError(f"{directory}: exists and is not a folder")
+    inside = git_dir_holding(directory)
+    if inside is not None:
+        raise KsgitopsError(f"{directory}: lies in the git directory {inside} (a bare repository, or a repository's "
+                            ".git), where no work tree is: clone it (`git clone <repository> fleet`) and run init in "
+                            "the clone, or start in a new folder (`ksgitops init fleet`)")
     kept = _beside(directory)
     if git is True and directory.exists() and _top(directory, enclosing_repository(directory)):
         raise KsgitopsError(f"{directory}: is a git repository already; --git would make a new one: leave --git out, "

@@ -36,13 +36,14 @@ if TYPE_CHECKING:
     from ..core import pipeline
     from ..core.pipeline import Result
     from ..core.readout import diff as diffs
-    from ..io.git import repo as git, runrecord
+    from ..io.git import keptwhole as keptclean, repo as git, runrecord
     from ..io.fs import keptwhole, plan as plans, proof, statcache, tree as fstree, worktree
 else:  # loaded by a run that computes, diffs or reads commits: a proven work tree answers without them
     pipeline = lazy_module("ksgitops.core.pipeline")
     diffs = lazy_module("ksgitops.core.readout.diff")
     git = lazy_module("ksgitops.io.git.repo")
     runrecord = lazy_module("ksgitops.io.git.runrecord")
+    keptclean = lazy_module("ksgitops.io.git.keptwhole")
     # the work tree's rooms: a bare repository's run never enters them
     plans = lazy_module("ksgitops.io.fs.plan")
     proof = lazy_module("ksgitops.io.fs.proof")
@@ -212,9 +213,11 @@ def reconcile_commit(path: Path, source: str, progress: Progress | None = None,
         written = git.TreeSnapshot(src.repo, src.repo[committed.tree])  # type: ignore[arg-type, index]
         new = written.index
         remember_mailbox_spaces(written, committed.roots, cache.content)
-        note_kept_clean(result, new, cache.content)
+        keptclean.note_kept_clean(result, new, cache.content)
         cache.save(clean_mailboxes(result, new))
-        cache.save_record(runrecord.record_of(new, result, tip[0], committed.commit or tip[1], record))
+        # a run that left mailboxes kept whole unread proves nothing: the next one reads them
+        cache.save_record(None if result.unread_whole else
+                          runrecord.record_of(new, result, tip[0], committed.commit or tip[1], record))
 
     later(cache.state, keep_memos)
     return ReconcileOutcome(result, list(committed.roots), committed.commit)
@@ -229,10 +232,7 @@ def reconcile_reusing(src: Source, cache: Any, progress: Progress | None = None)
         cached = cache.mailboxes.get(mailbox)
         return cached is not None and cached == (digest, base.entry_id(f"spaces/{mailbox}"))
 
-    def vouched(mailbox: str) -> bool:  # its tree is one a run filed as holding no file that does not read
-        tree_id, cached = base.entry_id(f"spaces/{mailbox}"), cache.mailboxes.get(mailbox)
-        return (cached is not None and cached[1] == tree_id) or cache.content.get((KEPT_CLEAN, tree_id), False)
-
+    vouched = keptclean.vouched_filed(src.repo, base, cache)  # type: ignore[arg-type]
     return compute(src, cache.content, progress, reuse, vouched)
 
 
@@ -252,22 +252,6 @@ def clean_mailboxes(result: Result, tree: Any) -> dict[str, tuple[str, str]]:
     troubled = {mb for p in result.problems for mb in p.mailboxes}
     return {mb: (digest, tree.entry_id(f"spaces/{mb}")) for mb, digest in result.digests.items()
             if mb not in troubled}
-
-
-KEPT_CLEAN = "kept-whole-clean"  # cache content: (it, a mailbox's tree id) -> no file in it fails to read
-
-
-def note_kept_clean(result: Result, tree: Any, content: Any) -> None:
-    """Each mailbox kept whole in which the run found no file that does not read (it read it, or
-    knew it as written; not one it left unread), by its tree id: the next run over that tree needs
-    not read it."""
-    troubled = {mb for p in result.problems for mb in p.mailboxes}
-    unread = set(result.unread_whole)
-    for mb in result.frozen.kept_whole():
-        tree_id = (tree.entry_id(f"spaces/{mb}") if mb not in troubled and mb not in unread
-                   and mb in result.loaded.mailboxes else None)
-        if tree_id:
-            content[(KEPT_CLEAN, tree_id)] = True
 
 
 def _warn_uncommitted(src: Source, mailboxes: Any) -> None:

@@ -58,7 +58,8 @@ def cli() -> None:
     """
 
 
-@cli.command(exits="0; 2 DIRECTORY holds spaces/, ksgitops.yaml or STATUS.md already (or is not a folder); "
+@cli.command(exits="0; 2 DIRECTORY holds spaces/, ksgitops.yaml or STATUS.md already (or is not a folder, or lies "
+                   "in a git directory: a bare repository, a .git); "
                    "3 writing DIRECTORY or git failed")
 @click.argument("directory", type=click.Path(path_type=Path))
 @click.option("--git/--no-git", "git", default=None,

@@ -168,8 +168,7 @@ def _kept_whole(frozen: Frozen, mailboxes: Mapping[str, Obj], previous: Previous
         problems.append(Problem(Origin(f"spaces/{unread[0]}"), (
             f"kept whole, {these} not read for files that do not read: no record says "
             f"ksgitops wrote them (a new clone, or another version's record), and a run reads at most "
-            f"{KEPT_WHOLE_READS} such mailboxes (the next runs read the rest); render, sync and status name "
-            f"such files"), "warning"))
+            f"{KEPT_WHOLE_READS} such mailboxes: the next runs read the rest"), "warning"))
     return problems, unread
 
 

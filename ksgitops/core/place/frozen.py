@@ -155,7 +155,7 @@ class Frozen(Struct):
     def trailer(self) -> str:
         """The value of the commit trailer naming what is frozen: `space wmw-c, wec imw1/florin`."""
         wecs = sorted(f"wec {w.space}/{w.name}" for w in self.wecs.values())
-        more = f", and {len(wecs) - FEW_WECS} more WECs" if len(wecs) > FEW_WECS else ""
+        more = f", and {counted(len(wecs) - FEW_WECS, 'more WEC')}" if len(wecs) > FEW_WECS else ""
         return ", ".join([f"space {s}" for s in sorted(self.spaces)] + wecs[:FEW_WECS]) + more
 
     def section(self, space: str, names: Mapping[str, str]) -> dict[str, Any] | None:

@@ -21,7 +21,7 @@ def _deployment(spec: Mapping[str, Any], status: Mapping[str, Any]) -> Verdict:
     if updated < want:
         return Verdict(PROGRESSING, f"rollout: {updated} of {want} replicas updated")
     if replicas > updated:
-        return Verdict(PROGRESSING, f"rollout: {replicas - updated} old replicas pending termination")
+        return Verdict(PROGRESSING, f"rollout: {counted(replicas - updated, 'old replica')} pending termination")
     if available < updated:
         return Verdict(PROGRESSING, f"rollout: {available} of {updated} updated replicas available")
     if is_condition(conds.get("Available"), "False"):
@@ -38,7 +38,7 @@ def _replica_set(spec: Mapping[str, Any], status: Mapping[str, Any]) -> Verdict:
     if available < want:
         return Verdict(PROGRESSING, f"{available} of {want} replicas available")
     if replicas > want:
-        return Verdict(PROGRESSING, f"{replicas - want} extra replicas pending termination")
+        return Verdict(PROGRESSING, f"{counted(replicas - want, 'extra replica')} pending termination")
     return Verdict(HEALTHY, f"{available} of {want} replicas available")
 
 

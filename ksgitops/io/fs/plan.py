@@ -47,8 +47,8 @@ def keep(record: Any, snapshot: Any, result: Any) -> None:
     path = _path(record)
     if path is None:
         return
-    if record.token is None or not record.as_of_this_run():
-        forget(record)
+    if record.token is None or not record.as_of_this_run() or bool(getattr(result, "unread_whole", ())):
+        forget(record)  # a result that left mailboxes kept whole unread: the reconcile reads the next ones
         return
     plan = Plan(record.token, record.identity, PlannedResult.of(result), snapshot.seen, snapshot.observed,
                 snapshot.spaces_listing, snapshot.listings, linked_of(record, snapshot.observed))

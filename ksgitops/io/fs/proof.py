@@ -49,6 +49,8 @@ def run_of(record: Any, snapshot: Any, result: Result | PlannedResult) -> Proven
     clock = record.clock()
     if clock < 0 or snapshot.spaces_listing is None or not all(root in record.roots for root in roots):
         return None
+    if getattr(result, "unread_whole", ()):  # the next run reads the mailboxes this one left: not the same result
+        return None
     # what it read inside a root it wrote or reused is covered by the root's own stamps
     covered = set(roots)
     observed = {path: stamp for path, stamp in snapshot.observed.items() if not _inside(path, covered)}

@@ -7,7 +7,7 @@ from pathlib import Path
 from msgspec import Struct
 
 from ..pygit import pygit2
-from .discover import enclosing
+from .discover import enclosing, git_dir
 from ...model import GitError
 
 
@@ -15,6 +15,18 @@ def enclosing_repository(path: Path) -> str | None:
     """The work tree (a bare repository: its folder) of the git repository `path` is in, or None."""
     found = enclosing(path)
     return None if found is None else str(Path(found[1] or found[0]))
+
+
+def git_dir_holding(path: Path) -> str | None:
+    """The git directory `path` lies in (a bare repository, or a work tree's `.git`), which
+    holds no work tree, or None; a `path` not made yet is asked of its nearest folder."""
+    start = path.absolute()
+    folder = next((p for p in (start, *start.parents) if p.is_dir()), None)
+    found = git_dir(folder) if folder is not None else None
+    if found is None:
+        return None
+    inside = Path(found).resolve()
+    return str(inside) if folder is not None and folder.resolve().is_relative_to(inside) else None
 
 
 class FirstCommit(Struct, frozen=True):
