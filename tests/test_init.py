@@ -110,13 +110,20 @@ def test_init_dot_in_a_new_github_repository_keeps_its_files_and_names_them(cli:
 
 
 def test_init_beside_files_in_a_folder_of_no_repository_makes_it_one(cli: Any, tmp_path: Path) -> None:
+    """The new repository's first commit is the starter alone: what the folder held is the user's
+    (a .env with a token, say), never committed unasked."""
     target = tmp_path / "notes"
     target.mkdir()
     (target / "keep.txt").write_text("mine\n")
+    (target / ".env").write_text("TOKEN=s3cret\n")
     res = run(cli, "init", str(target))
-    assert "which init left as it was: keep.txt" in res.out and "a new git repository" in res.out, res.out
+    assert "which init left as it was: .env, keep.txt" in res.out and "a new git repository" in res.out, res.out
+    assert "what was there is not committed: add what you want yourself" in res.out, res.out
     assert (target / "keep.txt").read_text() == "mine\n"
-    assert "keep.txt" in git(target, "ls-files").splitlines()  # the first commit holds everything in its folder
+    committed = git(target, "ls-files").splitlines()
+    assert "STATUS.md" in committed and "spaces/imw1/florin.yaml" in committed
+    assert ".env" not in committed and "keep.txt" not in committed
+    assert sorted(git(target, "status", "--porcelain").splitlines()) == ["?? .env", "?? keep.txt"]
 
 
 def test_init_makes_a_git_repository_whose_first_commit_is_the_starter(cli: Any, tmp_path: Path) -> None:

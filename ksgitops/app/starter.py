@@ -26,6 +26,7 @@ REPORTS = ("reported", "upsynced")  # what transports write into a mailbox
 # what ksgitops reads or writes at a repository's top: RepoConfig, the spaces, the status
 # summary, the journal of a write in flight
 OWNED = ("spaces", "ksgitops.yaml", "STATUS.md", ".ksgitops-journal")
+STARTER = ("spaces", "STATUS.md")  # what init writes
 
 
 class Started(Struct):
@@ -84,7 +85,9 @@ def init_repo(directory: Path, git: bool | None = None, demo_reports: bool = Fal
                       f"{counts.get('Healthy', 0)}/{sum(counts.values())}", demo_reports,
                       enclosing=enclosing, top=_top(directory, enclosing), kept=kept)
     if make:
-        started.first = first_commit(directory, FIRST_COMMIT, DEFAULT_AUTHOR_NAME, DEFAULT_AUTHOR_EMAIL)
+        # what the folder held before is the user's (a .env, say): not committed unasked
+        started.first = first_commit(directory, FIRST_COMMIT, DEFAULT_AUTHOR_NAME, DEFAULT_AUTHOR_EMAIL,
+                                     only=list(STARTER) if kept else None)
     return started
 
 

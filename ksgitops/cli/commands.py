@@ -84,12 +84,14 @@ def init(directory: Path, git: bool | None, demo_reports: bool) -> None:
     if started.kept:
         click.echo(f"{directory}: spaces/ and STATUS.md written beside what was there, which init left as it was: "
                    f"{few(started.kept)}")
+    add = "git add spaces STATUS.md" if started.kept else "git add -A"
     if started.first is not None:
         click.echo(f"{directory}: a new git repository, the starter its first commit "
-                   f"{started.first.commit[:12]} on {started.first.branch} (by {started.first.author})")
+                   f"{started.first.commit[:12]} on {started.first.branch} (by {started.first.author})"
+                   + ("; what was there is not committed: add what you want yourself" if started.kept else ""))
     elif started.top:  # `git init` (or a clone) came first
         click.echo(f"{directory} is a git repository already: nothing committed; commit the starter "
-                   "(`git add -A && git commit`) for `reconcile --commit` and for Flux or Argo CD to read it")
+                   f"(`{add} && git commit`) for `reconcile --commit` and for Flux or Argo CD to read it")
     elif started.enclosing is not None:
         click.echo(f"{directory} lies in the git work tree {started.enclosing}: nothing committed, no repository "
                    "made (--git makes it one of its own; `--commit` needs spaces/ at the top of a repository)")

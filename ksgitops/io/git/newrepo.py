@@ -43,12 +43,13 @@ def new_repository(path: Path) -> None:
         raise GitError(f"{path}: could not make it a git repository: {e}") from e
 
 
-def first_commit(path: Path, message: str, fallback_name: str, fallback_email: str) -> FirstCommit:
-    """`git add -A && git commit` in the new repository at `path`, by the user's git identity (else
-    the fallback's)."""
+def first_commit(path: Path, message: str, fallback_name: str, fallback_email: str,
+                 only: list[str] | None = None) -> FirstCommit:
+    """`git add -A && git commit` in the new repository at `path` (with `only`: of those paths
+    alone), by the user's git identity (else the fallback's)."""
     try:
         repo = pygit2.Repository(str(path))
-        repo.index.add_all()
+        repo.index.add_all(only or [])
         repo.index.write()
         tree = repo.index.write_tree()
         try:
