@@ -238,7 +238,7 @@ def _diff(repo: Path | None, against: str | None, output: str) -> None:
 @output_option("yaml", "json")
 def render(wec: str, repo: Path | None, output: str) -> None:
     """Print the final manifests one WEC receives, in kustomize's order (for kubectl apply -f -);
-    -o json prints them as one v1 List."""
+    -o json prints them as one v1 List. A frozen WEC's are its mailbox as it stands (exit 2)."""
     root = locate(repo)
     with ProgressBars(output) as progress:
         result, mailbox = app.compute_for_wec(root, wec, progress)
@@ -268,9 +268,9 @@ def explain(wec: str, obj: str | None, repo: Path | None, output: str) -> None:
     with ProgressBars(output) as progress:
         result, mailbox = app.compute_for_wec(root, wec, progress)
     print_problems(result.confined_errors)
-    if mailbox in result.frozen.wecs:
-        raise KsgitopsError(f"WEC {wec} is frozen: its mailbox spaces/{mailbox} is kept as it stands until the "
-                            "errors of its inventory space are fixed")
+    if mailbox in result.frozen.wecs:  # render shows that mailbox as it stands
+        raise KsgitopsError(f"WEC {wec} is frozen: its mailbox spaces/{mailbox} is kept as it stands until "
+                            f"{result.frozen.why_whole(mailbox)[1]} (`ksgitops render {wec}` shows it)")
     if mailbox not in result.mailboxes:  # kept whole by a frozen workload space, nothing computed for it
         raise KsgitopsError(f"WEC {wec}'s mailbox spaces/{mailbox} is kept as it stands until the errors of the "
                             "workload spaces that place on it are fixed")

@@ -18,23 +18,26 @@ def wec_display_names(result: Result | RecordedResult) -> dict[str, str]:
 
 
 def find_wec(result: Result, name: str) -> str:
-    """A WEC argument (SyncTarget name, `<is>/<st>`, or mailbox name) -> mailbox name."""
-    if name in result.wecs:
+    """A WEC argument (SyncTarget name, `<is>/<st>`, or mailbox name) -> mailbox name; a frozen
+    WEC's too (its mailbox kept as it stands: render shows it so, explain says why)."""
+    named = {**{mb: (w.space, w.name) for mb, w in result.frozen.wecs.items()},
+             **{mb: (w.space, w.name) for mb, w in result.wecs.items()}}
+    if name in named:
         return name
     if "/" in name:
         space, _, st = name.partition("/")
-        matches = [mb for mb, w in result.wecs.items() if w.space == space and w.name == st]
+        matches = [mb for mb, (s, n) in named.items() if s == space and n == st]
     else:
-        matches = [mb for mb, w in result.wecs.items() if w.name == name]
+        matches = [mb for mb, (_, n) in named.items() if n == name]
     if len(matches) == 1:
         return matches[0]
     if matches:
         raise KsgitopsError(f"WEC name {name!r} is ambiguous: {', '.join(sorted(matches))}; use <space>/<synctarget>")
-    spaces = {w.space for w in result.wecs.values()}
+    spaces = {s for s, _ in named.values()}
     if "/" in name and name.partition("/")[0] not in spaces:
         space = name.partition("/")[0]
         raise KsgitopsError(f"no inventory space {space!r} holds a SyncTarget{did_you_mean(space, spaces)}")
-    known = [n for mb, w in result.wecs.items() for n in (w.name, f"{w.space}/{w.name}", mb)]
+    known = [n for mb, (s, st) in named.items() for n in (st, f"{s}/{st}", mb)]
     raise KsgitopsError(f"no WEC named {name!r}{did_you_mean(name, known)}; a WEC is a SyncTarget name, "
                         f"<space>/<synctarget> or a mailbox name (`ksgitops wecs` lists them)")
 
