@@ -42,6 +42,7 @@ def test_a_file_put_there_after_a_proven_run_is_seen_and_its_warning_goes_with_i
 
 def test_other_files_and_links_directly_in_spaces_are_not_named(cli: Any, example: Path) -> None:
     (example / "spaces/README.md").write_text("notes\n")
+    (example / "spaces/kustomization.yaml").write_text("resources: []\n")  # kustomize's, there on purpose
     (example / "spaces/.hidden.yaml").write_text(STRAY)
     result = cli("validate", str(example))
     assert result.code == 0 and "directly in spaces/" not in result.out + result.err, result

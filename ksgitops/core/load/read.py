@@ -155,6 +155,8 @@ def _sources(snapshot: Snapshot, cache: ParseCache, loaded: Loaded,
             continue
         sources.append((space, _named_in_utf8(snapshot.space_files(space), loaded.problems)))
     for path in stray_files(snapshot):
+        if path.rpartition("/")[2] in KUSTOMIZE_FILES:
+            continue  # kustomize's, which ksgitops never reads (in a space either); put there on purpose
         stem = path.rpartition("/")[2].rpartition(".")[0]
         folder = f"spaces/{stem}/" if stem and not dns1123_label_error(stem) else "spaces/<space>/"
         loaded.problems.append(Problem(Origin(path), (
