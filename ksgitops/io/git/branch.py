@@ -24,8 +24,8 @@ def branch_ref(repo: pygit2.Repository, name: str) -> str | None:
 
 
 def unborn_branch(repo: pygit2.Repository, name: str) -> str | None:
-    """The branch `name` (HEAD, or the branch HEAD names) means when it has no commit yet: a
-    repository just made by `git init`."""
+    """What a command that reads commits says when `name` (HEAD, or the branch HEAD names) has no
+    commit yet, as in a repository just made by `git init`; None otherwise."""
     try:
         if not repo.head_is_unborn:
             return None
@@ -33,7 +33,10 @@ def unborn_branch(repo: pygit2.Repository, name: str) -> str | None:
     except (KeyError, ValueError, pygit2.GitError):
         return None
     branch = target.removeprefix("refs/heads/")
-    return branch if name in ("HEAD", branch, target) else None
+    if name not in ("HEAD", branch, target):
+        return None
+    return (f"{name}: the branch {branch} has no commit yet, and this reads commits, not the work tree: commit "
+            "the sources first (`git add -A && git commit`)")
 
 
 def _resolved(repo: pygit2.Repository, name: str) -> str | None:

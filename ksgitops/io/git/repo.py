@@ -15,8 +15,7 @@ from msgspec import Struct
 
 from ..pygit import pygit2
 
-from ...core.load.snapshot import MAX_FILE_BYTES
-from ...core.load.snapshot import SOURCE_SUFFIXES, SourceFile, is_source_path
+from ...core.load.snapshot import MAX_FILE_BYTES, SOURCE_SUFFIXES, SourceFile, is_source_path
 from ...core.status.gitobjects import BLOB_MODE, TREE_MODE
 from ...core.tree import KEEP, OTHERS, REUSE, FileTree, Generated, Subtree
 from ...model import KsgitopsError
@@ -105,9 +104,8 @@ def resolve_commit(repo: pygit2.Repository, ref: str) -> pygit2.Commit:
         obj = repo.revparse_single(ref)
         return obj.peel(pygit2.Commit)
     except (KeyError, ValueError, pygit2.GitError) as e:
-        if (branch := unborn_branch(repo, ref)) is not None:
-            raise KsgitopsError(f"{ref}: the branch {branch} has no commit yet, and this reads commits, not the work "
-                                "tree: commit the sources first (`git add -A && git commit`)") from None
+        if (unborn := unborn_branch(repo, ref)) is not None:
+            raise KsgitopsError(unborn) from None
         raise KsgitopsError(f"{ref}: not a commit in {repo.path} ({e})") from e
 
 
@@ -153,18 +151,17 @@ class TreeSnapshot:
         return self.index.get(path)
 
     def list_spaces(self) -> list[str]:
-        spaces = self._entry("spaces")
-        if spaces is None or spaces.type != pygit2.GIT_OBJECT_TREE:
-            return []
-        return sorted(str(e.name) for e in tree_at(self.repo, spaces.id) if e.type == pygit2.GIT_OBJECT_TREE
-                      and not str(e.name).startswith("."))
+        return sorted(name for name, mode in self._spaces() if mode == pygit2.GIT_FILEMODE_TREE)
 
     def stray_files(self) -> list[str]:
+        return sorted(f"spaces/{name}" for name, mode in self._spaces()
+                      if mode in (BLOB_MODE, pygit2.GIT_FILEMODE_BLOB_EXECUTABLE) and name.endswith(SOURCE_SUFFIXES))
+
+    def _spaces(self) -> list[tuple[str, int]]:  # (name, mode) of each entry directly in spaces/ but hidden ones
         spaces = self._entry("spaces")
         if spaces is None or spaces.type != pygit2.GIT_OBJECT_TREE:
             return []
-        return sorted(f"spaces/{e.name}" for e in tree_at(self.repo, spaces.id) if e.filemode in (BLOB_MODE, pygit2.GIT_FILEMODE_BLOB_EXECUTABLE)
-                      and str(e.name).endswith(SOURCE_SUFFIXES) and not str(e.name).startswith("."))
+        return [(str(e.name), e.filemode) for e in tree_at(self.repo, spaces.id) if not str(e.name).startswith(".")]
 
     def space_files(self, space: str) -> list[SourceFile]:
         entry = self._entry(f"spaces/{space}")
