@@ -82,28 +82,6 @@ def test_status_in_an_empty_folder_writes_no_stray_status_md(tmp_path: Path) -> 
     assert list(tmp_path.iterdir()) == []
 
 
-def test_at_the_top_of_a_fresh_git_repository_the_message_says_init_dot(tmp_path: Path) -> None:
-    """Right after `git init` the way to start is `ksgitops init .`; below the top, or outside any
-    repository, the message names a new folder instead."""
-    git(tmp_path, "init", "-q")
-    (tmp_path / "sub").mkdir()
-    proc = run_cli_subprocess("validate", cwd=tmp_path)
-    assert proc.returncode == 2 and "to start one here, run `ksgitops init .`" in one_line(proc.stderr), proc
-    below = run_cli_subprocess("validate", cwd=tmp_path / "sub")
-    assert below.returncode == 2 and "init ." not in below.stderr and "ksgitops init DIR" in below.stderr, below
-    assert sorted(p.name for p in tmp_path.iterdir()) == [".git", "sub"]
-
-
-def test_status_before_any_reconcile_says_the_mailboxes_are_not_written_yet(example: Path) -> None:
-    """It said `4 objects on 2 WECs: 0/0 healthy` and nothing more."""
-    before = run_cli_subprocess("status", str(example))
-    assert before.returncode == 0 and "0/0 healthy" in before.stdout, before
-    assert "no mailbox holds them yet: `ksgitops reconcile` writes the mailboxes" in before.stdout, before
-    assert run_cli_subprocess("reconcile", str(example)).returncode == 0
-    after = run_cli_subprocess("status", str(example))
-    assert after.returncode == 0 and "Missing" in after.stdout and "no mailbox holds" not in after.stdout, after
-
-
 def test_commands_find_the_repository_from_a_subfolder_like_git(example: Path) -> None:
     proc = run_cli_subprocess("validate", cwd=example / "spaces" / "wmw-c")
     assert proc.returncode == 0 and "valid: 2 WECs" in proc.stdout, proc
