@@ -190,3 +190,30 @@ def test_a_staging_name_that_is_a_link_or_a_fifo_is_never_written_through(tmp_pa
         assert stat.S_IMODE((state / name).stat().st_mode) == 0o600
     assert outside.read_text() == "someone's file"
     assert sorted(p.name for p in state.iterdir()) == ["a.pickle", "b.pickle"]
+
+
+WRITE_DURABLY = """
+import sys
+from pathlib import Path
+from ksgitops.io.fs.durable import write_durably
+write_durably(Path(sys.argv[1]), b"journal", 0o600)
+"""
+
+
+def test_a_durable_write_never_goes_through_a_link_or_into_a_fifo_at_its_staging_name(tmp_path: Path) -> None:
+    """The journals (a checkout's, in the state folder; the work tree's) are written as state files
+    are: before, the same FIFO or link at the staging name hung the write or sent it out."""
+    state = tmp_path / ".git/ksgitops-state"
+    state.mkdir(parents=True)
+    outside = tmp_path / "outside.txt"
+    outside.write_text("someone's file")
+    os.mkfifo(state / ".a.json.ksgitops-tmp")
+    (state / ".b.json.ksgitops-tmp").symlink_to(outside)
+    for name in ("a.json", "b.json"):
+        done = subprocess.run([sys.executable, "-c", WRITE_DURABLY, str(state / name)], capture_output=True,
+                              text=True, timeout=30, cwd=Path(__file__).resolve().parents[1])
+        assert done.returncode == 0, done.stderr
+        assert not (state / name).is_symlink() and (state / name).read_bytes() == b"journal"
+        assert stat.S_IMODE((state / name).stat().st_mode) == 0o600
+    assert outside.read_text() == "someone's file"
+    assert sorted(p.name for p in state.iterdir()) == ["a.json", "b.json"]

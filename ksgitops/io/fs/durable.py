@@ -19,7 +19,7 @@ from typing import Any, Iterator
 from ..pygit import pygit2
 
 from . import waiting
-from .paths import STATE_DIR, write_state
+from .paths import STATE_DIR, plain_staging, write_state
 
 _libc: Any = None
 
@@ -71,8 +71,9 @@ def _fsync(path: Path | str, flags: int) -> None:
 
 def write_durably(path: Path, data: bytes, mode: int = 0o644) -> None:
     """Replace one small file atomically and durably: a sibling written and fsynced, renamed over
-    `path`, then the folder fsynced. For journals and other files whose loss matters."""
-    staging = path.with_name(f".{path.name}.ksgitops-tmp")
+    `path`, then the folder fsynced. For journals and other files whose loss matters; as
+    `paths.write_state`, never through a link or into a FIFO at the staging name."""
+    staging = plain_staging(path)
     fd = os.open(staging, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
     try:
         os.fchmod(fd, mode)

@@ -99,22 +99,28 @@ def private_file(path: str) -> None:
 
 
 def write_state(target: Path, data: bytes) -> None:
-    """`write_file` for a file of the state folder: `PRIVATE_FILE`, its folder `private_folder`. A
-    staging name that is not a plain file (a link, a FIFO) goes first: the write would follow the
-    link out of the private folder, Secret data and all, or wait forever on the FIFO."""
+    """`write_file` for a file of the state folder: `PRIVATE_FILE`, its folder `private_folder`,
+    its staging name `plain_staging` (a link there would take Secret data out of the folder)."""
     private_folder(target.parent)
-    staging = staging_of(target)
-    try:
-        if not stat.S_ISREG(os.lstat(staging).st_mode):
-            os.unlink(staging)
-    except FileNotFoundError:
-        pass
+    plain_staging(target)
     write_file(target, data, mode=PRIVATE_FILE)
 
 
 def staging_of(target: Path) -> Path:
     """The sibling `write_file` writes before renaming it over `target`."""
     return target.with_name(f".{target.name}.ksgitops-tmp")
+
+
+def plain_staging(target: Path) -> Path:
+    """`staging_of(target)`, with what stands there that is not a plain file (a link, a FIFO) gone:
+    a write would follow the link out of its folder, or wait forever on the FIFO."""
+    staging = staging_of(target)
+    try:
+        if not stat.S_ISREG(os.lstat(staging).st_mode):
+            os.unlink(staging)
+    except FileNotFoundError:
+        pass
+    return staging
 
 
 def write_file(target: Path, data: bytes, observe: bool = False, mode: int = 0o644) -> os.stat_result | None:
