@@ -14,7 +14,7 @@ from jsonschema import Draft202012Validator
 from ksgitops.core.load import schemas
 from ksgitops.core.load.schemas import (GENERATED_SCHEMAS, SCHEMA_FILES, format_path, load_schema, schema_for,
                                         schema_names, validate_reported, validate_schema, validator_for)
-from ksgitops.core.place.delivery import kind_off_edge
+from ksgitops.core.load.offedge import kind_off_edge
 from ksgitops.model import Origin
 from schema_examples import (EXAMPLES, KIND_SCHEMAS, ORIGIN, REPORTED_EXAMPLES, base, example_bodies, messages, obj,
                              schema_name)

@@ -16,8 +16,7 @@ from ...model import Obj, ObjRef
 from ...names import rel_path
 from ..customize.params import referenced_keys
 from ..customize.customizer import CUSTOMIZER_ANNOTATION, EXPAND_ANNOTATION, wants_expansion
-from .delivery import CLEARED_METADATA, KUSTOMIZE_ANNOTATIONS, LOCAL_CONFIG, is_kcp_key, is_untransported_annotation, \
-    kustomize_drops
+from .delivery import CLEARED_METADATA, carries_kustomize_keys, is_kcp_key, is_untransported_annotation, kustomize_drops
 from ..serialize import deep_copy, dump_yaml
 
 PROJECTED_LABEL = "edge.kubestellar.io/projected"
@@ -86,8 +85,7 @@ def reprojected(body: dict[str, Any]) -> dict[str, Any]:
     labels = md.get("labels")
     annotations = md.get("annotations")
     annotations = annotations if isinstance(annotations, dict) else None
-    bookkeeping = annotations is not None and (not KUSTOMIZE_ANNOTATIONS.isdisjoint(annotations)
-                                              or LOCAL_CONFIG in annotations)
+    bookkeeping = annotations is not None and carries_kustomize_keys(annotations)
     if not any(key in md for key in CLEARED_METADATA) and isinstance(labels, dict) \
             and labels.get(PROJECTED_LABEL) == "yes" and not bookkeeping:
         return body

@@ -29,8 +29,6 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from ..load.offedge import kind_off_edge
-
 _SYSTEM_SECRET_TYPES = frozenset({"kubernetes.io/service-account-token", "bootstrap.kubernetes.io/token"})
 
 # metadata fields KubeStellar does not transport (or the WEC's API server sets itself)
@@ -78,6 +76,12 @@ def kustomize_drops(key: str, value: Any) -> bool:
     return key in KUSTOMIZE_ANNOTATIONS or (key == LOCAL_CONFIG and value != "false")
 
 
+def carries_kustomize_keys(annotations: Mapping[str, Any]) -> bool:
+    """Whether an annotations map holds a key kustomize_drops may apply to: the common case, none,
+    told by a set operation."""
+    return not KUSTOMIZE_ANNOTATIONS.isdisjoint(annotations) or LOCAL_CONFIG in annotations
+
+
 def as_kustomize_builds(body: dict[str, Any]) -> dict[str, Any] | None:
     """`body` read from a mailbox as `kubectl kustomize` prints it (None: it leaves it out): what
     a base copy goes without, in a copy reconcile keeps as it stands (an earlier version's, a hand
@@ -86,8 +90,7 @@ def as_kustomize_builds(body: dict[str, Any]) -> dict[str, Any] | None:
     if not isinstance(md, dict):
         return body
     annotations = md.get("annotations")
-    if not isinstance(annotations, dict) or (KUSTOMIZE_ANNOTATIONS.isdisjoint(annotations)
-                                             and LOCAL_CONFIG not in annotations):
+    if not isinstance(annotations, dict) or not carries_kustomize_keys(annotations):
         return body
     if kustomize_drops(LOCAL_CONFIG, annotations.get(LOCAL_CONFIG, "false")):
         return None
@@ -100,5 +103,5 @@ def is_untransported_annotation(key: str, value: Any) -> bool:
     return is_kcp_key(key) or kustomize_drops(key, value)
 
 
-__all__ = ["CLEARED_METADATA", "KUSTOMIZE_ANNOTATIONS", "LOCAL_CONFIG", "as_kustomize_builds", "kind_off_edge",
+__all__ = ["CLEARED_METADATA", "KUSTOMIZE_ANNOTATIONS", "LOCAL_CONFIG", "as_kustomize_builds", "carries_kustomize_keys",
            "system_object", "is_kcp_key", "kustomize_drops", "is_untransported_annotation"]

@@ -38,7 +38,8 @@ from msgspec import Struct
 
 from ...kinds import KindInfo, KindTable, is_control
 from ...model import Obj, ref_order
-from .delivery import kind_off_edge, system_object
+from ..load.offedge import kind_off_edge
+from .delivery import system_object
 from .edgeplacement import (CLUSTER, NAMESPACED, NS_GATE, SCOPE, SOURCE, V1ALPHA1, as_list, clause_label,
                             placement_spec)
 from ..load.selectors import any_matches, matches

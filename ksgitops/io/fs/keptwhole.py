@@ -6,7 +6,8 @@ A root record's `input` is the input digest of a mailbox built without problems;
 whole that a run read and found readable is recorded with `READ_CLEAN` instead (never an input
 digest: it is never reused by digest), its `objects/` and `patches/` stamped as the run read them.
 Either way, while its stamps hold, the mailbox needs no reading: a record lost (other code, another
-folder) costs one run that reads every mailbox kept whole, not every run while they stay frozen.
+folder) costs the runs that read the mailboxes kept whole again, at most `KEPT_WHOLE_READS` each
+(core/pipeline.py), not every run while they stay frozen.
 """
 from __future__ import annotations
 
